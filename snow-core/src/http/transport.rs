@@ -1,0 +1,134 @@
+//! Request and response values and the [`Transport`] trait.
+
+use std::fmt;
+
+/// HTTP methods the Table API uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Method {
+    /// Read.
+    Get,
+    /// Create.
+    Post,
+    /// Partial update.
+    Patch,
+    /// Full update.
+    Put,
+    /// Delete.
+    Delete,
+}
+
+impl Method {
+    /// The method name on the wire.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Get => "GET",
+            Self::Post => "POST",
+            Self::Patch => "PATCH",
+            Self::Put => "PUT",
+            Self::Delete => "DELETE",
+        }
+    }
+
+    /// True when sending the request twice has the same effect as sending it once.
+    /// POST creates a row each time; PATCH with the same body converges, as do PUT and DELETE.
+    pub fn is_idempotent(self) -> bool {
+        !matches!(self, Self::Post)
+    }
+}
+
+impl fmt::Display for Method {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Timeouts for one request, in milliseconds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Timeouts {
+    /// Establishing the connection.
+    pub connect_ms: u32,
+    /// From sending to the first response byte.
+    pub first_byte_ms: u32,
+    /// Longest pause between body chunks.
+    pub between_bytes_ms: u32,
+}
+
+/// One HTTP request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Request {
+    /// Method.
+    pub method: Method,
+    /// Absolute URL, already percent-encoded (`https://host/path?query`).
+    pub url: String,
+    /// Headers (no `Authorization`: the host attaches credentials).
+    pub headers: Vec<(String, String)>,
+    /// Body bytes; empty for GET and DELETE.
+    pub body: Vec<u8>,
+    /// Timeouts.
+    pub timeouts: Timeouts,
+    /// Largest response body accepted, in bytes.
+    pub max_response_bytes: usize,
+}
+
+/// One HTTP response with its whole body.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Response {
+    /// Status code.
+    pub status: u16,
+    /// Headers as received.
+    pub headers: Vec<(String, String)>,
+    /// Body bytes.
+    pub body: Vec<u8>,
+}
+
+impl Response {
+    /// The first header named `name` (case-insensitive).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+    }
+}
+
+/// Why a request got no usable answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TransportErrorKind {
+    /// The host's outbound gate refused the request; nothing was sent.
+    Denied,
+    /// No connection could be made; nothing was sent.
+    Connect,
+    /// The request may have reached the server but no complete answer came back
+    /// (timeout, reset, truncated body).
+    AfterSend,
+    /// The answer was larger than the request allowed.
+    TooLarge,
+    /// The request could not be built (bad header, bad URL): a bug, not a network problem.
+    Invalid,
+}
+
+/// A failed exchange.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct TransportError {
+    /// What kind of failure.
+    pub kind: TransportErrorKind,
+    /// What happened, naming the method and URL path.
+    pub message: String,
+}
+
+impl TransportError {
+    /// A failure of `kind`.
+    pub fn new(kind: TransportErrorKind, message: impl Into<String>) -> Self {
+        Self { kind, message: message.into() }
+    }
+}
+
+/// Sends one request and returns the whole response. Implementations do not retry.
+pub trait Transport {
+    /// Sends `request`; any status counts as a response.
+    fn send(&mut self, request: &Request) -> Result<Response, TransportError>;
+}
+
+impl<T: Transport + ?Sized> Transport for &mut T {
+    fn send(&mut self, request: &Request) -> Result<Response, TransportError> {
+        (**self).send(request)
+    }
+}

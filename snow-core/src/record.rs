@@ -1,0 +1,103 @@
+//! Records as `snow-core` hands them to the guests, one to one with the WIT types: the guests only
+//! convert these to and from their generated bindings.
+
+use crate::error::SnowError;
+
+/// A Kafka record header.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Header {
+    /// Name.
+    pub key: String,
+    /// Value bytes.
+    pub value: Vec<u8>,
+}
+
+/// A source partition and a position in it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SourceOffset {
+    /// The source partition key (see [`crate::cursor::Partition`]).
+    pub partition: String,
+    /// The cursor position after the record (JSON text).
+    pub position: String,
+}
+
+/// A record read from ServiceNow.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SourceRecord {
+    /// Destination topic.
+    pub topic: String,
+    /// Key bytes (the row's sys_id).
+    pub key: Option<Vec<u8>>,
+    /// Value bytes (the row's JSON).
+    pub value: Option<Vec<u8>>,
+    /// Headers.
+    pub headers: Vec<Header>,
+    /// Timestamp in ms since the epoch.
+    pub timestamp_ms: Option<i64>,
+    /// Offset after this record.
+    pub offset: SourceOffset,
+}
+
+/// What one source poll returns.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PollBatch {
+    /// Records in source order.
+    pub records: Vec<SourceRecord>,
+    /// When to poll next, in ms (0: at once).
+    pub next_poll_ms: u32,
+}
+
+/// A record consumed from Kafka.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SinkRecord {
+    /// Topic.
+    pub topic: String,
+    /// Partition.
+    pub partition: i32,
+    /// Offset.
+    pub offset: i64,
+    /// Key bytes.
+    pub key: Option<Vec<u8>>,
+    /// Value bytes; `None` is a tombstone.
+    pub value: Option<Vec<u8>>,
+    /// Headers.
+    pub headers: Vec<Header>,
+    /// Timestamp in ms since the epoch.
+    pub timestamp_ms: Option<i64>,
+}
+
+impl SinkRecord {
+    /// `topic-partition@offset`, the way errors name a record.
+    pub fn coordinates(&self) -> String {
+        format!("{}-{}@{}", self.topic, self.partition, self.offset)
+    }
+}
+
+/// A Table API write operation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Operation {
+    /// POST.
+    Create,
+    /// PATCH.
+    Patch,
+    /// PUT.
+    Put,
+    /// DELETE.
+    Delete,
+}
+
+/// A write ServiceNow accepted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Written {
+    /// Operation performed.
+    pub operation: Operation,
+    /// Table written.
+    pub table: String,
+    /// Row written.
+    pub sys_id: String,
+    /// HTTP status of the answer.
+    pub status: u16,
+}
+
+/// The final word on one sink record.
+pub type Outcome = Result<Written, SnowError>;

@@ -1,0 +1,43 @@
+//! The source side: [`task::SourceTask`] reads one table along its cursor and turns each page into
+//! Kafka records with their offsets; [`plan()`] splits a connector's tables over tasks.
+
+pub mod task;
+
+pub use task::SourceTask;
+
+use crate::config::{Entries, SourceConfig};
+use crate::cursor::{Partition, plan::assign};
+use crate::error::SnowError;
+
+/// One table's share of a plan: its partition key, name, and the configuration to open it with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlannedUnit {
+    /// The table's partition key.
+    pub partition: String,
+    /// The table name.
+    pub name: String,
+    /// The connector configuration narrowed to this table (`snow.tables` = the table).
+    pub config: Entries,
+}
+
+/// Validates `entries` and splits the tables over at most `max_tasks` tasks.
+pub fn plan(entries: &Entries, max_tasks: u32) -> Result<Vec<Vec<PlannedUnit>>, SnowError> {
+    let config = SourceConfig::parse(entries)?;
+    let names: Vec<String> = config.tables.iter().map(|t| t.name.clone()).collect();
+    Ok(assign(&names, max_tasks)
+        .into_iter()
+        .map(|indexes| {
+            indexes
+                .into_iter()
+                .map(|i| {
+                    let table = &config.tables[i];
+                    let mut unit_config = entries.clone();
+                    unit_config.insert(crate::config::source::TABLES_KEY.into(), table.name.clone());
+                    // Keys of the other tables would be unknown to a single-table config.
+                    unit_config.retain(|k, _| !k.starts_with("snow.table.") || k.starts_with(&format!("snow.table.{}.", table.name)));
+                    PlannedUnit { partition: Partition::of(&config.instance.authority, table).key(), name: table.name.clone(), config: unit_config }
+                })
+                .collect()
+        })
+        .collect())
+}

@@ -1,0 +1,10 @@
+//! The ServiceNow Table API: encoded queries ([`query`]), pages of raw rows ([`page`]) and the
+//! client that sends list and write requests and turns error answers into typed errors ([`client`]).
+
+pub mod client;
+pub mod page;
+pub mod query;
+
+pub use client::{DisplayValue, ListParams, ListResponse, TableClient, WriteResponse};
+pub use page::{PageRow, parse_page};
+pub use query::{BaseQuery, Op, Term};
