@@ -1,1 +1,76 @@
-//! placeholder
+//! The ServiceNow sink connector as a WASI 0.2 component (world `sink` of `wit/`).
+//!
+//! Thin by design: it converts WIT values to snow-core values and back. Operation resolution and
+//! the Table API are snow-core's; ServiceNow is reached only through `wasi:http`.
+#![cfg(all(target_arch = "wasm32", target_os = "wasi"))]
+
+mod bindings;
+#[path = "../../guest-source/src/convert.rs"]
+mod convert;
+
+use std::cell::RefCell;
+
+use bindings::exports::snow::connector::sink_api::{self as api, Guest, GuestSinkTask};
+use bindings::snow::connector::types as wit;
+use snow_core::config::SinkConfig;
+use snow_core::http::wasi::WasiTransport;
+use snow_core::record::{Operation, SinkRecord};
+use snow_core::sink::SinkTask;
+
+pub(crate) struct Component;
+
+impl Guest for Component {
+    type SinkTask = Lane;
+
+    fn validate(config: wit::Config) -> Result<(), Vec<wit::ConfigError>> {
+        let entries = convert::entries(config).map_err(convert::config_errors)?;
+        SinkConfig::parse(&entries).map(drop).map_err(convert::config_errors)
+    }
+}
+
+/// One partition lane: records of one partition, in offset order.
+struct Lane {
+    inner: RefCell<SinkTask<WasiTransport>>,
+}
+
+impl GuestSinkTask for Lane {
+    fn open(config: wit::Config) -> Result<api::SinkTask, wit::SnowError> {
+        let entries = convert::entries(config).map_err(convert::error)?;
+        let task = SinkTask::open(&entries, WasiTransport).map_err(convert::error)?;
+        Ok(api::SinkTask::new(Lane { inner: RefCell::new(task) }))
+    }
+
+    fn put(&self, records: Vec<wit::SinkRecord>) -> Vec<wit::Outcome> {
+        let records: Vec<SinkRecord> = records
+            .into_iter()
+            .map(|r| SinkRecord {
+                topic: r.topic,
+                partition: r.partition,
+                offset: r.offset,
+                key: r.key,
+                value: r.value,
+                headers: convert::headers_in(r.headers),
+                timestamp_ms: r.timestamp_ms,
+            })
+            .collect();
+        self.inner
+            .borrow_mut()
+            .put(&records)
+            .into_iter()
+            .map(|outcome| match outcome {
+                Ok(w) => wit::Outcome::Written(wit::Written { operation: operation(w.operation), table: w.table, sys_id: w.sys_id, status: w.status }),
+                Err(e) => wit::Outcome::Failed(convert::error(e)),
+            })
+            .collect()
+    }
+}
+
+fn operation(op: Operation) -> wit::Operation {
+    match op {
+        Operation::Create => wit::Operation::Create,
+        Operation::Patch => wit::Operation::Patch,
+        Operation::Put => wit::Operation::Put,
+        Operation::Delete => wit::Operation::Delete,
+    }
+}
+

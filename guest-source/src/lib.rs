@@ -1,1 +1,73 @@
-//! placeholder
+//! The ServiceNow source connector as a WASI 0.2 component (world `source` of `wit/`).
+//!
+//! Thin by design: it converts WIT values to snow-core values and back. The cursor, the Table API
+//! and the records are snow-core's; ServiceNow is reached only through `wasi:http`.
+#![cfg(all(target_arch = "wasm32", target_os = "wasi"))]
+
+mod bindings;
+mod convert;
+
+use std::cell::RefCell;
+
+use bindings::exports::snow::connector::source_api::{self as api, Guest, GuestSourceTask};
+use bindings::snow::connector::host::Level;
+use bindings::snow::connector::types as wit;
+use snow_core::config::SourceConfig;
+use snow_core::http::wasi::WasiTransport;
+use snow_core::record::{SourceOffset, SourceRecord};
+use snow_core::source::SourceTask;
+
+pub(crate) struct Component;
+
+impl Guest for Component {
+    type SourceTask = Task;
+
+    fn validate(config: wit::Config) -> Result<(), Vec<wit::ConfigError>> {
+        let entries = convert::entries(config).map_err(convert::config_errors)?;
+        SourceConfig::parse(&entries).map(drop).map_err(convert::config_errors)
+    }
+
+    fn plan(config: wit::Config, max_tasks: u32) -> Result<Vec<wit::TaskConfig>, wit::SnowError> {
+        let entries = convert::entries(config).map_err(convert::error)?;
+        let plan = snow_core::source::plan(&entries, max_tasks).map_err(convert::error)?;
+        Ok(plan
+            .into_iter()
+            .map(|units| wit::TaskConfig {
+                units: units.into_iter().map(|u| wit::WorkUnit { partition: u.partition, name: u.name, config: convert::config(u.config) }).collect(),
+            })
+            .collect())
+    }
+}
+
+/// One table's stream, polled sequentially by the host.
+struct Task {
+    inner: RefCell<SourceTask<WasiTransport>>,
+}
+
+impl GuestSourceTask for Task {
+    fn open(config: wit::Config, offsets: Vec<wit::SourceOffset>) -> Result<api::SourceTask, wit::SnowError> {
+        let entries = convert::entries(config).map_err(convert::error)?;
+        let offsets: Vec<SourceOffset> = offsets.into_iter().map(|o| SourceOffset { partition: o.partition, position: o.position }).collect();
+        let task = SourceTask::open(&entries, &offsets, WasiTransport).map_err(convert::error)?;
+        let cursor = task.cursor();
+        convert::log(Level::Info, &format!("opened at cursor {} {:?}", cursor.ts, cursor.id));
+        Ok(api::SourceTask::new(Task { inner: RefCell::new(task) }))
+    }
+
+    fn poll(&self) -> Result<wit::PollBatch, wit::SnowError> {
+        let batch = self.inner.borrow_mut().poll().map_err(convert::error)?;
+        Ok(wit::PollBatch { records: batch.records.into_iter().map(record).collect(), next_poll_ms: batch.next_poll_ms })
+    }
+}
+
+fn record(r: SourceRecord) -> wit::SourceRecord {
+    wit::SourceRecord {
+        topic: r.topic,
+        key: r.key,
+        value: r.value,
+        headers: convert::headers_out(r.headers),
+        timestamp_ms: r.timestamp_ms,
+        offset: wit::SourceOffset { partition: r.offset.partition, position: r.offset.position },
+    }
+}
+

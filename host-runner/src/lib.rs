@@ -1,1 +1,24 @@
-//! placeholder
+//! snow-connect's host: runs ServiceNow connector components (WASI 0.2) under wasmtime and owns
+//! everything outside the connector logic.
+//!
+//! What it owns: configuration of connectors ([`config`]), loading and sandboxing components
+//! ([`component`]), the outbound gate every guest request passes ([`outbound`]), Kafka I/O
+//! ([`kafka`], [`source`], [`sink`]), source offset storage ([`offsets`]), metrics ([`metrics`]),
+//! redaction of secrets ([`redact`]) and the process lifecycle ([`runner`], [`shutdown`]).
+//! What it does not own: what to ask ServiceNow and how a record maps to a write; that is the
+//! guests' (snow-core).
+
+pub mod backoff;
+pub mod component;
+pub mod config;
+pub mod connector;
+pub mod kafka;
+pub mod logging;
+pub mod metrics;
+pub mod offsets;
+pub mod outbound;
+pub mod redact;
+pub mod runner;
+pub mod shutdown;
+pub mod sink;
+pub mod source;

@@ -10,6 +10,7 @@
 //! error taxonomy ([`error`]) and ServiceNow time ([`time`]).
 //! What it does not own: Kafka, offset storage, credentials, concurrency; those are the host's.
 
+pub mod auth;
 pub mod config;
 pub mod cursor;
 pub mod error;

@@ -1,0 +1,35 @@
+//! Host bindings of the `source` and `sink` worlds. The sink world reuses the source world's
+//! `types` and `host` interfaces, so one `HostState` implements `host` once for both.
+#![allow(missing_docs, clippy::all)] // generated code
+
+/// World `source`.
+pub mod source {
+    wasmtime::component::bindgen!({
+        world: "source",
+        path: "../wit",
+        exports: { default: async },
+        with: {
+            "wasi:http": wasmtime_wasi_http::p2::bindings::http,
+            "wasi:io": wasmtime_wasi::p2::bindings::io,
+            "wasi:clocks": wasmtime_wasi::p2::bindings::clocks,
+        },
+    });
+}
+
+/// World `sink`.
+pub mod sink {
+    wasmtime::component::bindgen!({
+        world: "sink",
+        path: "../wit",
+        exports: { default: async },
+        with: {
+            "wasi:http": wasmtime_wasi_http::p2::bindings::http,
+            "wasi:io": wasmtime_wasi::p2::bindings::io,
+            "wasi:clocks": wasmtime_wasi::p2::bindings::clocks,
+            "snow:connector/types": super::source::snow::connector::types,
+            "snow:connector/host": super::source::snow::connector::host,
+        },
+    });
+}
+
+pub use source::snow::connector::types;

@@ -1,0 +1,14 @@
+//! Everything about running guest components: the generated bindings ([`bindings`]), the engine,
+//! linker and loading with an import allow-list ([`runtime`]), and the per-store state with its
+//! limits, logging and outbound gate ([`state`]).
+//!
+//! One engine and one linker per process; one pre-instantiated component per artefact; a fresh
+//! store per unit, recreated after any trap.
+
+pub mod bindings;
+pub mod runtime;
+pub mod state;
+mod stderr;
+
+pub use runtime::{ComponentKind, ComponentRuntime, Loaded};
+pub use state::{HostState, StoreOptions};

@@ -1,0 +1,130 @@
+//! The engine, the linker and component loading.
+//!
+//! Loading checks what a component imports against an allow-list before pre-instantiating it:
+//! a component that wants sockets or a filesystem is refused, even though the empty WASI context
+//! would give it nothing. The epoch ticker drives per-call deadlines (see [`super::state`]).
+
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use anyhow::{Context, Result, anyhow, bail};
+use wasmtime::component::{Component, HasSelf, Linker};
+use wasmtime::{Config, Engine};
+
+use super::bindings::{sink::SinkPre, source::SourcePre};
+use super::state::HostState;
+
+/// How often the epoch advances; per-call budgets are counted in these ticks.
+pub const EPOCH_TICK: Duration = Duration::from_millis(10);
+
+/// Import prefixes a connector component may have.
+const ALLOWED_IMPORTS: [&str; 6] = ["snow:connector/", "wasi:http/", "wasi:io/", "wasi:clocks/", "wasi:random/", "wasi:cli/"];
+
+/// Which world a component implements, read from its exports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ComponentKind {
+    /// Exports `snow:connector/source-api`.
+    Source,
+    /// Exports `snow:connector/sink-api`.
+    Sink,
+}
+
+/// A component compiled, checked and pre-instantiated.
+#[derive(Clone)]
+pub enum Loaded {
+    /// A source component.
+    Source(SourcePre<HostState>),
+    /// A sink component.
+    Sink(SinkPre<HostState>),
+}
+
+impl Loaded {
+    /// The world it implements.
+    pub fn kind(&self) -> ComponentKind {
+        match self {
+            Self::Source(_) => ComponentKind::Source,
+            Self::Sink(_) => ComponentKind::Sink,
+        }
+    }
+}
+
+/// One engine and one linker for the whole process.
+pub struct ComponentRuntime {
+    engine: Engine,
+    linker: Linker<HostState>,
+    ticker_stop: Arc<AtomicBool>,
+}
+
+impl ComponentRuntime {
+    /// Builds the engine (Cranelift, epoch interruption) and the linker (WASI p2, wasi-http, host).
+    pub fn new() -> Result<Self> {
+        let mut config = Config::new();
+        config.epoch_interruption(true);
+        let engine = Engine::new(&config).map_err(|e| anyhow!("creating the wasmtime engine: {e}"))?;
+        let mut linker = Linker::<HostState>::new(&engine);
+        wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(|e| anyhow!("linking WASI: {e}"))?;
+        wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker).map_err(|e| anyhow!("linking wasi:http: {e}"))?;
+        super::bindings::source::snow::connector::host::add_to_linker::<_, HasSelf<HostState>>(&mut linker, |s| s)
+            .map_err(|e| anyhow!("linking snow:connector/host: {e}"))?;
+        let ticker_stop = Arc::new(AtomicBool::new(false));
+        let (ticker_engine, stop) = (engine.clone(), ticker_stop.clone());
+        std::thread::Builder::new()
+            .name("wasm-epoch".into())
+            .spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    std::thread::sleep(EPOCH_TICK);
+                    ticker_engine.increment_epoch();
+                }
+            })
+            .context("starting the epoch ticker")?;
+        Ok(Self { engine, linker, ticker_stop })
+    }
+
+    /// The engine.
+    pub fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
+    /// Compiles the component at `path` (off the async threads), checks its imports and exports,
+    /// and pre-instantiates it.
+    pub async fn load(&self, path: &Path) -> Result<Loaded> {
+        let engine = self.engine.clone();
+        let owned = path.to_path_buf();
+        let component = tokio::task::spawn_blocking(move || Component::from_file(&engine, &owned))
+            .await
+            .context("joining the compile task")?
+            .map_err(|e| anyhow!("compiling component {}: {e:#}", path.display()))?;
+        check_imports(&self.engine, &component).with_context(|| format!("component {}", path.display()))?;
+        let exports: Vec<String> = component.component_type().exports(&self.engine).map(|(name, _)| name.to_string()).collect();
+        let pre = self.linker.instantiate_pre(&component).map_err(|e| anyhow!("linking component {}: {e:#}", path.display()))?;
+        if exports.iter().any(|e| e.starts_with("snow:connector/source-api@")) {
+            Ok(Loaded::Source(SourcePre::new(pre).map_err(|e| anyhow!("component {}: {e:#}", path.display()))?))
+        } else if exports.iter().any(|e| e.starts_with("snow:connector/sink-api@")) {
+            Ok(Loaded::Sink(SinkPre::new(pre).map_err(|e| anyhow!("component {}: {e:#}", path.display()))?))
+        } else {
+            bail!("component {} exports neither snow:connector/source-api nor sink-api (it exports {})", path.display(), exports.join(", "))
+        }
+    }
+}
+
+impl Drop for ComponentRuntime {
+    fn drop(&mut self) {
+        self.ticker_stop.store(true, Ordering::Relaxed);
+    }
+}
+
+fn check_imports(engine: &Engine, component: &Component) -> Result<()> {
+    let refused: Vec<String> = component
+        .component_type()
+        .imports(engine)
+        .map(|(name, _)| name.to_string())
+        .filter(|name| !ALLOWED_IMPORTS.iter().any(|p| name.starts_with(p)))
+        .collect();
+    if refused.is_empty() {
+        Ok(())
+    } else {
+        bail!("imports {} which connectors may not use (allowed: {})", refused.join(", "), ALLOWED_IMPORTS.join(", "))
+    }
+}

@@ -1,0 +1,109 @@
+//! The state of one store (one guest instance): its WASI and wasi-http contexts, the outbound gate
+//! its requests pass, its memory limit and call budget, and the host interface it imports.
+
+use std::time::{Duration, Instant};
+
+use wasmtime::component::ResourceTable;
+use wasmtime::{Engine, Store, StoreLimits, StoreLimitsBuilder, UpdateDeadline};
+use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
+
+use super::bindings::source::snow::connector::host::{self, Label, Level};
+use super::stderr::GuestStderr;
+use crate::metrics::Metrics;
+use crate::outbound::Gate;
+
+/// Limits for a store.
+#[derive(Debug, Clone, Copy)]
+pub struct StoreOptions {
+    /// Largest linear memory a guest may grow to.
+    pub memory_max_bytes: usize,
+    /// Longest a single call into the guest may take, waiting on HTTP included.
+    pub call_timeout: Duration,
+}
+
+/// Data of one store.
+pub struct HostState {
+    wasi: WasiCtx,
+    http: WasiHttpCtx,
+    table: ResourceTable,
+    gate: Gate,
+    limits: StoreLimits,
+    unit: String,
+    metrics: Metrics,
+    call_started: Instant,
+    call_timeout: Duration,
+}
+
+impl HostState {
+    /// A store for the guest instance running `unit`, sending through `gate`.
+    pub fn new_store(engine: &Engine, unit: &str, gate: Gate, metrics: Metrics, options: StoreOptions) -> Store<HostState> {
+        // No preopens, no environment, no arguments, no sockets: only what the linker gives.
+        let wasi = WasiCtx::builder().stderr(GuestStderr::new(unit)).build();
+        let state = HostState {
+            wasi,
+            http: WasiHttpCtx::new(),
+            table: ResourceTable::new(),
+            gate,
+            limits: StoreLimitsBuilder::new().memory_size(options.memory_max_bytes).instances(16).trap_on_grow_failure(true).build(),
+            unit: unit.to_string(),
+            metrics,
+            call_started: Instant::now(),
+            call_timeout: options.call_timeout,
+        };
+        let mut store = Store::new(engine, state);
+        store.limiter(|s| &mut s.limits);
+        store.set_epoch_deadline(1);
+        // Yield to tokio every tick so a busy guest never holds an executor thread; interrupt a
+        // call that outlived its budget.
+        store.epoch_deadline_callback(|ctx| {
+            let state = ctx.data();
+            if state.call_started.elapsed() > state.call_timeout {
+                Ok(UpdateDeadline::Interrupt)
+            } else {
+                Ok(UpdateDeadline::Yield(1))
+            }
+        });
+        store
+    }
+
+    /// Marks the start of a call into the guest (its budget starts now).
+    pub fn begin_call(&mut self) {
+        self.call_started = Instant::now();
+    }
+}
+
+impl WasiView for HostState {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView { ctx: &mut self.wasi, table: &mut self.table }
+    }
+}
+
+impl WasiHttpView for HostState {
+    fn http(&mut self) -> WasiHttpCtxView<'_> {
+        WasiHttpCtxView { ctx: &mut self.http, table: &mut self.table, hooks: &mut self.gate }
+    }
+}
+
+impl host::Host for HostState {
+    fn log(&mut self, level: Level, message: String) {
+        let message = crate::redact::redact(&message);
+        let unit = self.unit.as_str();
+        match level {
+            Level::Trace => tracing::trace!(unit, "{message}"),
+            Level::Debug => tracing::debug!(unit, "{message}"),
+            Level::Info => tracing::info!(unit, "{message}"),
+            Level::Warn => tracing::warn!(unit, "{message}"),
+            Level::Error => tracing::error!(unit, "{message}"),
+        }
+    }
+
+    fn counter_add(&mut self, name: String, value: u64, labels: Vec<Label>) {
+        self.metrics.counter_add(&name, value, &labels.into_iter().map(|l| (l.name, l.value)).collect::<Vec<_>>());
+    }
+
+    fn gauge_set(&mut self, name: String, value: f64, labels: Vec<Label>) {
+        self.metrics.gauge_set(&name, value, &labels.into_iter().map(|l| (l.name, l.value)).collect::<Vec<_>>());
+    }
+}
+

@@ -1,0 +1,98 @@
+//! Reading connector files: `.properties` (one connector) or `.json` (`{"name":..,"config":{..}}`,
+//! or `{"worker":{..},"connectors":[..]}` whose worker keys apply to every connector).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use anyhow::{Context, Result, bail};
+use serde_json::Value;
+
+use super::spec::ConnectorSpec;
+
+/// Reads every file and builds its connectors; errors name the file and the key.
+pub fn load_files(paths: &[impl AsRef<Path>]) -> Result<Vec<ConnectorSpec>> {
+    let mut specs = Vec::new();
+    for path in paths {
+        let path = path.as_ref();
+        let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        let maps = if path.extension().is_some_and(|e| e == "json") { parse_json(&text) } else { Ok(vec![parse_properties(&text)]) }
+            .with_context(|| format!("reading {}", path.display()))?;
+        for map in maps {
+            specs.push(ConnectorSpec::from_entries(map).with_context(|| format!("in {}", path.display()))?);
+        }
+    }
+    let mut names: Vec<&str> = specs.iter().map(|s| s.name.as_str()).collect();
+    names.sort_unstable();
+    if let Some(w) = names.windows(2).find(|w| w[0] == w[1]) {
+        bail!("connector name {:?} is used twice", w[0]);
+    }
+    Ok(specs)
+}
+
+/// Java-properties subset: `key=value` or `key: value`, `#`/`!` comments, blank lines.
+pub fn parse_properties(text: &str) -> BTreeMap<String, String> {
+    text.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#') && !l.starts_with('!'))
+        .filter_map(|l| {
+            let at = l.find(['=', ':'])?;
+            Some((l[..at].trim().to_string(), l[at + 1..].trim().to_string()))
+        })
+        .collect()
+}
+
+fn parse_json(text: &str) -> Result<Vec<BTreeMap<String, String>>> {
+    let value: Value = serde_json::from_str(text).context("not valid JSON")?;
+    let flat = |v: &Value, at: &str| -> Result<BTreeMap<String, String>> {
+        let Some(object) = v.as_object() else { bail!("{at} must be an object of key/value strings") };
+        object
+            .iter()
+            .map(|(k, v)| match v {
+                Value::String(s) => Ok((k.clone(), s.clone())),
+                Value::Number(n) => Ok((k.clone(), n.to_string())),
+                Value::Bool(b) => Ok((k.clone(), b.to_string())),
+                _ => bail!("{at}.{k} must be a string, number or boolean"),
+            })
+            .collect()
+    };
+    let one = |v: &Value, worker: &BTreeMap<String, String>, at: &str| -> Result<BTreeMap<String, String>> {
+        let mut map = worker.clone();
+        if let Some(config) = v.get("config") {
+            map.extend(flat(config, &format!("{at}.config"))?);
+            if let Some(name) = v.get("name").and_then(Value::as_str) {
+                map.insert("name".into(), name.into());
+            }
+        } else {
+            map.extend(flat(v, at)?);
+        }
+        Ok(map)
+    };
+    if let Some(connectors) = value.get("connectors") {
+        let worker = match value.get("worker") {
+            Some(w) => flat(w, "worker")?,
+            None => BTreeMap::new(),
+        };
+        let Some(list) = connectors.as_array() else { bail!("connectors must be a list") };
+        list.iter().enumerate().map(|(i, c)| one(c, &worker, &format!("connectors[{i}]"))).collect()
+    } else {
+        Ok(vec![one(&value, &BTreeMap::new(), "the file")?])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn properties_and_json_shapes() {
+        let p = parse_properties("# c\nname = a\nsnow.tables: incident\n\n! x\nempty=\n");
+        assert_eq!(p.get("name").map(String::as_str), Some("a"));
+        assert_eq!(p.get("snow.tables").map(String::as_str), Some("incident"));
+        assert_eq!(p.get("empty").map(String::as_str), Some(""));
+        let j = parse_json(r#"{"worker":{"kafka.bootstrap.servers":"b:1"},"connectors":[{"name":"x","config":{"tasks.max":2}}]}"#).unwrap();
+        assert_eq!(j[0].get("kafka.bootstrap.servers").map(String::as_str), Some("b:1"));
+        assert_eq!(j[0].get("name").map(String::as_str), Some("x"));
+        assert_eq!(j[0].get("tasks.max").map(String::as_str), Some("2"));
+        assert!(parse_json(r#"{"name":"x","config":{"a":[1]}}"#).unwrap_err().to_string().contains("the file.config.a"));
+    }
+}

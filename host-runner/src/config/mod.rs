@@ -1,0 +1,14 @@
+//! Runner configuration: connector files (Java properties or JSON, Kafka Connect style) read into
+//! [`ConnectorSpec`]s.
+//!
+//! The host owns `name`, `tasks.max`, `component.*`, `kafka.*`, `topics`, `offset.storage.*` and
+//! the credentials under `snow.auth.*`; every other `snow.*` key is handed to the guest, which
+//! validates it. Credentials never reach the guest. `docs/configuration.md` lists every key.
+
+mod file;
+mod secret;
+mod spec;
+
+pub use file::load_files;
+pub use secret::Secret;
+pub use spec::{AuthSpec, ConnectorSpec, KafkaSpec};

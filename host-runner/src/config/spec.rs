@@ -1,0 +1,220 @@
+//! One connector's host-side configuration, validated once with errors naming the key.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{Result, bail};
+use snow_core::config::instance::{INSTANCE_URL_KEY, parse_base_url};
+
+use super::secret::Secret;
+
+/// Kafka client settings of a connector.
+#[derive(Debug, Clone)]
+pub struct KafkaSpec {
+    /// `kafka.bootstrap.servers`.
+    pub bootstrap_servers: String,
+    /// `kafka.producer.<librdkafka key>` overrides.
+    pub producer: BTreeMap<String, String>,
+    /// `kafka.consumer.<librdkafka key>` overrides.
+    pub consumer: BTreeMap<String, String>,
+}
+
+/// How the host authenticates to the instance.
+#[derive(Debug, Clone)]
+pub enum AuthSpec {
+    /// No `Authorization` header (only for test instances).
+    None,
+    /// HTTP Basic with a user and password.
+    Basic {
+        /// User name.
+        username: String,
+        /// Password.
+        password: Secret,
+    },
+}
+
+/// A connector as the host runs it.
+#[derive(Debug, Clone)]
+pub struct ConnectorSpec {
+    /// `name`: unique in the process; the sink's consumer group is `connect-<name>`.
+    pub name: String,
+    /// `tasks.max`.
+    pub tasks_max: u32,
+    /// `component.path`: the `.wasm` component to run.
+    pub component_path: PathBuf,
+    /// `component.memory.max.bytes`.
+    pub memory_max_bytes: usize,
+    /// `component.call.timeout.ms`.
+    pub call_timeout: Duration,
+    /// Kafka settings.
+    pub kafka: KafkaSpec,
+    /// `topics` (sink only).
+    pub topics: Vec<String>,
+    /// `offset.storage.file.filename` (source only).
+    pub offsets_file: PathBuf,
+    /// Scheme of `snow.instance.url`.
+    pub instance_scheme: String,
+    /// Authority of `snow.instance.url`: the only host the gate lets the guest reach.
+    pub instance_authority: String,
+    /// `snow.instance.max.in.flight`: cap on requests in flight to the instance, process-wide.
+    pub max_in_flight: usize,
+    /// Credentials (`snow.auth.*`).
+    pub auth: AuthSpec,
+    /// Everything the guest sees: `snow.*` keys except the credentials.
+    pub guest_config: BTreeMap<String, String>,
+}
+
+/// 256 MiB holds a 10,000-row page of wide rows twice over.
+fn default_memory_max_bytes() -> usize {
+    256 << 20
+}
+
+/// A single call includes waiting for ServiceNow (up to its 60 s quota) and retries; 10 minutes
+/// only ever stops a guest that is truly stuck.
+fn default_call_timeout_ms() -> u64 {
+    600_000
+}
+
+/// ServiceNow nodes serve a handful of concurrent integration requests per user comfortably.
+fn default_max_in_flight() -> usize {
+    8
+}
+
+/// Next to where the runner was started, as Kafka Connect standalone does by convention.
+fn default_offsets_file() -> PathBuf {
+    PathBuf::from("snow-connect.offsets.json")
+}
+
+/// Keys read by the host and never given to the guest.
+const HOST_ONLY_SNOW_KEYS: [&str; 4] = ["snow.auth.type", "snow.auth.username", "snow.auth.password", "snow.instance.max.in.flight"];
+
+impl ConnectorSpec {
+    /// Validates the host keys of one connector's entries; every problem names its key.
+    pub fn from_entries(entries: BTreeMap<String, String>) -> Result<Self> {
+        let mut errors: Vec<String> = Vec::new();
+        let get = |k: &str| entries.get(k).map(|v| v.trim().to_string()).filter(|v| !v.is_empty());
+        let require = |k: &str, what: &str, errors: &mut Vec<String>| {
+            get(k).or_else(|| {
+                errors.push(format!("{k}: is required: {what}"));
+                None
+            })
+        };
+        let name = require("name", "a unique connector name", &mut errors).unwrap_or_default();
+        let component_path = require("component.path", "the .wasm component to run", &mut errors).unwrap_or_default();
+        let bootstrap_servers = require("kafka.bootstrap.servers", "the Kafka brokers, e.g. 127.0.0.1:9092", &mut errors).unwrap_or_default();
+        let url = require(INSTANCE_URL_KEY, "the instance URL, e.g. https://acme.service-now.com", &mut errors).unwrap_or_default();
+        let number = |k: &str, default: u64, min: u64, max: u64, errors: &mut Vec<String>| -> u64 {
+            match get(k).map(|v| v.parse::<u64>()) {
+                None => default,
+                Some(Ok(v)) if (min..=max).contains(&v) => v,
+                Some(_) => {
+                    errors.push(format!("{k}: must be a whole number between {min} and {max}"));
+                    default
+                }
+            }
+        };
+        let tasks_max = number("tasks.max", 1, 1, 1024, &mut errors) as u32;
+        let memory_max_bytes = number("component.memory.max.bytes", default_memory_max_bytes() as u64, 16 << 20, 4 << 30, &mut errors) as usize;
+        let call_timeout = Duration::from_millis(number("component.call.timeout.ms", default_call_timeout_ms(), 1000, 86_400_000, &mut errors));
+        let max_in_flight = number("snow.instance.max.in.flight", default_max_in_flight() as u64, 1, 256, &mut errors) as usize;
+        let (instance_scheme, instance_authority) = match parse_base_url(&url) {
+            Ok(parts) => parts,
+            Err(message) if !url.is_empty() => {
+                errors.push(format!("{INSTANCE_URL_KEY}: {message}"));
+                Default::default()
+            }
+            Err(_) => Default::default(),
+        };
+        let auth = match get("snow.auth.type").as_deref().unwrap_or("basic") {
+            "none" => AuthSpec::None,
+            "basic" => match (get("snow.auth.username"), entries.get("snow.auth.password")) {
+                (Some(username), Some(password)) => AuthSpec::Basic { username, password: Secret::new(password.clone()) },
+                _ => {
+                    errors.push("snow.auth.username, snow.auth.password: are required for snow.auth.type=basic (or set snow.auth.type=none for an open test instance)".into());
+                    AuthSpec::None
+                }
+            },
+            other => {
+                errors.push(format!("snow.auth.type: must be basic or none, got {other:?}"));
+                AuthSpec::None
+            }
+        };
+        let topics: Vec<String> = get("topics").map(|t| t.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect()).unwrap_or_default();
+        let offsets_file = get("offset.storage.file.filename").map(PathBuf::from).unwrap_or_else(default_offsets_file);
+        let prefixed = |prefix: &str| -> BTreeMap<String, String> { entries.iter().filter_map(|(k, v)| k.strip_prefix(prefix).map(|rest| (rest.to_string(), v.clone()))).collect() };
+        let kafka = KafkaSpec { bootstrap_servers, producer: prefixed("kafka.producer."), consumer: prefixed("kafka.consumer.") };
+
+        let known_host_key = |k: &str| {
+            matches!(
+                k,
+                "name" | "tasks.max" | "component.path" | "component.memory.max.bytes" | "component.call.timeout.ms" | "kafka.bootstrap.servers" | "topics" | "offset.storage.file.filename"
+            ) || k.starts_with("kafka.producer.")
+                || k.starts_with("kafka.consumer.")
+        };
+        let mut guest_config = BTreeMap::new();
+        for (k, v) in &entries {
+            if k.starts_with("snow.") {
+                if !HOST_ONLY_SNOW_KEYS.contains(&k.as_str()) {
+                    guest_config.insert(k.clone(), v.clone());
+                }
+            } else if !known_host_key(k) {
+                errors.push(format!("{k}: unknown key (check the spelling and docs/configuration.md)"));
+            }
+        }
+        if !errors.is_empty() {
+            let who = if name.is_empty() { "connector".to_string() } else { format!("connector {name}") };
+            bail!("{who} has an invalid configuration:\n  {}", errors.join("\n  "));
+        }
+        Ok(Self {
+            name,
+            tasks_max,
+            component_path: PathBuf::from(component_path),
+            memory_max_bytes,
+            call_timeout,
+            kafka,
+            topics,
+            offsets_file,
+            instance_scheme,
+            instance_authority,
+            max_in_flight,
+            auth,
+            guest_config,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entries(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    }
+
+    #[test]
+    fn credentials_stay_with_the_host() {
+        let spec = ConnectorSpec::from_entries(entries(&[
+            ("name", "c"),
+            ("component.path", "x.wasm"),
+            ("kafka.bootstrap.servers", "127.0.0.1:9092"),
+            ("kafka.producer.linger.ms", "20"),
+            ("snow.instance.url", "https://acme.service-now.com"),
+            ("snow.auth.username", "u"),
+            ("snow.auth.password", "hunter2"),
+            ("snow.tables", "incident"),
+        ]))
+        .unwrap();
+        assert_eq!(spec.guest_config.keys().collect::<Vec<_>>(), ["snow.instance.url", "snow.tables"]);
+        assert_eq!(spec.kafka.producer.get("linger.ms").map(String::as_str), Some("20"));
+        assert!(!format!("{spec:?}").contains("hunter2"));
+    }
+
+    #[test]
+    fn errors_name_every_key() {
+        let err = ConnectorSpec::from_entries(entries(&[("name", "c"), ("tasks.max", "0"), ("kafka.typo", "1"), ("snow.instance.url", "acme")])).unwrap_err().to_string();
+        for key in ["component.path: is required", "kafka.bootstrap.servers: is required", "tasks.max: must be", "kafka.typo: unknown key", "snow.instance.url: must start", "snow.auth.username"] {
+            assert!(err.contains(key), "missing {key:?} in {err}");
+        }
+    }
+}

@@ -1,0 +1,80 @@
+//! What every running connector shares: its spec, the engine, its outbound gate, metrics and store
+//! limits; plus the conversions of guest errors into log text and classes.
+
+use std::sync::Arc;
+
+use wasmtime::{Engine, Store};
+
+use crate::component::bindings::types::{ConfigEntry, ConfigError, ErrorClass, SnowError};
+use crate::component::{HostState, StoreOptions};
+use crate::config::ConnectorSpec;
+use crate::metrics::Metrics;
+use crate::outbound::Gate;
+
+/// A running connector's shared parts.
+pub struct ConnectorContext {
+    /// The connector's configuration.
+    pub spec: ConnectorSpec,
+    /// The process's engine.
+    pub engine: Engine,
+    /// The gate every store of this connector sends through.
+    pub gate: Gate,
+    /// The process's metrics.
+    pub metrics: Metrics,
+}
+
+impl ConnectorContext {
+    /// The connector's name.
+    pub fn name(&self) -> &str {
+        &self.spec.name
+    }
+
+    /// A fresh store for the guest instance running `unit`.
+    pub fn new_store(&self, unit: &str) -> Store<HostState> {
+        let options = StoreOptions { memory_max_bytes: self.spec.memory_max_bytes, call_timeout: self.spec.call_timeout };
+        HostState::new_store(&self.engine, &format!("{}/{unit}", self.spec.name), self.gate.clone(), self.metrics.clone(), options)
+    }
+
+    /// The configuration handed to the guest.
+    pub fn guest_config(&self) -> Vec<ConfigEntry> {
+        to_entries(self.spec.guest_config.iter())
+    }
+}
+
+/// Key/value pairs as WIT config entries.
+pub fn to_entries<'a>(pairs: impl Iterator<Item = (&'a String, &'a String)>) -> Vec<ConfigEntry> {
+    pairs.map(|(k, v)| ConfigEntry { key: k.clone(), value: v.clone() }).collect()
+}
+
+/// Configuration errors as one line per key.
+pub fn config_errors_text(errors: &[ConfigError]) -> String {
+    errors.iter().map(|e| format!("{}: {}", e.key, e.message)).collect::<Vec<_>>().join("\n  ")
+}
+
+/// A guest error's class and a redacted message.
+pub fn describe(error: &SnowError) -> (ErrorClass, String) {
+    let (class, text) = match error {
+        SnowError::Config(list) => (ErrorClass::Fatal, format!("invalid configuration: {}", config_errors_text(list))),
+        SnowError::Http(h) => {
+            let detail = h.detail.as_deref().map(|d| format!(" ({d})")).unwrap_or_default();
+            let id = h.request_id.as_deref().map(|r| format!(" [request id {r}]")).unwrap_or_default();
+            (h.class, format!("ServiceNow answered {}: {}{detail}{id}", h.status, h.message))
+        }
+        SnowError::Transport(f) => (f.class, f.message.clone()),
+        SnowError::Denied(m) => (ErrorClass::Fatal, format!("denied: {m}")),
+        SnowError::Data(f) => (f.class, f.message.clone()),
+    };
+    (class, crate::redact::redact(&text))
+}
+
+/// The class as a metric label.
+pub fn class_label(class: ErrorClass) -> &'static str {
+    match class {
+        ErrorClass::Transient => "transient",
+        ErrorClass::Fatal => "fatal",
+        ErrorClass::Ambiguous => "ambiguous",
+    }
+}
+
+/// A connector context shared by its tasks.
+pub type SharedContext = Arc<ConnectorContext>;

@@ -1,0 +1,92 @@
+//! Topic tools for operators and the demo: count what a topic holds, produce JSON lines to it.
+
+use std::collections::HashSet;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::message::Message;
+use rdkafka::producer::{FutureProducer, FutureRecord};
+use rdkafka::{ClientConfig, Offset, TopicPartitionList};
+
+/// What a topic holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TopicCount {
+    /// Records from the beginning to the end.
+    pub records: u64,
+    /// Distinct record keys.
+    pub distinct_keys: u64,
+}
+
+/// Reads `topic` from the beginning to its current end and counts records and distinct keys.
+pub fn count(bootstrap: &str, topic: &str, timeout: Duration) -> Result<TopicCount> {
+    let consumer: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .set("group.id", format!("snow-connect-count-{}", std::process::id()))
+        .set("enable.auto.commit", "false")
+        .create()
+        .context("creating the counting consumer")?;
+    let metadata = consumer.fetch_metadata(Some(topic), timeout).context("fetching topic metadata")?;
+    let partitions: Vec<i32> = metadata.topics().iter().flat_map(|t| t.partitions().iter().map(|p| p.id())).collect();
+    let mut remaining: Vec<(i32, i64)> = Vec::new();
+    let mut assignment = TopicPartitionList::new();
+    for p in partitions {
+        let (low, high) = consumer.fetch_watermarks(topic, p, timeout).context("fetching watermarks")?;
+        if high > low {
+            remaining.push((p, high));
+            assignment.add_partition_offset(topic, p, Offset::Beginning)?;
+        }
+    }
+    consumer.assign(&assignment)?;
+    drop(assignment);
+    let (mut records, mut keys) = (0u64, HashSet::new());
+    let deadline = Instant::now() + timeout;
+    while !remaining.is_empty() {
+        if Instant::now() > deadline {
+            bail!("timed out reading {topic} after {records} records");
+        }
+        let Some(message) = consumer.poll(Duration::from_millis(200)) else { continue };
+        let message = message.context("reading the topic")?;
+        records += 1;
+        if let Some(key) = message.key() {
+            keys.insert(key.to_vec());
+        }
+        let (p, o) = (message.partition(), message.offset());
+        remaining.retain(|(rp, high)| !(*rp == p && o + 1 >= *high));
+    }
+    Ok(TopicCount { records, distinct_keys: keys.len() as u64 })
+}
+
+/// Produces each non-empty line of `lines` as a record value (key = the line's `key_field`
+/// member, if given) and waits until Kafka acknowledged all of them.
+pub async fn produce_lines(bootstrap: &str, topic: &str, lines: impl Iterator<Item = String>, key_field: Option<&str>) -> Result<u64> {
+    let producer: FutureProducer = ClientConfig::new().set("bootstrap.servers", bootstrap).set("enable.idempotence", "true").create()?;
+    let mut records: Vec<(Option<String>, String)> = Vec::new();
+    for (i, line) in lines.filter(|l| !l.trim().is_empty()).enumerate() {
+        let key = match key_field {
+            Some(field) => {
+                let value: serde_json::Value = serde_json::from_str(&line).with_context(|| format!("line {}: not JSON", i + 1))?;
+                value.get(field).and_then(|v| v.as_str()).map(String::from)
+            }
+            None => None,
+        };
+        records.push((key, line));
+    }
+    for chunk in records.chunks(1000) {
+        let pending: Vec<_> = chunk
+            .iter()
+            .map(|(key, line)| {
+                let record = FutureRecord::to(topic).payload(line.as_str());
+                let record = match key {
+                    Some(k) => record.key(k.as_str()),
+                    None => record,
+                };
+                producer.send(record, Duration::from_secs(30))
+            })
+            .collect();
+        for p in pending {
+            p.await.map_err(|(e, _)| e).context("producing")?;
+        }
+    }
+    Ok(records.len() as u64)
+}

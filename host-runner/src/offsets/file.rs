@@ -1,0 +1,93 @@
+//! Offsets in a local JSON file, replaced atomically: write a temporary file beside it, fsync it,
+//! rename it over the old one, fsync the directory. A crash leaves either the old or the new file.
+
+use std::collections::BTreeMap;
+use std::fs::{self, File};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use anyhow::{Context, Result, bail};
+use serde::{Deserialize, Serialize};
+
+use super::OffsetStore;
+
+#[derive(Serialize, Deserialize, Default)]
+struct FileContents {
+    version: u32,
+    /// connector → partition → position.
+    offsets: BTreeMap<String, BTreeMap<String, String>>,
+}
+
+/// A file of offsets shared by every connector configured with the same path.
+pub struct FileOffsetStore {
+    path: PathBuf,
+    contents: Mutex<FileContents>,
+}
+
+impl FileOffsetStore {
+    /// Opens `path`, reading it if it exists. An unreadable file is an error, never overwritten.
+    pub fn open(path: &Path) -> Result<Self> {
+        let contents = match fs::read(path) {
+            Ok(bytes) => {
+                let contents: FileContents = serde_json::from_slice(&bytes).with_context(|| format!("offset file {} is not readable; move it away to start over", path.display()))?;
+                if contents.version != 1 {
+                    bail!("offset file {} has version {}, this runner reads version 1", path.display(), contents.version);
+                }
+                contents
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => FileContents { version: 1, offsets: BTreeMap::new() },
+            Err(e) => return Err(e).with_context(|| format!("reading offset file {}", path.display())),
+        };
+        Ok(Self { path: path.to_path_buf(), contents: Mutex::new(contents) })
+    }
+
+    fn write(&self, contents: &FileContents) -> Result<()> {
+        let dir = self.path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        let tmp = self.path.with_extension("json.tmp");
+        let bytes = serde_json::to_vec_pretty(contents)?;
+        let mut file = File::create(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
+        file.write_all(&bytes)?;
+        file.sync_all()?;
+        drop(file);
+        fs::rename(&tmp, &self.path).with_context(|| format!("replacing {}", self.path.display()))?;
+        File::open(dir)?.sync_all()?;
+        Ok(())
+    }
+}
+
+impl OffsetStore for FileOffsetStore {
+    fn load(&self, connector: &str) -> Vec<(String, String)> {
+        let contents = self.contents.lock().unwrap_or_else(|e| e.into_inner());
+        contents.offsets.get(connector).map(|m| m.iter().map(|(k, v)| (k.clone(), v.clone())).collect()).unwrap_or_default()
+    }
+
+    fn commit(&self, connector: &str, partition: &str, position: &str) -> Result<()> {
+        let mut contents = self.contents.lock().unwrap_or_else(|e| e.into_inner());
+        contents.offsets.entry(connector.to_string()).or_default().insert(partition.to_string(), position.to_string());
+        self.write(&contents).with_context(|| format!("storing the offset of {connector} in {}", self.path.display()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn commits_survive_reopening_and_corruption_is_refused() {
+        let dir = std::env::temp_dir().join(format!("snow-offsets-{}", std::process::id()));
+        let path = dir.join("o.json");
+        let _ = fs::remove_dir_all(&dir);
+        let store = FileOffsetStore::open(&path).unwrap();
+        store.commit("c", "p1", "a").unwrap();
+        store.commit("c", "p1", "b").unwrap();
+        store.commit("d", "p2", "x").unwrap();
+        let again = FileOffsetStore::open(&path).unwrap();
+        assert_eq!(again.load("c"), vec![("p1".to_string(), "b".to_string())]);
+        assert!(again.load("none").is_empty());
+        fs::write(&path, b"{not json").unwrap();
+        assert!(FileOffsetStore::open(&path).err().unwrap().to_string().contains("not readable"));
+        let _ = fs::remove_dir_all(&dir);
+    }
+}

@@ -1,0 +1,169 @@
+//! The runner: loads each component once, validates and plans every connector before anything
+//! starts (a bad configuration stops the process with every problem named), then runs them all
+//! until shutdown and reports what flowed.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use anyhow::{Context, Result, bail};
+use http::HeaderValue;
+
+use crate::component::{ComponentKind, ComponentRuntime, Loaded};
+use crate::config::{AuthSpec, ConnectorSpec};
+use crate::connector::{ConnectorContext, SharedContext};
+use crate::metrics::Metrics;
+use crate::offsets::{FileOffsetStore, OffsetStore};
+use crate::outbound::{Gate, GateSettings, LimiterRegistry};
+use crate::shutdown::Shutdown;
+
+/// Everything one process shares between connectors.
+pub struct Runner {
+    runtime: ComponentRuntime,
+    limiters: LimiterRegistry,
+    metrics: Metrics,
+    prepared: Mutex<Vec<(String, ComponentKind)>>,
+}
+
+/// A connector ready to run.
+enum Prepared {
+    Source { ctx: SharedContext, loaded: Loaded, units: Vec<crate::component::bindings::types::WorkUnit>, offsets: Arc<dyn OffsetStore> },
+    Sink { ctx: SharedContext, loaded: Loaded },
+}
+
+impl Runner {
+    /// A runner with a fresh engine.
+    pub fn new() -> Result<Self> {
+        Ok(Self { runtime: ComponentRuntime::new()?, limiters: LimiterRegistry::default(), metrics: Metrics::default(), prepared: Mutex::default() })
+    }
+
+    /// The process's metrics.
+    pub fn metrics(&self) -> &Metrics {
+        &self.metrics
+    }
+
+    /// Validates every connector (loading its component and asking it), without running anything.
+    pub async fn validate(&self, specs: &[ConnectorSpec]) -> Result<()> {
+        self.prepare(specs).await.map(drop)
+    }
+
+    /// Runs `specs` until `shutdown` fires or every connector ended.
+    pub async fn run(&self, specs: &[ConnectorSpec], shutdown: Shutdown) -> Result<()> {
+        let prepared = self.prepare(specs).await?;
+        let mut handles = Vec::new();
+        for p in prepared {
+            let shutdown = shutdown.clone();
+            handles.push(match p {
+                Prepared::Source { ctx, loaded: Loaded::Source(pre), units, offsets } => tokio::spawn(crate::source::run(ctx, pre, units, offsets, shutdown)),
+                Prepared::Sink { ctx, loaded: Loaded::Sink(pre) } => tokio::spawn(crate::sink::run(ctx, pre, shutdown)),
+                _ => unreachable!("prepare pairs each connector with its own kind"),
+            });
+        }
+        let mut first_error = None;
+        for handle in handles {
+            if let Err(e) = handle.await.context("a connector task panicked").and_then(|r| r) {
+                tracing::error!("{e:#}");
+                first_error.get_or_insert(e);
+            }
+        }
+        first_error.map_or(Ok(()), Err)
+    }
+
+    async fn prepare(&self, specs: &[ConnectorSpec]) -> Result<Vec<Prepared>> {
+        let mut components: HashMap<PathBuf, Loaded> = HashMap::new();
+        let mut offset_files: HashMap<PathBuf, Arc<FileOffsetStore>> = HashMap::new();
+        let mut prepared = Vec::new();
+        for spec in specs {
+            let loaded = match components.get(&spec.component_path) {
+                Some(loaded) => loaded.clone(),
+                None => {
+                    let loaded = self.runtime.load(&spec.component_path).await.with_context(|| format!("connector {}", spec.name))?;
+                    components.insert(spec.component_path.clone(), loaded.clone());
+                    loaded
+                }
+            };
+            let kind = loaded.kind();
+            let ctx = Arc::new(ConnectorContext { spec: spec.clone(), engine: self.runtime.engine().clone(), gate: self.gate(spec)?, metrics: self.metrics.clone() });
+            prepared.push(match &loaded {
+                Loaded::Source(pre) => {
+                    let units = crate::source::plan(&ctx, pre).await?;
+                    let offsets: Arc<dyn OffsetStore> = match offset_files.get(&spec.offsets_file) {
+                        Some(store) => store.clone(),
+                        None => {
+                            let store = Arc::new(FileOffsetStore::open(&spec.offsets_file)?);
+                            offset_files.insert(spec.offsets_file.clone(), store.clone());
+                            store
+                        }
+                    };
+                    Prepared::Source { ctx, loaded, units, offsets }
+                }
+                Loaded::Sink(pre) => {
+                    crate::sink::validate(&ctx, pre).await?;
+                    Prepared::Sink { ctx, loaded }
+                }
+            });
+            tracing::info!(connector = spec.name, kind = ?kind, component = %spec.component_path.display(), "connector ready");
+            self.prepared.lock().unwrap_or_else(|e| e.into_inner()).push((spec.name.clone(), kind));
+        }
+        Ok(prepared)
+    }
+
+    fn gate(&self, spec: &ConnectorSpec) -> Result<Gate> {
+        let authorization = match &spec.auth {
+            AuthSpec::None => None,
+            AuthSpec::Basic { username, password } => {
+                let mut value = HeaderValue::from_str(&snow_core::auth::basic::authorization(username, password.expose()))
+                    .with_context(|| format!("connector {}: snow.auth.username/password contain characters not allowed in a header", spec.name))?;
+                value.set_sensitive(true);
+                Some(value)
+            }
+        };
+        let settings = GateSettings { connector: spec.name.clone(), scheme: spec.instance_scheme.clone(), authority: spec.instance_authority.clone(), authorization };
+        Ok(Gate::new(settings, self.limiters.limiter(&spec.instance_authority, spec.max_in_flight), self.metrics.clone()))
+    }
+}
+
+impl Runner {
+    /// A human summary of what each prepared connector did, from the metrics.
+    pub fn summary(&self) -> String {
+        let metrics = &self.metrics;
+        let mut out = String::from("snow-connect summary\n");
+        for (name, kind) in self.prepared.lock().unwrap_or_else(|e| e.into_inner()).iter() {
+            let c = |metric: &str, extra: &[(&str, &str)]| {
+                let mut filter = vec![("connector", name.as_str())];
+                filter.extend_from_slice(extra);
+                metrics.sum(metric, &filter) as u64
+            };
+            let line = match kind {
+                ComponentKind::Source => format!(
+                    "  {name:<24} source  {} records produced and acknowledged by Kafka, {} offsets stored, {} poll errors, {} requests to ServiceNow",
+                    c("snow_source_records_total", &[]),
+                    c("snow_source_offset_commits_total", &[]),
+                    c("snow_source_poll_errors_total", &[]),
+                    c("snow_outbound_requests_total", &[])
+                ),
+                ComponentKind::Sink => format!(
+                    "  {name:<24} sink    {} records written ({} created, {} patched), {} failed, {} requests to ServiceNow",
+                    c("snow_sink_records_total", &[("outcome", "written")]),
+                    c("snow_sink_records_total", &[("operation", "create")]),
+                    c("snow_sink_records_total", &[("operation", "patch")]),
+                    c("snow_sink_records_total", &[("outcome", "failed")]),
+                    c("snow_outbound_requests_total", &[])
+                ),
+            };
+            out.push_str(&line);
+            out.push('\n');
+        }
+        out
+    }
+}
+
+/// Fails unless every spec's component exists (a quick check before compiling anything).
+pub fn check_paths(specs: &[ConnectorSpec]) -> Result<()> {
+    for spec in specs {
+        if !spec.component_path.is_file() {
+            bail!("connector {}: component.path {} does not exist (build it with `make wasm`)", spec.name, spec.component_path.display());
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,52 @@
+//! Running a source connector: validate the configuration in the guest, plan its tables over
+//! tasks, and run each table as a unit in its own guest instance ([`unit`]). Records are produced
+//! to Kafka and a table's offset is stored only after Kafka acknowledged every record up to it
+//! ([`produce`]).
+
+mod produce;
+mod unit;
+
+use std::sync::Arc;
+
+use anyhow::{Result, anyhow, bail};
+
+use crate::component::bindings::source::SourcePre;
+use crate::component::bindings::types::WorkUnit;
+use crate::component::HostState;
+use crate::connector::{SharedContext, config_errors_text, describe};
+use crate::offsets::OffsetStore;
+use crate::shutdown::Shutdown;
+
+/// Asks the guest to validate the configuration and plan its units.
+pub async fn plan(ctx: &SharedContext, pre: &SourcePre<HostState>) -> Result<Vec<WorkUnit>> {
+    let mut store = ctx.new_store("plan");
+    let instance = pre.instantiate_async(&mut store).await.map_err(|e| anyhow!("instantiating the source component: {e:#}"))?;
+    let api = instance.snow_connector_source_api();
+    let config = ctx.guest_config();
+    store.data_mut().begin_call();
+    if let Err(errors) = api.call_validate(&mut store, &config).await.map_err(|e| anyhow!("the component trapped in validate: {e:#}"))? {
+        bail!("connector {} has an invalid configuration:\n  {}", ctx.name(), config_errors_text(&errors));
+    }
+    store.data_mut().begin_call();
+    let tasks = api
+        .call_plan(&mut store, &config, ctx.spec.tasks_max)
+        .await
+        .map_err(|e| anyhow!("the component trapped in plan: {e:#}"))?
+        .map_err(|e| anyhow!("connector {}: {}", ctx.name(), describe(&e).1))?;
+    tracing::info!(connector = ctx.name(), "planned {} units over {} tasks", tasks.iter().map(|t| t.units.len()).sum::<usize>(), tasks.len());
+    Ok(tasks.into_iter().flat_map(|t| t.units).collect())
+}
+
+/// Runs every unit until shutdown; a unit that fails for good is parked and the others go on.
+pub async fn run(ctx: SharedContext, pre: SourcePre<HostState>, units: Vec<WorkUnit>, offsets: Arc<dyn OffsetStore>, shutdown: Shutdown) -> Result<()> {
+    let producer = crate::kafka::producer(&ctx.spec.kafka)?;
+    let mut handles = Vec::new();
+    for unit in units {
+        let runner = unit::UnitRunner { ctx: ctx.clone(), pre: pre.clone(), unit, offsets: offsets.clone(), producer: producer.clone(), shutdown: shutdown.clone() };
+        handles.push(tokio::spawn(runner.run()));
+    }
+    for handle in handles {
+        handle.await?;
+    }
+    Ok(())
+}
