@@ -1,0 +1,169 @@
+//! The admin API under `/__fake/`, for tests in any language and for the demo. Every endpoint
+//! answers JSON; the same operations are methods on [`crate::FakeSnow`] and [`crate::server::Shared`].
+//!
+//! | call | body | effect |
+//! |---|---|---|
+//! | `GET /__fake/health` | | `{"ok":true}` |
+//! | `PUT /__fake/tables/{t}` | | create an empty table |
+//! | `POST /__fake/tables/{t}/seed` | `{"count":N,"at":"ts"}` or `{"count":N,"start":"ts","spread_seconds":S}` | incident-shaped rows; without `at`/`start`, spread over the hour before now |
+//! | `POST /__fake/tables/{t}/rows` | `[{...}, ...]` | insert rows as given, system fields filled in at the clock's time |
+//! | `POST /__fake/tables/{t}/update` | `{"sys_ids":[...],"changes":{...}}` | update rows at the clock's time |
+//! | `GET /__fake/tables/{t}` | | `{"count":N,"rows":[...]}` |
+//! | `GET /__fake/clock` | | `{"now":"ts","frozen":bool}` |
+//! | `POST /__fake/clock` | `{"set":"ts"}` / `{"advance_seconds":n}` / `{"follow":true}` | move the clock |
+//! | `POST /__fake/faults` | a fault rule (see [`crate::faults`]) | inject a fault |
+//! | `DELETE /__fake/faults` | | remove all faults |
+//! | `GET /__fake/journal` / `DELETE /__fake/journal` | | read / reset the request journal |
+//! | `POST /__fake/users` | `{"username":..,"password":..}` | add a Basic user |
+//! | `POST /__fake/oauth/clients` | `{"client_id":..,"client_secret":..,"access_ttl_seconds":n}` | add an OAuth client |
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::faults::Fault;
+use crate::server::{Answer, Shared};
+use crate::store::Row;
+use crate::time::{format_ts, parse_ts};
+
+fn bad(message: impl Into<String>) -> Answer {
+    Answer::json(400, &json!({ "error": message.into() }))
+}
+
+fn ok(value: Value) -> Answer {
+    Answer::json(200, &value)
+}
+
+fn ts(text: &str) -> Result<i64, Answer> {
+    parse_ts(text).ok_or_else(|| bad(format!("{text:?} is not YYYY-MM-DD HH:MM:SS")))
+}
+
+#[derive(Deserialize)]
+struct Seed {
+    count: u64,
+    at: Option<String>,
+    start: Option<String>,
+    #[serde(default)]
+    spread_seconds: u64,
+}
+
+#[derive(Deserialize)]
+struct Update {
+    sys_ids: Vec<String>,
+    changes: Row,
+}
+
+#[derive(Deserialize)]
+struct ClockChange {
+    set: Option<String>,
+    advance_seconds: Option<i64>,
+    #[serde(default)]
+    follow: bool,
+}
+
+#[derive(Deserialize)]
+struct User {
+    username: String,
+    password: String,
+}
+
+#[derive(Deserialize)]
+struct Client {
+    client_id: String,
+    client_secret: String,
+    access_ttl_seconds: Option<i64>,
+}
+
+fn parse<'a, T: Deserialize<'a>>(body: &'a [u8]) -> Result<T, Answer> {
+    serde_json::from_slice(body).map_err(|e| bad(format!("bad request body: {e}")))
+}
+
+/// Handles one admin request.
+pub async fn route(shared: &Shared, method: &str, path: &str, body: &[u8]) -> Answer {
+    match try_route(shared, method, path, body) {
+        Ok(answer) | Err(answer) => answer,
+    }
+}
+
+fn try_route(shared: &Shared, method: &str, path: &str, body: &[u8]) -> Result<Answer, Answer> {
+    let rest = path.trim_start_matches("/__fake/");
+    let parts: Vec<&str> = rest.split('/').collect();
+    Ok(match (method, parts.as_slice()) {
+        ("GET", ["health"]) => ok(json!({ "ok": true })),
+        ("PUT", ["tables", t]) => {
+            shared.store().create_table(t);
+            ok(json!({ "table": t }))
+        }
+        ("POST", ["tables", t, "seed"]) => {
+            let seed: Seed = parse(body)?;
+            let (start, spread) = match (&seed.at, &seed.start) {
+                (Some(at), _) => (ts(at)?, 0),
+                (None, Some(start)) => (ts(start)?, seed.spread_seconds),
+                (None, None) => (shared.clock.now() - 3600, 3599),
+            };
+            let ids = shared.seed(t, seed.count, start, spread);
+            let listed = if ids.len() <= 10_000 { json!(ids) } else { Value::Null };
+            ok(json!({ "count": ids.len(), "first_sys_id": ids.first(), "last_sys_id": ids.last(), "sys_ids": listed }))
+        }
+        ("POST", ["tables", t, "rows"]) => {
+            let rows: Vec<Row> = parse(body)?;
+            let now = shared.clock.now();
+            let mut store = shared.store();
+            store.create_table(t);
+            let ids: Vec<Value> = rows.into_iter().map(|r| store.insert(t, r, now, "admin").get("sys_id").cloned().unwrap_or(Value::Null)).collect();
+            ok(json!({ "sys_ids": ids }))
+        }
+        ("POST", ["tables", t, "update"]) => {
+            let update: Update = parse(body)?;
+            ok(json!({ "updated": shared.update_rows(t, &update.sys_ids, &update.changes) }))
+        }
+        ("GET", ["tables", t]) => {
+            let store = shared.store();
+            let table = store.table(t).ok_or_else(|| Answer::json(404, &json!({ "error": format!("no table {t}") })))?;
+            let rows: Vec<&Row> = table.rows_in_order().collect();
+            ok(json!({ "count": rows.len(), "rows": rows }))
+        }
+        ("GET", ["clock"]) => ok(json!({ "now": format_ts(shared.clock.now()), "frozen": shared.clock.is_frozen() })),
+        ("POST", ["clock"]) => {
+            let change: ClockChange = parse(body)?;
+            if let Some(set) = &change.set {
+                shared.clock.freeze_at(ts(set)?);
+            }
+            if let Some(seconds) = change.advance_seconds {
+                shared.clock.advance(seconds);
+            }
+            if change.follow {
+                shared.clock.follow();
+            }
+            ok(json!({ "now": format_ts(shared.clock.now()), "frozen": shared.clock.is_frozen() }))
+        }
+        ("POST", ["faults"]) => {
+            let fault: Fault = parse(body)?;
+            shared.faults.lock().unwrap_or_else(|e| e.into_inner()).add(fault);
+            ok(json!({ "ok": true }))
+        }
+        ("DELETE", ["faults"]) => {
+            shared.faults.lock().unwrap_or_else(|e| e.into_inner()).clear();
+            ok(json!({ "ok": true }))
+        }
+        ("GET", ["journal"]) => Answer::json(200, &shared.journal.snapshot()),
+        ("DELETE", ["journal"]) => {
+            shared.journal.reset();
+            ok(json!({ "ok": true }))
+        }
+        ("POST", ["users"]) => {
+            let user: User = parse(body)?;
+            shared.credentials.lock().unwrap_or_else(|e| e.into_inner()).users.insert(user.username, user.password);
+            ok(json!({ "ok": true }))
+        }
+        ("POST", ["oauth", "clients"]) => {
+            let client: Client = parse(body)?;
+            let mut credentials = shared.credentials.lock().unwrap_or_else(|e| e.into_inner());
+            credentials.clients.insert(client.client_id, client.client_secret);
+            if let Some(ttl) = client.access_ttl_seconds {
+                credentials.access_ttl = ttl;
+            }
+            ok(json!({ "ok": true }))
+        }
+        _ => Answer::json(404, &json!({ "error": format!("no admin endpoint {method} {path}") })),
+    })
+}

@@ -1,0 +1,89 @@
+//! The request journal: every request with its outcome, and the most requests ever in flight.
+
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use serde::Serialize;
+
+/// One request as the fake saw it.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct JournalEntry {
+    /// Order of arrival.
+    pub seq: u64,
+    /// Method.
+    pub method: String,
+    /// Path without query.
+    pub path: String,
+    /// Decoded `sysparm_query`, if any.
+    pub query: Option<String>,
+    /// Status answered; 0 when the connection was dropped.
+    pub status: u16,
+    /// `none`, `basic:<user>` or `bearer`.
+    pub auth: String,
+    /// The request's `X-Request-Id`, if any.
+    pub request_id: Option<String>,
+    /// Requests in flight when this one arrived (itself included).
+    pub in_flight: usize,
+    /// Encoded-query terms ServiceNow would have dropped silently.
+    pub dropped_terms: Vec<String>,
+}
+
+/// Everything recorded since the last reset.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct Journal {
+    /// Most requests in flight at once.
+    pub max_in_flight: usize,
+    /// Requests in order of arrival.
+    pub entries: Vec<JournalEntry>,
+}
+
+/// The recorder.
+#[derive(Debug, Default)]
+pub struct Recorder {
+    entries: Mutex<Vec<JournalEntry>>,
+    in_flight: AtomicUsize,
+    max_in_flight: AtomicUsize,
+    seq: std::sync::atomic::AtomicU64,
+}
+
+/// Held while a request is in flight.
+pub struct InFlight<'a> {
+    recorder: &'a Recorder,
+    /// Requests in flight when this one arrived.
+    pub at_start: usize,
+    /// Order of arrival.
+    pub seq: u64,
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.recorder.in_flight.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+impl Recorder {
+    /// Counts a request in; it is counted out when the guard drops.
+    pub fn begin(&self) -> InFlight<'_> {
+        let now = self.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+        self.max_in_flight.fetch_max(now, Ordering::SeqCst);
+        InFlight { recorder: self, at_start: now, seq: self.seq.fetch_add(1, Ordering::SeqCst) }
+    }
+
+    /// Records a finished request.
+    pub fn record(&self, entry: JournalEntry) {
+        self.entries.lock().unwrap_or_else(|e| e.into_inner()).push(entry);
+    }
+
+    /// A copy of the journal.
+    pub fn snapshot(&self) -> Journal {
+        let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        entries.sort_by_key(|e| e.seq);
+        Journal { max_in_flight: self.max_in_flight.load(Ordering::SeqCst), entries }
+    }
+
+    /// Forgets everything recorded (requests in flight keep counting).
+    pub fn reset(&self) {
+        self.entries.lock().unwrap_or_else(|e| e.into_inner()).clear();
+        self.max_in_flight.store(self.in_flight.load(Ordering::SeqCst), Ordering::SeqCst);
+    }
+}

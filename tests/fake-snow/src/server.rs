@@ -1,0 +1,372 @@
+//! The HTTP server: one thread with its own runtime, keep-alive HTTP/1.1, faults applied around
+//! the handlers, every request journalled with the number in flight.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper::{Request, Response};
+use hyper_util::rt::TokioIo;
+use serde::Serialize;
+use serde_json::Value;
+use tokio::sync::oneshot;
+
+use crate::clock::Clock;
+use crate::faults::{Fault, FaultAction, Faults};
+use crate::journal::{Journal, JournalEntry, Recorder};
+use crate::oauth::{Credentials, Principal};
+use crate::store::{Row, Store};
+use crate::table_api::{self, Version, envelope};
+use crate::time::http_date;
+
+/// How to start the fake.
+#[derive(Debug, Clone, Default)]
+pub struct FakeOptions {
+    /// Port on 127.0.0.1; 0 picks a free one.
+    pub port: u16,
+    /// Basic users `(name, password)`. With no users and no clients, requests need no auth.
+    pub users: Vec<(String, String)>,
+    /// OAuth clients `(client_id, client_secret)`.
+    pub oauth_clients: Vec<(String, String)>,
+    /// Freeze the clock at this time (seconds since the epoch); otherwise it follows real time.
+    pub frozen_at: Option<i64>,
+    /// Tables to create empty.
+    pub tables: Vec<String>,
+}
+
+/// An HTTP answer before it is sent.
+#[derive(Debug, Clone)]
+pub struct Answer {
+    /// Status.
+    pub status: u16,
+    /// Extra headers.
+    pub headers: Vec<(String, String)>,
+    /// Body.
+    pub body: Vec<u8>,
+}
+
+impl Answer {
+    /// A JSON answer.
+    pub fn json(status: u16, value: &impl Serialize) -> Self {
+        Self { status, headers: vec![("Content-Type".into(), "application/json;charset=UTF-8".into())], body: serde_json::to_vec(value).unwrap_or_default() }
+    }
+}
+
+/// State shared by every connection.
+#[derive(Debug)]
+pub struct Shared {
+    store: Mutex<Store>,
+    /// The fake's clock (system fields and the `Date` header).
+    pub clock: Clock,
+    /// Injected faults.
+    pub faults: Mutex<Faults>,
+    /// The request journal.
+    pub journal: Recorder,
+    /// Users, OAuth clients and tokens.
+    pub credentials: Mutex<Credentials>,
+    /// `http://127.0.0.1:PORT`.
+    pub base_url: String,
+}
+
+impl Shared {
+    /// The store, locked.
+    pub fn store(&self) -> MutexGuard<'_, Store> {
+        self.store.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Seeds `count` incident-shaped rows into `table`, stamped from `start` with `spread` seconds
+    /// between the first and the last (0: all in one second). Returns the new sys_ids in order.
+    pub fn seed(&self, table: &str, count: u64, start: i64, spread: u64) -> Vec<String> {
+        let mut store = self.store();
+        store.create_table(table);
+        let first_number = store.table(table).map_or(0, |t| t.len() as u64) + 1;
+        let mut ids = Vec::with_capacity(count as usize);
+        for i in 0..count {
+            let offset = if count > 1 { (i * spread / (count - 1).max(1)) as i64 } else { 0 };
+            let ts = start + offset;
+            let row = crate::seed::incident(first_number + i, ts, &self.base_url);
+            let row = store.insert(table, row, ts, "admin");
+            ids.push(row.get("sys_id").and_then(Value::as_str).unwrap_or("").to_string());
+        }
+        ids
+    }
+
+    /// Applies `changes` to each row of `ids` at the clock's current time; returns how many existed.
+    pub fn update_rows(&self, table: &str, ids: &[String], changes: &Row) -> usize {
+        let now = self.clock.now();
+        let mut store = self.store();
+        ids.iter().filter(|id| store.update(table, id, changes.clone(), now, "admin", false).is_some()).count()
+    }
+}
+
+/// A running fake; stops when dropped.
+pub struct FakeSnow {
+    shared: Arc<Shared>,
+    addr: SocketAddr,
+    stop: Option<oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+/// The error that makes hyper close a connection without answering.
+#[derive(Debug)]
+struct Hangup;
+
+impl std::fmt::Display for Hangup {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("fake-snow closed the connection on purpose")
+    }
+}
+
+impl std::error::Error for Hangup {}
+
+impl FakeSnow {
+    /// Binds and starts serving on its own thread.
+    pub fn start(options: FakeOptions) -> std::io::Result<Self> {
+        let listener = std::net::TcpListener::bind(("127.0.0.1", options.port))?;
+        listener.set_nonblocking(true)?;
+        let addr = listener.local_addr()?;
+        let mut credentials = Credentials::default();
+        credentials.users.extend(options.users.iter().cloned());
+        credentials.clients.extend(options.oauth_clients.iter().cloned());
+        let mut store = Store::default();
+        for t in &options.tables {
+            store.create_table(t);
+        }
+        let clock = Clock::default();
+        if let Some(now) = options.frozen_at {
+            clock.freeze_at(now);
+        }
+        let shared = Arc::new(Shared {
+            store: Mutex::new(store),
+            clock,
+            faults: Mutex::default(),
+            journal: Recorder::default(),
+            credentials: Mutex::new(credentials),
+            base_url: format!("http://{addr}"),
+        });
+        let (stop, stopped) = oneshot::channel();
+        let serving = shared.clone();
+        let thread = std::thread::Builder::new().name(format!("fake-snow-{}", addr.port())).spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("fake-snow runtime");
+            rt.block_on(serve(listener, serving, stopped));
+        })?;
+        Ok(Self { shared, addr, stop: Some(stop), thread: Some(thread) })
+    }
+
+    /// `http://127.0.0.1:PORT`.
+    pub fn url(&self) -> String {
+        self.shared.base_url.clone()
+    }
+
+    /// The bound address.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The shared state (store, clock, faults, journal).
+    pub fn shared(&self) -> &Shared {
+        &self.shared
+    }
+
+    /// The clock.
+    pub fn clock(&self) -> &Clock {
+        &self.shared.clock
+    }
+
+    /// Creates an empty table.
+    pub fn create_table(&self, table: &str) {
+        self.shared.store().create_table(table);
+    }
+
+    /// Every row of `table` in insertion order.
+    pub fn rows(&self, table: &str) -> Vec<Row> {
+        self.shared.store().table(table).map(|t| t.rows_in_order().cloned().collect()).unwrap_or_default()
+    }
+
+    /// Adds a fault rule.
+    pub fn add_fault(&self, fault: Fault) {
+        self.shared.faults.lock().unwrap_or_else(|e| e.into_inner()).add(fault);
+    }
+
+    /// The journal so far.
+    pub fn journal(&self) -> Journal {
+        self.shared.journal.snapshot()
+    }
+}
+
+impl Drop for FakeSnow {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+async fn serve(listener: std::net::TcpListener, shared: Arc<Shared>, mut stopped: oneshot::Receiver<()>) {
+    let Ok(listener) = tokio::net::TcpListener::from_std(listener) else { return };
+    loop {
+        let (stream, _) = tokio::select! {
+            accepted = listener.accept() => match accepted { Ok(a) => a, Err(_) => continue },
+            _ = &mut stopped => return,
+        };
+        let _ = stream.set_nodelay(true);
+        let shared = shared.clone();
+        tokio::spawn(async move {
+            let service = service_fn(move |req| handle(shared.clone(), req));
+            let _ = http1::Builder::new().keep_alive(true).serve_connection(TokioIo::new(stream), service).await;
+        });
+    }
+}
+
+/// Decodes `application/x-www-form-urlencoded` pairs (also used for URL queries).
+pub fn form_decode(text: &str) -> HashMap<String, String> {
+    fn decode(s: &str) -> String {
+        let bytes = s.as_bytes();
+        let mut out = Vec::with_capacity(bytes.len());
+        let mut i = 0;
+        while i < bytes.len() {
+            match bytes[i] {
+                b'+' => out.push(b' '),
+                b'%' if i + 2 < bytes.len() => {
+                    match u8::from_str_radix(std::str::from_utf8(&bytes[i + 1..i + 3]).unwrap_or("zz"), 16) {
+                        Ok(b) => {
+                            out.push(b);
+                            i += 2;
+                        }
+                        Err(_) => out.push(b'%'),
+                    }
+                }
+                b => out.push(b),
+            }
+            i += 1;
+        }
+        String::from_utf8_lossy(&out).into_owned()
+    }
+    text.split('&').filter(|p| !p.is_empty()).map(|p| p.split_once('=').map_or((decode(p), String::new()), |(k, v)| (decode(k), decode(v)))).collect()
+}
+
+async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Response<Full<Bytes>>, Hangup> {
+    let in_flight = shared.journal.begin();
+    let method = req.method().as_str().to_string();
+    let path = req.uri().path().to_string();
+    let params = form_decode(req.uri().query().unwrap_or(""));
+    let header = |name: &str| req.headers().get(name).and_then(|v| v.to_str().ok()).map(String::from);
+    let (authorization, request_id) = (header("authorization"), header("x-request-id"));
+    let body = match req.into_body().collect().await {
+        Ok(b) => b.to_bytes(),
+        Err(_) => return Err(Hangup),
+    };
+    let is_admin = path.starts_with("/__fake/");
+    let fault = if is_admin { None } else { shared.faults.lock().unwrap_or_else(|e| e.into_inner()).take(&method, &path) };
+    let mut entry = JournalEntry {
+        seq: in_flight.seq,
+        method: method.clone(),
+        path: path.clone(),
+        query: params.get("sysparm_query").cloned(),
+        status: 0,
+        auth: "none".into(),
+        request_id: request_id.clone(),
+        in_flight: in_flight.at_start,
+        dropped_terms: Vec::new(),
+    };
+    if let Some(FaultAction::Latency { ms }) = &fault {
+        tokio::time::sleep(Duration::from_millis(*ms)).await;
+    }
+    if matches!(fault, Some(FaultAction::DropConnection)) {
+        shared.journal.record(entry);
+        return Err(Hangup);
+    }
+    let mut answer = match &fault {
+        Some(FaultAction::Status { status, retry_after }) => {
+            let mut a = envelope(*status, &format!("Injected fault: status {status}"), "fake-snow fault injection");
+            if let Some(r) = retry_after {
+                a.headers.push(("Retry-After".into(), r.clone()));
+            }
+            a
+        }
+        _ if is_admin => crate::admin::route(&shared, &method, &path, &body).await,
+        _ => route(&shared, &method, &path, &params, authorization.as_deref(), &body, &mut entry),
+    };
+    match fault {
+        Some(FaultAction::MalformedBody) => {
+            answer.status = 200;
+            answer.body.truncate(answer.body.len() / 2);
+        }
+        Some(FaultAction::TimeoutAfterWrite { stall_ms }) => {
+            tokio::time::sleep(Duration::from_millis(stall_ms)).await;
+            shared.journal.record(entry);
+            return Err(Hangup);
+        }
+        _ => {}
+    }
+    entry.status = answer.status;
+    if !is_admin {
+        shared.journal.record(entry);
+    }
+    drop(in_flight);
+    let mut response = Response::builder().status(answer.status).header("Date", http_date(shared.clock.now()));
+    if let Some(id) = request_id {
+        response = response.header("X-Request-Id", id);
+    }
+    for (k, v) in &answer.headers {
+        response = response.header(k, v);
+    }
+    Ok(response.body(Full::new(Bytes::from(answer.body))).unwrap_or_else(|_| Response::new(Full::new(Bytes::new()))))
+}
+
+fn route(shared: &Shared, method: &str, path: &str, params: &HashMap<String, String>, authorization: Option<&str>, body: &[u8], entry: &mut JournalEntry) -> Answer {
+    if path == "/oauth_token.do" && method == "POST" {
+        let form = form_decode(std::str::from_utf8(body).unwrap_or(""));
+        return match shared.credentials.lock().unwrap_or_else(|e| e.into_inner()).grant(&form, shared.clock.now()) {
+            Ok(token) => Answer::json(200, &token),
+            Err(error) => Answer::json(401, &serde_json::json!({ "error_description": "access_denied", "error": error })),
+        };
+    }
+    let (version, rest) = if let Some(rest) = path.strip_prefix("/api/now/v2/table/") {
+        (Version::V2, rest)
+    } else if let Some(rest) = path.strip_prefix("/api/now/v1/table/").or_else(|| path.strip_prefix("/api/now/table/")) {
+        (Version::V1, rest)
+    } else {
+        return envelope(400, "Requested URI does not represent any resource", path);
+    };
+    let principal = {
+        let credentials = shared.credentials.lock().unwrap_or_else(|e| e.into_inner());
+        if credentials.required() { credentials.check(authorization, shared.clock.now()) } else { Principal::User("guest".into()) }
+    };
+    let user = match &principal {
+        Principal::User(u) => {
+            entry.auth = format!("basic:{u}");
+            u.clone()
+        }
+        Principal::Bearer(who) => {
+            entry.auth = "bearer".into();
+            who.clone()
+        }
+        Principal::Nobody => return envelope(401, "User Not Authenticated", "Required to provide Auth information"),
+    };
+    let mut parts = rest.splitn(2, '/');
+    let table = parts.next().unwrap_or("");
+    let id = parts.next().filter(|s| !s.is_empty());
+    match (method, id) {
+        ("GET", None) => {
+            let (answer, dropped) = table_api::list(shared, table, params, version);
+            entry.dropped_terms = dropped;
+            answer
+        }
+        ("GET", Some(id)) => table_api::get(shared, table, id, params),
+        ("POST", None) => table_api::create(shared, table, body, &user),
+        ("PATCH", Some(id)) => table_api::update(shared, table, id, body, &user, false),
+        ("PUT", Some(id)) => table_api::update(shared, table, id, body, &user, true),
+        ("DELETE", Some(id)) => table_api::delete(shared, table, id),
+        _ => envelope(405, "Method not Supported", &format!("{method} {path}")),
+    }
+}

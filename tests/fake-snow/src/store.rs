@@ -1,0 +1,191 @@
+//! Tables of rows with ServiceNow system fields, and an index on `(timestamp, sys_id)` for both
+//! timestamp fields so cursor-shaped queries read ranges instead of scanning.
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use serde_json::{Map, Value};
+
+use crate::time::format_ts;
+
+/// A row: field name to value (a string, or a reference object with `value`/`display_value`/`link`).
+pub type Row = Map<String, Value>;
+
+/// Timestamp fields that are indexed.
+pub const INDEXED: [&str; 2] = ["sys_updated_on", "sys_created_on"];
+
+/// One table.
+#[derive(Debug, Default)]
+pub struct Table {
+    rows: HashMap<String, Row>,
+    /// Insertion order, for queries without ORDERBY.
+    order: Vec<String>,
+    index: [BTreeSet<(String, String)>; 2],
+}
+
+impl Table {
+    /// Number of rows.
+    pub fn len(&self) -> usize {
+        self.rows.len()
+    }
+
+    /// True when empty.
+    pub fn is_empty(&self) -> bool {
+        self.rows.is_empty()
+    }
+
+    /// The row with `sys_id`.
+    pub fn get(&self, sys_id: &str) -> Option<&Row> {
+        self.rows.get(sys_id)
+    }
+
+    /// Every row in insertion order.
+    pub fn rows_in_order(&self) -> impl Iterator<Item = &Row> {
+        self.order.iter().filter_map(|id| self.rows.get(id))
+    }
+
+    /// The `(timestamp, sys_id)` index of `field`, if it is indexed.
+    pub fn index(&self, field: &str) -> Option<&BTreeSet<(String, String)>> {
+        INDEXED.iter().position(|f| *f == field).map(|i| &self.index[i])
+    }
+
+    fn index_row(&mut self, id: &str, row: &Row, add: bool) {
+        for (i, field) in INDEXED.iter().enumerate() {
+            if let Some(ts) = row.get(*field).and_then(Value::as_str) {
+                let key = (ts.to_string(), id.to_string());
+                if add {
+                    self.index[i].insert(key);
+                } else {
+                    self.index[i].remove(&key);
+                }
+            }
+        }
+    }
+
+    fn put(&mut self, id: String, row: Row) {
+        if let Some(old) = self.rows.remove(&id) {
+            self.index_row(&id, &old, false);
+        } else {
+            self.order.push(id.clone());
+        }
+        self.index_row(&id, &row, true);
+        self.rows.insert(id, row);
+    }
+
+    fn remove(&mut self, id: &str) -> Option<Row> {
+        let row = self.rows.remove(id)?;
+        self.index_row(id, &row, false);
+        self.order.retain(|o| o != id);
+        Some(row)
+    }
+}
+
+/// All tables, and the generator of sys_ids.
+#[derive(Debug, Default)]
+pub struct Store {
+    tables: HashMap<String, Table>,
+    next_id: AtomicU64,
+}
+
+/// A new 32-hex-character sys_id, unique in this store.
+fn sys_id(counter: u64) -> String {
+    let mut z = counter.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    let mut mix = || {
+        z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut x = z;
+        x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        x ^ (x >> 31)
+    };
+    format!("{:016x}{:016x}", mix(), mix())
+}
+
+impl Store {
+    /// Creates `table` if missing.
+    pub fn create_table(&mut self, table: &str) {
+        self.tables.entry(table.to_string()).or_default();
+    }
+
+    /// The table, if it exists.
+    pub fn table(&self, table: &str) -> Option<&Table> {
+        self.tables.get(table)
+    }
+
+    /// Names of all tables.
+    pub fn table_names(&self) -> Vec<String> {
+        self.tables.keys().cloned().collect()
+    }
+
+    /// A fresh sys_id.
+    pub fn new_sys_id(&self) -> String {
+        sys_id(self.next_id.fetch_add(1, Ordering::Relaxed))
+    }
+
+    /// Inserts `row` at time `now` by `user`: system fields are set unless the row carries them
+    /// (seeding sets its own timestamps). Returns the stored row.
+    pub fn insert(&mut self, table: &str, mut row: Row, now: i64, user: &str) -> Row {
+        let id = match row.get("sys_id").and_then(Value::as_str) {
+            Some(id) if !id.is_empty() => id.to_string(),
+            _ => self.new_sys_id(),
+        };
+        let ts = format_ts(now);
+        row.insert("sys_id".into(), Value::String(id.clone()));
+        for (field, value) in [("sys_created_on", &ts), ("sys_updated_on", &ts), ("sys_created_by", &user.to_string()), ("sys_updated_by", &user.to_string())] {
+            row.entry(field).or_insert_with(|| Value::String(value.clone()));
+        }
+        row.entry("sys_mod_count").or_insert_with(|| Value::String("0".into()));
+        let t = self.tables.entry(table.to_string()).or_default();
+        t.put(id, row.clone());
+        row
+    }
+
+    /// Applies `changes` to row `sys_id` at `now`: `sys_updated_on` moves, `sys_mod_count` grows.
+    /// With `replace`, fields not in `changes` (other than system fields) are removed (PUT).
+    pub fn update(&mut self, table: &str, sys_id: &str, changes: Row, now: i64, user: &str, replace: bool) -> Option<Row> {
+        let t = self.tables.get_mut(table)?;
+        let mut row = t.rows.get(sys_id)?.clone();
+        if replace {
+            row.retain(|k, _| k.starts_with("sys_"));
+        }
+        for (k, v) in changes {
+            if !k.starts_with("sys_") {
+                row.insert(k, v);
+            }
+        }
+        let count = row.get("sys_mod_count").and_then(Value::as_str).and_then(|c| c.parse::<u64>().ok()).unwrap_or(0) + 1;
+        row.insert("sys_mod_count".into(), Value::String(count.to_string()));
+        row.insert("sys_updated_on".into(), Value::String(format_ts(now)));
+        row.insert("sys_updated_by".into(), Value::String(user.to_string()));
+        t.put(sys_id.to_string(), row.clone());
+        Some(row)
+    }
+
+    /// Deletes row `sys_id`.
+    pub fn delete(&mut self, table: &str, sys_id: &str) -> Option<Row> {
+        self.tables.get_mut(table)?.remove(sys_id)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn system_fields_and_index_follow_writes() {
+        let mut s = Store::default();
+        let row = s.insert("incident", Row::new(), 100, "admin");
+        let id = row["sys_id"].as_str().unwrap().to_string();
+        assert_eq!(id.len(), 32);
+        assert_eq!(row["sys_mod_count"], "0");
+        let mut changes = Row::new();
+        changes.insert("state".into(), Value::String("2".into()));
+        let updated = s.update("incident", &id, changes, 200, "bob", false).unwrap();
+        assert_eq!(updated["sys_mod_count"], "1");
+        assert_eq!(updated["sys_updated_on"], format_ts(200));
+        assert_eq!(updated["sys_created_on"], format_ts(100));
+        let index = s.table("incident").unwrap().index("sys_updated_on").unwrap();
+        assert_eq!(index.iter().map(|(ts, _)| ts.clone()).collect::<Vec<_>>(), vec![format_ts(200)]);
+        assert!(s.delete("incident", &id).is_some());
+        assert!(s.table("incident").unwrap().index("sys_updated_on").unwrap().is_empty());
+    }
+}

@@ -1,0 +1,212 @@
+//! Table API handlers: list, get, create, patch, put, delete, with ServiceNow's answers and
+//! error envelopes. Rows are rendered per `sysparm_fields`, `sysparm_display_value` and
+//! `sysparm_exclude_reference_link`.
+
+use std::collections::HashMap;
+use std::ops::Bound;
+
+use serde_json::{Map, Value, json};
+
+use crate::query::Query;
+use crate::server::{Answer, Shared};
+use crate::store::{INDEXED, Row};
+
+/// ServiceNow's error envelope.
+pub fn envelope(status: u16, message: &str, detail: &str) -> Answer {
+    Answer::json(status, &json!({ "error": { "message": message, "detail": detail }, "status": "failure" }))
+}
+
+/// API version from the path: `/api/now/table` and `/api/now/v1/table` are v1, `/api/now/v2/table` v2.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Version {
+    /// Answers 404 when a valid query matches nothing.
+    V1,
+    /// Answers 200 with an empty result.
+    V2,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Display {
+    Raw,
+    Shown,
+    All,
+}
+
+struct Render<'a> {
+    fields: Option<Vec<&'a str>>,
+    display: Display,
+    exclude_links: bool,
+}
+
+impl<'a> Render<'a> {
+    fn from_params(params: &'a HashMap<String, String>) -> Self {
+        let fields = params.get("sysparm_fields").map(|f| f.split(',').map(str::trim).filter(|f| !f.is_empty()).collect());
+        let display = match params.get("sysparm_display_value").map(String::as_str) {
+            Some("true") => Display::Shown,
+            Some("all") => Display::All,
+            _ => Display::Raw,
+        };
+        let exclude_links = params.get("sysparm_exclude_reference_link").is_some_and(|v| v == "true");
+        Self { fields, display, exclude_links }
+    }
+
+    fn row(&self, row: &Row) -> Value {
+        let mut out = Map::new();
+        let mut put = |k: &str, v: &Value| {
+            out.insert(k.to_string(), self.value(v));
+        };
+        match &self.fields {
+            Some(fields) => {
+                for f in fields {
+                    if let Some(v) = row.get(*f) {
+                        put(f, v);
+                    }
+                }
+            }
+            None => {
+                for (k, v) in row {
+                    put(k, v);
+                }
+            }
+        }
+        Value::Object(out)
+    }
+
+    fn value(&self, v: &Value) -> Value {
+        let (raw, shown, link) = match v {
+            Value::Object(o) => (
+                o.get("value").cloned().unwrap_or(Value::Null),
+                o.get("display_value").cloned().unwrap_or(Value::Null),
+                o.get("link").cloned(),
+            ),
+            other => (other.clone(), other.clone(), None),
+        };
+        let link = link.filter(|_| !self.exclude_links);
+        match (self.display, link) {
+            (Display::Raw, Some(link)) => json!({ "link": link, "value": raw }),
+            (Display::Raw, None) => raw,
+            (Display::Shown, Some(link)) => json!({ "link": link, "display_value": shown }),
+            (Display::Shown, None) => shown,
+            (Display::All, Some(link)) => json!({ "display_value": shown, "value": raw, "link": link }),
+            (Display::All, None) => json!({ "display_value": shown, "value": raw }),
+        }
+    }
+}
+
+fn invalid_table(table: &str) -> Answer {
+    envelope(400, &format!("Invalid table {table}"), "")
+}
+
+fn not_found() -> Answer {
+    envelope(404, "No Record found", "Record doesn't exist or ACL restricts the record retrieval")
+}
+
+/// `GET /api/now/table/{table}`.
+pub fn list(shared: &Shared, table: &str, params: &HashMap<String, String>, version: Version) -> (Answer, Vec<String>) {
+    let query = Query::parse(params.get("sysparm_query").map(String::as_str).unwrap_or(""));
+    let limit: usize = params.get("sysparm_limit").and_then(|l| l.parse().ok()).unwrap_or(10_000);
+    let offset: usize = params.get("sysparm_offset").and_then(|o| o.parse().ok()).unwrap_or(0);
+    let render = Render::from_params(params);
+    let store = shared.store();
+    let Some(t) = store.table(table) else { return (invalid_table(table), query.dropped) };
+    let mut rows: Vec<Value> = Vec::new();
+    if let Some(plan) = query.index_plan(&INDEXED) {
+        let index = t.index(&plan.field).expect("planned on an indexed field");
+        let lo = plan.from.map_or(Bound::Unbounded, |f| Bound::Included((f, String::new())));
+        let hi = plan.to.map_or(Bound::Unbounded, |t| Bound::Included((t, "\u{10FFFF}".to_string())));
+        let mut skipped = 0;
+        for (_, id) in index.range((lo, hi)) {
+            let Some(row) = t.get(id) else { continue };
+            if !query.matches(row) {
+                continue;
+            }
+            if skipped < offset {
+                skipped += 1;
+                continue;
+            }
+            if rows.len() >= limit {
+                break;
+            }
+            rows.push(render.row(row));
+        }
+    } else {
+        let mut matched: Vec<&Row> = t.rows_in_order().filter(|r| query.matches(r)).collect();
+        matched.sort_by(|a, b| query.compare(a, b));
+        rows = matched.into_iter().skip(offset).take(limit).map(|r| render.row(r)).collect();
+    }
+    let total = (params.get("sysparm_no_count").map(String::as_str) != Some("true")).then(|| t.rows_in_order().filter(|r| query.matches(r)).count());
+    drop(store);
+    if rows.is_empty() && version == Version::V1 {
+        return (envelope(404, "No Record found", "Records not found"), query.dropped);
+    }
+    let mut answer = Answer::json(200, &json!({ "result": rows }));
+    if let Some(total) = total {
+        answer.headers.push(("X-Total-Count".into(), total.to_string()));
+    }
+    (answer, query.dropped)
+}
+
+/// `GET /api/now/table/{table}/{sys_id}`.
+pub fn get(shared: &Shared, table: &str, id: &str, params: &HashMap<String, String>) -> Answer {
+    let render = Render::from_params(params);
+    let store = shared.store();
+    let Some(t) = store.table(table) else { return invalid_table(table) };
+    match t.get(id) {
+        Some(row) => Answer::json(200, &json!({ "result": render.row(row) })),
+        None => not_found(),
+    }
+}
+
+fn body_object(body: &[u8]) -> Result<Row, Answer> {
+    match serde_json::from_slice::<Value>(body) {
+        Ok(Value::Object(map)) => Ok(map),
+        _ => Err(envelope(400, "Exception while reading request", "The payload is not valid JSON.")),
+    }
+}
+
+/// `POST /api/now/table/{table}`.
+pub fn create(shared: &Shared, table: &str, body: &[u8], user: &str) -> Answer {
+    let row = match body_object(body) {
+        Ok(row) => row,
+        Err(answer) => return answer,
+    };
+    let now = shared.clock.now();
+    let mut store = shared.store();
+    if store.table(table).is_none() {
+        return invalid_table(table);
+    }
+    let row = store.insert(table, row, now, user);
+    let id = row.get("sys_id").and_then(Value::as_str).unwrap_or("").to_string();
+    let mut answer = Answer::json(201, &json!({ "result": Render { fields: None, display: Display::Raw, exclude_links: false }.row(&row) }));
+    answer.headers.push(("Location".into(), format!("{}/api/now/table/{table}/{id}", shared.base_url)));
+    answer
+}
+
+/// `PATCH` (partial) or `PUT` (full) `/api/now/table/{table}/{sys_id}`.
+pub fn update(shared: &Shared, table: &str, id: &str, body: &[u8], user: &str, replace: bool) -> Answer {
+    let changes = match body_object(body) {
+        Ok(row) => row,
+        Err(answer) => return answer,
+    };
+    let now = shared.clock.now();
+    let mut store = shared.store();
+    if store.table(table).is_none() {
+        return invalid_table(table);
+    }
+    match store.update(table, id, changes, now, user, replace) {
+        Some(row) => Answer::json(200, &json!({ "result": Render { fields: None, display: Display::Raw, exclude_links: false }.row(&row) })),
+        None => not_found(),
+    }
+}
+
+/// `DELETE /api/now/table/{table}/{sys_id}`.
+pub fn delete(shared: &Shared, table: &str, id: &str) -> Answer {
+    let mut store = shared.store();
+    if store.table(table).is_none() {
+        return invalid_table(table);
+    }
+    match store.delete(table, id) {
+        Some(_) => Answer { status: 204, headers: Vec::new(), body: Vec::new() },
+        None => not_found(),
+    }
+}

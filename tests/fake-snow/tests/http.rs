@@ -1,0 +1,84 @@
+//! The fake over real HTTP: auth, list shapes, writes, faults, journal.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+
+use fake_snow::{Fault, FaultAction, FakeOptions, FakeSnow};
+use serde_json::Value;
+
+/// One request on a fresh connection; returns (status, lower-cased header text, body). A dropped connection gives status 0.
+fn call(fake: &FakeSnow, method: &str, path: &str, auth: Option<&str>, body: &str) -> (u16, String, String) {
+    let mut s = TcpStream::connect(fake.addr()).unwrap();
+    let auth = auth.map(|a| format!("Authorization: {a}\r\n")).unwrap_or_default();
+    write!(s, "{method} {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n{auth}Content-Length: {}\r\n\r\n{body}", body.len()).unwrap();
+    let mut raw = String::new();
+    let _ = s.read_to_string(&mut raw);
+    if raw.is_empty() {
+        return (0, String::new(), String::new());
+    }
+    let (head, body) = raw.split_once("\r\n\r\n").unwrap();
+    let status = head[9..12].parse().unwrap();
+    (status, head.to_ascii_lowercase(), body.to_string())
+}
+
+const ADMIN: &str = "Basic YWRtaW46cHc="; // admin:pw
+
+#[test]
+fn table_api_faults_and_journal() {
+    let fake = FakeSnow::start(FakeOptions { users: vec![("admin".into(), "pw".into())], tables: vec!["incident".into()], frozen_at: Some(1_704_067_200), ..Default::default() }).unwrap();
+    assert_eq!(call(&fake, "GET", "/api/now/table/incident", None, "").0, 401);
+    let (status, head, body) = call(&fake, "GET", "/api/now/table/incident", Some(ADMIN), "");
+    assert_eq!(status, 404, "v1 answers 404 for an empty match: {body}");
+    assert!(head.contains("date: mon, 01 jan 2024 00:00:00 gmt"), "{head}");
+    assert_eq!(call(&fake, "GET", "/api/now/v2/table/incident", Some(ADMIN), "").2, r#"{"result":[]}"#);
+    assert_eq!(call(&fake, "GET", "/api/now/table/nope", Some(ADMIN), "").0, 400);
+
+    let (status, head, body) = call(&fake, "POST", "/api/now/table/incident", Some(ADMIN), r#"{"short_description":"x"}"#);
+    assert_eq!(status, 201);
+    assert!(head.contains("location: http://127.0.0.1:"));
+    let created: Value = serde_json::from_str(&body).unwrap();
+    let id = created["result"]["sys_id"].as_str().unwrap().to_string();
+    assert_eq!(created["result"]["sys_updated_on"], "2024-01-01 00:00:00");
+    fake.clock().advance(5);
+    let (status, _, body) = call(&fake, "PATCH", &format!("/api/now/table/incident/{id}"), Some(ADMIN), r#"{"state":"2"}"#);
+    assert_eq!(status, 200);
+    let patched: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!((patched["result"]["sys_mod_count"].as_str(), patched["result"]["sys_updated_on"].as_str()), (Some("1"), Some("2024-01-01 00:00:05")));
+
+    let query = "sysparm_query=sys_updated_on%3E2024-01-01%2000%3A00%3A00%5EORDERBYsys_updated_on%5EORDERBYsys_id&sysparm_fields=sys_id%2Cstate&sysparm_no_count=true";
+    let (status, head, body) = call(&fake, "GET", &format!("/api/now/table/incident?{query}"), Some(ADMIN), "");
+    assert_eq!(status, 200);
+    assert!(!head.contains("x-total-count"));
+    assert_eq!(body, format!(r#"{{"result":[{{"state":"2","sys_id":"{id}"}}]}}"#), "fields as asked, keys in the fake's (sorted) order");
+
+    fake.add_fault(Fault::always(FaultAction::Status { status: 429, retry_after: Some("3".into()) }).on_method("GET").times(1));
+    let (status, head, body) = call(&fake, "GET", "/api/now/table/incident", Some(ADMIN), "");
+    assert_eq!(status, 429);
+    assert!(head.contains("retry-after: 3") && body.contains(r#""status":"failure""#));
+    fake.add_fault(Fault::always(FaultAction::DropConnection).times(1));
+    assert_eq!(call(&fake, "GET", "/api/now/table/incident", Some(ADMIN), "").0, 0);
+    assert_eq!(call(&fake, "DELETE", &format!("/api/now/table/incident/{id}"), Some(ADMIN), "").0, 204);
+
+    let journal = fake.journal();
+    let statuses: Vec<u16> = journal.entries.iter().map(|e| e.status).collect();
+    assert_eq!(statuses, [401, 404, 200, 400, 201, 200, 200, 429, 0, 204]);
+    assert_eq!(journal.entries[1].auth, "basic:admin");
+    assert!(journal.max_in_flight >= 1);
+}
+
+#[test]
+fn seeding_in_one_second_and_admin_api() {
+    let fake = FakeSnow::start(FakeOptions::default()).unwrap();
+    let (status, _, body) = call(&fake, "POST", "/__fake/tables/incident/seed", None, r#"{"count":3,"at":"2024-01-01 00:00:00"}"#);
+    assert_eq!(status, 200, "{body}");
+    let rows = fake.rows("incident");
+    assert_eq!(rows.len(), 3);
+    assert!(rows.iter().all(|r| r["sys_updated_on"] == "2024-01-01 00:00:00"));
+    assert!(rows[0].len() >= 40, "incident shape has about 40 fields, got {}", rows[0].len());
+    let row_bytes = serde_json::to_vec(&rows[0]).unwrap().len();
+    assert!((700..1500).contains(&row_bytes), "about 1 KB per row, got {row_bytes}");
+    assert_eq!(call(&fake, "POST", "/__fake/clock", None, r#"{"set":"2024-02-01 00:00:00"}"#).0, 200);
+    assert!(call(&fake, "GET", "/__fake/clock", None, "").2.contains("2024-02-01 00:00:00"));
+    assert_eq!(call(&fake, "POST", "/__fake/faults", None, r#"{"action":{"latency":{"ms":10}},"times":1}"#).0, 200);
+    assert_eq!(call(&fake, "GET", "/__fake/journal", None, "").0, 200);
+}
