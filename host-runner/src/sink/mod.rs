@@ -9,12 +9,13 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, anyhow, bail};
 use rdkafka::consumer::{CommitMode, Consumer};
+use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::message::{Headers, Message};
 
 use crate::backoff::Backoff;
 use crate::component::HostState;
 use crate::component::bindings::sink::SinkPre;
-use crate::component::bindings::types::{ErrorClass, Header, Outcome, SinkRecord};
+use crate::component::bindings::types::{ErrorClass, Header, Operation, Outcome, SinkRecord};
 use crate::connector::{SharedContext, class_label, config_errors_text, describe};
 use crate::metrics::labels;
 use crate::shutdown::Shutdown;
@@ -104,8 +105,11 @@ pub async fn run(ctx: SharedContext, pre: SinkPre<HostState>, mut shutdown: Shut
     }
     lanes.clear();
     // Commit what was stored; the records after it will be consumed again by the next run.
-    if let Err(e) = consumer.commit_consumer_state(CommitMode::Sync) {
-        tracing::warn!(connector = ctx.name(), "final offset commit: {e}");
+    match consumer.commit_consumer_state(CommitMode::Sync) {
+        Ok(()) => {}
+        // Auto-commit already committed everything stored.
+        Err(KafkaError::ConsumerCommit(RDKafkaErrorCode::NoOffset)) => {}
+        Err(e) => tracing::warn!(connector = ctx.name(), "final offset commit: {e}"),
     }
     Ok(())
 }
@@ -117,8 +121,7 @@ fn settle(ctx: &SharedContext, records: &[SinkRecord], outcomes: &[Outcome]) -> 
     for (i, (record, outcome)) in records.iter().zip(outcomes).enumerate() {
         match outcome {
             Outcome::Written(w) => {
-                let op = format!("{:?}", w.operation).to_lowercase();
-                ctx.metrics.counter_add("snow_sink_records_total", 1, &labels(&[("connector", connector), ("outcome", "written"), ("operation", &op)]));
+                ctx.metrics.counter_add("snow_sink_records_total", 1, &labels(&[("connector", connector), ("outcome", "written"), ("operation", operation_label(w.operation))]));
             }
             Outcome::Failed(error) => {
                 let (class, message) = describe(error);
@@ -137,6 +140,16 @@ fn settle(ctx: &SharedContext, records: &[SinkRecord], outcomes: &[Outcome]) -> 
         return (outcomes.len(), true);
     }
     (records.len(), false)
+}
+
+/// The operation as a metric label.
+fn operation_label(op: Operation) -> &'static str {
+    match op {
+        Operation::Create => "create",
+        Operation::Patch => "patch",
+        Operation::Put => "put",
+        Operation::Delete => "delete",
+    }
 }
 
 fn owned(m: &rdkafka::message::BorrowedMessage<'_>) -> SinkRecord {

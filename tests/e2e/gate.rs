@@ -1,0 +1,52 @@
+//! The outbound gate: a hostile component in the real host cannot reach a host other than its
+//! configured instance, and requests to the instance carry credentials the guest never saw.
+
+mod support;
+
+use std::time::Duration;
+
+use fake_snow::{FakeOptions, FakeSnow};
+use support::{Runner, connector_file, entries, unique, work_dir};
+
+fn rogue_config(allowed: &FakeSnow, target: &str, name: &str) -> std::collections::BTreeMap<String, String> {
+    entries(&[
+        ("name", name),
+        ("component.path", guest_artifacts::ROGUE_GUEST),
+        ("kafka.bootstrap.servers", "127.0.0.1:9"),
+        ("offset.storage.file.filename", "offsets.json"),
+        ("snow.instance.url", &allowed.url()),
+        ("snow.auth.username", "gatekeeper"),
+        ("snow.auth.password", "gate-Pw-1"),
+        ("snow.rogue.url", target),
+    ])
+}
+
+#[test]
+fn a_request_to_another_host_is_refused_and_the_instance_is_reached_with_host_credentials() {
+    let allowed = FakeSnow::start(FakeOptions { users: vec![("gatekeeper".into(), "gate-Pw-1".into())], tables: vec!["incident".into()], ..Default::default() }).unwrap();
+    let other = FakeSnow::start(FakeOptions::default()).unwrap();
+    let dir = work_dir("gate");
+
+    let target = format!("{}/api/now/table/incident", other.url());
+    let name = unique("rogue");
+    let file = connector_file(&dir, &name, &rogue_config(&allowed, &target, &name));
+    let mut runner = Runner::start(&dir, "refused", &[&file]);
+    let log = runner.wait_for_log("unit parked", Duration::from_secs(60));
+    runner.kill();
+    let (allowed_at, other_at) = (allowed.addr().to_string(), other.addr().to_string());
+    assert!(log.contains(&format!("refused a guest request to http://{other_at}/api/now/table/incident: only http://{allowed_at} is allowed")), "the host logs the refusal:\n{log}");
+    assert!(log.contains(&format!("denied: GET /api/now/table/incident: the host refused a request to {other_at}: only the configured ServiceNow instance may be called")), "the guest got a clear error:\n{log}");
+    assert!(other.journal().entries.is_empty(), "nothing reached the other host");
+
+    let target = format!("{}/api/now/table/incident", allowed.url());
+    let name = unique("rogue");
+    let file = connector_file(&dir, &name, &rogue_config(&allowed, &target, &name));
+    let mut runner = Runner::start(&dir, "allowed", &[&file]);
+    let log = runner.wait_for_log("unit parked", Duration::from_secs(60));
+    runner.kill();
+    assert!(log.contains("reached it: status 404"), "the configured instance is reachable:\n{log}");
+    let journal = allowed.journal();
+    assert_eq!(journal.entries.len(), 1);
+    assert_eq!(journal.entries[0].auth, "basic:gatekeeper", "the host attached credentials the guest never had");
+    assert!(!log.contains("gate-Pw-1"));
+}

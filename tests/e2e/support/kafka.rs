@@ -1,0 +1,133 @@
+//! Kafka helpers for assertions: topics created with the admin API, records produced with
+//! acknowledgement, and a consumer that reads until a condition on what it has seen holds.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+use rdkafka::client::DefaultClientContext;
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::message::{Headers, Message};
+use rdkafka::producer::{FutureProducer, FutureRecord};
+use rdkafka::{ClientConfig, Offset, TopicPartitionList};
+
+/// A record as read back.
+#[derive(Debug, Clone)]
+pub struct Read {
+    /// Key as text.
+    pub key: String,
+    /// Value bytes.
+    pub value: Vec<u8>,
+    /// Headers as text.
+    pub headers: HashMap<String, String>,
+    /// Partition.
+    pub partition: i32,
+    /// Timestamp in ms.
+    pub timestamp_ms: Option<i64>,
+}
+
+/// Creates `topic` with `partitions`.
+pub async fn create_topic(bootstrap: &str, topic: &str, partitions: i32) {
+    let admin: AdminClient<DefaultClientContext> = ClientConfig::new().set("bootstrap.servers", bootstrap).create().unwrap();
+    let results = admin.create_topics(&[NewTopic::new(topic, partitions, TopicReplication::Fixed(1))], &AdminOptions::new()).await.unwrap();
+    for r in results {
+        r.unwrap_or_else(|(t, e)| panic!("creating {t}: {e}"));
+    }
+}
+
+/// Produces `(key, value)` records to `topic` and waits for every acknowledgement.
+pub async fn produce(bootstrap: &str, topic: &str, records: &[(Option<String>, String)]) {
+    let producer: FutureProducer = ClientConfig::new().set("bootstrap.servers", bootstrap).set("enable.idempotence", "true").create().unwrap();
+    let futures: Vec<_> = records
+        .iter()
+        .map(|(k, v)| {
+            let r = FutureRecord::to(topic).payload(v.as_str());
+            let r = match k {
+                Some(k) => r.key(k.as_str()),
+                None => r,
+            };
+            producer.send(r, Duration::from_secs(30))
+        })
+        .collect();
+    for f in futures {
+        f.await.unwrap_or_else(|(e, _)| panic!("producing: {e}"));
+    }
+}
+
+/// Reads `topic` from the beginning until `done(records so far)` holds, then reads on until the
+/// topic's current end so no record already written is missed. Fails after `timeout`.
+pub fn read_until(bootstrap: &str, topic: &str, timeout: Duration, mut done: impl FnMut(&[Read]) -> bool) -> Vec<Read> {
+    let consumer: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .set("group.id", format!("e2e-check-{}", std::process::id()))
+        .set("enable.auto.commit", "false")
+        .set("topic.metadata.refresh.interval.ms", "500")
+        .create()
+        .unwrap();
+    let deadline = Instant::now() + timeout;
+    // The topic may not exist yet (the runner creates it by producing); wait for its metadata.
+    let partitions: Vec<i32> = loop {
+        let found = consumer
+            .fetch_metadata(Some(topic), Duration::from_secs(5))
+            .ok()
+            .map(|m| m.topics().iter().filter(|t| t.error().is_none()).flat_map(|t| t.partitions().iter().map(|p| p.id())).collect::<Vec<_>>())
+            .unwrap_or_default();
+        if !found.is_empty() {
+            break found;
+        }
+        assert!(Instant::now() < deadline, "topic {topic} never appeared");
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    {
+        let mut tpl = TopicPartitionList::new();
+        for p in &partitions {
+            tpl.add_partition_offset(topic, *p, Offset::Beginning).unwrap();
+        }
+        consumer.assign(&tpl).unwrap();
+    }
+    let mut records = Vec::new();
+    let mut satisfied = false;
+    loop {
+        if let Some(m) = consumer.poll(Duration::from_millis(200)) {
+            let m = m.unwrap();
+            let headers = m.headers().map(|hs| hs.iter().map(|h| (h.key.to_string(), String::from_utf8_lossy(h.value.unwrap_or_default()).into_owned())).collect()).unwrap_or_default();
+            records.push(Read {
+                key: String::from_utf8_lossy(m.key().unwrap_or_default()).into_owned(),
+                value: m.payload().unwrap_or_default().to_vec(),
+                headers,
+                partition: m.partition(),
+                timestamp_ms: m.timestamp().to_millis(),
+            });
+            continue;
+        }
+        if !satisfied && done(&records) {
+            satisfied = true;
+        }
+        if satisfied {
+            let at_end = partitions.iter().all(|p| {
+                let (_, high) = consumer.fetch_watermarks(topic, *p, Duration::from_secs(5)).unwrap();
+                let seen = records.iter().filter(|r| r.partition == *p).count() as i64;
+                seen >= high
+            });
+            if at_end {
+                return records;
+            }
+        }
+        assert!(Instant::now() < deadline, "timed out after {timeout:?} reading {topic}: {} records so far", records.len());
+    }
+}
+
+/// The committed offset of each partition of `topic` for `group` (scoped so no list outlives the consumer).
+pub fn committed(bootstrap: &str, group: &str, topic: &str, partitions: i32) -> Vec<i64> {
+    let consumer: BaseConsumer = ClientConfig::new().set("bootstrap.servers", bootstrap).set("group.id", group).set("enable.auto.commit", "false").create().unwrap();
+    let offsets = {
+        let mut tpl = TopicPartitionList::new();
+        for p in 0..partitions {
+            tpl.add_partition(topic, p);
+        }
+        let committed = consumer.committed_offsets(tpl, Duration::from_secs(10)).unwrap();
+        (0..partitions).map(|p| committed.find_partition(topic, p).map(|e| e.offset().to_raw().unwrap_or(-1)).unwrap_or(-1)).collect()
+    };
+    drop(consumer);
+    offsets
+}

@@ -1,0 +1,138 @@
+//! Shared pieces of the end-to-end tests: a work directory per test, the real `snow-connect`
+//! binary as a child process, connector files, and Kafka helpers that wait for what a topic holds.
+#![allow(dead_code)] // each test binary uses a different subset
+
+pub mod kafka;
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+/// A fresh directory under `target/e2e/` for one test.
+pub fn work_dir(test: &str) -> PathBuf {
+    static N: AtomicU32 = AtomicU32::new(0);
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/e2e").join(format!("{test}-{}-{}", std::process::id(), N.fetch_add(1, Ordering::SeqCst)));
+    let _ = fs::remove_dir_all(&dir);
+    fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// A name no other test uses (topics, connectors).
+pub fn unique(prefix: &str) -> String {
+    static N: AtomicU32 = AtomicU32::new(0);
+    format!("{prefix}-{}-{}", std::process::id(), N.fetch_add(1, Ordering::SeqCst))
+}
+
+/// Writes a properties connector file.
+pub fn connector_file(dir: &Path, name: &str, entries: &BTreeMap<String, String>) -> PathBuf {
+    let path = dir.join(format!("{name}.properties"));
+    let text: String = entries.iter().map(|(k, v)| format!("{k}={v}\n")).collect();
+    fs::write(&path, text).unwrap();
+    path
+}
+
+/// Builds entries from pairs.
+pub fn entries(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+    pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+}
+
+/// A running `snow-connect run` process; killed on drop.
+pub struct Runner {
+    child: Child,
+    log: PathBuf,
+}
+
+impl Runner {
+    /// Starts `snow-connect run <files>` with its log in `dir/<label>.log`.
+    pub fn start(dir: &Path, label: &str, files: &[&Path]) -> Self {
+        let log = dir.join(format!("{label}.log"));
+        let out = fs::File::create(&log).unwrap();
+        let child = Command::new(env!("CARGO_BIN_EXE_snow-connect"))
+            .arg("run")
+            .args(files)
+            .env("SNOW_LOG", "debug,rdkafka=info,wasmtime=info,cranelift=info,hyper=info")
+            .current_dir(dir)
+            .stdout(out.try_clone().unwrap())
+            .stderr(out)
+            .stdin(Stdio::null())
+            .spawn()
+            .expect("starting snow-connect");
+        Self { child, log }
+    }
+
+    /// The log so far.
+    pub fn log(&self) -> String {
+        fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// Kills the process at once (SIGKILL): nothing is flushed, nothing is committed on the way out.
+    pub fn kill(mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// Asks the process to stop (SIGTERM) and waits for it; returns its log.
+    pub fn stop(mut self) -> String {
+        // SAFETY-free: the standard library has no SIGTERM, so use the kill command.
+        let _ = Command::new("kill").arg("-TERM").arg(self.child.id().to_string()).status();
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while Instant::now() < deadline {
+            if self.child.try_wait().ok().flatten().is_some() {
+                return self.log();
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        panic!("snow-connect did not stop within 60 s of SIGTERM; log:\n{}", tail(&self.log(), 60));
+    }
+
+    /// Waits until the log contains `needle`, or fails with the log's tail.
+    pub fn wait_for_log(&mut self, needle: &str, timeout: Duration) -> String {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let log = self.log();
+            if log.contains(needle) {
+                return log;
+            }
+            if let Ok(Some(status)) = self.child.try_wait() {
+                panic!("snow-connect exited ({status}) before logging {needle:?}; log:\n{}", tail(&log, 60));
+            }
+            assert!(Instant::now() < deadline, "no {needle:?} in the log after {timeout:?}; log:\n{}", tail(&log, 60));
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Runner {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The last `n` lines of `text`.
+pub fn tail(text: &str, n: usize) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
+}
+
+/// Waits until `check` returns `Some`, polling an external effect (another process's writes).
+pub fn wait_until<T>(what: &str, timeout: Duration, mut check: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(v) = check() {
+            return v;
+        }
+        assert!(Instant::now() < deadline, "timed out after {timeout:?} waiting for {what}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Seconds since the epoch now.
+pub fn now_secs() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() as i64
+}
