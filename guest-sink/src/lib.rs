@@ -58,7 +58,12 @@ impl GuestSinkTask for Lane {
             .put(&records)
             .into_iter()
             .map(|outcome| match outcome {
-                Ok(w) => wit::Outcome::Written(wit::Written { operation: operation(w.operation), table: w.table, sys_id: w.sys_id, status: w.status }),
+                Ok(w) => wit::Outcome::Written(wit::Written {
+                    operation: operation(w.operation),
+                    table: w.table,
+                    sys_id: w.sys_id,
+                    status: w.status,
+                }),
                 Err(e) => wit::Outcome::Failed(convert::error(e)),
             })
             .collect()
@@ -73,4 +78,3 @@ fn operation(op: Operation) -> wit::Operation {
         Operation::Delete => wit::Operation::Delete,
     }
 }
-

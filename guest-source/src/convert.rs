@@ -43,7 +43,13 @@ pub fn error(error: SnowError) -> wit::SnowError {
     let failure = |f: snow_core::error::Failure| wit::Failure { message: f.message, class: class(f.class) };
     match error {
         SnowError::Config(_) => wit::SnowError::Config(config_errors(error)),
-        SnowError::Http(h) => wit::SnowError::Http(wit::HttpFailure { status: h.status, message: h.message, detail: h.detail, request_id: h.request_id, class: class(h.class) }),
+        SnowError::Http(h) => wit::SnowError::Http(wit::HttpFailure {
+            status: h.status,
+            message: h.message,
+            detail: h.detail,
+            request_id: h.request_id,
+            class: class(h.class),
+        }),
         SnowError::Transport(f) => wit::SnowError::Transport(failure(f)),
         SnowError::Denied(m) => wit::SnowError::Denied(m),
         SnowError::Data(f) => wit::SnowError::Data(failure(f)),

@@ -33,7 +33,10 @@ impl Guest for Component {
         Ok(plan
             .into_iter()
             .map(|units| wit::TaskConfig {
-                units: units.into_iter().map(|u| wit::WorkUnit { partition: u.partition, name: u.name, config: convert::config(u.config) }).collect(),
+                units: units
+                    .into_iter()
+                    .map(|u| wit::WorkUnit { partition: u.partition, name: u.name, config: convert::config(u.config) })
+                    .collect(),
             })
             .collect())
     }
@@ -47,7 +50,8 @@ struct Task {
 impl GuestSourceTask for Task {
     fn open(config: wit::Config, offsets: Vec<wit::SourceOffset>) -> Result<api::SourceTask, wit::SnowError> {
         let entries = convert::entries(config).map_err(convert::error)?;
-        let offsets: Vec<SourceOffset> = offsets.into_iter().map(|o| SourceOffset { partition: o.partition, position: o.position }).collect();
+        let offsets: Vec<SourceOffset> =
+            offsets.into_iter().map(|o| SourceOffset { partition: o.partition, position: o.position }).collect();
         let task = SourceTask::open(&entries, &offsets, WasiTransport).map_err(convert::error)?;
         let cursor = task.cursor();
         convert::log(Level::Info, &format!("opened at cursor {} {:?}", cursor.ts, cursor.id));
@@ -70,4 +74,3 @@ fn record(r: SourceRecord) -> wit::SourceRecord {
         offset: wit::SourceOffset { partition: r.offset.partition, position: r.offset.position },
     }
 }
-

@@ -15,6 +15,7 @@ const USAGE: &str = "usage:
   snow-connect validate <connector file>...
   snow-connect topic count --bootstrap HOST:PORT --topic NAME [--timeout-seconds N]
   snow-connect topic produce --bootstrap HOST:PORT --topic NAME [--key-field FIELD] [--file PATH]
+  snow-connect inspect <component.wasm> [--instantiations N]
   snow-connect version
 
 Connector files are Java properties or JSON (Kafka Connect style); see docs/configuration.md.
@@ -37,6 +38,7 @@ fn dispatch(args: &[String]) -> Result<()> {
         Some("run") => run(&args[1..], false),
         Some("validate") => run(&args[1..], true),
         Some("topic") => topic(&args[1..]),
+        Some("inspect") => inspect(&args[1..]),
         Some("version") => {
             println!("snow-connect {}", env!("CARGO_PKG_VERSION"));
             Ok(())
@@ -49,31 +51,40 @@ fn dispatch(args: &[String]) -> Result<()> {
     }
 }
 
-/// `--name value` options and positional arguments.
-fn options(args: &[String]) -> Result<(Vec<String>, Vec<(String, String)>)> {
-    let (mut positional, mut named) = (Vec::new(), Vec::new());
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        if let Some(name) = a.strip_prefix("--") {
-            let value = it.next().with_context(|| format!("--{name} needs a value"))?;
-            named.push((name.to_string(), value.clone()));
-        } else {
-            positional.push(a.clone());
-        }
-    }
-    Ok((positional, named))
+/// Positional arguments and `--name value` options.
+struct Args {
+    positional: Vec<String>,
+    named: Vec<(String, String)>,
 }
 
-fn option<'a>(named: &'a [(String, String)], name: &str) -> Option<&'a str> {
-    named.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str())
+impl Args {
+    fn parse(args: &[String]) -> Result<Self> {
+        let (mut positional, mut named) = (Vec::new(), Vec::new());
+        let mut it = args.iter();
+        while let Some(a) = it.next() {
+            if let Some(name) = a.strip_prefix("--") {
+                let value = it.next().with_context(|| format!("--{name} needs a value"))?;
+                named.push((name.to_string(), value.clone()));
+            } else {
+                positional.push(a.clone());
+            }
+        }
+        Ok(Self { positional, named })
+    }
+
+    fn option(&self, name: &str) -> Option<&str> {
+        self.named.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str())
+    }
 }
 
 fn run(args: &[String], validate_only: bool) -> Result<()> {
-    let (files, named) = options(args)?;
+    let parsed = Args::parse(args)?;
+    let files = &parsed.positional;
     if files.is_empty() {
         bail!("no connector file given\n{USAGE}");
     }
-    let for_seconds: Option<u64> = option(&named, "for-seconds").map(str::parse).transpose().context("--for-seconds must be a whole number")?;
+    let for_seconds: Option<u64> =
+        parsed.option("for-seconds").map(str::parse).transpose().context("--for-seconds must be a whole number")?;
     let specs = load_files(&files.iter().map(PathBuf::from).collect::<Vec<_>>())?;
     check_paths(&specs)?;
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
@@ -111,24 +122,44 @@ fn run(args: &[String], validate_only: bool) -> Result<()> {
     })
 }
 
+fn inspect(args: &[String]) -> Result<()> {
+    let args = Args::parse(args)?;
+    let path = PathBuf::from(args.positional.first().context("inspect needs a component path")?);
+    let n: u32 = args.option("instantiations").map(str::parse).transpose().context("--instantiations must be a number")?.unwrap_or(200);
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let report =
+        rt.block_on(async { host_runner::component::inspect::inspect(&host_runner::component::ComponentRuntime::new()?, &path, n).await })?;
+    println!("component      {}", path.display());
+    println!("size           {} bytes", report.size_bytes);
+    println!("compile        {:.1} ms (Cranelift, with import checks and pre-instantiation)", report.compile.as_secs_f64() * 1e3);
+    println!("instantiate    {:.1} µs (mean of {})", report.instantiate_mean.as_secs_f64() * 1e6, report.instantiations);
+    println!("imports        {}", report.imports.join("\n               "));
+    println!("exports        {}", report.exports.join("\n               "));
+    Ok(())
+}
+
 fn topic(args: &[String]) -> Result<()> {
-    let (positional, named) = options(args)?;
-    let bootstrap = option(&named, "bootstrap").context("--bootstrap is required")?;
-    let topic = option(&named, "topic").context("--topic is required")?;
-    match positional.first().map(String::as_str) {
+    let args = Args::parse(args)?;
+    let bootstrap = args.option("bootstrap").context("--bootstrap is required")?;
+    let topic = args.option("topic").context("--topic is required")?;
+    match args.positional.first().map(String::as_str) {
         Some("count") => {
-            let timeout = Duration::from_secs(option(&named, "timeout-seconds").map(str::parse).transpose()?.unwrap_or(60));
+            let timeout = Duration::from_secs(args.option("timeout-seconds").map(str::parse).transpose()?.unwrap_or(60));
             let count = kafka::tools::count(bootstrap, topic, timeout)?;
             println!("{{\"topic\":{topic:?},\"records\":{},\"distinct_keys\":{}}}", count.records, count.distinct_keys);
             Ok(())
         }
         Some("produce") => {
-            let lines: Box<dyn Iterator<Item = String>> = match option(&named, "file") {
-                Some(path) => Box::new(std::io::BufReader::new(std::fs::File::open(path).with_context(|| format!("opening {path}"))?).lines().map_while(Result::ok)),
+            let lines: Box<dyn Iterator<Item = String>> = match args.option("file") {
+                Some(path) => Box::new(
+                    std::io::BufReader::new(std::fs::File::open(path).with_context(|| format!("opening {path}"))?)
+                        .lines()
+                        .map_while(Result::ok),
+                ),
                 None => Box::new(std::io::stdin().lock().lines().map_while(Result::ok)),
             };
             let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
-            let n = rt.block_on(kafka::tools::produce_lines(bootstrap, topic, lines, option(&named, "key-field")))?;
+            let n = rt.block_on(kafka::tools::produce_lines(bootstrap, topic, lines, args.option("key-field")))?;
             println!("{{\"topic\":{topic:?},\"produced\":{n}}}");
             Ok(())
         }

@@ -70,7 +70,8 @@ fn sensitive_pair(s: &str) -> Option<(usize, usize)> {
     if quoted {
         i += 1;
     }
-    let value_len = s[i..].find(|c: char| if quoted { c == '"' } else { c.is_whitespace() || c == '&' || c == ',' || c == ';' }).unwrap_or(s.len() - i);
+    let value_len =
+        s[i..].find(|c: char| if quoted { c == '"' } else { c.is_whitespace() || c == '&' || c == ',' || c == ';' }).unwrap_or(s.len() - i);
     (value_len > 0).then_some((i, i + value_len))
 }
 

@@ -34,7 +34,12 @@ enum Prepared {
 impl Runner {
     /// A runner with a fresh engine.
     pub fn new() -> Result<Self> {
-        Ok(Self { runtime: ComponentRuntime::new()?, limiters: LimiterRegistry::default(), metrics: Metrics::default(), prepared: Mutex::default() })
+        Ok(Self {
+            runtime: ComponentRuntime::new()?,
+            limiters: LimiterRegistry::default(),
+            metrics: Metrics::default(),
+            prepared: Mutex::default(),
+        })
     }
 
     /// The process's metrics.
@@ -54,7 +59,9 @@ impl Runner {
         for p in prepared {
             let shutdown = shutdown.clone();
             handles.push(match p {
-                Prepared::Source { ctx, loaded: Loaded::Source(pre), units, offsets } => tokio::spawn(crate::source::run(ctx, pre, units, offsets, shutdown)),
+                Prepared::Source { ctx, loaded: Loaded::Source(pre), units, offsets } => {
+                    tokio::spawn(crate::source::run(ctx, pre, units, offsets, shutdown))
+                }
                 Prepared::Sink { ctx, loaded: Loaded::Sink(pre) } => tokio::spawn(crate::sink::run(ctx, pre, shutdown)),
                 _ => unreachable!("prepare pairs each connector with its own kind"),
             });
@@ -83,7 +90,12 @@ impl Runner {
                 }
             };
             let kind = loaded.kind();
-            let ctx = Arc::new(ConnectorContext { spec: spec.clone(), engine: self.runtime.engine().clone(), gate: self.gate(spec)?, metrics: self.metrics.clone() });
+            let ctx = Arc::new(ConnectorContext {
+                spec: spec.clone(),
+                engine: self.runtime.engine().clone(),
+                gate: self.gate(spec)?,
+                metrics: self.metrics.clone(),
+            });
             prepared.push(match &loaded {
                 Loaded::Source(pre) => {
                     let units = crate::source::plan(&ctx, pre).await?;
@@ -112,13 +124,20 @@ impl Runner {
         let authorization = match &spec.auth {
             AuthSpec::None => None,
             AuthSpec::Basic { username, password } => {
-                let mut value = HeaderValue::from_str(&snow_core::auth::basic::authorization(username, password.expose()))
-                    .with_context(|| format!("connector {}: snow.auth.username/password contain characters not allowed in a header", spec.name))?;
+                let mut value =
+                    HeaderValue::from_str(&snow_core::auth::basic::authorization(username, password.expose())).with_context(|| {
+                        format!("connector {}: snow.auth.username/password contain characters not allowed in a header", spec.name)
+                    })?;
                 value.set_sensitive(true);
                 Some(value)
             }
         };
-        let settings = GateSettings { connector: spec.name.clone(), scheme: spec.instance_scheme.clone(), authority: spec.instance_authority.clone(), authorization };
+        let settings = GateSettings {
+            connector: spec.name.clone(),
+            scheme: spec.instance_scheme.clone(),
+            authority: spec.instance_authority.clone(),
+            authorization,
+        };
         Ok(Gate::new(settings, self.limiters.limiter(&spec.instance_authority, spec.max_in_flight), self.metrics.clone()))
     }
 }

@@ -1,5 +1,6 @@
 //! The outbound gate: a hostile component in the real host cannot reach a host other than its
 //! configured instance, and requests to the instance carry credentials the guest never saw.
+#![allow(clippy::unwrap_used)] // a panic is how a test fails
 
 mod support;
 
@@ -23,7 +24,12 @@ fn rogue_config(allowed: &FakeSnow, target: &str, name: &str) -> std::collection
 
 #[test]
 fn a_request_to_another_host_is_refused_and_the_instance_is_reached_with_host_credentials() {
-    let allowed = FakeSnow::start(FakeOptions { users: vec![("gatekeeper".into(), "gate-Pw-1".into())], tables: vec!["incident".into()], ..Default::default() }).unwrap();
+    let allowed = FakeSnow::start(FakeOptions {
+        users: vec![("gatekeeper".into(), "gate-Pw-1".into())],
+        tables: vec!["incident".into()],
+        ..Default::default()
+    })
+    .unwrap();
     let other = FakeSnow::start(FakeOptions::default()).unwrap();
     let dir = work_dir("gate");
 
@@ -34,7 +40,10 @@ fn a_request_to_another_host_is_refused_and_the_instance_is_reached_with_host_cr
     let log = runner.wait_for_log("unit parked", Duration::from_secs(60));
     runner.kill();
     let (allowed_at, other_at) = (allowed.addr().to_string(), other.addr().to_string());
-    assert!(log.contains(&format!("refused a guest request to http://{other_at}/api/now/table/incident: only http://{allowed_at} is allowed")), "the host logs the refusal:\n{log}");
+    assert!(
+        log.contains(&format!("refused a guest request to http://{other_at}/api/now/table/incident: only http://{allowed_at} is allowed")),
+        "the host logs the refusal:\n{log}"
+    );
     assert!(log.contains(&format!("denied: GET /api/now/table/incident: the host refused a request to {other_at}: only the configured ServiceNow instance may be called")), "the guest got a clear error:\n{log}");
     assert!(other.journal().entries.is_empty(), "nothing reached the other host");
 

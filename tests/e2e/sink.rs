@@ -1,5 +1,6 @@
 //! Sink end to end: records in a real Kafka topic, consumed by the real host, written to the fake
 //! by the real sink component.
+#![allow(clippy::unwrap_used)] // a panic is how a test fails
 
 mod support;
 
@@ -19,7 +20,8 @@ fn five_hundred_records_are_written_to_servicenow() {
     let bootstrap = kafka_harness::shared().bootstrap();
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     rt.block_on(create_topic(bootstrap, &topic, 3));
-    let mut records: Vec<(Option<String>, String)> = (0..400).map(|i| (Some(format!("new-{i}")), format!(r#"{{"short_description":"sink-{i}","urgency":"2"}}"#))).collect();
+    let mut records: Vec<(Option<String>, String)> =
+        (0..400).map(|i| (Some(format!("new-{i}")), format!(r#"{{"short_description":"sink-{i}","urgency":"2"}}"#))).collect();
     records.extend(existing.iter().map(|id| (Some(id.clone()), format!(r#"{{"sys_id":"{id}","state":"7"}}"#))));
     rt.block_on(produce(bootstrap, &topic, &records));
 
@@ -49,7 +51,11 @@ fn five_hundred_records_are_written_to_servicenow() {
     assert_eq!(rows.len(), 500, "100 existing rows plus 400 created, no duplicates; log:\n{}", tail(&log, 30));
     for i in 0..400 {
         let wanted = format!("sink-{i}");
-        assert_eq!(rows.iter().filter(|r| r.get("short_description").and_then(|v| v.as_str()) == Some(wanted.as_str())).count(), 1, "{wanted} created once");
+        assert_eq!(
+            rows.iter().filter(|r| r.get("short_description").and_then(|v| v.as_str()) == Some(wanted.as_str())).count(),
+            1,
+            "{wanted} created once"
+        );
     }
     for id in &existing {
         let row = rows.iter().find(|r| r["sys_id"] == id.as_str()).unwrap();

@@ -1,5 +1,6 @@
 //! Source end to end: the real source component in the real host, reading the fake over HTTP and
 //! producing to a real Kafka broker.
+#![allow(clippy::unwrap_used)] // a panic is how a test fails
 
 mod support;
 
@@ -79,13 +80,20 @@ fn five_thousand_rows_arrive_in_kafka_exactly_once() {
     let journal = fake.journal();
     assert!(journal.entries.iter().all(|e| e.auth == format!("basic:{USER}")), "the host attached the credentials to every request");
     assert!(journal.entries.iter().all(|e| e.dropped_terms.is_empty()), "ServiceNow would have applied every term");
-    assert!(journal.entries.iter().all(|e| e.query.as_deref().is_some_and(|q| q.contains("ORDERBY"))), "every read is ordered by the cursor");
+    assert!(
+        journal.entries.iter().all(|e| e.query.as_deref().is_some_and(|q| q.contains("ORDERBY"))),
+        "every read is ordered by the cursor"
+    );
     assert!(!log.contains(PASSWORD), "the password never reaches the log");
     assert!(log.contains("5000 records produced and acknowledged by Kafka"), "summary:\n{}", tail(&log, 5));
     let stored = stored_position(&dir, &name).expect("an offset was stored");
     let last = ids.last().unwrap();
     let newest = fake.rows("incident").into_iter().find(|r| r["sys_id"] == last.as_str()).unwrap();
-    assert_eq!((stored["ts"].as_str(), stored["id"].as_str()), (newest["sys_updated_on"].as_str(), Some(last.as_str())), "the stored offset is the last row");
+    assert_eq!(
+        (stored["ts"].as_str(), stored["id"].as_str()),
+        (newest["sys_updated_on"].as_str(), Some(last.as_str())),
+        "the stored offset is the last row"
+    );
 }
 
 #[test]
@@ -109,7 +117,9 @@ fn killed_mid_table_the_host_resumes_from_the_stored_offset_without_losing_a_row
     let mut second = Runner::start(&dir, "second", &[&file]);
     let opened = format!("opened at cursor {} {:?}", stored["ts"].as_str().unwrap(), stored["id"].as_str().unwrap());
     second.wait_for_log(&opened, Duration::from_secs(60));
-    let records = read_until(kafka_harness::shared().bootstrap(), &topic, Duration::from_secs(240), |r| r.iter().map(|x| x.key.as_str()).collect::<BTreeSet<_>>().len() >= ids.len());
+    let records = read_until(kafka_harness::shared().bootstrap(), &topic, Duration::from_secs(240), |r| {
+        r.iter().map(|x| x.key.as_str()).collect::<BTreeSet<_>>().len() >= ids.len()
+    });
     let log = second.stop();
 
     let keys: BTreeSet<&str> = records.iter().map(|r| r.key.as_str()).collect();

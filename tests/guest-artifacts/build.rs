@@ -11,7 +11,8 @@ const GUESTS: [(&str, &str); 3] = [("GUEST_SOURCE", "guest-source"), ("GUEST_SIN
 
 fn main() {
     let manifest_dir = PathBuf::from(env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
-    let workspace = manifest_dir.parent().and_then(Path::parent).expect("tests/guest-artifacts sits two levels below the workspace").to_path_buf();
+    let workspace =
+        manifest_dir.parent().and_then(Path::parent).expect("tests/guest-artifacts sits two levels below the workspace").to_path_buf();
     let target_dir = workspace.join("target").join("guests");
     let out_dir = target_dir.join("wasm32-wasip2").join("wasm-release");
     println!("cargo:rerun-if-env-changed=SNOW_SKIP_GUEST_BUILD");
@@ -25,7 +26,15 @@ fn main() {
         for (_, package) in GUESTS {
             cmd.args(["-p", package]);
         }
-        for var in ["CARGO_ENCODED_RUSTFLAGS", "RUSTFLAGS", "CARGO_BUILD_TARGET", "CARGO_TARGET_DIR", "RUSTC_WORKSPACE_WRAPPER", "RUSTC_WRAPPER", "CARGO_BUILD_RUSTFLAGS"] {
+        for var in [
+            "CARGO_ENCODED_RUSTFLAGS",
+            "RUSTFLAGS",
+            "CARGO_BUILD_TARGET",
+            "CARGO_TARGET_DIR",
+            "RUSTC_WORKSPACE_WRAPPER",
+            "RUSTC_WRAPPER",
+            "CARGO_BUILD_RUSTFLAGS",
+        ] {
             cmd.env_remove(var);
         }
         // Share cargo's jobserver so the nested build does not oversubscribe the cores.

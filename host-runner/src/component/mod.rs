@@ -6,6 +6,7 @@
 //! store per unit, recreated after any trap.
 
 pub mod bindings;
+pub mod inspect;
 pub mod runtime;
 pub mod state;
 mod stderr;

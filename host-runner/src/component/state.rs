@@ -58,11 +58,7 @@ impl HostState {
         // call that outlived its budget.
         store.epoch_deadline_callback(|ctx| {
             let state = ctx.data();
-            if state.call_started.elapsed() > state.call_timeout {
-                Ok(UpdateDeadline::Interrupt)
-            } else {
-                Ok(UpdateDeadline::Yield(1))
-            }
+            if state.call_started.elapsed() > state.call_timeout { Ok(UpdateDeadline::Interrupt) } else { Ok(UpdateDeadline::Yield(1)) }
         });
         store
     }
@@ -106,4 +102,3 @@ impl host::Host for HostState {
         self.metrics.gauge_set(&name, value, &labels.into_iter().map(|l| (l.name, l.value)).collect::<Vec<_>>());
     }
 }
-

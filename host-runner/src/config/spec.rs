@@ -102,7 +102,8 @@ impl ConnectorSpec {
         };
         let name = require("name", "a unique connector name", &mut errors).unwrap_or_default();
         let component_path = require("component.path", "the .wasm component to run", &mut errors).unwrap_or_default();
-        let bootstrap_servers = require("kafka.bootstrap.servers", "the Kafka brokers, e.g. 127.0.0.1:9092", &mut errors).unwrap_or_default();
+        let bootstrap_servers =
+            require("kafka.bootstrap.servers", "the Kafka brokers, e.g. 127.0.0.1:9092", &mut errors).unwrap_or_default();
         let url = require(INSTANCE_URL_KEY, "the instance URL, e.g. https://acme.service-now.com", &mut errors).unwrap_or_default();
         let number = |k: &str, default: u64, min: u64, max: u64, errors: &mut Vec<String>| -> u64 {
             match get(k).map(|v| v.parse::<u64>()) {
@@ -115,8 +116,10 @@ impl ConnectorSpec {
             }
         };
         let tasks_max = number("tasks.max", 1, 1, 1024, &mut errors) as u32;
-        let memory_max_bytes = number("component.memory.max.bytes", default_memory_max_bytes() as u64, 16 << 20, 4 << 30, &mut errors) as usize;
-        let call_timeout = Duration::from_millis(number("component.call.timeout.ms", default_call_timeout_ms(), 1000, 86_400_000, &mut errors));
+        let memory_max_bytes =
+            number("component.memory.max.bytes", default_memory_max_bytes() as u64, 16 << 20, 4 << 30, &mut errors) as usize;
+        let call_timeout =
+            Duration::from_millis(number("component.call.timeout.ms", default_call_timeout_ms(), 1000, 86_400_000, &mut errors));
         let max_in_flight = number("snow.instance.max.in.flight", default_max_in_flight() as u64, 1, 256, &mut errors) as usize;
         let (instance_scheme, instance_authority) = match parse_base_url(&url) {
             Ok(parts) => parts,
@@ -140,15 +143,25 @@ impl ConnectorSpec {
                 AuthSpec::None
             }
         };
-        let topics: Vec<String> = get("topics").map(|t| t.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect()).unwrap_or_default();
+        let topics: Vec<String> =
+            get("topics").map(|t| t.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect()).unwrap_or_default();
         let offsets_file = get("offset.storage.file.filename").map(PathBuf::from).unwrap_or_else(default_offsets_file);
-        let prefixed = |prefix: &str| -> BTreeMap<String, String> { entries.iter().filter_map(|(k, v)| k.strip_prefix(prefix).map(|rest| (rest.to_string(), v.clone()))).collect() };
+        let prefixed = |prefix: &str| -> BTreeMap<String, String> {
+            entries.iter().filter_map(|(k, v)| k.strip_prefix(prefix).map(|rest| (rest.to_string(), v.clone()))).collect()
+        };
         let kafka = KafkaSpec { bootstrap_servers, producer: prefixed("kafka.producer."), consumer: prefixed("kafka.consumer.") };
 
         let known_host_key = |k: &str| {
             matches!(
                 k,
-                "name" | "tasks.max" | "component.path" | "component.memory.max.bytes" | "component.call.timeout.ms" | "kafka.bootstrap.servers" | "topics" | "offset.storage.file.filename"
+                "name"
+                    | "tasks.max"
+                    | "component.path"
+                    | "component.memory.max.bytes"
+                    | "component.call.timeout.ms"
+                    | "kafka.bootstrap.servers"
+                    | "topics"
+                    | "offset.storage.file.filename"
             ) || k.starts_with("kafka.producer.")
                 || k.starts_with("kafka.consumer.")
         };
@@ -212,8 +225,18 @@ mod tests {
 
     #[test]
     fn errors_name_every_key() {
-        let err = ConnectorSpec::from_entries(entries(&[("name", "c"), ("tasks.max", "0"), ("kafka.typo", "1"), ("snow.instance.url", "acme")])).unwrap_err().to_string();
-        for key in ["component.path: is required", "kafka.bootstrap.servers: is required", "tasks.max: must be", "kafka.typo: unknown key", "snow.instance.url: must start", "snow.auth.username"] {
+        let err =
+            ConnectorSpec::from_entries(entries(&[("name", "c"), ("tasks.max", "0"), ("kafka.typo", "1"), ("snow.instance.url", "acme")]))
+                .unwrap_err()
+                .to_string();
+        for key in [
+            "component.path: is required",
+            "kafka.bootstrap.servers: is required",
+            "tasks.max: must be",
+            "kafka.typo: unknown key",
+            "snow.instance.url: must start",
+            "snow.auth.username",
+        ] {
             assert!(err.contains(key), "missing {key:?} in {err}");
         }
     }

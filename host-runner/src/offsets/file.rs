@@ -30,7 +30,8 @@ impl FileOffsetStore {
     pub fn open(path: &Path) -> Result<Self> {
         let contents = match fs::read(path) {
             Ok(bytes) => {
-                let contents: FileContents = serde_json::from_slice(&bytes).with_context(|| format!("offset file {} is not readable; move it away to start over", path.display()))?;
+                let contents: FileContents = serde_json::from_slice(&bytes)
+                    .with_context(|| format!("offset file {} is not readable; move it away to start over", path.display()))?;
                 if contents.version != 1 {
                     bail!("offset file {} has version {}, this runner reads version 1", path.display(), contents.version);
                 }

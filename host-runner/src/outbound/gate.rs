@@ -100,7 +100,8 @@ impl WasiHttpHooks for Gate {
         let semaphore = self.limiter.semaphore();
         let metrics = self.metrics.clone();
         Box::new(async move {
-            let permit = semaphore.acquire_owned().await.map_err(|_| HttpError::InternalError(Some("the outbound gate is closed".into())))?;
+            let permit =
+                semaphore.acquire_owned().await.map_err(|_| HttpError::InternalError(Some("the outbound gate is closed".into())))?;
             metrics.counter_add("snow_outbound_requests_total", 1, &[("connector".into(), connector)]);
             let (response, io) = wasmtime_wasi_http::default_send_request(request, Some(options)).await?;
             // The permit is held until the guest has read or dropped the body.

@@ -43,10 +43,16 @@ impl LimiterRegistry {
         let mut limiters = self.limiters.lock().unwrap_or_else(|e| e.into_inner());
         let limiter = limiters
             .entry(authority.to_string())
-            .or_insert_with(|| Arc::new(InstanceLimiter { authority: authority.to_string(), cap, semaphore: Arc::new(Semaphore::new(cap)) }))
+            .or_insert_with(|| {
+                Arc::new(InstanceLimiter { authority: authority.to_string(), cap, semaphore: Arc::new(Semaphore::new(cap)) })
+            })
             .clone();
         if limiter.cap != cap {
-            tracing::warn!(instance = authority, "in-flight cap {cap} requested, but {} is already in force for this instance", limiter.cap);
+            tracing::warn!(
+                instance = authority,
+                "in-flight cap {cap} requested, but {} is already in force for this instance",
+                limiter.cap
+            );
         }
         limiter
     }

@@ -32,7 +32,12 @@ pub async fn validate(ctx: &SharedContext, pre: &SinkPre<HostState>) -> Result<(
     let mut store = ctx.new_store("validate");
     let instance = pre.instantiate_async(&mut store).await.map_err(|e| anyhow!("instantiating the sink component: {e:#}"))?;
     store.data_mut().begin_call();
-    if let Err(errors) = instance.snow_connector_sink_api().call_validate(&mut store, &ctx.guest_config()).await.map_err(|e| anyhow!("the component trapped in validate: {e:#}"))? {
+    if let Err(errors) = instance
+        .snow_connector_sink_api()
+        .call_validate(&mut store, &ctx.guest_config())
+        .await
+        .map_err(|e| anyhow!("the component trapped in validate: {e:#}"))?
+    {
         bail!("connector {} has an invalid configuration:\n  {}", ctx.name(), config_errors_text(&errors));
     }
     Ok(())
@@ -80,7 +85,10 @@ pub async fn run(ctx: SharedContext, pre: SinkPre<HostState>, mut shutdown: Shut
                 let outcomes = match lane.put(&records).await {
                     Ok(outcomes) => outcomes,
                     Err(trap) => {
-                        tracing::error!(connector = ctx.name(), "the component trapped in put for {topic}-{partition}, reopening the lane: {trap:#}");
+                        tracing::error!(
+                            connector = ctx.name(),
+                            "the component trapped in put for {topic}-{partition}, reopening the lane: {trap:#}"
+                        );
                         lanes.remove(&key);
                         if !shutdown.sleep(backoff.next_delay()).await {
                             break 'consume;
@@ -90,7 +98,9 @@ pub async fn run(ctx: SharedContext, pre: SinkPre<HostState>, mut shutdown: Shut
                 };
                 let (done, held) = settle(&ctx, &records, &outcomes);
                 if let Some(last) = done.checked_sub(1).map(|i| &records[i]) {
-                    consumer.store_offset(&topic, partition, last.offset).with_context(|| format!("storing the offset of {topic}-{partition}@{}", last.offset))?;
+                    consumer
+                        .store_offset(&topic, partition, last.offset)
+                        .with_context(|| format!("storing the offset of {topic}-{partition}@{}", last.offset))?;
                 }
                 if !held {
                     backoff.reset();
@@ -121,7 +131,11 @@ fn settle(ctx: &SharedContext, records: &[SinkRecord], outcomes: &[Outcome]) -> 
     for (i, (record, outcome)) in records.iter().zip(outcomes).enumerate() {
         match outcome {
             Outcome::Written(w) => {
-                ctx.metrics.counter_add("snow_sink_records_total", 1, &labels(&[("connector", connector), ("outcome", "written"), ("operation", operation_label(w.operation))]));
+                ctx.metrics.counter_add(
+                    "snow_sink_records_total",
+                    1,
+                    &labels(&[("connector", connector), ("outcome", "written"), ("operation", operation_label(w.operation))]),
+                );
             }
             Outcome::Failed(error) => {
                 let (class, message) = describe(error);
@@ -130,8 +144,19 @@ fn settle(ctx: &SharedContext, records: &[SinkRecord], outcomes: &[Outcome]) -> 
                     return (i, true);
                 }
                 // No dead letter queue yet: the failure is logged with the record's coordinates.
-                tracing::error!(connector, "record {}-{}@{} failed ({}): {message}", record.topic, record.partition, record.offset, class_label(class));
-                ctx.metrics.counter_add("snow_sink_records_total", 1, &labels(&[("connector", connector), ("outcome", "failed"), ("class", class_label(class))]));
+                tracing::error!(
+                    connector,
+                    "record {}-{}@{} failed ({}): {message}",
+                    record.topic,
+                    record.partition,
+                    record.offset,
+                    class_label(class)
+                );
+                ctx.metrics.counter_add(
+                    "snow_sink_records_total",
+                    1,
+                    &labels(&[("connector", connector), ("outcome", "failed"), ("class", class_label(class))]),
+                );
             }
         }
     }

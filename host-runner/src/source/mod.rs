@@ -10,9 +10,9 @@ use std::sync::Arc;
 
 use anyhow::{Result, anyhow, bail};
 
+use crate::component::HostState;
 use crate::component::bindings::source::SourcePre;
 use crate::component::bindings::types::WorkUnit;
-use crate::component::HostState;
 use crate::connector::{SharedContext, config_errors_text, describe};
 use crate::offsets::OffsetStore;
 use crate::shutdown::Shutdown;
@@ -33,16 +33,34 @@ pub async fn plan(ctx: &SharedContext, pre: &SourcePre<HostState>) -> Result<Vec
         .await
         .map_err(|e| anyhow!("the component trapped in plan: {e:#}"))?
         .map_err(|e| anyhow!("connector {}: {}", ctx.name(), describe(&e).1))?;
-    tracing::info!(connector = ctx.name(), "planned {} units over {} tasks", tasks.iter().map(|t| t.units.len()).sum::<usize>(), tasks.len());
+    tracing::info!(
+        connector = ctx.name(),
+        "planned {} units over {} tasks",
+        tasks.iter().map(|t| t.units.len()).sum::<usize>(),
+        tasks.len()
+    );
     Ok(tasks.into_iter().flat_map(|t| t.units).collect())
 }
 
 /// Runs every unit until shutdown; a unit that fails for good is parked and the others go on.
-pub async fn run(ctx: SharedContext, pre: SourcePre<HostState>, units: Vec<WorkUnit>, offsets: Arc<dyn OffsetStore>, shutdown: Shutdown) -> Result<()> {
+pub async fn run(
+    ctx: SharedContext,
+    pre: SourcePre<HostState>,
+    units: Vec<WorkUnit>,
+    offsets: Arc<dyn OffsetStore>,
+    shutdown: Shutdown,
+) -> Result<()> {
     let producer = crate::kafka::producer(&ctx.spec.kafka)?;
     let mut handles = Vec::new();
     for unit in units {
-        let runner = unit::UnitRunner { ctx: ctx.clone(), pre: pre.clone(), unit, offsets: offsets.clone(), producer: producer.clone(), shutdown: shutdown.clone() };
+        let runner = unit::UnitRunner {
+            ctx: ctx.clone(),
+            pre: pre.clone(),
+            unit,
+            offsets: offsets.clone(),
+            producer: producer.clone(),
+            shutdown: shutdown.clone(),
+        };
         handles.push(tokio::spawn(runner.run()));
     }
     for handle in handles {

@@ -82,7 +82,8 @@ impl UnitRunner {
     async fn open(&self) -> Result<Opened, (ErrorClass, String)> {
         let mut store = self.ctx.new_store(&self.unit.name);
         let instance = self.pre.instantiate_async(&mut store).await.map_err(|e| (ErrorClass::Fatal, format!("instantiating: {e:#}")))?;
-        let offsets: Vec<SourceOffset> = self.offsets.load(self.ctx.name()).into_iter().map(|(partition, position)| SourceOffset { partition, position }).collect();
+        let offsets: Vec<SourceOffset> =
+            self.offsets.load(self.ctx.name()).into_iter().map(|(partition, position)| SourceOffset { partition, position }).collect();
         let config = to_entries(self.unit.config.iter().map(|e| (&e.key, &e.value)));
         store.data_mut().begin_call();
         let task = instance
@@ -158,7 +159,11 @@ impl UnitRunner {
         let (class, message) = describe(error);
         let connector = self.ctx.name();
         let table = self.unit.name.as_str();
-        self.ctx.metrics.counter_add("snow_source_poll_errors_total", 1, &labels(&[("connector", connector), ("table", table), ("class", class_label(class))]));
+        self.ctx.metrics.counter_add(
+            "snow_source_poll_errors_total",
+            1,
+            &labels(&[("connector", connector), ("table", table), ("class", class_label(class))]),
+        );
         if class == ErrorClass::Transient {
             tracing::warn!(connector, unit = table, "poll failed, retrying: {message}");
             true

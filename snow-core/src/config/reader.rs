@@ -92,9 +92,7 @@ impl<'a> ConfigReader<'a> {
 
     /// A comma-separated list under `key` (empty items dropped), empty when absent.
     pub fn list(&mut self, key: &str) -> Vec<String> {
-        self.string(key)
-            .map(|v| v.split(',').map(str::trim).filter(|s| !s.is_empty()).map(String::from).collect())
-            .unwrap_or_default()
+        self.string(key).map(|v| v.split(',').map(str::trim).filter(|s| !s.is_empty()).map(String::from).collect()).unwrap_or_default()
     }
 
     /// Records a problem with `key`.

@@ -123,7 +123,8 @@ impl TableConfig {
                 BaseQuery::default()
             }
         };
-        let fields = r.string(&key("fields")).map(|v| v.split(',').map(|f| f.trim().to_string()).filter(|f| !f.is_empty()).collect::<Vec<_>>());
+        let fields =
+            r.string(&key("fields")).map(|v| v.split(',').map(|f| f.trim().to_string()).filter(|f| !f.is_empty()).collect::<Vec<_>>());
         if let Some(fields) = &fields {
             if let Some(bad) = fields.iter().find(|f| !is_valid_field_name(f)) {
                 r.error(&key("fields"), format!("{bad:?} is not a field name"));

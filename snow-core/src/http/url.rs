@@ -37,7 +37,10 @@ mod tests {
 
     #[test]
     fn encodes_everything_but_unreserved() {
-        assert_eq!(encode("sys_updated_on>2024-01-01 00:00:00^ORDERBYsys_id"), "sys_updated_on%3E2024-01-01%2000%3A00%3A00%5EORDERBYsys_id");
+        assert_eq!(
+            encode("sys_updated_on>2024-01-01 00:00:00^ORDERBYsys_id"),
+            "sys_updated_on%3E2024-01-01%2000%3A00%3A00%5EORDERBYsys_id"
+        );
         assert_eq!(encode("a+b&c=d/é"), "a%2Bb%26c%3Dd%2F%C3%A9");
         assert_eq!(query_string([("sysparm_limit", "10"), ("q", "x y")]), "?sysparm_limit=10&q=x%20y");
     }

@@ -5,7 +5,9 @@
 //! an empty slice after hyper dropped the body of a GET fails as "closed" (wasm-recipe.md §10).
 
 use wasip2::http::outgoing_handler;
-use wasip2::http::types::{ErrorCode, Fields, IncomingResponse, Method as WasiMethod, OutgoingBody, OutgoingRequest, RequestOptions, Scheme};
+use wasip2::http::types::{
+    ErrorCode, Fields, IncomingResponse, Method as WasiMethod, OutgoingBody, OutgoingRequest, RequestOptions, Scheme,
+};
 use wasip2::io::streams::StreamError;
 
 use super::transport::{Method, Request, Response, Transport, TransportError, TransportErrorKind};
@@ -39,7 +41,8 @@ impl Transport for WasiTransport {
             Some(Ok(Err(code))) => return Err(from_error_code(&code, true, &what(), &target)),
             Some(Err(())) | None => return Err(invalid("response future polled twice")),
         };
-        write_result.map_err(|m| TransportError::new(TransportErrorKind::AfterSend, format!("{}: writing the request body failed: {m}", what())))?;
+        write_result
+            .map_err(|m| TransportError::new(TransportErrorKind::AfterSend, format!("{}: writing the request body failed: {m}", what())))?;
         read_response(response, request.max_response_bytes).map_err(|mut e| {
             e.message = format!("{}: {}", what(), e.message);
             e
@@ -129,7 +132,12 @@ fn read_response(response: IncomingResponse, max_bytes: usize) -> Result<Respons
                 body.extend_from_slice(&chunk);
             }
             Err(StreamError::Closed) => break,
-            Err(e) => return Err(TransportError::new(TransportErrorKind::AfterSend, format!("reading the response body failed: {}", stream_error(&e)))),
+            Err(e) => {
+                return Err(TransportError::new(
+                    TransportErrorKind::AfterSend,
+                    format!("reading the response body failed: {}", stream_error(&e)),
+                ));
+            }
         }
     }
     drop(stream);
@@ -150,17 +158,21 @@ fn stream_error(e: &StreamError) -> String {
 fn from_error_code(code: &ErrorCode, maybe_sent: bool, what: &str, target: &Target<'_>) -> TransportError {
     use TransportErrorKind::{AfterSend, Connect, Denied};
     let (kind, text) = match code {
-        ErrorCode::HttpRequestDenied => (
-            Denied,
-            format!("the host refused a request to {}: only the configured ServiceNow instance may be called", target.authority),
-        ),
-        ErrorCode::DnsTimeout | ErrorCode::DnsError(_) | ErrorCode::DestinationNotFound => (Connect, format!("cannot resolve {}", target.authority)),
-        ErrorCode::ConnectionRefused | ErrorCode::DestinationUnavailable | ErrorCode::DestinationIpUnroutable | ErrorCode::DestinationIpProhibited => {
-            (Connect, format!("cannot connect to {} ({code:?})", target.authority))
+        ErrorCode::HttpRequestDenied => {
+            (Denied, format!("the host refused a request to {}: only the configured ServiceNow instance may be called", target.authority))
         }
+        ErrorCode::DnsTimeout | ErrorCode::DnsError(_) | ErrorCode::DestinationNotFound => {
+            (Connect, format!("cannot resolve {}", target.authority))
+        }
+        ErrorCode::ConnectionRefused
+        | ErrorCode::DestinationUnavailable
+        | ErrorCode::DestinationIpUnroutable
+        | ErrorCode::DestinationIpProhibited => (Connect, format!("cannot connect to {} ({code:?})", target.authority)),
         ErrorCode::ConnectionTimeout => (Connect, format!("connecting to {} timed out", target.authority)),
         ErrorCode::ConnectionLimitReached => (Connect, "the host's connection limit was reached".into()),
-        ErrorCode::TlsProtocolError | ErrorCode::TlsCertificateError | ErrorCode::TlsAlertReceived(_) => (Connect, format!("TLS with {} failed ({code:?})", target.authority)),
+        ErrorCode::TlsProtocolError | ErrorCode::TlsCertificateError | ErrorCode::TlsAlertReceived(_) => {
+            (Connect, format!("TLS with {} failed ({code:?})", target.authority))
+        }
         ErrorCode::InternalError(Some(message)) => (if maybe_sent { AfterSend } else { Connect }, message.clone()),
         other => (if maybe_sent { AfterSend } else { Connect }, format!("{other:?}")),
     };

@@ -27,7 +27,8 @@ pub fn resolve(record: &SinkRecord, sys_id_field: &str) -> Result<Write, SnowErr
     let Some(value) = &record.value else {
         return Err(SnowError::data(format!("record {} is a tombstone; deletes are not enabled for this sink", record.coordinates())));
     };
-    let mut object: Map<String, Value> = serde_json::from_slice(value).map_err(|e| SnowError::data(format!("record {}: value is not a JSON object: {e}", record.coordinates())))?;
+    let mut object: Map<String, Value> = serde_json::from_slice(value)
+        .map_err(|e| SnowError::data(format!("record {}: value is not a JSON object: {e}", record.coordinates())))?;
     match object.remove(sys_id_field) {
         None | Some(Value::Null) => Ok(Write::Create { body: value.clone() }),
         Some(Value::String(id)) if id.is_empty() => Ok(Write::Create { body: value.clone() }),
@@ -35,7 +36,10 @@ pub fn resolve(record: &SinkRecord, sys_id_field: &str) -> Result<Write, SnowErr
             let body = serde_json::to_vec(&object).map_err(|e| SnowError::data(format!("record {}: {e}", record.coordinates())))?;
             Ok(Write::Patch { sys_id: id.to_ascii_lowercase(), body })
         }
-        Some(other) => Err(SnowError::data(format!("record {}: field {sys_id_field} must be a 32-character hex sys_id, got {other}", record.coordinates()))),
+        Some(other) => Err(SnowError::data(format!(
+            "record {}: field {sys_id_field} must be a 32-character hex sys_id, got {other}",
+            record.coordinates()
+        ))),
     }
 }
 
@@ -48,7 +52,15 @@ mod tests {
     use super::*;
 
     fn record(value: Option<&str>) -> SinkRecord {
-        SinkRecord { topic: "t".into(), partition: 0, offset: 7, key: None, value: value.map(|v| v.as_bytes().to_vec()), headers: vec![], timestamp_ms: None }
+        SinkRecord {
+            topic: "t".into(),
+            partition: 0,
+            offset: 7,
+            key: None,
+            value: value.map(|v| v.as_bytes().to_vec()),
+            headers: vec![],
+            timestamp_ms: None,
+        }
     }
 
     #[test]
@@ -60,6 +72,8 @@ mod tests {
         assert_eq!(patch, Write::Patch { sys_id: id.to_ascii_lowercase(), body: br#"{"state":"2"}"#.to_vec() });
         assert!(resolve(&record(None), "sys_id").unwrap_err().to_string().contains("t-0@7 is a tombstone"));
         assert!(resolve(&record(Some("[1]")), "sys_id").unwrap_err().to_string().contains("t-0@7: value is not a JSON object"));
-        assert!(resolve(&record(Some(r#"{"sys_id":"../x"}"#)), "sys_id").unwrap_err().to_string().contains("must be a 32-character hex sys_id"));
+        assert!(
+            resolve(&record(Some(r#"{"sys_id":"../x"}"#)), "sys_id").unwrap_err().to_string().contains("must be a 32-character hex sys_id")
+        );
     }
 }

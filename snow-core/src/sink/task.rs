@@ -28,7 +28,10 @@ impl<T: Transport> SinkTask<T> {
             .iter()
             .map(|record| {
                 if let Some(first) = &held {
-                    return Err(SnowError::transport(format!("record {} not attempted: {first} failed with a retryable error", record.coordinates()), crate::ErrorClass::Transient));
+                    return Err(SnowError::transport(
+                        format!("record {} not attempted: {first} failed with a retryable error", record.coordinates()),
+                        crate::ErrorClass::Transient,
+                    ));
                 }
                 let outcome = self.write(record);
                 if matches!(&outcome, Err(e) if e.is_retryable()) {
@@ -43,10 +46,13 @@ impl<T: Transport> SinkTask<T> {
         let table = self.config.table.as_str();
         let (operation, result) = match resolve(record, &self.config.sys_id_field)? {
             Write::Create { body } => (Operation::Create, self.client.create(table, body)),
-            Write::Patch { sys_id, body } => (Operation::Patch, self.client.patch(table, &sys_id, body).map(|mut w| {
-                w.sys_id.get_or_insert(sys_id);
-                w
-            })),
+            Write::Patch { sys_id, body } => (
+                Operation::Patch,
+                self.client.patch(table, &sys_id, body).map(|mut w| {
+                    w.sys_id.get_or_insert(sys_id);
+                    w
+                }),
+            ),
         };
         let written = result.map_err(|e| name_record(e, record))?;
         Ok(Written { operation, table: table.to_string(), sys_id: written.sys_id.unwrap_or_default(), status: written.status })

@@ -35,7 +35,11 @@ pub fn plan(entries: &Entries, max_tasks: u32) -> Result<Vec<Vec<PlannedUnit>>, 
                     unit_config.insert(crate::config::source::TABLES_KEY.into(), table.name.clone());
                     // Keys of the other tables would be unknown to a single-table config.
                     unit_config.retain(|k, _| !k.starts_with("snow.table.") || k.starts_with(&format!("snow.table.{}.", table.name)));
-                    PlannedUnit { partition: Partition::of(&config.instance.authority, table).key(), name: table.name.clone(), config: unit_config }
+                    PlannedUnit {
+                        partition: Partition::of(&config.instance.authority, table).key(),
+                        name: table.name.clone(),
+                        config: unit_config,
+                    }
                 })
                 .collect()
         })

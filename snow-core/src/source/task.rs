@@ -25,12 +25,17 @@ impl<T: Transport> SourceTask<T> {
         let config = SourceConfig::parse(entries)?;
         let count = config.tables.len();
         let Ok([table]) = <[TableConfig; 1]>::try_from(config.tables) else {
-            return Err(SnowError::config("snow.tables", format!("a source task reads exactly one table, this configuration lists {count}; use plan() to split tables over tasks")));
+            return Err(SnowError::config(
+                "snow.tables",
+                format!("a source task reads exactly one table, this configuration lists {count}; use plan() to split tables over tasks"),
+            ));
         };
         let partition = Partition::of(&config.instance.authority, &table);
         let partition_key = partition.key();
         let cursor = match offsets.iter().rev().find(|o| o.partition == partition_key) {
-            Some(stored) => Cursor::from_position(&stored.position).map_err(|m| SnowError::config(format!("snow.table.{}", table.name), m))?,
+            Some(stored) => {
+                Cursor::from_position(&stored.position).map_err(|m| SnowError::config(format!("snow.table.{}", table.name), m))?
+            }
             None => {
                 refuse_foreign_offset(&partition, offsets)?;
                 Cursor::before(table.start)
@@ -73,13 +78,22 @@ impl<T: Transport> SourceTask<T> {
             .map_err(|m| SnowError::transport(format!("table {}: {m}", table.name), ErrorClass::Transient))?;
         let mut keys = Vec::with_capacity(rows.len());
         for (i, row) in rows.iter().enumerate() {
-            let id = row.id.as_deref().filter(|id| !id.is_empty()).ok_or_else(|| SnowError::data(format!("table {}: row {i} of the page has no {}", table.name, table.sys_id_field)))?;
-            let ts_text = row.timestamp.as_deref().ok_or_else(|| SnowError::data(format!("table {}: row {id} has no {}", table.name, table.timestamp_field)))?;
-            let ts = Timestamp::parse(ts_text).map_err(|e| SnowError::data(format!("table {}: row {id}: {}: {e}", table.name, table.timestamp_field)))?;
+            let id = row
+                .id
+                .as_deref()
+                .filter(|id| !id.is_empty())
+                .ok_or_else(|| SnowError::data(format!("table {}: row {i} of the page has no {}", table.name, table.sys_id_field)))?;
+            let ts_text = row
+                .timestamp
+                .as_deref()
+                .ok_or_else(|| SnowError::data(format!("table {}: row {id} has no {}", table.name, table.timestamp_field)))?;
+            let ts = Timestamp::parse(ts_text)
+                .map_err(|e| SnowError::data(format!("table {}: row {id}: {}: {e}", table.name, table.timestamp_field)))?;
             keys.push((ts, id));
         }
         let full = rows.len() >= table.batch_size as usize;
-        let observed = self.sweep.observe(&keys, full, page.server_time).map_err(|m| SnowError::data(format!("table {}: {m}", table.name)))?;
+        let observed =
+            self.sweep.observe(&keys, full, page.server_time).map_err(|m| SnowError::data(format!("table {}: {m}", table.name)))?;
         let records = rows[..observed.emit]
             .iter()
             .zip(&keys)
@@ -94,7 +108,10 @@ impl<T: Transport> SourceTask<T> {
                     header("snow.source.operation", "UPSERT"),
                 ],
                 timestamp_ms: Some(ts.as_millis()),
-                offset: SourceOffset { partition: self.partition_key.clone(), position: Cursor { ts: *ts, id: (*id).to_string() }.to_position() },
+                offset: SourceOffset {
+                    partition: self.partition_key.clone(),
+                    position: Cursor { ts: *ts, id: (*id).to_string() }.to_position(),
+                },
             })
             .collect();
         Ok(PollBatch { records, next_poll_ms: if observed.done { table.poll_interval_ms } else { 0 } })
@@ -142,7 +159,12 @@ mod tests {
     }
 
     fn entries(extra: &[(&str, &str)]) -> Entries {
-        let mut pairs = vec![("snow.instance.url", "https://acme.service-now.com"), ("snow.tables", "incident"), ("snow.batch.size", "2"), ("snow.safety.lag.seconds", "0")];
+        let mut pairs = vec![
+            ("snow.instance.url", "https://acme.service-now.com"),
+            ("snow.tables", "incident"),
+            ("snow.batch.size", "2"),
+            ("snow.safety.lag.seconds", "0"),
+        ];
         pairs.extend_from_slice(extra);
         entries_from_pairs(pairs).unwrap()
     }
@@ -176,8 +198,13 @@ mod tests {
         let mut pages = Pages { answers: vec![], sent: vec![] };
         let old = SourceTask::open(&entries(&[]), &[], &mut pages).unwrap().partition_key().to_string();
         let offsets = vec![SourceOffset { partition: old, position: Cursor::before(Timestamp(5)).to_position() }];
-        let Err(err) = SourceTask::open(&entries(&[("snow.table.incident.query", "active=true")]), &offsets, &mut pages) else { panic!("expected a refusal") };
-        assert!(err.to_string().contains("snow.table.incident.query: the stored offset of table incident was made with another query"), "{err}");
+        let Err(err) = SourceTask::open(&entries(&[("snow.table.incident.query", "active=true")]), &offsets, &mut pages) else {
+            panic!("expected a refusal")
+        };
+        assert!(
+            err.to_string().contains("snow.table.incident.query: the stored offset of table incident was made with another query"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -253,14 +253,24 @@ mod tests {
     }
 
     fn answer(status: u16, body: &str) -> Result<Response, TransportError> {
-        Ok(Response { status, headers: vec![("Date".into(), "Mon, 01 Jan 2024 00:00:10 GMT".into()), ("X-Request-Id".into(), "rid".into())], body: body.as_bytes().to_vec() })
+        Ok(Response {
+            status,
+            headers: vec![("Date".into(), "Mon, 01 Jan 2024 00:00:10 GMT".into()), ("X-Request-Id".into(), "rid".into())],
+            body: body.as_bytes().to_vec(),
+        })
     }
 
     #[test]
     fn list_sends_exact_parameters_and_reads_the_clock() {
         let mut client = TableClient::new(&instance(), Scripted { answers: vec![answer(200, r#"{"result":[]}"#)], sent: vec![] });
         let fields = vec!["sys_id".to_string(), "number".to_string()];
-        let params = ListParams { query: "a=b^ORDERBYsys_id", fields: Some(&fields), limit: 100, display_value: DisplayValue::Raw, exclude_reference_link: true };
+        let params = ListParams {
+            query: "a=b^ORDERBYsys_id",
+            fields: Some(&fields),
+            limit: 100,
+            display_value: DisplayValue::Raw,
+            exclude_reference_link: true,
+        };
         let out = client.list("incident", &params).unwrap();
         assert_eq!(out.server_time.unwrap().to_string(), "2024-01-01 00:00:10");
         assert_eq!(
@@ -297,7 +307,13 @@ mod tests {
     #[test]
     fn transport_failures_are_classified_by_idempotency() {
         let after_send = || Err(TransportError::new(TransportErrorKind::AfterSend, "reset"));
-        let mut client = TableClient::new(&instance(), Scripted { answers: vec![after_send(), after_send(), Err(TransportError::new(TransportErrorKind::Denied, "no"))], sent: vec![] });
+        let mut client = TableClient::new(
+            &instance(),
+            Scripted {
+                answers: vec![after_send(), after_send(), Err(TransportError::new(TransportErrorKind::Denied, "no"))],
+                sent: vec![],
+            },
+        );
         assert_eq!(client.create("t", b"{}".to_vec()).unwrap_err().class(), ErrorClass::Ambiguous);
         assert_eq!(client.patch("t", "x", b"{}".to_vec()).unwrap_err().class(), ErrorClass::Transient);
         assert!(matches!(client.delete("t", "x").unwrap_err(), SnowError::Denied(_)));
@@ -305,7 +321,10 @@ mod tests {
 
     #[test]
     fn create_reads_the_new_sys_id() {
-        let mut client = TableClient::new(&instance(), Scripted { answers: vec![answer(201, r#"{"result":{"sys_id":"abc","number":"INC1"}}"#)], sent: vec![] });
+        let mut client = TableClient::new(
+            &instance(),
+            Scripted { answers: vec![answer(201, r#"{"result":{"sys_id":"abc","number":"INC1"}}"#)], sent: vec![] },
+        );
         let out = client.create("incident", br#"{"short_description":"x"}"#.to_vec()).unwrap();
         assert_eq!(out, WriteResponse { status: 201, sys_id: Some("abc".into()) });
         let sent = &client.transport.sent[0];

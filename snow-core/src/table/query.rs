@@ -177,7 +177,10 @@ mod tests {
     use super::*;
 
     fn terms() -> Vec<Term> {
-        vec![Term::new("sys_updated_on", Op::Gt, "2024-01-01 00:00:00").unwrap(), Term::new("sys_updated_on", Op::Le, "2024-01-02 00:00:00").unwrap()]
+        vec![
+            Term::new("sys_updated_on", Op::Gt, "2024-01-01 00:00:00").unwrap(),
+            Term::new("sys_updated_on", Op::Le, "2024-01-02 00:00:00").unwrap(),
+        ]
     }
 
     #[test]

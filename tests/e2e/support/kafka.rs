@@ -37,7 +37,8 @@ pub async fn create_topic(bootstrap: &str, topic: &str, partitions: i32) {
 
 /// Produces `(key, value)` records to `topic` and waits for every acknowledgement.
 pub async fn produce(bootstrap: &str, topic: &str, records: &[(Option<String>, String)]) {
-    let producer: FutureProducer = ClientConfig::new().set("bootstrap.servers", bootstrap).set("enable.idempotence", "true").create().unwrap();
+    let producer: FutureProducer =
+        ClientConfig::new().set("bootstrap.servers", bootstrap).set("enable.idempotence", "true").create().unwrap();
     let futures: Vec<_> = records
         .iter()
         .map(|(k, v)| {
@@ -70,7 +71,9 @@ pub fn read_until(bootstrap: &str, topic: &str, timeout: Duration, mut done: imp
         let found = consumer
             .fetch_metadata(Some(topic), Duration::from_secs(5))
             .ok()
-            .map(|m| m.topics().iter().filter(|t| t.error().is_none()).flat_map(|t| t.partitions().iter().map(|p| p.id())).collect::<Vec<_>>())
+            .map(|m| {
+                m.topics().iter().filter(|t| t.error().is_none()).flat_map(|t| t.partitions().iter().map(|p| p.id())).collect::<Vec<_>>()
+            })
             .unwrap_or_default();
         if !found.is_empty() {
             break found;
@@ -90,7 +93,12 @@ pub fn read_until(bootstrap: &str, topic: &str, timeout: Duration, mut done: imp
     loop {
         if let Some(m) = consumer.poll(Duration::from_millis(200)) {
             let m = m.unwrap();
-            let headers = m.headers().map(|hs| hs.iter().map(|h| (h.key.to_string(), String::from_utf8_lossy(h.value.unwrap_or_default()).into_owned())).collect()).unwrap_or_default();
+            let headers = m
+                .headers()
+                .map(|hs| {
+                    hs.iter().map(|h| (h.key.to_string(), String::from_utf8_lossy(h.value.unwrap_or_default()).into_owned())).collect()
+                })
+                .unwrap_or_default();
             records.push(Read {
                 key: String::from_utf8_lossy(m.key().unwrap_or_default()).into_owned(),
                 value: m.payload().unwrap_or_default().to_vec(),
@@ -119,7 +127,8 @@ pub fn read_until(bootstrap: &str, topic: &str, timeout: Duration, mut done: imp
 
 /// The committed offset of each partition of `topic` for `group` (scoped so no list outlives the consumer).
 pub fn committed(bootstrap: &str, group: &str, topic: &str, partitions: i32) -> Vec<i64> {
-    let consumer: BaseConsumer = ClientConfig::new().set("bootstrap.servers", bootstrap).set("group.id", group).set("enable.auto.commit", "false").create().unwrap();
+    let consumer: BaseConsumer =
+        ClientConfig::new().set("bootstrap.servers", bootstrap).set("group.id", group).set("enable.auto.commit", "false").create().unwrap();
     let offsets = {
         let mut tpl = TopicPartitionList::new();
         for p in 0..partitions {

@@ -14,7 +14,11 @@ use std::time::{Duration, Instant};
 /// A fresh directory under `target/e2e/` for one test.
 pub fn work_dir(test: &str) -> PathBuf {
     static N: AtomicU32 = AtomicU32::new(0);
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/e2e").join(format!("{test}-{}-{}", std::process::id(), N.fetch_add(1, Ordering::SeqCst)));
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/e2e").join(format!(
+        "{test}-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::SeqCst)
+    ));
     let _ = fs::remove_dir_all(&dir);
     fs::create_dir_all(&dir).unwrap();
     dir

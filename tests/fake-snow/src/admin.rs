@@ -9,6 +9,7 @@
 //! | `POST /__fake/tables/{t}/rows` | `[{...}, ...]` | insert rows as given, system fields filled in at the clock's time |
 //! | `POST /__fake/tables/{t}/update` | `{"sys_ids":[...],"changes":{...}}` | update rows at the clock's time |
 //! | `GET /__fake/tables/{t}` | | `{"count":N,"rows":[...]}` |
+//! | `GET /__fake/tables/{t}/count` | | `{"count":N}` |
 //! | `GET /__fake/clock` | | `{"now":"ts","frozen":bool}` |
 //! | `POST /__fake/clock` | `{"set":"ts"}` / `{"advance_seconds":n}` / `{"follow":true}` | move the clock |
 //! | `POST /__fake/faults` | a fault rule (see [`crate::faults`]) | inject a fault |
@@ -109,7 +110,8 @@ fn try_route(shared: &Shared, method: &str, path: &str, body: &[u8]) -> Result<A
             let now = shared.clock.now();
             let mut store = shared.store();
             store.create_table(t);
-            let ids: Vec<Value> = rows.into_iter().map(|r| store.insert(t, r, now, "admin").get("sys_id").cloned().unwrap_or(Value::Null)).collect();
+            let ids: Vec<Value> =
+                rows.into_iter().map(|r| store.insert(t, r, now, "admin").get("sys_id").cloned().unwrap_or(Value::Null)).collect();
             ok(json!({ "sys_ids": ids }))
         }
         ("POST", ["tables", t, "update"]) => {
@@ -122,6 +124,7 @@ fn try_route(shared: &Shared, method: &str, path: &str, body: &[u8]) -> Result<A
             let rows: Vec<&Row> = table.rows_in_order().collect();
             ok(json!({ "count": rows.len(), "rows": rows }))
         }
+        ("GET", ["tables", t, "count"]) => ok(json!({ "count": shared.store().table(t).map_or(0, |t| t.len()) })),
         ("GET", ["clock"]) => ok(json!({ "now": format_ts(shared.clock.now()), "frozen": shared.clock.is_frozen() })),
         ("POST", ["clock"]) => {
             let change: ClockChange = parse(body)?;

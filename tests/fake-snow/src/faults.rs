@@ -102,7 +102,8 @@ impl Faults {
     pub fn take(&mut self, method: &str, path: &str) -> Option<FaultAction> {
         let mut fired = None;
         for (i, rule) in self.rules.iter_mut().enumerate() {
-            let matches = rule.method.as_deref().is_none_or(|m| m.eq_ignore_ascii_case(method)) && rule.path_prefix.as_deref().is_none_or(|p| path.starts_with(p));
+            let matches = rule.method.as_deref().is_none_or(|m| m.eq_ignore_ascii_case(method))
+                && rule.path_prefix.as_deref().is_none_or(|p| path.starts_with(p));
             if !matches {
                 continue;
             }

@@ -36,7 +36,9 @@ fn run() -> Result<(), String> {
                 seeds.push((t.to_string(), n.parse::<u64>().map_err(|_| "--seed count must be a number")?));
             }
             "-h" | "--help" => {
-                println!("usage: fake-snow [--port N] [--port-file PATH] [--user NAME:PASSWORD]... [--table NAME]... [--seed TABLE:COUNT]...");
+                println!(
+                    "usage: fake-snow [--port N] [--port-file PATH] [--user NAME:PASSWORD]... [--table NAME]... [--seed TABLE:COUNT]..."
+                );
                 return Ok(());
             }
             other => return Err(format!("unknown argument {other}")),

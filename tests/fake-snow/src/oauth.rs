@@ -131,11 +131,18 @@ mod tests {
         assert!(c.required());
         assert_eq!(c.check(Some("Basic YWRtaW46cHc="), 0), Principal::User("admin".into()));
         assert_eq!(c.check(Some("Basic YWRtaW46eA=="), 0), Principal::Nobody);
-        let form: HashMap<String, String> = [("grant_type", "client_credentials"), ("client_id", "cid"), ("client_secret", "cs")].iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let form: HashMap<String, String> = [("grant_type", "client_credentials"), ("client_id", "cid"), ("client_secret", "cs")]
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
         let t = c.grant(&form, 100).unwrap();
         assert_eq!(c.check(Some(&format!("Bearer {}", t.access_token)), 101), Principal::Bearer("cid".into()));
         assert_eq!(c.check(Some(&format!("Bearer {}", t.access_token)), 100 + t.expires_in), Principal::Nobody);
-        let refresh: HashMap<String, String> = [("grant_type", "refresh_token"), ("client_id", "cid"), ("client_secret", "cs"), ("refresh_token", t.refresh_token.as_str())].iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let refresh: HashMap<String, String> =
+            [("grant_type", "refresh_token"), ("client_id", "cid"), ("client_secret", "cs"), ("refresh_token", t.refresh_token.as_str())]
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect();
         assert!(c.grant(&refresh, 200).is_ok());
     }
 }

@@ -342,8 +342,17 @@ mod tests {
     #[test]
     fn cursor_shapes_use_the_index() {
         let drain = Query::parse("sys_updated_on=2024-01-01 00:00:00^sys_id>abc^ORDERBYsys_id");
-        assert_eq!(drain.index_plan(&["sys_updated_on"]), Some(IndexPlan { field: "sys_updated_on".into(), from: Some("2024-01-01 00:00:00".into()), to: Some("2024-01-01 00:00:00".into()) }));
-        let advance = Query::parse("active=true^sys_updated_on>2024-01-01 00:00:00^sys_updated_on<=2024-01-02 00:00:00^ORDERBYsys_updated_on^ORDERBYsys_id");
+        assert_eq!(
+            drain.index_plan(&["sys_updated_on"]),
+            Some(IndexPlan {
+                field: "sys_updated_on".into(),
+                from: Some("2024-01-01 00:00:00".into()),
+                to: Some("2024-01-01 00:00:00".into())
+            })
+        );
+        let advance = Query::parse(
+            "active=true^sys_updated_on>2024-01-01 00:00:00^sys_updated_on<=2024-01-02 00:00:00^ORDERBYsys_updated_on^ORDERBYsys_id",
+        );
         assert_eq!(advance.index_plan(&["sys_updated_on"]).unwrap().to.as_deref(), Some("2024-01-02 00:00:00"));
         assert_eq!(Query::parse("a=1^NQb=2^ORDERBYsys_updated_on").index_plan(&["sys_updated_on"]), None);
         assert_eq!(Query::parse("sys_updated_on>x^ORDERBYnumber").index_plan(&["sys_updated_on"]), None);

@@ -5,7 +5,10 @@ use serde_json::{Map, Value, json};
 use crate::store::Row;
 use crate::time::format_ts;
 
-const WORDS: [&str; 16] = ["printer", "network", "email", "VPN", "laptop", "password", "outage", "slow", "access", "database", "disk", "license", "phone", "badge", "portal", "backup"];
+const WORDS: [&str; 16] = [
+    "printer", "network", "email", "VPN", "laptop", "password", "outage", "slow", "access", "database", "disk", "license", "phone",
+    "badge", "portal", "backup",
+];
 
 /// An incident-shaped row numbered `n`, stamped at `ts` (created and updated), instance `base_url`.
 pub fn incident(n: u64, ts: i64, base_url: &str) -> Row {
@@ -24,7 +27,7 @@ pub fn incident(n: u64, ts: i64, base_url: &str) -> Row {
         "category": w(7),
         "subcategory": w(8),
         "contact_type": "self-service",
-        "active": if n % 5 == 0 { "false" } else { "true" },
+        "active": if n.is_multiple_of(5) { "false" } else { "true" },
         "caller_id": reference("sys_user", format!("{:032x}", n % 5000 + 1), &format!("User {}", n % 5000)),
         "assignment_group": reference("sys_user_group", format!("{:032x}", n % 40 + 0x10000), &format!("Group {}", n % 40)),
         "assigned_to": "",

@@ -54,7 +54,11 @@ pub struct Answer {
 impl Answer {
     /// A JSON answer.
     pub fn json(status: u16, value: &impl Serialize) -> Self {
-        Self { status, headers: vec![("Content-Type".into(), "application/json;charset=UTF-8".into())], body: serde_json::to_vec(value).unwrap_or_default() }
+        Self {
+            status,
+            headers: vec![("Content-Type".into(), "application/json;charset=UTF-8".into())],
+            body: serde_json::to_vec(value).unwrap_or_default(),
+        }
     }
 }
 
@@ -236,22 +240,23 @@ pub fn form_decode(text: &str) -> HashMap<String, String> {
         while i < bytes.len() {
             match bytes[i] {
                 b'+' => out.push(b' '),
-                b'%' if i + 2 < bytes.len() => {
-                    match u8::from_str_radix(std::str::from_utf8(&bytes[i + 1..i + 3]).unwrap_or("zz"), 16) {
-                        Ok(b) => {
-                            out.push(b);
-                            i += 2;
-                        }
-                        Err(_) => out.push(b'%'),
+                b'%' if i + 2 < bytes.len() => match u8::from_str_radix(std::str::from_utf8(&bytes[i + 1..i + 3]).unwrap_or("zz"), 16) {
+                    Ok(b) => {
+                        out.push(b);
+                        i += 2;
                     }
-                }
+                    Err(_) => out.push(b'%'),
+                },
                 b => out.push(b),
             }
             i += 1;
         }
         String::from_utf8_lossy(&out).into_owned()
     }
-    text.split('&').filter(|p| !p.is_empty()).map(|p| p.split_once('=').map_or((decode(p), String::new()), |(k, v)| (decode(k), decode(v)))).collect()
+    text.split('&')
+        .filter(|p| !p.is_empty())
+        .map(|p| p.split_once('=').map_or((decode(p), String::new()), |(k, v)| (decode(k), decode(v))))
+        .collect()
 }
 
 async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Response<Full<Bytes>>, Hangup> {
@@ -323,7 +328,15 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Response<
     Ok(response.body(Full::new(Bytes::from(answer.body))).unwrap_or_else(|_| Response::new(Full::new(Bytes::new()))))
 }
 
-fn route(shared: &Shared, method: &str, path: &str, params: &HashMap<String, String>, authorization: Option<&str>, body: &[u8], entry: &mut JournalEntry) -> Answer {
+fn route(
+    shared: &Shared,
+    method: &str,
+    path: &str,
+    params: &HashMap<String, String>,
+    authorization: Option<&str>,
+    body: &[u8],
+    entry: &mut JournalEntry,
+) -> Answer {
     if path == "/oauth_token.do" && method == "POST" {
         let form = form_decode(std::str::from_utf8(body).unwrap_or(""));
         return match shared.credentials.lock().unwrap_or_else(|e| e.into_inner()).grant(&form, shared.clock.now()) {

@@ -130,7 +130,9 @@ impl Store {
         };
         let ts = format_ts(now);
         row.insert("sys_id".into(), Value::String(id.clone()));
-        for (field, value) in [("sys_created_on", &ts), ("sys_updated_on", &ts), ("sys_created_by", &user.to_string()), ("sys_updated_by", &user.to_string())] {
+        for (field, value) in
+            [("sys_created_on", &ts), ("sys_updated_on", &ts), ("sys_created_by", &user.to_string()), ("sys_updated_by", &user.to_string())]
+        {
             row.entry(field).or_insert_with(|| Value::String(value.clone()));
         }
         row.entry("sys_mod_count").or_insert_with(|| Value::String("0".into()));

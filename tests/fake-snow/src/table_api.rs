@@ -134,7 +134,8 @@ pub fn list(shared: &Shared, table: &str, params: &HashMap<String, String>, vers
         matched.sort_by(|a, b| query.compare(a, b));
         rows = matched.into_iter().skip(offset).take(limit).map(|r| render.row(r)).collect();
     }
-    let total = (params.get("sysparm_no_count").map(String::as_str) != Some("true")).then(|| t.rows_in_order().filter(|r| query.matches(r)).count());
+    let total = (params.get("sysparm_no_count").map(String::as_str) != Some("true"))
+        .then(|| t.rows_in_order().filter(|r| query.matches(r)).count());
     drop(store);
     if rows.is_empty() && version == Version::V1 {
         return (envelope(404, "No Record found", "Records not found"), query.dropped);
@@ -177,7 +178,8 @@ pub fn create(shared: &Shared, table: &str, body: &[u8], user: &str) -> Answer {
     }
     let row = store.insert(table, row, now, user);
     let id = row.get("sys_id").and_then(Value::as_str).unwrap_or("").to_string();
-    let mut answer = Answer::json(201, &json!({ "result": Render { fields: None, display: Display::Raw, exclude_links: false }.row(&row) }));
+    let mut answer =
+        Answer::json(201, &json!({ "result": Render { fields: None, display: Display::Raw, exclude_links: false }.row(&row) }));
     answer.headers.push(("Location".into(), format!("{}/api/now/table/{table}/{id}", shared.base_url)));
     answer
 }
@@ -194,7 +196,9 @@ pub fn update(shared: &Shared, table: &str, id: &str, body: &[u8], user: &str, r
         return invalid_table(table);
     }
     match store.update(table, id, changes, now, user, replace) {
-        Some(row) => Answer::json(200, &json!({ "result": Render { fields: None, display: Display::Raw, exclude_links: false }.row(&row) })),
+        Some(row) => {
+            Answer::json(200, &json!({ "result": Render { fields: None, display: Display::Raw, exclude_links: false }.row(&row) }))
+        }
         None => not_found(),
     }
 }

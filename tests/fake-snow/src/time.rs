@@ -29,7 +29,14 @@ pub fn http_date(secs: i64) -> String {
     let day = secs.div_euclid(86_400);
     let (y, m, d) = civil(day);
     let s = secs.rem_euclid(86_400);
-    format!("{}, {d:02} {} {y:04} {:02}:{:02}:{:02} GMT", DAYS[day.rem_euclid(7) as usize], MONTHS[(m - 1) as usize], s / 3600, s % 3600 / 60, s % 60)
+    format!(
+        "{}, {d:02} {} {y:04} {:02}:{:02}:{:02} GMT",
+        DAYS[day.rem_euclid(7) as usize],
+        MONTHS[(m - 1) as usize],
+        s / 3600,
+        s % 3600 / 60,
+        s % 60
+    )
 }
 
 fn days(y: i64, m: i64, d: i64) -> i64 {

@@ -1,9 +1,10 @@
 //! The fake over real HTTP: auth, list shapes, writes, faults, journal.
+#![allow(clippy::unwrap_used)] // a panic is how a test fails
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
 
-use fake_snow::{Fault, FaultAction, FakeOptions, FakeSnow};
+use fake_snow::{FakeOptions, FakeSnow, Fault, FaultAction};
 use serde_json::Value;
 
 /// One request on a fresh connection; returns (status, lower-cased header text, body). A dropped connection gives status 0.
@@ -25,7 +26,13 @@ const ADMIN: &str = "Basic YWRtaW46cHc="; // admin:pw
 
 #[test]
 fn table_api_faults_and_journal() {
-    let fake = FakeSnow::start(FakeOptions { users: vec![("admin".into(), "pw".into())], tables: vec!["incident".into()], frozen_at: Some(1_704_067_200), ..Default::default() }).unwrap();
+    let fake = FakeSnow::start(FakeOptions {
+        users: vec![("admin".into(), "pw".into())],
+        tables: vec!["incident".into()],
+        frozen_at: Some(1_704_067_200),
+        ..Default::default()
+    })
+    .unwrap();
     assert_eq!(call(&fake, "GET", "/api/now/table/incident", None, "").0, 401);
     let (status, head, body) = call(&fake, "GET", "/api/now/table/incident", Some(ADMIN), "");
     assert_eq!(status, 404, "v1 answers 404 for an empty match: {body}");
@@ -43,7 +50,10 @@ fn table_api_faults_and_journal() {
     let (status, _, body) = call(&fake, "PATCH", &format!("/api/now/table/incident/{id}"), Some(ADMIN), r#"{"state":"2"}"#);
     assert_eq!(status, 200);
     let patched: Value = serde_json::from_str(&body).unwrap();
-    assert_eq!((patched["result"]["sys_mod_count"].as_str(), patched["result"]["sys_updated_on"].as_str()), (Some("1"), Some("2024-01-01 00:00:05")));
+    assert_eq!(
+        (patched["result"]["sys_mod_count"].as_str(), patched["result"]["sys_updated_on"].as_str()),
+        (Some("1"), Some("2024-01-01 00:00:05"))
+    );
 
     let query = "sysparm_query=sys_updated_on%3E2024-01-01%2000%3A00%3A00%5EORDERBYsys_updated_on%5EORDERBYsys_id&sysparm_fields=sys_id%2Cstate&sysparm_no_count=true";
     let (status, head, body) = call(&fake, "GET", &format!("/api/now/table/incident?{query}"), Some(ADMIN), "");

@@ -36,7 +36,9 @@ pub struct KafkaBroker {
 /// Where the harness keeps jars and broker directories: `target/kafka` of the workspace, or
 /// `SNOW_KAFKA_HOME`.
 pub fn home() -> PathBuf {
-    std::env::var_os("SNOW_KAFKA_HOME").map(PathBuf::from).unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/kafka"))
+    std::env::var_os("SNOW_KAFKA_HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/kafka"))
 }
 
 /// The broker shared by every test of this process; it is killed when the process exits.
@@ -195,7 +197,10 @@ fn wait_ready(dir: &Path, pid: u32, port: u16) -> io::Result<()> {
             return Err(io::Error::other(format!("the broker exited during startup; last log lines:\n{}", tail(&text, 30))));
         }
         if Instant::now() > deadline {
-            return Err(io::Error::other(format!("the broker was not ready after {READY_TIMEOUT:?}; last log lines:\n{}", tail(&text, 30))));
+            return Err(io::Error::other(format!(
+                "the broker was not ready after {READY_TIMEOUT:?}; last log lines:\n{}",
+                tail(&text, 30)
+            )));
         }
         // The broker is another process writing a log file; there is no event to wait on.
         std::thread::sleep(Duration::from_millis(100));

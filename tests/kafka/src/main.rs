@@ -6,9 +6,16 @@ use std::path::PathBuf;
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let dir = args.iter().position(|a| a == "--dir").and_then(|i| args.get(i + 1)).map(PathBuf::from).unwrap_or_else(|| kafka_harness::home().join("local"));
+    let dir = args
+        .iter()
+        .position(|a| a == "--dir")
+        .and_then(|i| args.get(i + 1))
+        .map(PathBuf::from)
+        .unwrap_or_else(|| kafka_harness::home().join("local"));
     let result = match args.first().map(String::as_str) {
-        Some("fetch") => kafka_harness::ensure_jars().map(|libs| println!("Kafka {} jars in {}", kafka_harness::KAFKA_VERSION, libs.display())),
+        Some("fetch") => {
+            kafka_harness::ensure_jars().map(|libs| println!("Kafka {} jars in {}", kafka_harness::KAFKA_VERSION, libs.display()))
+        }
         Some("up") => match kafka_harness::detached_bootstrap(&dir) {
             Some(bootstrap) => {
                 println!("{bootstrap}");

@@ -58,7 +58,11 @@ pub fn format_storage(libs: &Path, dir: &Path) -> io::Result<()> {
         .output()
         .map_err(|e| io::Error::other(format!("running java (is a JDK 17+ installed?): {e}")))?;
     if !output.status.success() {
-        return Err(io::Error::other(format!("formatting the Kafka storage failed: {}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr))));
+        return Err(io::Error::other(format!(
+            "formatting the Kafka storage failed: {}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        )));
     }
     Ok(())
 }

@@ -1,4 +1,5 @@
 //! The harness starts a real broker that answers on its port, and stops it.
+#![allow(clippy::unwrap_used)] // a panic is how a test fails
 
 use std::net::TcpStream;
 

@@ -8,9 +8,9 @@ use std::cell::RefCell;
 
 use bindings::exports::snow::connector::source_api::{self as api, Guest, GuestSourceTask};
 use bindings::snow::connector::types as wit;
+use snow_core::http::transport::{Timeouts, TransportErrorKind};
 use snow_core::http::wasi::WasiTransport;
 use snow_core::http::{Method, Request, Transport};
-use snow_core::http::transport::{Timeouts, TransportErrorKind};
 
 pub(crate) struct Component;
 
@@ -47,7 +47,10 @@ impl GuestSourceTask for Rogue {
             max_response_bytes: 1 << 20,
         };
         match WasiTransport.send(&request) {
-            Ok(response) => Err(wit::SnowError::Data(wit::Failure { message: format!("reached it: status {}", response.status), class: wit::ErrorClass::Fatal })),
+            Ok(response) => Err(wit::SnowError::Data(wit::Failure {
+                message: format!("reached it: status {}", response.status),
+                class: wit::ErrorClass::Fatal,
+            })),
             Err(e) if e.kind == TransportErrorKind::Denied => Err(wit::SnowError::Denied(e.message)),
             Err(e) => Err(wit::SnowError::Transport(wit::Failure { message: e.message, class: wit::ErrorClass::Transient })),
         }

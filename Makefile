@@ -1,0 +1,48 @@
+# snow-connect. `make demo` runs the connectors on embedded defaults; `make test` runs every test.
+CARGO ?= cargo
+DEMO_SECONDS ?= 30
+GUESTS := -p guest-source -p guest-sink -p rogue-guest
+# The same command tests/guest-artifacts runs, so both share one build in target/guests.
+WASM_BUILD := $(CARGO) build --target wasm32-wasip2 --profile wasm-release --target-dir target/guests $(GUESTS)
+
+.PHONY: demo test bench wasm build kafka-up kafka-down lint fmt clean
+
+## Build the guest components (target/guests/wasm32-wasip2/wasm-release/*.wasm).
+wasm:
+	$(WASM_BUILD)
+
+## Build the host, the fake ServiceNow and the Kafka harness.
+build: wasm
+	$(CARGO) build -p host-runner -p fake-snow -p kafka-harness
+
+## Fake ServiceNow + local Kafka + a source and a sink for DEMO_SECONDS, then a summary.
+demo: build
+	DEMO_SECONDS=$(DEMO_SECONDS) bash tests/demo/demo.sh
+
+## Every test: unit, fake, harness, and end to end with real components and a real broker.
+test:
+	$(CARGO) build -p snow-core --target wasm32-wasip2
+	$(CARGO) test
+
+## Benchmarks (results in docs/benchmarks.md).
+bench: wasm
+	$(CARGO) build --release -p host-runner
+	@for w in guest_source guest_sink; do target/release/snow-connect inspect target/guests/wasm32-wasip2/wasm-release/$$w.wasm --instantiations 500; done
+
+## A broker for local work (target/kafka/local); prints its bootstrap address.
+kafka-up:
+	$(CARGO) run -q -p kafka-harness -- up
+
+kafka-down:
+	$(CARGO) run -q -p kafka-harness -- down
+
+lint:
+	$(CARGO) fmt --all --check
+	$(CARGO) clippy --all-targets -- -D warnings
+	$(CARGO) clippy --target wasm32-wasip2 $(GUESTS) -p snow-core -- -D warnings
+
+fmt:
+	$(CARGO) fmt --all
+
+clean:
+	$(CARGO) clean

@@ -1,0 +1,66 @@
+//! `snow-connect inspect`: what a component is (world, imports, exports) and what it costs to
+//! compile and to instantiate, measured on this machine.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Result, anyhow};
+use wasmtime::component::Component;
+
+use super::runtime::{ComponentRuntime, Loaded};
+use super::state::{HostState, StoreOptions};
+use crate::metrics::Metrics;
+use crate::outbound::{Gate, GateSettings, LimiterRegistry};
+
+/// What `inspect` found.
+#[derive(Debug)]
+pub struct Report {
+    /// File size in bytes.
+    pub size_bytes: u64,
+    /// Import names.
+    pub imports: Vec<String>,
+    /// Export names.
+    pub exports: Vec<String>,
+    /// Time to compile and pre-instantiate (Cranelift).
+    pub compile: Duration,
+    /// Mean time to instantiate from the pre-instantiated component.
+    pub instantiate_mean: Duration,
+    /// Instantiations measured.
+    pub instantiations: u32,
+}
+
+/// Compiles `path` once and instantiates it `n` times in fresh stores.
+pub async fn inspect(runtime: &ComponentRuntime, path: &Path, n: u32) -> Result<Report> {
+    let size_bytes = std::fs::metadata(path)?.len();
+    let started = Instant::now();
+    let loaded = runtime.load(path).await?;
+    let compile = started.elapsed();
+    let engine = runtime.engine();
+    let component = Component::from_file(engine, path).map_err(|e| anyhow!("{e:#}"))?;
+    let names = |it: &mut dyn Iterator<Item = String>| it.collect::<Vec<_>>();
+    let imports = names(&mut component.component_type().imports(engine).map(|(n, _)| n.to_string()));
+    let exports = names(&mut component.component_type().exports(engine).map(|(n, _)| n.to_string()));
+    // A gate that allows nothing: inspection never reaches the network.
+    let gate = Gate::new(
+        GateSettings { connector: "inspect".into(), scheme: "https".into(), authority: String::new(), authorization: None },
+        Arc::new(LimiterRegistry::default()).limiter("", 1),
+        Metrics::default(),
+    );
+    let options = StoreOptions { memory_max_bytes: 64 << 20, call_timeout: Duration::from_secs(10) };
+    let mut total = Duration::ZERO;
+    for _ in 0..n.max(1) {
+        let mut store = HostState::new_store(engine, "inspect", gate.clone(), Metrics::default(), options);
+        let t = Instant::now();
+        match &loaded {
+            Loaded::Source(pre) => {
+                pre.instantiate_async(&mut store).await.map_err(|e| anyhow!("{e:#}"))?;
+            }
+            Loaded::Sink(pre) => {
+                pre.instantiate_async(&mut store).await.map_err(|e| anyhow!("{e:#}"))?;
+            }
+        }
+        total += t.elapsed();
+    }
+    Ok(Report { size_bytes, imports, exports, compile, instantiate_mean: total / n.max(1), instantiations: n.max(1) })
+}
