@@ -39,6 +39,11 @@ struct Render<'a> {
 }
 
 impl<'a> Render<'a> {
+    /// How write answers render the row: every field, raw values, with links.
+    fn raw() -> Self {
+        Self { fields: None, display: Display::Raw, exclude_links: false }
+    }
+
     fn from_params(params: &'a HashMap<String, String>) -> Self {
         let fields = params.get("sysparm_fields").map(|f| f.split(',').map(str::trim).filter(|f| !f.is_empty()).collect());
         let display = match params.get("sysparm_display_value").map(String::as_str) {
@@ -178,8 +183,7 @@ pub fn create(shared: &Shared, table: &str, body: &[u8], user: &str) -> Answer {
     }
     let row = store.insert(table, row, now, user);
     let id = row.get("sys_id").and_then(Value::as_str).unwrap_or("").to_string();
-    let mut answer =
-        Answer::json(201, &json!({ "result": Render { fields: None, display: Display::Raw, exclude_links: false }.row(&row) }));
+    let mut answer = Answer::json(201, &json!({ "result": Render::raw().row(&row) }));
     answer.headers.push(("Location".into(), format!("{}/api/now/table/{table}/{id}", shared.base_url)));
     answer
 }
@@ -196,9 +200,7 @@ pub fn update(shared: &Shared, table: &str, id: &str, body: &[u8], user: &str, r
         return invalid_table(table);
     }
     match store.update(table, id, changes, now, user, replace) {
-        Some(row) => {
-            Answer::json(200, &json!({ "result": Render { fields: None, display: Display::Raw, exclude_links: false }.row(&row) }))
-        }
+        Some(row) => Answer::json(200, &json!({ "result": Render::raw().row(&row) })),
         None => not_found(),
     }
 }
