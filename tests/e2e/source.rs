@@ -50,6 +50,11 @@ fn five_thousand_rows_arrive_in_kafka_exactly_once() {
     let now = now_secs();
     let fake = fake(now);
     let ids = fake.shared().seed("incident", 5000, now - 3600, 3000);
+    // Transient faults on the way: each must be retried without losing or repeating a row.
+    let list = "/api/now/table/incident";
+    fake.add_fault(Fault::always(FaultAction::Status { status: 503, retry_after: None }).on_method("GET").on_path(list).after(1).times(2));
+    fake.add_fault(Fault::always(FaultAction::DropConnection).on_method("GET").on_path(list).after(3).times(1));
+    fake.add_fault(Fault::always(FaultAction::MalformedBody).on_method("GET").on_path(list).after(5).times(1));
     let (name, topic) = (unique("src5k"), unique("incident"));
     let dir = work_dir("five-thousand");
     let file = connector_file(&dir, &name, &source_config(&fake, &name, &topic, "1000"));
@@ -85,6 +90,13 @@ fn five_thousand_rows_arrive_in_kafka_exactly_once() {
         "every read is ordered by the cursor"
     );
     assert!(!log.contains(PASSWORD), "the password never reaches the log");
+    assert_eq!(
+        log.matches("poll failed, retrying").count(),
+        4,
+        "two 503s, a dropped connection and a malformed body were retried:\n{}",
+        tail(&log, 40)
+    );
+    assert!(journal.entries.iter().any(|e| e.status == 0), "the dropped connection happened");
     assert!(log.contains("5000 records produced and acknowledged by Kafka"), "summary:\n{}", tail(&log, 5));
     let stored = stored_position(&dir, &name).expect("an offset was stored");
     let last = ids.last().unwrap();
@@ -127,4 +139,33 @@ fn killed_mid_table_the_host_resumes_from_the_stored_offset_without_losing_a_row
     let duplicates = records.len() - keys.len();
     assert!(duplicates <= 100, "at most one unacknowledged batch is read again, got {duplicates} duplicates");
     assert!(!log.contains("opened at cursor 1970-01-01 00:00:00"), "the second run did not start over");
+}
+
+#[test]
+fn requests_in_flight_to_one_instance_are_capped_across_tables() {
+    let now = now_secs();
+    let fake = fake(now);
+    let tables = ["t1", "t2", "t3", "t4", "t5", "t6"];
+    let mut ids = BTreeSet::new();
+    for t in tables {
+        ids.extend(fake.shared().seed(t, 300, now - 3600, 3000));
+    }
+    fake.add_fault(Fault::always(FaultAction::Latency { ms: 100 }).on_method("GET"));
+    let (name, topic) = (unique("srccap"), unique("capped"));
+    let dir = work_dir("cap");
+    let mut config = source_config(&fake, &name, &topic, "50");
+    config.insert("snow.tables".into(), tables.join(","));
+    config.insert("snow.instance.max.in.flight".into(), "2".into());
+    config.remove("snow.table.incident.topic");
+    for t in tables {
+        config.insert(format!("snow.table.{t}.topic"), topic.clone());
+    }
+    let file = connector_file(&dir, &name, &config);
+    let runner = Runner::start(&dir, "run", &[&file]);
+    let records = read_until(kafka_harness::shared().bootstrap(), &topic, Duration::from_secs(180), |r| r.len() >= ids.len());
+    let log = runner.stop();
+
+    let keys: BTreeSet<String> = records.iter().map(|r| r.key.clone()).collect();
+    assert_eq!(keys, ids, "every table arrives; log:\n{}", tail(&log, 30));
+    assert_eq!(fake.journal().max_in_flight, 2, "six tables polled at once never had more than the cap of 2 requests in flight");
 }

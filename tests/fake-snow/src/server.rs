@@ -283,6 +283,13 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Response<
         in_flight: in_flight.at_start,
         dropped_terms: Vec::new(),
     };
+    // Who is asking is recorded before any fault, so the journal shows what every request carried.
+    let principal = if is_admin { Principal::Nobody } else { authenticate(&shared, authorization.as_deref()) };
+    entry.auth = match &principal {
+        Principal::User(u) => format!("basic:{u}"),
+        Principal::Bearer(_) => "bearer".into(),
+        Principal::Nobody => "none".into(),
+    };
     if let Some(FaultAction::Latency { ms }) = &fault {
         tokio::time::sleep(Duration::from_millis(*ms)).await;
     }
@@ -299,7 +306,7 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Response<
             a
         }
         _ if is_admin => crate::admin::route(&shared, &method, &path, &body).await,
-        _ => route(&shared, &method, &path, &params, authorization.as_deref(), &body, &mut entry),
+        _ => route(&shared, &method, &path, &params, &principal, &body, &mut entry),
     };
     match fault {
         Some(FaultAction::MalformedBody) => {
@@ -328,12 +335,18 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Response<
     Ok(response.body(Full::new(Bytes::from(answer.body))).unwrap_or_else(|_| Response::new(Full::new(Bytes::new()))))
 }
 
+/// Who sent a request; anyone is a guest when the fake has no users or clients.
+fn authenticate(shared: &Shared, authorization: Option<&str>) -> Principal {
+    let credentials = shared.credentials.lock().unwrap_or_else(|e| e.into_inner());
+    if credentials.required() { credentials.check(authorization, shared.clock.now()) } else { Principal::User("guest".into()) }
+}
+
 fn route(
     shared: &Shared,
     method: &str,
     path: &str,
     params: &HashMap<String, String>,
-    authorization: Option<&str>,
+    principal: &Principal,
     body: &[u8],
     entry: &mut JournalEntry,
 ) -> Answer {
@@ -351,19 +364,8 @@ fn route(
     } else {
         return envelope(400, "Requested URI does not represent any resource", path);
     };
-    let principal = {
-        let credentials = shared.credentials.lock().unwrap_or_else(|e| e.into_inner());
-        if credentials.required() { credentials.check(authorization, shared.clock.now()) } else { Principal::User("guest".into()) }
-    };
-    let user = match &principal {
-        Principal::User(u) => {
-            entry.auth = format!("basic:{u}");
-            u.clone()
-        }
-        Principal::Bearer(who) => {
-            entry.auth = "bearer".into();
-            who.clone()
-        }
+    let user = match principal {
+        Principal::User(who) | Principal::Bearer(who) => who.clone(),
         Principal::Nobody => return envelope(401, "User Not Authenticated", "Required to provide Auth information"),
     };
     let mut parts = rest.splitn(2, '/');
