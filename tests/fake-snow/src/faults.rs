@@ -1,5 +1,8 @@
 //! Injected faults: a rule matches requests by method and path prefix, lets `skip` of them pass,
 //! then acts on the next `times` of them (or on all, when `times` is absent).
+//!
+//! Rules are tried in the order they were added and the first that fires wins. A request counts
+//! toward a rule's `skip` only if it reaches that rule, that is if no earlier rule fired on it.
 
 use serde::{Deserialize, Serialize};
 
