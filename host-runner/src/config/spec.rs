@@ -115,6 +115,11 @@ impl ConnectorSpec {
                 }
             }
         };
+        if let Some(bad) = bootstrap_servers.split(',').map(str::trim).find(|s| !is_host_port(s)) {
+            if !bootstrap_servers.is_empty() {
+                errors.push(format!("kafka.bootstrap.servers: {bad:?} is not host:port (a comma-separated list, e.g. 127.0.0.1:9092)"));
+            }
+        }
         let tasks_max = number("tasks.max", 1, 1, 1024, &mut errors) as u32;
         let memory_max_bytes =
             number("component.memory.max.bytes", default_memory_max_bytes() as u64, 16 << 20, 4 << 30, &mut errors) as usize;
@@ -197,6 +202,14 @@ impl ConnectorSpec {
     }
 }
 
+/// `host:port` with a plain host name or address and a port number.
+fn is_host_port(text: &str) -> bool {
+    let Some((host, port)) = text.rsplit_once(':') else { return false };
+    !host.is_empty()
+        && host.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_' | '[' | ']' | ':'))
+        && port.parse::<u16>().is_ok_and(|p| p > 0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -221,6 +234,21 @@ mod tests {
         assert_eq!(spec.guest_config.keys().collect::<Vec<_>>(), ["snow.instance.url", "snow.tables"]);
         assert_eq!(spec.kafka.producer.get("linger.ms").map(String::as_str), Some("20"));
         assert!(!format!("{spec:?}").contains("hunter2"));
+    }
+
+    #[test]
+    fn a_bootstrap_address_with_terminal_escapes_is_refused() {
+        let err = ConnectorSpec::from_entries(entries(&[
+            ("name", "c"),
+            ("component.path", "x.wasm"),
+            ("kafka.bootstrap.servers", "\u{1b}[0m127.0.0.1:9092"),
+            ("snow.instance.url", "https://a.service-now.com"),
+            ("snow.auth.type", "none"),
+        ]))
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("kafka.bootstrap.servers: \"\\u{1b}[0m127.0.0.1:9092\" is not host:port"), "{err}");
+        assert!(is_host_port("broker-1.internal:9092") && is_host_port("[::1]:9092") && !is_host_port("broker") && !is_host_port("b:0"));
     }
 
     #[test]

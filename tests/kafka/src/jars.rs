@@ -3,7 +3,7 @@
 use std::fs::{self, File};
 use std::io;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
 
 /// The Apache Kafka release the harness runs (Java 17 is enough for 4.x brokers).
 pub const KAFKA_VERSION: &str = "4.1.1";
@@ -32,6 +32,8 @@ pub fn ensure_jars() -> io::Result<PathBuf> {
         .arg(format!("-DoutputDirectory={}", partial.display()))
         .arg(format!("-Dkafka.version={KAFKA_VERSION}"))
         .arg("-DincludeScope=runtime")
+        // Maven's output (with its terminal escapes) goes to stderr: stdout carries the broker address.
+        .stdout(Stdio::from(io::stderr()))
         .status()
         .map_err(|e| io::Error::other(format!("running mvn (is Maven installed?): {e}")))?;
     if !status.success() {
