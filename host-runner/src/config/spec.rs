@@ -115,10 +115,9 @@ impl ConnectorSpec {
                 }
             }
         };
-        if let Some(bad) = bootstrap_servers.split(',').map(str::trim).find(|s| !is_host_port(s)) {
-            if !bootstrap_servers.is_empty() {
-                errors.push(format!("kafka.bootstrap.servers: {bad:?} is not host:port (a comma-separated list, e.g. 127.0.0.1:9092)"));
-            }
+        let bad_server = bootstrap_servers.split(',').map(str::trim).find(|s| !is_host_port(s));
+        if let Some(bad) = bad_server.filter(|_| !bootstrap_servers.is_empty()) {
+            errors.push(format!("kafka.bootstrap.servers: {bad:?} is not host:port (a comma-separated list, e.g. 127.0.0.1:9092)"));
         }
         let tasks_max = number("tasks.max", 1, 1, 1024, &mut errors) as u32;
         let memory_max_bytes =
