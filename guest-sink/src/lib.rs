@@ -12,6 +12,7 @@ use std::cell::RefCell;
 
 use bindings::exports::snow::connector::sink_api::{self as api, Guest, GuestSinkTask};
 use bindings::snow::connector::types as wit;
+use snow_core::clock::WasiClock;
 use snow_core::config::SinkConfig;
 use snow_core::http::wasi::WasiTransport;
 use snow_core::record::{Operation, SinkRecord};
@@ -30,13 +31,13 @@ impl Guest for Component {
 
 /// One partition lane: records of one partition, in offset order.
 struct Lane {
-    inner: RefCell<SinkTask<WasiTransport>>,
+    inner: RefCell<SinkTask<WasiTransport, WasiClock>>,
 }
 
 impl GuestSinkTask for Lane {
     fn open(config: wit::Config) -> Result<api::SinkTask, wit::SnowError> {
         let entries = convert::entries(config).map_err(convert::error)?;
-        let task = SinkTask::open(&entries, WasiTransport).map_err(convert::error)?;
+        let task = SinkTask::open(&entries, WasiTransport, WasiClock).map_err(convert::error)?;
         Ok(api::SinkTask::new(Lane { inner: RefCell::new(task) }))
     }
 

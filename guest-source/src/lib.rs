@@ -12,6 +12,7 @@ use std::cell::RefCell;
 use bindings::exports::snow::connector::source_api::{self as api, Guest, GuestSourceTask};
 use bindings::snow::connector::host::Level;
 use bindings::snow::connector::types as wit;
+use snow_core::clock::WasiClock;
 use snow_core::config::SourceConfig;
 use snow_core::http::wasi::WasiTransport;
 use snow_core::record::{SourceOffset, SourceRecord};
@@ -44,7 +45,7 @@ impl Guest for Component {
 
 /// One table's stream, polled sequentially by the host.
 struct Task {
-    inner: RefCell<SourceTask<WasiTransport>>,
+    inner: RefCell<SourceTask<WasiTransport, WasiClock>>,
 }
 
 impl GuestSourceTask for Task {
@@ -52,7 +53,7 @@ impl GuestSourceTask for Task {
         let entries = convert::entries(config).map_err(convert::error)?;
         let offsets: Vec<SourceOffset> =
             offsets.into_iter().map(|o| SourceOffset { partition: o.partition, position: o.position }).collect();
-        let task = SourceTask::open(&entries, &offsets, WasiTransport).map_err(convert::error)?;
+        let task = SourceTask::open(&entries, &offsets, WasiTransport, WasiClock).map_err(convert::error)?;
         let cursor = task.cursor();
         convert::log(Level::Info, &format!("opened at cursor {} {:?}", cursor.ts, cursor.id));
         Ok(api::SourceTask::new(Task { inner: RefCell::new(task) }))

@@ -64,7 +64,7 @@ pub fn describe(error: &SnowError) -> (ErrorClass, String) {
         SnowError::Denied(m) => (ErrorClass::Fatal, format!("denied: {m}")),
         SnowError::Data(f) => (f.class, f.message.clone()),
     };
-    (class, crate::redact::redact(&text))
+    (class, snow_core::redact::redact(&text))
 }
 
 /// The class as a metric label.

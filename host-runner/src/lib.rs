@@ -8,6 +8,7 @@
 //! What it does not own: what to ask ServiceNow and how a record maps to a write; that is the
 //! guests' (snow-core).
 
+pub mod auth;
 pub mod backoff;
 pub mod component;
 pub mod config;
@@ -17,7 +18,6 @@ pub mod logging;
 pub mod metrics;
 pub mod offsets;
 pub mod outbound;
-pub mod redact;
 pub mod runner;
 pub mod shutdown;
 pub mod sink;

@@ -13,7 +13,7 @@ pub struct Metrics {
 }
 
 fn key(name: &str, labels: &[(String, String)]) -> Key {
-    let mut labels: Vec<(String, String)> = labels.iter().map(|(k, v)| (k.clone(), crate::redact::redact(v))).collect();
+    let mut labels: Vec<(String, String)> = labels.iter().map(|(k, v)| (k.clone(), snow_core::redact::redact(v))).collect();
     labels.sort();
     (name.to_string(), labels)
 }

@@ -7,10 +7,11 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use anyhow::{Context, Result, bail};
-use http::HeaderValue;
 
+use crate::auth::Credentials;
+use crate::auth::tokens::TokenRegistry;
 use crate::component::{ComponentKind, ComponentRuntime, Loaded};
-use crate::config::{AuthSpec, ConnectorSpec};
+use crate::config::ConnectorSpec;
 use crate::connector::{ConnectorContext, SharedContext};
 use crate::metrics::Metrics;
 use crate::offsets::{FileOffsetStore, OffsetStore};
@@ -21,6 +22,7 @@ use crate::shutdown::Shutdown;
 pub struct Runner {
     runtime: ComponentRuntime,
     limiters: LimiterRegistry,
+    tokens: TokenRegistry,
     metrics: Metrics,
     prepared: Mutex<Vec<(String, ComponentKind)>>,
 }
@@ -34,10 +36,12 @@ enum Prepared {
 impl Runner {
     /// A runner with a fresh engine.
     pub fn new() -> Result<Self> {
+        let metrics = Metrics::default();
         Ok(Self {
             runtime: ComponentRuntime::new()?,
             limiters: LimiterRegistry::default(),
-            metrics: Metrics::default(),
+            tokens: TokenRegistry::new(metrics.clone()),
+            metrics,
             prepared: Mutex::default(),
         })
     }
@@ -121,22 +125,12 @@ impl Runner {
     }
 
     fn gate(&self, spec: &ConnectorSpec) -> Result<Gate> {
-        let authorization = match &spec.auth {
-            AuthSpec::None => None,
-            AuthSpec::Basic { username, password } => {
-                let mut value =
-                    HeaderValue::from_str(&snow_core::auth::basic::authorization(username, password.expose())).with_context(|| {
-                        format!("connector {}: snow.auth.username/password contain characters not allowed in a header", spec.name)
-                    })?;
-                value.set_sensitive(true);
-                Some(value)
-            }
-        };
+        let credentials = Credentials::from_spec(&spec.auth, &self.tokens).with_context(|| format!("connector {}", spec.name))?;
         let settings = GateSettings {
             connector: spec.name.clone(),
             scheme: spec.instance_scheme.clone(),
             authority: spec.instance_authority.clone(),
-            authorization,
+            credentials,
         };
         Ok(Gate::new(settings, self.limiters.limiter(&spec.instance_authority, spec.max_in_flight), self.metrics.clone()))
     }

@@ -11,11 +11,13 @@
 //! What it does not own: Kafka, offset storage, credentials, concurrency; those are the host's.
 
 pub mod auth;
+pub mod clock;
 pub mod config;
 pub mod cursor;
 pub mod error;
 pub mod http;
 pub mod record;
+pub mod redact;
 pub mod sink;
 pub mod source;
 pub mod table;

@@ -43,7 +43,12 @@ pub async fn inspect(runtime: &ComponentRuntime, path: &Path, n: u32) -> Result<
     let exports = names(&mut component.component_type().exports(engine).map(|(n, _)| n.to_string()));
     // A gate that allows nothing: inspection never reaches the network.
     let gate = Gate::new(
-        GateSettings { connector: "inspect".into(), scheme: "https".into(), authority: String::new(), authorization: None },
+        GateSettings {
+            connector: "inspect".into(),
+            scheme: "https".into(),
+            authority: String::new(),
+            credentials: crate::auth::Credentials::None,
+        },
         Arc::new(LimiterRegistry::default()).limiter("", 1),
         Metrics::default(),
     );

@@ -83,7 +83,7 @@ impl WasiHttpView for HostState {
 
 impl host::Host for HostState {
     fn log(&mut self, level: Level, message: String) {
-        let message = crate::redact::redact(&message);
+        let message = snow_core::redact::redact(&message);
         let unit = self.unit.as_str();
         match level {
             Level::Trace => tracing::trace!(unit, "{message}"),

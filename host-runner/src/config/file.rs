@@ -17,7 +17,10 @@ pub fn load_files(paths: &[impl AsRef<Path>]) -> Result<Vec<ConnectorSpec>> {
         let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
         let maps = if path.extension().is_some_and(|e| e == "json") { parse_json(&text) } else { Ok(vec![parse_properties(&text)]) }
             .with_context(|| format!("reading {}", path.display()))?;
-        for map in maps {
+        for mut map in maps {
+            if let Err(errors) = super::providers::resolve(&mut map, |name| std::env::var(name).ok()) {
+                bail!("in {}: {}", path.display(), errors.join("; "));
+            }
             specs.push(ConnectorSpec::from_entries(map).with_context(|| format!("in {}", path.display()))?);
         }
     }

@@ -3,12 +3,14 @@
 //!
 //! The host owns `name`, `tasks.max`, `component.*`, `kafka.*`, `topics`, `offset.storage.*` and
 //! the credentials under `snow.auth.*`; every other `snow.*` key is handed to the guest, which
-//! validates it. Credentials never reach the guest. `docs/configuration.md` lists every key.
+//! validates it. Credentials never reach the guest. Values may be `${env:NAME}` or
+//! `${file:PATH:KEY}` references, resolved by the host first ([`providers`]).
+//! `docs/configuration.md` lists every key.
 
 mod file;
-mod secret;
+mod providers;
 mod spec;
 
 pub use file::load_files;
-pub use secret::Secret;
-pub use spec::{AuthSpec, ConnectorSpec, KafkaSpec};
+pub use snow_core::auth::Secret;
+pub use spec::{AuthSpec, ConnectorSpec, KafkaSpec, OAuthSpec};

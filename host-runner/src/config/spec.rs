@@ -5,9 +5,9 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{Result, bail};
+use snow_core::auth::Secret;
+use snow_core::auth::oauth::Grant;
 use snow_core::config::instance::{INSTANCE_URL_KEY, parse_base_url};
-
-use super::secret::Secret;
 
 /// Kafka client settings of a connector.
 #[derive(Debug, Clone)]
@@ -32,6 +32,23 @@ pub enum AuthSpec {
         /// Password.
         password: Secret,
     },
+    /// OAuth 2.0 bearer tokens from the token endpoint.
+    OAuth(OAuthSpec),
+}
+
+/// An OAuth client.
+#[derive(Debug, Clone)]
+pub struct OAuthSpec {
+    /// `snow.auth.token.url` (default `<instance>/oauth_token.do`).
+    pub token_url: String,
+    /// `snow.auth.client.id`.
+    pub client_id: String,
+    /// `snow.auth.client.secret`.
+    pub client_secret: Secret,
+    /// The primary grant: `client_credentials`, or `password` with the user's credentials.
+    pub grant: Grant,
+    /// `snow.auth.token.refresh.margin.seconds`.
+    pub refresh_margin: Duration,
 }
 
 /// A connector as the host runs it.
@@ -86,8 +103,22 @@ fn default_offsets_file() -> PathBuf {
     PathBuf::from("snow-connect.offsets.json")
 }
 
+/// Refresh a minute before expiry (never more than half the token's life).
+fn default_refresh_margin_seconds() -> u64 {
+    60
+}
+
 /// Keys read by the host and never given to the guest.
-const HOST_ONLY_SNOW_KEYS: [&str; 4] = ["snow.auth.type", "snow.auth.username", "snow.auth.password", "snow.instance.max.in.flight"];
+const HOST_ONLY_SNOW_KEYS: [&str; 8] = [
+    "snow.auth.type",
+    "snow.auth.username",
+    "snow.auth.password",
+    "snow.auth.client.id",
+    "snow.auth.client.secret",
+    "snow.auth.token.url",
+    "snow.auth.token.refresh.margin.seconds",
+    "snow.instance.max.in.flight",
+];
 
 impl ConnectorSpec {
     /// Validates the host keys of one connector's entries; every problem names its key.
@@ -133,17 +164,48 @@ impl ConnectorSpec {
             }
             Err(_) => Default::default(),
         };
-        let auth = match get("snow.auth.type").as_deref().unwrap_or("basic") {
+        let secret = |k: &str| entries.get(k).filter(|v| !v.is_empty()).map(|v| Secret::new(v.clone()));
+        let user = || match (get("snow.auth.username"), secret("snow.auth.password")) {
+            (Some(username), Some(password)) => Some((username, password)),
+            _ => None,
+        };
+        let auth_type = get("snow.auth.type").unwrap_or_else(|| "basic".into());
+        let auth = match auth_type.as_str() {
             "none" => AuthSpec::None,
-            "basic" => match (get("snow.auth.username"), entries.get("snow.auth.password")) {
-                (Some(username), Some(password)) => AuthSpec::Basic { username, password: Secret::new(password.clone()) },
-                _ => {
+            "basic" => match user() {
+                Some((username, password)) => AuthSpec::Basic { username, password },
+                None => {
                     errors.push("snow.auth.username, snow.auth.password: are required for snow.auth.type=basic (or set snow.auth.type=none for an open test instance)".into());
                     AuthSpec::None
                 }
             },
+            "oauth_client_credentials" | "oauth_password" => {
+                let grant = if auth_type == "oauth_password" {
+                    match user() {
+                        Some((username, password)) => Grant::Password { username, password },
+                        None => {
+                            errors.push("snow.auth.username, snow.auth.password: are required for snow.auth.type=oauth_password".into());
+                            Grant::ClientCredentials
+                        }
+                    }
+                } else {
+                    Grant::ClientCredentials
+                };
+                let client_id = require("snow.auth.client.id", "the OAuth client id (System OAuth > Application Registry)", &mut errors)
+                    .unwrap_or_default();
+                let client_secret = secret("snow.auth.client.secret").unwrap_or_else(|| {
+                    errors.push("snow.auth.client.secret: is required for OAuth".into());
+                    Secret::default()
+                });
+                let token_url = get("snow.auth.token.url").unwrap_or_else(|| format!("{}/oauth_token.do", url.trim_end_matches('/')));
+                if !token_url.starts_with("https://") && !token_url.starts_with("http://") {
+                    errors.push(format!("snow.auth.token.url: must be an http(s) URL, got {token_url:?}"));
+                }
+                let margin = number("snow.auth.token.refresh.margin.seconds", default_refresh_margin_seconds(), 0, 86_400, &mut errors);
+                AuthSpec::OAuth(OAuthSpec { token_url, client_id, client_secret, grant, refresh_margin: Duration::from_secs(margin) })
+            }
             other => {
-                errors.push(format!("snow.auth.type: must be basic or none, got {other:?}"));
+                errors.push(format!("snow.auth.type: must be basic, oauth_client_credentials, oauth_password or none, got {other:?}"));
                 AuthSpec::None
             }
         };

@@ -4,12 +4,15 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use http::header::{AUTHORIZATION, COOKIE, HeaderValue};
-use http_body_util::BodyExt;
+use bytes::Bytes;
+use http::header::{AUTHORIZATION, COOKIE};
+use http_body_util::{BodyExt, Full};
+use snow_core::error::ErrorClass;
 use wasmtime_wasi_http::{DEFAULT_FORBIDDEN_HEADERS, Error as HttpError, ForbiddenHeaderFilter, RequestOptions, WasiBody, WasiHttpHooks};
 
 use super::limiter::InstanceLimiter;
-use crate::metrics::Metrics;
+use crate::auth::Credentials;
+use crate::metrics::{Metrics, labels};
 
 /// Longest connect wait a guest may ask for.
 const MAX_CONNECT: Duration = Duration::from_secs(60);
@@ -19,6 +22,9 @@ const MAX_FIRST_BYTE: Duration = Duration::from_secs(120);
 const MAX_BETWEEN_BYTES: Duration = Duration::from_secs(60);
 /// Used when the guest sets no timeout (wasmtime's own default is 600 s).
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
+/// Request bodies are buffered so a request can be re-sent after a 401; Table API bodies are one
+/// record, far below this.
+const MAX_REQUEST_BODY: usize = 16 << 20;
 
 /// What a connector's gate allows and adds.
 #[derive(Clone)]
@@ -29,8 +35,8 @@ pub struct GateSettings {
     pub scheme: String,
     /// The only authority requests may go to (`host[:port]`, lower case).
     pub authority: String,
-    /// The `Authorization` value the host attaches, if any. Never shown in logs.
-    pub authorization: Option<HeaderValue>,
+    /// The credentials the host attaches. Never shown in logs.
+    pub credentials: Credentials,
 }
 
 /// The outbound gate of one guest store; cheap to clone.
@@ -52,6 +58,88 @@ impl Gate {
         let authority = uri.authority().map(|a| a.as_str().to_ascii_lowercase()).unwrap_or_default();
         scheme == self.settings.scheme && normalize(&authority, scheme) == normalize(&self.settings.authority, &self.settings.scheme)
     }
+
+    fn refuse(&self, uri: &http::Uri) -> SendFuture {
+        tracing::warn!(
+            connector = %self.settings.connector,
+            "refused a guest request to {}://{}{}: only {}://{} is allowed",
+            uri.scheme_str().unwrap_or("?"),
+            uri.authority().map(|a| a.as_str()).unwrap_or("?"),
+            uri.path(),
+            self.settings.scheme,
+            self.settings.authority
+        );
+        self.metrics.counter_add("snow_outbound_refused_total", 1, &labels(&[("connector", &self.settings.connector)]));
+        Box::new(async { Err(HttpError::HttpRequestDenied) })
+    }
+
+    /// Sends the buffered request, attaching credentials, within the in-flight cap; after a 401
+    /// to a token it invalidates that token and sends once more with a fresh one.
+    async fn send(
+        self,
+        parts: http::request::Parts,
+        body: Bytes,
+        options: RequestOptions,
+    ) -> Result<(http::Response<WasiBody>, IoFuture), HttpError> {
+        let connector = self.settings.connector.clone();
+        let mut resent = false;
+        loop {
+            let authorization = match self.settings.credentials.authorization().await {
+                Ok(a) => a,
+                Err(e) => return Ok(credentials_failed(&connector, &e)),
+            };
+            let mut builder = http::Request::builder().method(parts.method.clone()).uri(parts.uri.clone()).version(parts.version);
+            for (name, value) in &parts.headers {
+                builder = builder.header(name, value);
+            }
+            if let Some(a) = &authorization {
+                builder = builder.header(AUTHORIZATION, a.value.clone());
+            }
+            let request = builder
+                .body(Full::new(body.clone()).map_err(|never| match never {}).boxed_unsync())
+                .map_err(|e| HttpError::InternalError(Some(format!("rebuilding the request: {e}"))))?;
+            let permit = self.limiter.acquire().await;
+            self.metrics.counter_add("snow_outbound_requests_total", 1, &labels(&[("connector", &connector)]));
+            let (response, io) = wasmtime_wasi_http::default_send_request(request, Some(options)).await?;
+            let status = response.status().as_u16();
+            self.limiter.record(status);
+            if status == 401
+                && !resent
+                && let Some(a) = &authorization
+                && self.settings.credentials.rejected(a).await
+            {
+                tracing::info!(connector = %connector, "401 with an OAuth token: sending once more with a fresh token");
+                resent = true;
+                continue;
+            }
+            // The place in flight is held until the guest has read or dropped the body.
+            let response = response.map(move |body| {
+                body.map_frame(move |frame| {
+                    let _held = &permit;
+                    frame
+                })
+                .boxed_unsync()
+            });
+            return Ok((response, Box::new(io) as IoFuture));
+        }
+    }
+}
+
+/// A ServiceNow-shaped answer telling the guest the host could not obtain credentials: 401 when
+/// they were refused for good, 503 when trying again later may work.
+fn credentials_failed(connector: &str, error: &snow_core::error::SnowError) -> (http::Response<WasiBody>, IoFuture) {
+    let status = if error.class() == ErrorClass::Transient { 503 } else { 401 };
+    tracing::error!(connector, "could not obtain credentials for the instance: {error}");
+    let body = serde_json::json!({
+        "error": { "message": format!("the host could not obtain credentials: {error}"), "detail": "snow-connect outbound gate" },
+        "status": "failure",
+    });
+    let response = http::Response::builder()
+        .status(status)
+        .header("content-type", "application/json")
+        .body(Full::new(Bytes::from(body.to_string())).map_err(|never| match never {}).boxed_unsync())
+        .unwrap_or_else(|_| http::Response::new(Full::new(Bytes::new()).map_err(|never| match never {}).boxed_unsync()));
+    (response, Box::new(async { Ok(()) }) as IoFuture)
 }
 
 /// `host:443` for https and `host:80` for http are the same as `host`.
@@ -72,24 +160,9 @@ impl WasiHttpHooks for Gate {
         Arc::new(|name| DEFAULT_FORBIDDEN_HEADERS.contains(name) || name == AUTHORIZATION || name == COOKIE)
     }
 
-    fn send_request(&mut self, mut request: http::Request<WasiBody>, options: Option<RequestOptions>, _fut: IoFuture) -> SendFuture {
-        let connector = self.settings.connector.clone();
+    fn send_request(&mut self, request: http::Request<WasiBody>, options: Option<RequestOptions>, _fut: IoFuture) -> SendFuture {
         if !self.allows(request.uri()) {
-            let uri = request.uri();
-            tracing::warn!(
-                connector = %connector,
-                "refused a guest request to {}://{}{}: only {}://{} is allowed",
-                uri.scheme_str().unwrap_or("?"),
-                uri.authority().map(|a| a.as_str()).unwrap_or("?"),
-                uri.path(),
-                self.settings.scheme,
-                self.settings.authority
-            );
-            self.metrics.counter_add("snow_outbound_refused_total", 1, &[("connector".into(), connector)]);
-            return Box::new(async { Err(HttpError::HttpRequestDenied) });
-        }
-        if let Some(value) = &self.settings.authorization {
-            request.headers_mut().insert(AUTHORIZATION, value.clone());
+            return self.refuse(request.uri());
         }
         let options = options.unwrap_or_default();
         let options = RequestOptions {
@@ -97,22 +170,14 @@ impl WasiHttpHooks for Gate {
             first_byte_timeout: clamp(options.first_byte_timeout, MAX_FIRST_BYTE),
             between_bytes_timeout: clamp(options.between_bytes_timeout, MAX_BETWEEN_BYTES),
         };
-        let semaphore = self.limiter.semaphore();
-        let metrics = self.metrics.clone();
+        let gate = self.clone();
         Box::new(async move {
-            let permit =
-                semaphore.acquire_owned().await.map_err(|_| HttpError::InternalError(Some("the outbound gate is closed".into())))?;
-            metrics.counter_add("snow_outbound_requests_total", 1, &[("connector".into(), connector)]);
-            let (response, io) = wasmtime_wasi_http::default_send_request(request, Some(options)).await?;
-            // The permit is held until the guest has read or dropped the body.
-            let response = response.map(move |body| {
-                body.map_frame(move |frame| {
-                    let _held = &permit;
-                    frame
-                })
-                .boxed_unsync()
-            });
-            Ok((response, Box::new(io) as IoFuture))
+            let (parts, body) = request.into_parts();
+            let body = body.collect().await?.to_bytes();
+            if body.len() > MAX_REQUEST_BODY {
+                return Err(HttpError::HttpRequestBodySize(Some(body.len() as u64)));
+            }
+            gate.send(parts, body, options).await
         })
     }
 }

@@ -5,9 +5,11 @@
 //! passes the host's outbound gate) and, in tests, scripted transports. Retry timing, auth and
 //! redaction build on these types; none of them lives in a transport.
 
+pub mod request_id;
+pub mod retry;
 pub mod transport;
 pub mod url;
 #[cfg(all(target_arch = "wasm32", target_os = "wasi"))]
 pub mod wasi;
 
-pub use transport::{Method, Request, Response, Transport, TransportError, TransportErrorKind};
+pub use transport::{Method, Request, Response, Timeouts, Transport, TransportError, TransportErrorKind};

@@ -49,8 +49,8 @@ pub struct Timeouts {
     pub connect_ms: u32,
     /// From sending to the first response byte.
     pub first_byte_ms: u32,
-    /// Longest pause between body chunks.
-    pub between_bytes_ms: u32,
+    /// Longest time to receive the whole response body.
+    pub body_ms: u32,
 }
 
 /// One HTTP request.

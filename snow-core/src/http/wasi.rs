@@ -3,7 +3,10 @@
 //! Each request is handed to the host first and its body written afterwards, so a body larger
 //! than the host's buffer never blocks. A GET's body is finished without any write: writing even
 //! an empty slice after hyper dropped the body of a GET fails as "closed" (wasm-recipe.md §10).
+//! The response body is read against a deadline (`Timeouts::body_ms` for the whole body), by
+//! polling the stream and a monotonic timer together.
 
+use wasip2::clocks::monotonic_clock;
 use wasip2::http::outgoing_handler;
 use wasip2::http::types::{
     ErrorCode, Fields, IncomingResponse, Method as WasiMethod, OutgoingBody, OutgoingRequest, RequestOptions, Scheme,
@@ -32,7 +35,8 @@ impl Transport for WasiTransport {
         // A host may refuse to set a timeout; the request still goes out with its defaults.
         let _ = options.set_connect_timeout(Some(ms(request.timeouts.connect_ms)));
         let _ = options.set_first_byte_timeout(Some(ms(request.timeouts.first_byte_ms)));
-        let _ = options.set_between_bytes_timeout(Some(ms(request.timeouts.between_bytes_ms)));
+        // A stall is caught by the host too; the whole-body deadline is enforced while reading.
+        let _ = options.set_between_bytes_timeout(Some(ms(request.timeouts.body_ms.min(60_000))));
         let future = outgoing_handler::handle(outgoing, Some(options)).map_err(|e| from_error_code(&e, false, &what(), &target))?;
         let write_result = write_body(body, &request.body);
         future.subscribe().block();
@@ -43,7 +47,8 @@ impl Transport for WasiTransport {
         };
         write_result
             .map_err(|m| TransportError::new(TransportErrorKind::AfterSend, format!("{}: writing the request body failed: {m}", what())))?;
-        read_response(response, request.max_response_bytes).map_err(|mut e| {
+        let deadline = monotonic_clock::now().saturating_add(ms(request.timeouts.body_ms));
+        read_response(response, request.max_response_bytes, deadline, request.timeouts.body_ms).map_err(|mut e| {
             e.message = format!("{}: {}", what(), e.message);
             e
         })
@@ -114,7 +119,7 @@ fn write_body(body: OutgoingBody, bytes: &[u8]) -> Result<(), String> {
     OutgoingBody::finish(body, None).map_err(|e| format!("{e:?}"))
 }
 
-fn read_response(response: IncomingResponse, max_bytes: usize) -> Result<Response, TransportError> {
+fn read_response(response: IncomingResponse, max_bytes: usize, deadline: u64, body_ms: u32) -> Result<Response, TransportError> {
     let status = response.status();
     let headers = {
         let fields = response.headers();
@@ -124,7 +129,18 @@ fn read_response(response: IncomingResponse, max_bytes: usize) -> Result<Respons
     let stream = incoming.stream().map_err(|()| invalid("response body stream taken twice"))?;
     let mut body = Vec::new();
     loop {
-        match stream.blocking_read(READ_CHUNK) {
+        let ready = {
+            let readable = stream.subscribe();
+            let timer = monotonic_clock::subscribe_instant(deadline);
+            wasip2::io::poll::poll(&[&readable, &timer]).contains(&0)
+        };
+        if !ready {
+            return Err(TransportError::new(
+                TransportErrorKind::AfterSend,
+                format!("the response body was not complete after {body_ms} ms (snow.http.body.timeout.ms)"),
+            ));
+        }
+        match stream.read(READ_CHUNK) {
             Ok(chunk) => {
                 if body.len() + chunk.len() > max_bytes {
                     return Err(TransportError::new(TransportErrorKind::TooLarge, format!("response body exceeds {max_bytes} bytes")));

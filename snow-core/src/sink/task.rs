@@ -1,6 +1,7 @@
 //! One sink lane: writes the records of one partition in order and reports one outcome each.
 
 use super::operation::{Write, resolve};
+use crate::clock::Clock;
 use crate::config::{Entries, SinkConfig};
 use crate::error::{Failure, SnowError};
 use crate::http::Transport;
@@ -8,16 +9,16 @@ use crate::record::{Operation, Outcome, SinkRecord, Written};
 use crate::table::TableClient;
 
 /// Writes records to one ServiceNow table.
-pub struct SinkTask<T> {
-    client: TableClient<T>,
+pub struct SinkTask<T, C> {
+    client: TableClient<T, C>,
     config: SinkConfig,
 }
 
-impl<T: Transport> SinkTask<T> {
-    /// Opens a lane for the sink configured by `entries`.
-    pub fn open(entries: &Entries, transport: T) -> Result<Self, SnowError> {
+impl<T: Transport, C: Clock> SinkTask<T, C> {
+    /// Opens a lane for the sink configured by `entries`; retries sleep on `clock`.
+    pub fn open(entries: &Entries, transport: T, clock: C) -> Result<Self, SnowError> {
         let config = SinkConfig::parse(entries)?;
-        Ok(Self { client: TableClient::new(&config.instance, transport), config })
+        Ok(Self { client: TableClient::new(&config.instance, transport, clock), config })
     }
 
     /// Writes `records` in order. After a retryable failure the rest are not attempted and get a

@@ -1,6 +1,7 @@
 //! One table's stream: open it at its stored offset, then each `poll` makes one request and
 //! returns the page's rows as records, each with the offset to store once Kafka has it.
 
+use crate::clock::Clock;
 use crate::config::{Entries, SourceConfig, TableConfig};
 use crate::cursor::{Cursor, Partition, Sweep};
 use crate::error::{ErrorClass, SnowError};
@@ -10,18 +11,18 @@ use crate::table::{DisplayValue, ListParams, TableClient, parse_page};
 use crate::time::Timestamp;
 
 /// Reads one table along its keyset cursor.
-pub struct SourceTask<T> {
-    client: TableClient<T>,
+pub struct SourceTask<T, C> {
+    client: TableClient<T, C>,
     table: TableConfig,
     instance: String,
     partition_key: String,
     sweep: Sweep,
 }
 
-impl<T: Transport> SourceTask<T> {
+impl<T: Transport, C: Clock> SourceTask<T, C> {
     /// Opens the stream of the single table in `entries`, resuming from its offset in `offsets`
-    /// (the host passes every offset stored for the connector).
-    pub fn open(entries: &Entries, offsets: &[SourceOffset], transport: T) -> Result<Self, SnowError> {
+    /// (the host passes every offset stored for the connector). Retries sleep on `clock`.
+    pub fn open(entries: &Entries, offsets: &[SourceOffset], transport: T, clock: C) -> Result<Self, SnowError> {
         let config = SourceConfig::parse(entries)?;
         let count = config.tables.len();
         let Ok([table]) = <[TableConfig; 1]>::try_from(config.tables) else {
@@ -42,7 +43,7 @@ impl<T: Transport> SourceTask<T> {
             }
         };
         Ok(Self {
-            client: TableClient::new(&config.instance, transport),
+            client: TableClient::new(&config.instance, transport, clock),
             instance: config.instance.authority.clone(),
             sweep: Sweep::new(cursor, config.safety_lag_seconds),
             table,
@@ -142,6 +143,7 @@ fn refuse_foreign_offset(partition: &Partition, offsets: &[SourceOffset]) -> Res
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::clock::ManualClock;
     use crate::config::reader::entries_from_pairs;
     use crate::http::transport::{Request, Response, TransportError};
 
@@ -179,7 +181,7 @@ mod tests {
             answers: vec![(format!(r#"{{"result":[{},{}]}}"#, row("a", 0), row("b", 0)), 100), (r#"{"result":[]}"#.into(), 100)],
             sent: vec![],
         };
-        let mut task = SourceTask::open(&entries(&[]), &[], &mut pages).unwrap();
+        let mut task = SourceTask::open(&entries(&[]), &[], &mut pages, ManualClock::default()).unwrap();
         let batch = task.poll().unwrap();
         assert_eq!(batch.records.len(), 2);
         assert_eq!(batch.next_poll_ms, 0, "a full page is chained without waiting");
@@ -189,16 +191,18 @@ mod tests {
         assert_eq!(last.timestamp_ms, Some(0));
         let offsets = vec![last.offset.clone()];
         drop(task);
-        let task = SourceTask::open(&entries(&[]), &offsets, &mut pages).unwrap();
+        let task = SourceTask::open(&entries(&[]), &offsets, &mut pages, ManualClock::default()).unwrap();
         assert_eq!(task.cursor(), &Cursor { ts: Timestamp(0), id: "b".into() });
     }
 
     #[test]
     fn a_changed_query_refuses_the_stored_offset() {
         let mut pages = Pages { answers: vec![], sent: vec![] };
-        let old = SourceTask::open(&entries(&[]), &[], &mut pages).unwrap().partition_key().to_string();
+        let old = SourceTask::open(&entries(&[]), &[], &mut pages, ManualClock::default()).unwrap().partition_key().to_string();
         let offsets = vec![SourceOffset { partition: old, position: Cursor::before(Timestamp(5)).to_position() }];
-        let Err(err) = SourceTask::open(&entries(&[("snow.table.incident.query", "active=true")]), &offsets, &mut pages) else {
+        let Err(err) =
+            SourceTask::open(&entries(&[("snow.table.incident.query", "active=true")]), &offsets, &mut pages, ManualClock::default())
+        else {
             panic!("expected a refusal")
         };
         assert!(
@@ -210,7 +214,7 @@ mod tests {
     #[test]
     fn a_row_without_sys_id_names_the_table() {
         let mut pages = Pages { answers: vec![(r#"{"result":[{"sys_updated_on":"2024-01-01 00:00:00"}]}"#.into(), 100)], sent: vec![] };
-        let mut task = SourceTask::open(&entries(&[]), &[], &mut pages).unwrap();
+        let mut task = SourceTask::open(&entries(&[]), &[], &mut pages, ManualClock::default()).unwrap();
         assert_eq!(task.poll().unwrap_err().to_string(), "table incident: row 0 of the page has no sys_id");
     }
 }

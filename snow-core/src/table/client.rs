@@ -1,13 +1,19 @@
 //! The Table API client: list, get, create, patch, put and delete with the exact parameters
-//! ServiceNow documents, and error answers parsed from its envelope into [`SnowError`]s.
+//! ServiceNow documents; error answers parsed from its envelope into [`SnowError`]s; retries of
+//! transient failures with the instance's [`RetryPolicy`], honouring `Retry-After`, with one
+//! `X-Request-Id` per logical request kept across its retries.
 //!
-//! The client makes exactly one request per call; retrying is the caller's decision.
+//! A write whose outcome is unknown (a POST answered 500, or cut off after sending) is not retried
+//! here: it comes back [`ErrorClass::Ambiguous`] for the caller's policy.
 
 use serde::Deserialize;
 
+use crate::clock::Clock;
 use crate::config::InstanceConfig;
-use crate::error::{ErrorClass, HttpFailure, SnowError};
-use crate::http::transport::{Method, Request, Response, Timeouts, Transport, TransportErrorKind};
+use crate::error::{ErrorClass, Failure, HttpFailure, SnowError};
+use crate::http::request_id::RequestIds;
+use crate::http::retry::{RateLimit, RetryPolicy, RetrySchedule, classify_status, classify_transport, retry_after};
+use crate::http::transport::{Method, Request, Response, Timeouts, Transport};
 use crate::http::url::{encode, query_string};
 use crate::time::Timestamp;
 
@@ -56,37 +62,52 @@ pub struct ListResponse {
     pub server_time: Option<Timestamp>,
 }
 
-/// A write answer.
+/// A write (or get) answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WriteResponse {
-    /// HTTP status (201 create, 200 patch/put, 204 delete).
+    /// HTTP status (201 create, 200 get/patch/put, 204 delete).
     pub status: u16,
     /// `result.sys_id` of the answer, when there is one.
     pub sys_id: Option<String>,
+    /// The answer's body (the record, for get and writes).
+    pub body: Vec<u8>,
 }
-
-/// The largest list answer accepted: 10,000 rows of wide records with display values.
-const MAX_RESPONSE_BYTES: usize = 256 * 1024 * 1024;
 
 /// One Table API endpoint set on one instance.
-pub struct TableClient<T> {
+pub struct TableClient<T, C> {
     transport: T,
+    clock: C,
     base_url: String,
     timeouts: Timeouts,
+    max_response_bytes: usize,
+    retry: RetryPolicy,
+    ids: RequestIds,
+    rate_limit: Option<RateLimit>,
 }
 
-impl<T: Transport> TableClient<T> {
-    /// A client for `instance` sending through `transport`.
-    pub fn new(instance: &InstanceConfig, transport: T) -> Self {
+impl<T: Transport, C: Clock> TableClient<T, C> {
+    /// A client for `instance` sending through `transport`, sleeping on `clock` between retries.
+    pub fn new(instance: &InstanceConfig, transport: T, clock: C) -> Self {
+        let ids = RequestIds::new(clock.seed());
         Self {
             transport,
+            clock,
             base_url: instance.base_url.clone(),
             timeouts: Timeouts {
                 connect_ms: instance.connect_timeout_ms,
                 first_byte_ms: instance.first_byte_timeout_ms,
-                between_bytes_ms: instance.between_bytes_timeout_ms,
+                body_ms: instance.body_timeout_ms,
             },
+            max_response_bytes: instance.max_response_bytes,
+            retry: instance.retry,
+            ids,
+            rate_limit: None,
         }
+    }
+
+    /// The `X-RateLimit-*` headers of the latest answer that carried them.
+    pub fn rate_limit(&self) -> Option<&RateLimit> {
+        self.rate_limit.as_ref()
     }
 
     /// `GET /api/now/table/{table}` with cursor-friendly parameters (`sysparm_no_count=true`,
@@ -106,13 +127,16 @@ impl<T: Transport> TableClient<T> {
             pairs.push(("sysparm_fields", fields));
         }
         let url = format!("{}/api/now/table/{}{}", self.base_url, encode(table), query_string(pairs));
-        let response = self.send(Method::Get, url, Vec::new(), table)?;
+        let response = self.call(Method::Get, &url, Vec::new(), table, &[200, 404])?;
         let server_time = response.header("date").and_then(|d| Timestamp::parse_http_date(d).ok());
-        match response.status {
-            200 => Ok(ListResponse { body: response.body, server_time }),
-            404 => Ok(ListResponse { body: br#"{"result":[]}"#.to_vec(), server_time }),
-            _ => Err(http_failure(&response, Method::Get, table)),
-        }
+        let body = if response.status == 404 { br#"{"result":[]}"#.to_vec() } else { response.body };
+        Ok(ListResponse { body, server_time })
+    }
+
+    /// `GET /api/now/table/{table}/{sys_id}`; expects 200.
+    pub fn get(&mut self, table: &str, sys_id: &str) -> Result<WriteResponse, SnowError> {
+        let url = format!("{}/api/now/table/{}/{}", self.base_url, encode(table), encode(sys_id));
+        self.write(Method::Get, url, Vec::new(), table, &[200])
     }
 
     /// `POST /api/now/table/{table}` with a JSON object body; expects 201.
@@ -142,10 +166,7 @@ impl<T: Transport> TableClient<T> {
     }
 
     fn write(&mut self, method: Method, url: String, body: Vec<u8>, table: &str, ok: &[u16]) -> Result<WriteResponse, SnowError> {
-        let response = self.send(method, url, body, table)?;
-        if !ok.contains(&response.status) {
-            return Err(http_failure(&response, method, table));
-        }
+        let response = self.call(method, &url, body, table, ok)?;
         #[derive(Deserialize)]
         struct Answer {
             result: Option<AnswerRow>,
@@ -155,39 +176,68 @@ impl<T: Transport> TableClient<T> {
             sys_id: Option<String>,
         }
         let sys_id = serde_json::from_slice::<Answer>(&response.body).ok().and_then(|a| a.result).and_then(|r| r.sys_id);
-        Ok(WriteResponse { status: response.status, sys_id })
+        Ok(WriteResponse { status: response.status, sys_id, body: response.body })
     }
 
-    fn send(&mut self, method: Method, url: String, body: Vec<u8>, table: &str) -> Result<Response, SnowError> {
-        let mut headers = vec![("accept".to_string(), "application/json".to_string())];
+    /// Sends one logical request, retrying transient failures within the policy's bounds.
+    fn call(&mut self, method: Method, url: &str, body: Vec<u8>, table: &str, ok: &[u16]) -> Result<Response, SnowError> {
+        let request_id = self.ids.next_id();
+        let mut headers = vec![("accept".to_string(), "application/json".to_string()), ("x-request-id".to_string(), request_id.clone())];
         if !body.is_empty() {
             headers.push(("content-type".into(), "application/json".into()));
         }
-        let request = Request { method, url, headers, body, timeouts: self.timeouts, max_response_bytes: MAX_RESPONSE_BYTES };
-        self.transport.send(&request).map_err(|e| {
-            let class = match e.kind {
-                TransportErrorKind::Denied => return SnowError::Denied(e.message),
-                TransportErrorKind::Connect => ErrorClass::Transient,
-                TransportErrorKind::AfterSend if method.is_idempotent() => ErrorClass::Transient,
-                TransportErrorKind::AfterSend => ErrorClass::Ambiguous,
-                TransportErrorKind::TooLarge | TransportErrorKind::Invalid => ErrorClass::Fatal,
+        let request =
+            Request { method, url: url.to_string(), headers, body, timeouts: self.timeouts, max_response_bytes: self.max_response_bytes };
+        let mut schedule = RetrySchedule::new(self.retry, self.clock.now(), self.clock.seed());
+        loop {
+            let (error, wait) = match self.transport.send(&request) {
+                Ok(response) => {
+                    if let Some(limit) = RateLimit::from_headers(|h| response.header(h)) {
+                        self.rate_limit = Some(limit);
+                    }
+                    if ok.contains(&response.status) {
+                        return Ok(response);
+                    }
+                    let server_now = response.header("date").and_then(|d| Timestamp::parse_http_date(d).ok());
+                    let wait = response.header("retry-after").and_then(|v| retry_after(v, server_now));
+                    (http_failure(&response, method, table, &request_id), wait)
+                }
+                Err(e) => {
+                    let verdict = classify_transport(e.kind, method);
+                    let message = format!("{method} table {table}: {} ({}) [request id {request_id}]", e.message, verdict.reason);
+                    let error = if verdict.class == ErrorClass::Fatal && e.kind == crate::http::TransportErrorKind::Denied {
+                        SnowError::Denied(e.message)
+                    } else {
+                        SnowError::Transport(Failure { message, class: verdict.class })
+                    };
+                    (error, None)
+                }
             };
-            SnowError::transport(format!("table {table}: {}", e.message), class)
-        })
+            if error.class() != ErrorClass::Transient {
+                return Err(error);
+            }
+            match schedule.next_delay(self.clock.now(), wait) {
+                Ok(delay) => self.clock.sleep(delay),
+                Err(bound) => return Err(gave_up(error, &bound.describe())),
+            }
+        }
     }
 }
 
-/// The classification of an error status for a request of `method`.
-pub fn classify_status(status: u16, method: Method) -> ErrorClass {
-    match status {
-        429 | 503 => ErrorClass::Transient,
-        408 | 500 | 502 | 504 if method.is_idempotent() => ErrorClass::Transient,
-        408 | 500 | 502 | 504 => ErrorClass::Ambiguous,
-        _ => ErrorClass::Fatal,
+/// The last error of a retried request, prefixed with the bound that ended the retries. It stays
+/// transient: the caller may try again later.
+fn gave_up(error: SnowError, bound: &str) -> SnowError {
+    match error {
+        SnowError::Http(mut h) => {
+            h.message = format!("{bound}: {}", h.message);
+            SnowError::Http(h)
+        }
+        SnowError::Transport(f) => SnowError::Transport(Failure { message: format!("{bound}: {}", f.message), class: f.class }),
+        other => other,
     }
 }
 
-fn http_failure(response: &Response, method: Method, table: &str) -> SnowError {
+fn http_failure(response: &Response, method: Method, table: &str, request_id: &str) -> SnowError {
     #[derive(Deserialize)]
     struct Envelope {
         error: Option<EnvelopeError>,
@@ -202,12 +252,13 @@ fn http_failure(response: &Response, method: Method, table: &str) -> SnowError {
         Some(e) => (e.message.unwrap_or_else(|| "no message".into()), e.detail),
         None => (format!("unexpected answer: {}", body_excerpt(&response.body)), None),
     };
+    let verdict = classify_status(response.status, method);
     SnowError::Http(HttpFailure {
         status: response.status,
-        message: format!("{method} table {table}: {message}"),
-        detail,
-        request_id: response.header("x-request-id").map(String::from),
-        class: classify_status(response.status, method),
+        message: crate::redact::redact(&format!("{method} table {table}: {message} ({})", verdict.reason)),
+        detail: detail.map(|d| crate::redact::redact(&d)),
+        request_id: Some(request_id.to_string()),
+        class: verdict.class,
     })
 }
 
@@ -225,44 +276,58 @@ fn body_excerpt(body: &[u8]) -> String {
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
-    use crate::http::transport::TransportError;
+    use crate::clock::ManualClock;
+    use crate::http::transport::{TransportError, TransportErrorKind};
 
     /// Answers each request with the next scripted response and remembers what was sent.
-    pub(crate) struct Scripted {
-        pub answers: Vec<Result<Response, TransportError>>,
-        pub sent: Vec<Request>,
+    struct Scripted {
+        answers: Vec<Result<Response, TransportError>>,
+        sent: Vec<Request>,
     }
 
-    impl Transport for Scripted {
+    impl Transport for &mut Scripted {
         fn send(&mut self, request: &Request) -> Result<Response, TransportError> {
             self.sent.push(request.clone());
             self.answers.remove(0)
         }
     }
 
-    fn instance() -> InstanceConfig {
+    fn instance(max_attempts: u32) -> InstanceConfig {
         InstanceConfig {
             base_url: "https://acme.service-now.com".into(),
             scheme: "https".into(),
             authority: "acme.service-now.com".into(),
             connect_timeout_ms: 1,
             first_byte_timeout_ms: 2,
-            between_bytes_timeout_ms: 3,
+            body_timeout_ms: 3,
+            max_response_bytes: 1 << 20,
+            retry: RetryPolicy {
+                max_attempts,
+                max_elapsed: Duration::from_secs(600),
+                initial: Duration::from_millis(100),
+                max_backoff: Duration::from_secs(5),
+            },
         }
     }
 
-    fn answer(status: u16, body: &str) -> Result<Response, TransportError> {
-        Ok(Response {
-            status,
-            headers: vec![("Date".into(), "Mon, 01 Jan 2024 00:00:10 GMT".into()), ("X-Request-Id".into(), "rid".into())],
-            body: body.as_bytes().to_vec(),
-        })
+    fn answer(status: u16, body: &str, extra: &[(&str, &str)]) -> Result<Response, TransportError> {
+        let mut headers = vec![("Date".to_string(), "Mon, 01 Jan 2024 00:00:10 GMT".to_string())];
+        headers.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+        Ok(Response { status, headers, body: body.as_bytes().to_vec() })
+    }
+
+    fn list_params() -> ListParams<'static> {
+        ListParams { query: "", fields: None, limit: 1, display_value: DisplayValue::Raw, exclude_reference_link: false }
     }
 
     #[test]
     fn list_sends_exact_parameters_and_reads_the_clock() {
-        let mut client = TableClient::new(&instance(), Scripted { answers: vec![answer(200, r#"{"result":[]}"#)], sent: vec![] });
+        let mut script = Scripted { answers: vec![answer(200, r#"{"result":[]}"#, &[])], sent: vec![] };
+        let clock = ManualClock::default();
+        let mut client = TableClient::new(&instance(3), &mut script, &clock);
         let fields = vec!["sys_id".to_string(), "number".to_string()];
         let params = ListParams {
             query: "a=b^ORDERBYsys_id",
@@ -274,61 +339,108 @@ mod tests {
         let out = client.list("incident", &params).unwrap();
         assert_eq!(out.server_time.unwrap().to_string(), "2024-01-01 00:00:10");
         assert_eq!(
-            client.transport.sent[0].url,
+            script.sent[0].url,
             "https://acme.service-now.com/api/now/table/incident?sysparm_query=a%3Db%5EORDERBYsys_id&sysparm_limit=100\
              &sysparm_display_value=false&sysparm_exclude_reference_link=true&sysparm_no_count=true\
              &sysparm_suppress_pagination_header=true&sysparm_fields=sys_id%2Cnumber"
         );
+        assert!(script.sent[0].headers.iter().any(|(k, v)| k == "x-request-id" && v.starts_with("snow-")));
     }
 
     #[test]
     fn v1_404_is_an_empty_page_and_errors_use_the_envelope() {
-        let mut client = TableClient::new(
-            &instance(),
-            Scripted {
-                answers: vec![
-                    answer(404, r#"{"error":{"message":"No Record found","detail":"Records not found"},"status":"failure"}"#),
-                    answer(403, r#"{"error":{"message":"User Not Authorized","detail":"ACL"},"status":"failure"}"#),
-                    answer(502, "<html>bad gateway</html>"),
-                ],
-                sent: vec![],
-            },
-        );
-        let params = ListParams { query: "", fields: None, limit: 1, display_value: DisplayValue::Raw, exclude_reference_link: false };
-        assert_eq!(client.list("incident", &params).unwrap().body, br#"{"result":[]}"#);
-        let err = client.list("incident", &params).unwrap_err();
+        let mut script = Scripted {
+            answers: vec![
+                answer(404, r#"{"error":{"message":"No Record found","detail":"Records not found"},"status":"failure"}"#, &[]),
+                answer(403, r#"{"error":{"message":"User Not Authorized","detail":"ACL"},"status":"failure"}"#, &[]),
+                answer(502, "<html>bad gateway</html>", &[]),
+            ],
+            sent: vec![],
+        };
+        let clock = ManualClock::default();
+        let mut client = TableClient::new(&instance(3), &mut script, &clock);
+        assert_eq!(client.list("incident", &list_params()).unwrap().body, br#"{"result":[]}"#);
+        let err = client.list("incident", &list_params()).unwrap_err();
         assert_eq!(err.class(), ErrorClass::Fatal);
-        assert_eq!(err.to_string(), "ServiceNow answered 403: GET table incident: User Not Authorized (ACL) [request id rid]");
+        let SnowError::Http(h) = &err else { panic!("{err:?}") };
+        assert_eq!((h.status, h.detail.as_deref()), (403, Some("ACL")));
+        assert!(h.message.starts_with("GET table incident: User Not Authorized (forbidden by an ACL"), "{}", h.message);
         let err = client.create("incident", b"{}".to_vec()).unwrap_err();
-        assert_eq!(err.class(), ErrorClass::Ambiguous);
+        assert_eq!(err.class(), ErrorClass::Ambiguous, "a POST answered 502 is not retried");
         assert!(err.to_string().contains("unexpected answer: <html>bad gateway</html>"), "{err}");
+        assert!(clock.sleeps().is_empty());
     }
 
     #[test]
-    fn transport_failures_are_classified_by_idempotency() {
-        let after_send = || Err(TransportError::new(TransportErrorKind::AfterSend, "reset"));
-        let mut client = TableClient::new(
-            &instance(),
-            Scripted {
-                answers: vec![after_send(), after_send(), Err(TransportError::new(TransportErrorKind::Denied, "no"))],
-                sent: vec![],
-            },
-        );
+    fn transient_failures_are_retried_with_the_same_request_id_honouring_retry_after() {
+        let reset = || Err(TransportError::new(TransportErrorKind::Connect, "refused"));
+        let mut script = Scripted {
+            answers: vec![
+                answer(
+                    429,
+                    r#"{"error":{"message":"Too many"}}"#,
+                    &[("Retry-After", "7"), ("X-RateLimit-Limit", "100"), ("X-RateLimit-Rule", "r1")],
+                ),
+                reset(),
+                answer(503, "", &[("Retry-After", "Mon, 01 Jan 2024 00:00:13 GMT")]),
+                answer(200, r#"{"result":[]}"#, &[]),
+            ],
+            sent: vec![],
+        };
+        let clock = ManualClock::default();
+        let mut client = TableClient::new(&instance(5), &mut script, &clock);
+        client.list("incident", &list_params()).unwrap();
+        assert_eq!(client.rate_limit().and_then(|r| r.limit), Some(100));
+        let sleeps = clock.sleeps();
+        assert_eq!(sleeps.len(), 3);
+        assert_eq!(sleeps[0], Duration::from_secs(7), "delta-seconds Retry-After");
+        assert!(sleeps[1] <= Duration::from_millis(200), "jittered backoff after a refused connection: {:?}", sleeps[1]);
+        assert_eq!(sleeps[2], Duration::from_secs(3), "HTTP-date Retry-After against the answer's Date");
+        let ids: Vec<&str> = script.sent.iter().map(|r| r.headers.iter().find(|(k, _)| k == "x-request-id").unwrap().1.as_str()).collect();
+        assert!(ids.windows(2).all(|w| w[0] == w[1]), "one request id across retries: {ids:?}");
+    }
+
+    #[test]
+    fn a_burst_longer_than_the_bound_surfaces_as_a_retryable_error_naming_the_bound() {
+        let mut script = Scripted { answers: (0..4).map(|_| answer(503, r#"{"error":{"message":"down"}}"#, &[])).collect(), sent: vec![] };
+        let clock = ManualClock::default();
+        let mut client = TableClient::new(&instance(4), &mut script, &clock);
+        let err = client.patch("incident", "abc", b"{}".to_vec()).unwrap_err();
+        assert!(err.is_retryable());
+        assert!(err.to_string().contains("gave up after 4 attempts (snow.retry.max.attempts): PATCH table incident: down"), "{err}");
+        assert_eq!(script.sent.len(), 4);
+    }
+
+    #[test]
+    fn writes_cut_off_after_sending_are_ambiguous_and_not_retried() {
+        let after = || Err(TransportError::new(TransportErrorKind::AfterSend, "reset"));
+        let mut script = Scripted {
+            answers: vec![after(), after(), answer(200, "{}", &[]), Err(TransportError::new(TransportErrorKind::Denied, "no"))],
+            sent: vec![],
+        };
+        let clock = ManualClock::default();
+        let mut client = TableClient::new(&instance(3), &mut script, &clock);
         assert_eq!(client.create("t", b"{}".to_vec()).unwrap_err().class(), ErrorClass::Ambiguous);
-        assert_eq!(client.patch("t", "x", b"{}".to_vec()).unwrap_err().class(), ErrorClass::Transient);
+        assert!(client.patch("t", "x", b"{}".to_vec()).is_ok(), "an idempotent PATCH is retried");
         assert!(matches!(client.delete("t", "x").unwrap_err(), SnowError::Denied(_)));
     }
 
     #[test]
-    fn create_reads_the_new_sys_id() {
-        let mut client = TableClient::new(
-            &instance(),
-            Scripted { answers: vec![answer(201, r#"{"result":{"sys_id":"abc","number":"INC1"}}"#)], sent: vec![] },
-        );
+    fn create_reads_the_new_sys_id_and_get_reads_a_record() {
+        let mut script = Scripted {
+            answers: vec![
+                answer(201, r#"{"result":{"sys_id":"abc","number":"INC1"}}"#, &[]),
+                answer(200, r#"{"result":{"sys_id":"abc"}}"#, &[]),
+            ],
+            sent: vec![],
+        };
+        let clock = ManualClock::default();
+        let mut client = TableClient::new(&instance(3), &mut script, &clock);
         let out = client.create("incident", br#"{"short_description":"x"}"#.to_vec()).unwrap();
-        assert_eq!(out, WriteResponse { status: 201, sys_id: Some("abc".into()) });
-        let sent = &client.transport.sent[0];
-        assert_eq!(sent.method, Method::Post);
-        assert!(sent.headers.contains(&("content-type".into(), "application/json".into())));
+        assert_eq!((out.status, out.sys_id.as_deref()), (201, Some("abc")));
+        assert_eq!(client.get("incident", "abc").unwrap().sys_id.as_deref(), Some("abc"));
+        assert_eq!(script.sent[0].method, Method::Post);
+        assert!(script.sent[0].headers.contains(&("content-type".into(), "application/json".into())));
+        assert_eq!(script.sent[1].url, "https://acme.service-now.com/api/now/table/incident/abc");
     }
 }

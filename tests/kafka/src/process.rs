@@ -44,6 +44,11 @@ fn cluster_id() -> String {
             out.push(A[((n >> (18 - 6 * i)) & 63) as usize] as char);
         }
     }
+    // An id starting with '-' reads as an option to the storage tool (Kafka's own Uuid.randomUuid
+    // never makes one); any other first character is still 16 bytes.
+    if out.starts_with('-') {
+        out.replace_range(..1, "A");
+    }
     out
 }
 
@@ -159,4 +164,16 @@ pub fn lock_exclusive(file: &File) -> io::Result<()> {
         return Err(io::Error::last_os_error());
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn cluster_ids_never_start_with_a_dash() {
+        for _ in 0..2000 {
+            let id = super::cluster_id();
+            assert_eq!(id.len(), 22);
+            assert!(!id.starts_with('-'), "{id}");
+        }
+    }
 }

@@ -43,7 +43,7 @@ impl GuestSourceTask for Rogue {
             url: self.url.borrow().clone(),
             headers: vec![],
             body: vec![],
-            timeouts: Timeouts { connect_ms: 2000, first_byte_ms: 2000, between_bytes_ms: 2000 },
+            timeouts: Timeouts { connect_ms: 2000, first_byte_ms: 2000, body_ms: 2000 },
             max_response_bytes: 1 << 20,
         };
         match WasiTransport.send(&request) {

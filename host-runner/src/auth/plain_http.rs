@@ -1,0 +1,40 @@
+//! The host's own HTTP requests (token requests): a snow-core [`Request`] sent with wasmtime's
+//! default sender, the whole answer read into a [`Response`].
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use snow_core::http::{Request, Response, TransportError, TransportErrorKind};
+use std::time::Duration;
+use wasmtime_wasi_http::RequestOptions;
+
+/// Sends `request` and reads the whole answer (up to its size cap).
+pub async fn send(request: &Request) -> Result<Response, TransportError> {
+    let mut builder = http::Request::builder().method(request.method.as_str()).uri(&request.url);
+    for (k, v) in &request.headers {
+        builder = builder.header(k, v);
+    }
+    let body = Full::new(Bytes::from(request.body.clone())).map_err(|never| match never {});
+    let http_request =
+        builder.body(body).map_err(|e| TransportError::new(TransportErrorKind::Invalid, format!("building the request: {e}")))?;
+    let ms = |v: u32| Some(Duration::from_millis(u64::from(v)));
+    let options = RequestOptions {
+        connect_timeout: ms(request.timeouts.connect_ms),
+        first_byte_timeout: ms(request.timeouts.first_byte_ms),
+        between_bytes_timeout: ms(request.timeouts.body_ms),
+    };
+    let (response, io) = wasmtime_wasi_http::default_send_request(http_request, Some(options))
+        .await
+        .map_err(|e| TransportError::new(TransportErrorKind::Connect, format!("{e}")))?;
+    let (parts, body) = response.into_parts();
+    let body = tokio::time::timeout(Duration::from_millis(u64::from(request.timeouts.body_ms)), body.collect())
+        .await
+        .map_err(|_| TransportError::new(TransportErrorKind::AfterSend, "the answer body did not arrive in time"))?
+        .map_err(|e| TransportError::new(TransportErrorKind::AfterSend, format!("reading the answer: {e}")))?
+        .to_bytes();
+    drop(io);
+    if body.len() > request.max_response_bytes {
+        return Err(TransportError::new(TransportErrorKind::TooLarge, format!("the answer exceeds {} bytes", request.max_response_bytes)));
+    }
+    let headers = parts.headers.iter().map(|(k, v)| (k.to_string(), String::from_utf8_lossy(v.as_bytes()).into_owned())).collect();
+    Ok(Response { status: parts.status.as_u16(), headers, body: body.to_vec() })
+}
