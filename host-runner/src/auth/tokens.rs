@@ -65,7 +65,7 @@ impl TokenProvider {
             let error = match plain_http::send(&request).await {
                 Ok(response) => match cache.accept(grant, &response, self.now()) {
                     Ok(token) => {
-                        tracing::info!(endpoint = %self.endpoint, grant = grant_label, "obtained an OAuth access token");
+                        tracing::info!(endpoint = %self.endpoint, grant = %grant_label, "obtained an OAuth access token");
                         return Ok(token);
                     }
                     // A refused refresh token falls back to the primary grant at once.

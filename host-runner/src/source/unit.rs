@@ -56,7 +56,7 @@ impl UnitRunner {
             let opened = match self.open().await {
                 Ok(opened) => opened,
                 Err((ErrorClass::Transient, message)) => {
-                    tracing::warn!(connector = self.ctx.name(), unit = %name, "opening failed, retrying: {message}");
+                    tracing::warn!(connector = %self.ctx.name(), unit = %name, "opening failed, retrying: {message}");
                     if !self.shutdown.sleep(backoff.next_delay()).await {
                         break;
                     }
@@ -76,7 +76,7 @@ impl UnitRunner {
                 }
             }
         }
-        tracing::info!(connector = self.ctx.name(), unit = %name, "unit stopped");
+        tracing::info!(connector = %self.ctx.name(), unit = %name, "unit stopped");
     }
 
     async fn open(&self) -> Result<Opened, (ErrorClass, String)> {
@@ -165,7 +165,7 @@ impl UnitRunner {
             &labels(&[("connector", connector), ("table", table), ("class", class_label(class))]),
         );
         if class == ErrorClass::Transient {
-            tracing::warn!(connector, unit = table, "poll failed, retrying: {message}");
+            tracing::warn!(connector = %connector, unit = %table, "poll failed, retrying: {message}");
             true
         } else {
             false
@@ -175,7 +175,7 @@ impl UnitRunner {
     fn park(&self, message: &str) {
         let connector = self.ctx.name();
         let table = self.unit.name.as_str();
-        tracing::error!(connector, unit = table, "unit parked: {message}");
+        tracing::error!(connector = %connector, unit = %table, "unit parked: {message}");
         self.ctx.metrics.gauge_set("snow_source_unit_parked", 1.0, &labels(&[("connector", connector), ("table", table)]));
     }
 }

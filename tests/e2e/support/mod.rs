@@ -43,6 +43,9 @@ pub fn entries(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
     pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
 }
 
+/// The runner's usual log filter.
+pub const DEFAULT_LOG: &str = "debug,rdkafka=info,wasmtime=info,cranelift=info,hyper=info";
+
 /// A running `snow-connect run` process; killed on drop.
 pub struct Runner {
     child: Child,
@@ -52,12 +55,19 @@ pub struct Runner {
 impl Runner {
     /// Starts `snow-connect run <files>` with its log in `dir/<label>.log`.
     pub fn start(dir: &Path, label: &str, files: &[&Path]) -> Self {
+        Self::spawn(dir, label, files, DEFAULT_LOG, &[])
+    }
+
+    /// Like [`Runner::start`] with the log filter `filter` (`SNOW_LOG`) and extra environment
+    /// variables for the runner (what `${env:NAME}` providers read).
+    pub fn spawn(dir: &Path, label: &str, files: &[&Path], filter: &str, env: &[(&str, &str)]) -> Self {
         let log = dir.join(format!("{label}.log"));
         let out = fs::File::create(&log).unwrap();
         let child = Command::new(env!("CARGO_BIN_EXE_snow-connect"))
             .arg("run")
             .args(files)
-            .env("SNOW_LOG", "debug,rdkafka=info,wasmtime=info,cranelift=info,hyper=info")
+            .env("SNOW_LOG", filter)
+            .envs(env.iter().copied())
             .current_dir(dir)
             .stdout(out.try_clone().unwrap())
             .stderr(out)

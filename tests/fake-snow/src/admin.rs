@@ -17,6 +17,9 @@
 //! | `GET /__fake/journal` / `DELETE /__fake/journal` | | read / reset the request journal |
 //! | `POST /__fake/users` | `{"username":..,"password":..}` | add a Basic user |
 //! | `POST /__fake/oauth/clients` | `{"client_id":..,"client_secret":..,"access_ttl_seconds":n}` | add an OAuth client |
+//! | `POST /__fake/oauth/expire` | | every access token expires now (refresh tokens stay valid) |
+//! | `POST /__fake/oauth/revoke_refresh` | | every refresh token becomes invalid |
+//! | `GET /__fake/oauth/tokens` | | every token issued so far (for leak checks) |
 
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -167,6 +170,15 @@ fn try_route(shared: &Shared, method: &str, path: &str, body: &[u8]) -> Result<A
             }
             ok(json!({ "ok": true }))
         }
+        ("POST", ["oauth", "expire"]) => {
+            shared.credentials.lock().unwrap_or_else(|e| e.into_inner()).expire_access_tokens();
+            ok(json!({ "ok": true }))
+        }
+        ("POST", ["oauth", "revoke_refresh"]) => {
+            shared.credentials.lock().unwrap_or_else(|e| e.into_inner()).revoke_refresh_tokens();
+            ok(json!({ "ok": true }))
+        }
+        ("GET", ["oauth", "tokens"]) => ok(json!({ "issued": shared.credentials.lock().unwrap_or_else(|e| e.into_inner()).issued() })),
         _ => Answer::json(404, &json!({ "error": format!("no admin endpoint {method} {path}") })),
     })
 }

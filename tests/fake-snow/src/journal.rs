@@ -26,6 +26,10 @@ pub struct JournalEntry {
     pub in_flight: usize,
     /// Encoded-query terms ServiceNow would have dropped silently.
     pub dropped_terms: Vec<String>,
+    /// For token requests, the `grant_type` asked for.
+    pub grant: Option<String>,
+    /// When the request arrived, in ms since the fake started.
+    pub at_ms: u64,
 }
 
 /// Everything recorded since the last reset.
@@ -38,12 +42,25 @@ pub struct Journal {
 }
 
 /// The recorder.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Recorder {
+    started: std::time::Instant,
     entries: Mutex<Vec<JournalEntry>>,
     in_flight: AtomicUsize,
     max_in_flight: AtomicUsize,
     seq: std::sync::atomic::AtomicU64,
+}
+
+impl Default for Recorder {
+    fn default() -> Self {
+        Self {
+            started: std::time::Instant::now(),
+            entries: Mutex::default(),
+            in_flight: AtomicUsize::default(),
+            max_in_flight: AtomicUsize::default(),
+            seq: Default::default(),
+        }
+    }
 }
 
 /// Held while a request is in flight.
@@ -53,6 +70,8 @@ pub struct InFlight<'a> {
     pub at_start: usize,
     /// Order of arrival.
     pub seq: u64,
+    /// Arrival in ms since the fake started.
+    pub at_ms: u64,
 }
 
 impl Drop for InFlight<'_> {
@@ -66,7 +85,12 @@ impl Recorder {
     pub fn begin(&self) -> InFlight<'_> {
         let now = self.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
         self.max_in_flight.fetch_max(now, Ordering::SeqCst);
-        InFlight { recorder: self, at_start: now, seq: self.seq.fetch_add(1, Ordering::SeqCst) }
+        InFlight {
+            recorder: self,
+            at_start: now,
+            seq: self.seq.fetch_add(1, Ordering::SeqCst),
+            at_ms: self.started.elapsed().as_millis() as u64,
+        }
     }
 
     /// Records a finished request.

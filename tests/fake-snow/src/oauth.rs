@@ -16,6 +16,7 @@ pub struct Credentials {
     pub access_ttl: i64,
     access: HashMap<String, (String, i64)>,
     refresh: HashMap<String, (String, String)>,
+    issued: Vec<String>,
     counter: u64,
 }
 
@@ -68,6 +69,23 @@ impl Credentials {
         Principal::Nobody
     }
 
+    /// Makes every access token expire now (refresh tokens stay valid).
+    pub fn expire_access_tokens(&mut self) {
+        for (_, expires) in self.access.values_mut() {
+            *expires = i64::MIN;
+        }
+    }
+
+    /// Makes every refresh token invalid.
+    pub fn revoke_refresh_tokens(&mut self) {
+        self.refresh.clear();
+    }
+
+    /// Every token issued so far (access and refresh), for tests that look for leaks.
+    pub fn issued(&self) -> Vec<String> {
+        self.issued.clone()
+    }
+
     /// Handles a token request (form fields) at time `now`.
     pub fn grant(&mut self, form: &HashMap<String, String>, now: i64) -> Result<TokenAnswer, &'static str> {
         let field = |k: &str| form.get(k).map(String::as_str).unwrap_or("");
@@ -90,6 +108,8 @@ impl Credentials {
         let refresh_token = format!("rt-{:08}-{}", self.counter, now);
         let ttl = if self.access_ttl > 0 { self.access_ttl } else { 1800 };
         self.access.insert(access_token.clone(), (who.clone(), now + ttl));
+        self.issued.push(access_token.clone());
+        self.issued.push(refresh_token.clone());
         self.refresh.insert(refresh_token.clone(), (field("client_id").to_string(), who));
         Ok(TokenAnswer { access_token, refresh_token, scope: "useraccount", token_type: "Bearer", expires_in: ttl })
     }

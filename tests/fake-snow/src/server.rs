@@ -202,6 +202,25 @@ impl FakeSnow {
     pub fn journal(&self) -> Journal {
         self.shared.journal.snapshot()
     }
+
+    /// Adds an OAuth client; `access_ttl_seconds` sets the lifetime of the tokens it gets.
+    pub fn add_oauth_client(&self, client_id: &str, client_secret: &str, access_ttl_seconds: Option<i64>) {
+        let mut credentials = self.shared.credentials.lock().unwrap_or_else(|e| e.into_inner());
+        credentials.clients.insert(client_id.into(), client_secret.into());
+        if let Some(ttl) = access_ttl_seconds {
+            credentials.access_ttl = ttl;
+        }
+    }
+
+    /// Makes every access token expire now; the next request with one gets a 401.
+    pub fn expire_access_tokens(&self) {
+        self.shared.credentials.lock().unwrap_or_else(|e| e.into_inner()).expire_access_tokens();
+    }
+
+    /// Every token issued so far.
+    pub fn issued_tokens(&self) -> Vec<String> {
+        self.shared.credentials.lock().unwrap_or_else(|e| e.into_inner()).issued()
+    }
 }
 
 impl Drop for FakeSnow {
@@ -282,6 +301,8 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Response<
         request_id: request_id.clone(),
         in_flight: in_flight.at_start,
         dropped_terms: Vec::new(),
+        grant: None,
+        at_ms: in_flight.at_ms,
     };
     // Who is asking is recorded before any fault, so the journal shows what every request carried.
     let principal = if is_admin { Principal::Nobody } else { authenticate(&shared, authorization.as_deref()) };
@@ -352,6 +373,7 @@ fn route(
 ) -> Answer {
     if path == "/oauth_token.do" && method == "POST" {
         let form = form_decode(std::str::from_utf8(body).unwrap_or(""));
+        entry.grant = form.get("grant_type").cloned();
         return match shared.credentials.lock().unwrap_or_else(|e| e.into_inner()).grant(&form, shared.clock.now()) {
             Ok(token) => Answer::json(200, &token),
             Err(error) => Answer::json(401, &serde_json::json!({ "error_description": "access_denied", "error": error })),
