@@ -54,9 +54,10 @@ impl GuestSinkTask for Lane {
                 timestamp_ms: r.timestamp_ms,
             })
             .collect();
-        self.inner
-            .borrow_mut()
-            .put(&records)
+        let mut task = self.inner.borrow_mut();
+        let outcomes = task.put(&records);
+        convert::report_rate_limit(task.table(), task.rate_limit());
+        outcomes
             .into_iter()
             .map(|outcome| match outcome {
                 Ok(w) => wit::Outcome::Written(wit::Written {

@@ -68,6 +68,20 @@ pub fn headers_out(headers: Vec<Header>) -> Vec<wit::Header> {
     headers.into_iter().map(|h| wit::Header { key: h.key, value: h.value }).collect()
 }
 
+/// Reports ServiceNow's rate-limit headers of `table` as gauges through the host.
+pub fn report_rate_limit(table: &str, limit: Option<&snow_core::http::retry::RateLimit>) {
+    let Some(limit) = limit else { return };
+    let labels = [host::Label { name: "table".into(), value: table.into() }];
+    for (name, value) in [("snow_ratelimit_limit", limit.limit), ("snow_ratelimit_remaining", limit.remaining)] {
+        if let Some(v) = value {
+            host::gauge_set(name, v as f64, &labels);
+        }
+    }
+    if let Some(reset) = limit.reset {
+        host::gauge_set("snow_ratelimit_reset_seconds", reset as f64, &labels);
+    }
+}
+
 /// Writes a log line through the host.
 #[allow(dead_code)] // not every guest logs yet
 pub fn log(level: host::Level, message: &str) {

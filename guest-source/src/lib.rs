@@ -60,7 +60,10 @@ impl GuestSourceTask for Task {
     }
 
     fn poll(&self) -> Result<wit::PollBatch, wit::SnowError> {
-        let batch = self.inner.borrow_mut().poll().map_err(convert::error)?;
+        let mut task = self.inner.borrow_mut();
+        let batch = task.poll();
+        convert::report_rate_limit(task.table(), task.rate_limit());
+        let batch = batch.map_err(convert::error)?;
         Ok(wit::PollBatch { records: batch.records.into_iter().map(record).collect(), next_poll_ms: batch.next_poll_ms })
     }
 }

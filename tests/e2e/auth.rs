@@ -110,14 +110,26 @@ fn an_expired_token_is_refreshed_once_and_the_refused_request_sent_again() {
 
     fake.expire_access_tokens();
     ids.extend(seed_all(&fake, &tables, 5, now - 300, 60));
-    let records = read_until(kafka_harness::shared().bootstrap(), &topic, Duration::from_secs(120), |r| all_keys(r).len() >= ids.len());
+    read_until(kafka_harness::shared().bootstrap(), &topic, Duration::from_secs(120), |r| all_keys(r).len() >= ids.len());
     runner.wait_for_log("grant=refresh_token", Duration::from_secs(10));
+    assert_eq!(token_grants(&fake), ["password", "refresh_token"], "one password grant, then exactly one refresh for ten units");
+
+    // The refresh token is revoked too: the refresh is refused and the primary grant takes over.
+    fake.revoke_refresh_tokens();
+    fake.expire_access_tokens();
+    ids.extend(seed_all(&fake, &tables, 5, now - 200, 60));
+    let records = read_until(kafka_harness::shared().bootstrap(), &topic, Duration::from_secs(120), |r| all_keys(r).len() >= ids.len());
+    runner.wait_for_log("the refresh token was refused, using the primary grant", Duration::from_secs(10));
     let log = runner.stop();
 
-    assert_eq!(all_keys(&records), ids, "rows written after the expiry arrived too");
-    assert_eq!(token_grants(&fake), ["password", "refresh_token"], "one password grant, then exactly one refresh for ten units");
+    assert_eq!(all_keys(&records), ids, "rows written after each expiry arrived");
+    assert_eq!(
+        token_grants(&fake),
+        ["password", "refresh_token", "refresh_token", "password"],
+        "a refused refresh falls back to the primary grant once"
+    );
     let journal = fake.journal();
-    let refused: Vec<&JournalEntry> = journal.entries.iter().filter(|e| e.status == 401).collect();
+    let refused: Vec<&JournalEntry> = journal.entries.iter().filter(|e| e.status == 401 && e.path.starts_with("/api/now/table/")).collect();
     assert!(!refused.is_empty(), "the expired token was refused at least once");
     for r in &refused {
         let again =
@@ -237,4 +249,56 @@ fn no_secret_reaches_the_log_at_the_most_verbose_level() {
     for secret in &secrets {
         assert!(!log.contains(secret.as_str()), "a secret reached the log: {secret}");
     }
+}
+
+#[test]
+fn a_second_401_is_final() {
+    let now = now_secs();
+    let fake = oauth_fake(now);
+    // Tokens that are dead on arrival: every request is refused.
+    fake.add_oauth_client(CLIENT, CLIENT_SECRET, Some(0));
+    let tables = vec!["locked".to_string()];
+    seed_all(&fake, &tables, 5, now - 3600, 600);
+    let (name, topic) = (unique("final401"), unique("final401"));
+    let dir = work_dir("final401");
+    let file = connector_file(&dir, &name, &oauth_source(&fake, &name, &topic, &tables));
+    let mut runner = start(&dir, "run", &file);
+    let log = runner.wait_for_log("unit parked", Duration::from_secs(60));
+    runner.kill();
+
+    let line = log.lines().find(|l| l.contains("unit parked")).unwrap();
+    assert!(line.contains("ServiceNow answered 401") && line.contains("credentials refused"), "{line}");
+    let journal = fake.journal();
+    let table: Vec<&JournalEntry> = journal.entries.iter().filter(|e| e.path.starts_with("/api/now/table/")).collect();
+    assert_eq!(table.len(), 2, "sent once, re-sent once with a fresh token, then final");
+    assert!(table.iter().all(|e| e.status == 401 && e.request_id == table[0].request_id));
+    assert_eq!(token_grants(&fake).len(), 2, "one token per attempt");
+}
+
+#[test]
+fn a_body_trickling_past_the_whole_body_timeout_is_cut_off_and_retried() {
+    let now = now_secs();
+    let fake = oauth_fake(now);
+    let tables = vec!["slow".to_string()];
+    let ids = seed_all(&fake, &tables, 50, now - 3600, 600);
+    // Ten pieces 250 ms apart: every gap is short, the whole body takes 2.25 s.
+    fake.add_fault(
+        Fault::always(FaultAction::SlowBody { chunks: 10, gap_ms: 250 }).on_method("GET").on_path("/api/now/table/slow").times(1),
+    );
+    let (name, topic) = (unique("slowbody"), unique("slowbody"));
+    let dir = work_dir("slowbody");
+    let mut config = oauth_source(&fake, &name, &topic, &tables);
+    config.insert("snow.http.body.timeout.ms".into(), "1000".into());
+    let file = connector_file(&dir, &name, &config);
+    let runner = start(&dir, "run", &file);
+    let records = read_until(kafka_harness::shared().bootstrap(), &topic, Duration::from_secs(60), |r| all_keys(r).len() >= ids.len());
+    let log = runner.stop();
+
+    assert_eq!(all_keys(&records), ids);
+    let journal = fake.journal();
+    let slow: Vec<&JournalEntry> = journal.entries.iter().filter(|e| e.path == "/api/now/table/slow").collect();
+    assert_eq!(slow[1].request_id, slow[0].request_id, "the cut-off read was retried as the same request");
+    let gap = slow[1].at_ms - slow[0].at_ms;
+    assert!((1000..2250).contains(&gap), "cut off at the 1 s whole-body deadline, before the 2.25 s body ended ({gap} ms)");
+    assert!(!log.contains("poll failed"), "retried inside the component");
 }

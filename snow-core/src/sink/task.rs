@@ -21,6 +21,16 @@ impl<T: Transport, C: Clock> SinkTask<T, C> {
         Ok(Self { client: TableClient::new(&config.instance, transport, clock), config })
     }
 
+    /// The `X-RateLimit-*` headers of the latest answer that carried them.
+    pub fn rate_limit(&self) -> Option<&crate::http::retry::RateLimit> {
+        self.client.rate_limit()
+    }
+
+    /// The table written to.
+    pub fn table(&self) -> &str {
+        &self.config.table
+    }
+
     /// Writes `records` in order. After a retryable failure the rest are not attempted and get a
     /// retryable failure too, so the host holds the partition at the first one.
     pub fn put(&mut self, records: &[SinkRecord]) -> Vec<Outcome> {

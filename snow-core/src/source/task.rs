@@ -56,6 +56,16 @@ impl<T: Transport, C: Clock> SourceTask<T, C> {
         &self.partition_key
     }
 
+    /// The `X-RateLimit-*` headers of the latest answer that carried them.
+    pub fn rate_limit(&self) -> Option<&crate::http::retry::RateLimit> {
+        self.client.rate_limit()
+    }
+
+    /// The table this task reads.
+    pub fn table(&self) -> &str {
+        &self.table.name
+    }
+
     /// The cursor: everything up to it has been returned by `poll`.
     pub fn cursor(&self) -> &Cursor {
         self.sweep.cursor()

@@ -165,8 +165,8 @@ fn try_route(shared: &Shared, method: &str, path: &str, body: &[u8]) -> Result<A
             let client: Client = parse(body)?;
             let mut credentials = shared.credentials.lock().unwrap_or_else(|e| e.into_inner());
             credentials.clients.insert(client.client_id, client.client_secret);
-            if let Some(ttl) = client.access_ttl_seconds {
-                credentials.access_ttl = ttl;
+            if client.access_ttl_seconds.is_some() {
+                credentials.access_ttl = client.access_ttl_seconds;
             }
             ok(json!({ "ok": true }))
         }

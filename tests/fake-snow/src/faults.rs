@@ -27,6 +27,13 @@ pub enum FaultAction {
     MalformedBody,
     /// Closes the connection without answering (nothing is applied).
     DropConnection,
+    /// Answers normally but sends the body in `chunks` pieces `gap_ms` apart.
+    SlowBody {
+        /// Pieces the body is cut into.
+        chunks: u32,
+        /// Milliseconds between pieces.
+        gap_ms: u64,
+    },
     /// Applies the write, then stalls and closes the connection without answering.
     TimeoutAfterWrite {
         /// Milliseconds to stall before closing.

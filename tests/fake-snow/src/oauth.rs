@@ -12,8 +12,8 @@ pub struct Credentials {
     pub users: HashMap<String, String>,
     /// client id → secret.
     pub clients: HashMap<String, String>,
-    /// Access token lifetime in seconds.
-    pub access_ttl: i64,
+    /// Access token lifetime in seconds (30 minutes, ServiceNow's default, when unset).
+    pub access_ttl: Option<i64>,
     access: HashMap<String, (String, i64)>,
     refresh: HashMap<String, (String, String)>,
     issued: Vec<String>,
@@ -106,7 +106,7 @@ impl Credentials {
         self.counter += 1;
         let access_token = format!("at-{:08}-{}", self.counter, now);
         let refresh_token = format!("rt-{:08}-{}", self.counter, now);
-        let ttl = if self.access_ttl > 0 { self.access_ttl } else { 1800 };
+        let ttl = self.access_ttl.unwrap_or(1800);
         self.access.insert(access_token.clone(), (who.clone(), now + ttl));
         self.issued.push(access_token.clone());
         self.issued.push(refresh_token.clone());

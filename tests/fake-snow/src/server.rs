@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use bytes::Bytes;
+use http_body_util::combinators::BoxBody;
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper::server::conn::http1;
@@ -207,14 +208,19 @@ impl FakeSnow {
     pub fn add_oauth_client(&self, client_id: &str, client_secret: &str, access_ttl_seconds: Option<i64>) {
         let mut credentials = self.shared.credentials.lock().unwrap_or_else(|e| e.into_inner());
         credentials.clients.insert(client_id.into(), client_secret.into());
-        if let Some(ttl) = access_ttl_seconds {
-            credentials.access_ttl = ttl;
+        if access_ttl_seconds.is_some() {
+            credentials.access_ttl = access_ttl_seconds;
         }
     }
 
     /// Makes every access token expire now; the next request with one gets a 401.
     pub fn expire_access_tokens(&self) {
         self.shared.credentials.lock().unwrap_or_else(|e| e.into_inner()).expire_access_tokens();
+    }
+
+    /// Makes every refresh token invalid.
+    pub fn revoke_refresh_tokens(&self) {
+        self.shared.credentials.lock().unwrap_or_else(|e| e.into_inner()).revoke_refresh_tokens();
     }
 
     /// Every token issued so far.
@@ -278,7 +284,45 @@ pub fn form_decode(text: &str) -> HashMap<String, String> {
         .collect()
 }
 
-async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Response<Full<Bytes>>, Hangup> {
+/// An answer body: whole, or trickled by a `SlowBody` fault.
+type AnswerBody = BoxBody<Bytes, std::convert::Infallible>;
+
+/// A body sent in pieces with a pause between them.
+struct Trickle {
+    pieces: std::collections::VecDeque<Bytes>,
+    gap: Duration,
+    pause: Option<std::pin::Pin<Box<tokio::time::Sleep>>>,
+    total: u64,
+}
+
+impl hyper::body::Body for Trickle {
+    type Data = Bytes;
+    type Error = std::convert::Infallible;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<hyper::body::Frame<Bytes>, Self::Error>>> {
+        use std::future::Future;
+        if let Some(pause) = self.pause.as_mut() {
+            if pause.as_mut().poll(cx).is_pending() {
+                return std::task::Poll::Pending;
+            }
+            self.pause = None;
+        }
+        let next = self.pieces.pop_front();
+        if next.is_some() && !self.pieces.is_empty() {
+            self.pause = Some(Box::pin(tokio::time::sleep(self.gap)));
+        }
+        std::task::Poll::Ready(next.map(|b| Ok(hyper::body::Frame::data(b))))
+    }
+
+    fn size_hint(&self) -> hyper::body::SizeHint {
+        hyper::body::SizeHint::with_exact(self.total)
+    }
+}
+
+async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Response<AnswerBody>, Hangup> {
     let in_flight = shared.journal.begin();
     let method = req.method().as_str().to_string();
     let path = req.uri().path().to_string();
@@ -324,18 +368,25 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Response<
             if let Some(r) = retry_after {
                 a.headers.push(("Retry-After".into(), r.clone()));
             }
+            if *status == 429 {
+                // ServiceNow's rate-limit rules answer with these.
+                let reset = shared.clock.now() + retry_after.as_deref().and_then(|r| r.parse::<i64>().ok()).unwrap_or(60);
+                a.headers.push(("X-RateLimit-Limit".into(), "1000".into()));
+                a.headers.push(("X-RateLimit-Reset".into(), reset.to_string()));
+                a.headers.push(("X-RateLimit-Rule".into(), "fake-snow-rule".into()));
+            }
             a
         }
         _ if is_admin => crate::admin::route(&shared, &method, &path, &body).await,
         _ => route(&shared, &method, &path, &params, &principal, &body, &mut entry),
     };
-    match fault {
+    match &fault {
         Some(FaultAction::MalformedBody) => {
             answer.status = 200;
             answer.body.truncate(answer.body.len() / 2);
         }
         Some(FaultAction::TimeoutAfterWrite { stall_ms }) => {
-            tokio::time::sleep(Duration::from_millis(stall_ms)).await;
+            tokio::time::sleep(Duration::from_millis(*stall_ms)).await;
             shared.journal.record(entry);
             return Err(Hangup);
         }
@@ -353,7 +404,16 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Response<
     for (k, v) in &answer.headers {
         response = response.header(k, v);
     }
-    Ok(response.body(Full::new(Bytes::from(answer.body))).unwrap_or_else(|_| Response::new(Full::new(Bytes::new()))))
+    let body: AnswerBody = match fault {
+        Some(FaultAction::SlowBody { chunks, gap_ms }) => {
+            let bytes = Bytes::from(answer.body);
+            let size = bytes.len().div_ceil(chunks.max(1) as usize).max(1);
+            let pieces = (0..bytes.len()).step_by(size).map(|at| bytes.slice(at..(at + size).min(bytes.len()))).collect();
+            Trickle { pieces, gap: Duration::from_millis(gap_ms), pause: None, total: bytes.len() as u64 }.boxed()
+        }
+        _ => Full::new(Bytes::from(answer.body)).boxed(),
+    };
+    Ok(response.body(body).unwrap_or_else(|_| Response::new(Full::new(Bytes::new()).boxed())))
 }
 
 /// Who sent a request; anyone is a guest when the fake has no users or clients.
