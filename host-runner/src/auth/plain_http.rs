@@ -22,6 +22,8 @@ pub async fn send(request: &Request) -> Result<Response, TransportError> {
         first_byte_timeout: ms(request.timeouts.first_byte_ms),
         between_bytes_timeout: ms(request.timeouts.body_ms),
     };
+    // Only token requests come through here, and asking for a token twice is harmless: every
+    // failure counts as "nothing sent" so that it is retried.
     let (response, io) = wasmtime_wasi_http::default_send_request(http_request, Some(options))
         .await
         .map_err(|e| TransportError::new(TransportErrorKind::Connect, format!("{e}")))?;
