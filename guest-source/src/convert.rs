@@ -82,8 +82,16 @@ pub fn report_rate_limit(table: &str, limit: Option<&snow_core::http::retry::Rat
     }
 }
 
+/// Adds `value` to the counter `name` of `table` through the host (nothing when zero).
+#[allow(dead_code)] // only the source guest counts so far
+pub fn count(table: &str, name: &str, value: u64) {
+    if value > 0 {
+        host::counter_add(name, value, &[host::Label { name: "table".into(), value: table.into() }]);
+    }
+}
+
 /// Writes a log line through the host.
-#[allow(dead_code)] // not every guest logs yet
+#[allow(dead_code)] // only the source guest logs so far
 pub fn log(level: host::Level, message: &str) {
     host::log(level, message);
 }

@@ -61,8 +61,15 @@ impl GuestSourceTask for Task {
 
     fn poll(&self) -> Result<wit::PollBatch, wit::SnowError> {
         let mut task = self.inner.borrow_mut();
+        let before = task.counters();
         let batch = task.poll();
         convert::report_rate_limit(task.table(), task.rate_limit());
+        for note in task.take_notes() {
+            convert::log(Level::Warn, &note.message);
+        }
+        let after = task.counters();
+        convert::count(task.table(), "snow_source_duplicates_suppressed_total", after.duplicates_suppressed - before.duplicates_suppressed);
+        convert::count(task.table(), "snow_source_bad_rows_skipped_total", after.bad_rows_skipped - before.bad_rows_skipped);
         let batch = batch.map_err(convert::error)?;
         Ok(wit::PollBatch { records: batch.records.into_iter().map(record).collect(), next_poll_ms: batch.next_poll_ms })
     }

@@ -6,8 +6,37 @@
 use super::instance::InstanceConfig;
 use super::reader::{ConfigReader, Entries};
 use crate::error::SnowError;
+use crate::table::DisplayValue;
 use crate::table::query::{BaseQuery, is_valid_field_name, is_valid_table_name};
 use crate::time::Timestamp;
+
+/// What to do with a row that lacks its id or timestamp (`snow.bad.row.behavior`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BadRowBehavior {
+    /// Stop the table with an error naming the row.
+    Fail,
+    /// Skip the row, log it and count it in `snow_source_bad_rows_total`.
+    Skip,
+}
+
+/// How record values are written (`snow.value.format`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ValueFormat {
+    /// The row's JSON as ServiceNow sent it (passed through without re-encoding when possible).
+    Json,
+    /// Kafka Connect's JSON with schema envelope (`{"schema":..,"payload":..}`), for Connect sinks
+    /// reading with `schemas.enable=true`.
+    ConnectJson,
+}
+
+/// Which domains a query sees (`query.domain`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QueryDomain {
+    /// The integration user's session domain (ServiceNow's default).
+    Session,
+    /// Every domain (`sysparm_query_no_domain=true`; needs a role that allows it).
+    All,
+}
 
 /// The whole source connector configuration.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -18,6 +47,16 @@ pub struct SourceConfig {
     pub tables: Vec<TableConfig>,
     /// Seconds the high-water mark is held below the server clock (`snow.safety.lag.seconds`).
     pub safety_lag_seconds: u32,
+    /// Seconds re-read before the cursor at the start of every sweep (`snow.overlap.seconds`).
+    pub overlap_seconds: u32,
+    /// Row versions remembered to suppress what the overlap reads again (`snow.dedup.window.size`).
+    pub dedup_window_size: u32,
+    /// Rows without id or timestamp (`snow.bad.row.behavior`).
+    pub bad_row_behavior: BadRowBehavior,
+    /// Check each table with a one-row read before any data moves (`snow.startup.probe`).
+    pub startup_probe: bool,
+    /// Record value format (`snow.value.format`).
+    pub value_format: ValueFormat,
 }
 
 /// How one table is read.
@@ -41,6 +80,14 @@ pub struct TableConfig {
     pub batch_size: u32,
     /// Pause between sweeps once caught up.
     pub poll_interval_ms: u32,
+    /// `sysparm_display_value`: raw values, display values (cursor fields stay raw), or both.
+    pub display_value: DisplayValue,
+    /// `sysparm_exclude_reference_link`.
+    pub exclude_reference_link: bool,
+    /// `sysparm_query_no_domain`.
+    pub query_domain: QueryDomain,
+    /// `sysparm_query_category`, if set.
+    pub query_category: Option<String>,
 }
 
 /// The key listing the tables.
@@ -73,6 +120,18 @@ fn default_start() -> Timestamp {
     Timestamp::EPOCH
 }
 
+/// Re-reading 30 s before the cursor catches rows committed up to `lag + 30` s after their
+/// timestamp (a long transaction, a slow business rule). See docs/delivery.md.
+fn default_overlap_seconds() -> u32 {
+    30
+}
+
+/// 200,000 versions (about 12 MB in the guest) cover the overlap of a table changing at over
+/// 6,000 rows per second.
+fn default_dedup_window_size() -> u32 {
+    200_000
+}
+
 /// The most ServiceNow returns in one page by default.
 const MAX_BATCH_SIZE: u32 = 10_000;
 
@@ -83,6 +142,13 @@ impl SourceConfig {
         let instance = InstanceConfig::read(&mut r);
         let safety_lag_seconds = r.bounded_u32("snow.safety.lag.seconds", default_safety_lag_seconds(), 0, 3600);
         let topic_prefix = r.string("snow.topic.prefix").unwrap_or_else(|| "snow.".into());
+        let overlap_seconds = r.bounded_u32("snow.overlap.seconds", default_overlap_seconds(), 0, 86_400);
+        let dedup_window_size = r.bounded_u32("snow.dedup.window.size", default_dedup_window_size(), 1, 10_000_000);
+        let bad_row_behavior =
+            r.choice("snow.bad.row.behavior", BadRowBehavior::Fail, &[("fail", BadRowBehavior::Fail), ("skip", BadRowBehavior::Skip)]);
+        let startup_probe = r.choice("snow.startup.probe", true, &[("true", true), ("false", false)]);
+        let value_format =
+            r.choice("snow.value.format", ValueFormat::Json, &[("json", ValueFormat::Json), ("connect_json", ValueFormat::ConnectJson)]);
         let names = r.list(TABLES_KEY);
         if names.is_empty() {
             r.error(TABLES_KEY, "is required: a comma-separated list of tables or views, e.g. incident,change_request");
@@ -99,7 +165,7 @@ impl SourceConfig {
         }
         r.finish(&["snow."])?;
         let instance = instance.ok_or_else(|| SnowError::config("snow.instance.url", "is invalid"))?;
-        Ok(Self { instance, tables, safety_lag_seconds })
+        Ok(Self { instance, tables, safety_lag_seconds, overlap_seconds, dedup_window_size, bad_row_behavior, startup_probe, value_format })
     }
 }
 
@@ -144,8 +210,38 @@ impl TableConfig {
         };
         let batch_size = table_u32(r, name, "batch.size", default_batch_size(), 1, MAX_BATCH_SIZE);
         let poll_interval_ms = table_u32(r, name, "poll.interval.ms", default_poll_interval_ms(), 0, 86_400_000);
-        Some(Self { name: name.into(), topic, timestamp_field, sys_id_field, query, fields, start, batch_size, poll_interval_ms })
+        let display_value = table_choice(
+            r,
+            name,
+            "display.value",
+            DisplayValue::Raw,
+            &[("false", DisplayValue::Raw), ("true", DisplayValue::Display), ("all", DisplayValue::All)],
+        );
+        let exclude_reference_link = table_choice(r, name, "exclude.reference.link", false, &[("false", false), ("true", true)]);
+        let query_domain =
+            table_choice(r, name, "query.domain", QueryDomain::Session, &[("session", QueryDomain::Session), ("all", QueryDomain::All)]);
+        let query_category = scoped(r, "query.category");
+        Some(Self {
+            name: name.into(),
+            topic,
+            timestamp_field,
+            sys_id_field,
+            query,
+            fields,
+            start,
+            batch_size,
+            poll_interval_ms,
+            display_value,
+            exclude_reference_link,
+            query_domain,
+            query_category,
+        })
     }
+}
+
+fn table_choice<T: Copy>(r: &mut ConfigReader<'_>, table: &str, k: &str, default: T, options: &[(&str, T)]) -> T {
+    let global = r.choice(&format!("snow.{k}"), default, options);
+    r.choice(&format!("snow.table.{table}.{k}"), global, options)
 }
 
 fn table_u32(r: &mut ConfigReader<'_>, table: &str, k: &str, default: u32, min: u32, max: u32) -> u32 {
@@ -179,6 +275,11 @@ mod tests {
         assert_eq!(c.tables[1].start.to_string(), "2024-01-01 00:00:00");
         assert_eq!(c.tables[0].timestamp_field, "sys_updated_on");
         assert_eq!(c.safety_lag_seconds, 5);
+        assert_eq!(
+            (c.overlap_seconds, c.bad_row_behavior, c.startup_probe, c.value_format),
+            (30, BadRowBehavior::Fail, true, ValueFormat::Json)
+        );
+        assert_eq!((c.tables[0].display_value, c.tables[0].query_domain), (DisplayValue::Raw, QueryDomain::Session));
     }
 
     #[test]

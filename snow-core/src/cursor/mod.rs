@@ -5,6 +5,7 @@
 //! chooses the next query (*drain the current second* or *next seconds up to the high-water mark*)
 //! and checks every page against the cursor; [`plan`] assigns tables to tasks.
 
+pub mod dedup;
 pub mod plan;
 pub mod position;
 pub mod sweep;

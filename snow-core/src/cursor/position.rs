@@ -61,7 +61,11 @@ pub struct Partition {
 impl Partition {
     /// The partition of `table` on `instance`.
     pub fn of(instance: &str, table: &TableConfig) -> Self {
-        let canonical = format!("{}\u{0}{}\u{0}{}", table.query.canonical(), table.sys_id_field, table.timestamp_field);
+        let domain = match table.query_domain {
+            crate::config::source::QueryDomain::Session => "",
+            crate::config::source::QueryDomain::All => "\u{0}all-domains",
+        };
+        let canonical = format!("{}\u{0}{}\u{0}{}{domain}", table.query.canonical(), table.sys_id_field, table.timestamp_field);
         Self {
             instance: instance.to_string(),
             table: table.name.clone(),
@@ -107,6 +111,10 @@ mod tests {
             start: Timestamp::EPOCH,
             batch_size: 10,
             poll_interval_ms: 10,
+            display_value: crate::table::DisplayValue::Raw,
+            exclude_reference_link: false,
+            query_domain: crate::config::source::QueryDomain::Session,
+            query_category: None,
         }
     }
 

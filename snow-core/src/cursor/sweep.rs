@@ -48,7 +48,14 @@ impl Sweep {
         Self { cursor, step: SweepStep::Drain, high_water: None, lag_seconds: i64::from(lag_seconds) }
     }
 
-    /// Everything up to and including this cursor has been read.
+    /// Starts the next sweep at `cursor` (the overlap start, which may be behind the walk so far).
+    /// Only between sweeps: after a page that ended the sweep, or before the first.
+    pub fn restart_from(&mut self, cursor: Cursor) {
+        debug_assert!(self.step == SweepStep::Drain && self.high_water.is_none(), "restart_from inside a sweep");
+        self.cursor = cursor;
+    }
+
+    /// Where the walk has got to in the current sweep.
     pub fn cursor(&self) -> &Cursor {
         &self.cursor
     }

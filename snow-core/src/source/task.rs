@@ -1,22 +1,55 @@
 //! One table's stream: open it at its stored offset, then each `poll` makes one request and
 //! returns the page's rows as records, each with the offset to store once Kafka has it.
+//!
+//! Every sweep starts `overlap.seconds` before the furthest position emitted so far, so rows that
+//! became visible late are read; versions already emitted are suppressed by the [`DedupWindow`].
+//! The offset carried by a record is the furthest position emitted up to it, so a stored offset
+//! never moves back. The first poll is the startup probe when it is enabled.
 
 use crate::clock::Clock;
+use crate::config::source::BadRowBehavior;
 use crate::config::{Entries, SourceConfig, TableConfig};
+use crate::cursor::dedup::DedupWindow;
 use crate::cursor::{Cursor, Partition, Sweep};
 use crate::error::{ErrorClass, SnowError};
 use crate::http::Transport;
-use crate::record::{Header, PollBatch, SourceOffset, SourceRecord};
-use crate::table::{DisplayValue, ListParams, TableClient, parse_page};
+use crate::record::{PollBatch, SourceOffset};
+use crate::table::{DisplayValue, ListParams, PageRow, TableClient, parse_page};
 use crate::time::Timestamp;
+
+use super::record::RecordBuilder;
+
+/// Something worth logging that did not stop the task.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Note {
+    /// What happened.
+    pub message: String,
+}
+
+/// Counters of one task.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TaskCounters {
+    /// Row versions read again by the overlap and not emitted.
+    pub duplicates_suppressed: u64,
+    /// Rows skipped for lacking their id or timestamp (`snow.bad.row.behavior=skip`).
+    pub bad_rows_skipped: u64,
+}
 
 /// Reads one table along its keyset cursor.
 pub struct SourceTask<T, C> {
     client: TableClient<T, C>,
     table: TableConfig,
-    instance: String,
     partition_key: String,
+    records: RecordBuilder,
     sweep: Sweep,
+    high: Cursor,
+    start: Timestamp,
+    overlap: i64,
+    dedup: DedupWindow,
+    bad_rows: BadRowBehavior,
+    probe_pending: bool,
+    counters: TaskCounters,
+    notes: Vec<Note>,
 }
 
 impl<T: Transport, C: Clock> SourceTask<T, C> {
@@ -33,7 +66,7 @@ impl<T: Transport, C: Clock> SourceTask<T, C> {
         };
         let partition = Partition::of(&config.instance.authority, &table);
         let partition_key = partition.key();
-        let cursor = match offsets.iter().rev().find(|o| o.partition == partition_key) {
+        let high = match offsets.iter().rev().find(|o| o.partition == partition_key) {
             Some(stored) => {
                 Cursor::from_position(&stored.position).map_err(|m| SnowError::config(format!("snow.table.{}", table.name), m))?
             }
@@ -42,13 +75,24 @@ impl<T: Transport, C: Clock> SourceTask<T, C> {
                 Cursor::before(table.start)
             }
         };
-        Ok(Self {
+        let overlap = i64::from(config.overlap_seconds);
+        let mut task = Self {
             client: TableClient::new(&config.instance, transport, clock),
-            instance: config.instance.authority.clone(),
-            sweep: Sweep::new(cursor, config.safety_lag_seconds),
+            records: RecordBuilder::new(&table, &config.instance.authority, &partition_key, config.value_format),
+            sweep: Sweep::new(high.clone(), config.safety_lag_seconds),
+            start: table.start,
+            high,
+            overlap,
+            dedup: DedupWindow::new(config.dedup_window_size as usize),
+            bad_rows: config.bad_row_behavior,
+            probe_pending: config.startup_probe,
+            counters: TaskCounters::default(),
+            notes: Vec::new(),
             table,
             partition_key,
-        })
+        };
+        task.sweep.restart_from(task.sweep_start());
+        Ok(task)
     }
 
     /// The partition key offsets of this stream are stored under.
@@ -56,23 +100,47 @@ impl<T: Transport, C: Clock> SourceTask<T, C> {
         &self.partition_key
     }
 
-    /// The `X-RateLimit-*` headers of the latest answer that carried them.
-    pub fn rate_limit(&self) -> Option<&crate::http::retry::RateLimit> {
-        self.client.rate_limit()
-    }
-
     /// The table this task reads.
     pub fn table(&self) -> &str {
         &self.table.name
     }
 
-    /// The cursor: everything up to it has been returned by `poll`.
+    /// The furthest position emitted (or stored, before the first record): what a restart resumes from.
     pub fn cursor(&self) -> &Cursor {
-        self.sweep.cursor()
+        &self.high
+    }
+
+    /// The `X-RateLimit-*` headers of the latest answer that carried them.
+    pub fn rate_limit(&self) -> Option<&crate::http::retry::RateLimit> {
+        self.client.rate_limit()
+    }
+
+    /// Counters since the task was opened.
+    pub fn counters(&self) -> TaskCounters {
+        self.counters
+    }
+
+    /// Notes gathered since the last call.
+    pub fn take_notes(&mut self) -> Vec<Note> {
+        std::mem::take(&mut self.notes)
+    }
+
+    /// Where a sweep starts: `overlap.seconds` before the furthest position emitted, never before
+    /// the table's start, and exactly at the start when nothing was read yet.
+    fn sweep_start(&self) -> Cursor {
+        if self.overlap == 0 || self.high == Cursor::before(self.start) {
+            return self.high.clone();
+        }
+        Cursor::before(self.high.ts.plus_seconds(-self.overlap).max(self.start))
     }
 
     /// Makes one request and returns its rows as records.
     pub fn poll(&mut self) -> Result<PollBatch, SnowError> {
+        if self.probe_pending {
+            super::probe::probe(&mut self.client, &self.table)?;
+            self.probe_pending = false;
+            return Ok(PollBatch { records: Vec::new(), next_poll_ms: 0 });
+        }
         let table = &self.table;
         let (terms, order) = self.sweep.next_query(&table.timestamp_field, &table.sys_id_field).map_err(SnowError::data)?;
         let order: Vec<&str> = order.iter().map(String::as_str).filter(|o| !o.is_empty()).collect();
@@ -81,56 +149,59 @@ impl<T: Transport, C: Clock> SourceTask<T, C> {
             query: &query,
             fields: table.fields.as_deref(),
             limit: table.batch_size,
-            display_value: DisplayValue::Raw,
-            exclude_reference_link: false,
+            // Display values are read with `all` so the cursor fields keep their raw values.
+            display_value: if table.display_value == DisplayValue::Display { DisplayValue::All } else { table.display_value },
+            exclude_reference_link: table.exclude_reference_link,
+            no_domain: table.query_domain == crate::config::source::QueryDomain::All,
+            category: table.query_category.as_deref(),
         };
         let page = self.client.list(&table.name, &params)?;
         let rows = parse_page(&page.body, &table.sys_id_field, &table.timestamp_field)
             .map_err(|m| SnowError::transport(format!("table {}: {m}", table.name), ErrorClass::Transient))?;
-        let mut keys = Vec::with_capacity(rows.len());
+        let mut keyed: Vec<(&PageRow<'_>, Timestamp, &str)> = Vec::with_capacity(rows.len());
         for (i, row) in rows.iter().enumerate() {
-            let id = row
-                .id
-                .as_deref()
-                .filter(|id| !id.is_empty())
-                .ok_or_else(|| SnowError::data(format!("table {}: row {i} of the page has no {}", table.name, table.sys_id_field)))?;
-            let ts_text = row
-                .timestamp
-                .as_deref()
-                .ok_or_else(|| SnowError::data(format!("table {}: row {id} has no {}", table.name, table.timestamp_field)))?;
-            let ts = Timestamp::parse(ts_text)
-                .map_err(|e| SnowError::data(format!("table {}: row {id}: {}: {e}", table.name, table.timestamp_field)))?;
-            keys.push((ts, id));
+            match cursor_key(row, table) {
+                Ok((ts, id)) => keyed.push((row, ts, id)),
+                Err(problem) if self.bad_rows == BadRowBehavior::Skip => {
+                    self.counters.bad_rows_skipped += 1;
+                    self.notes.push(Note { message: format!("table {}: skipped row {i} of a page: {problem}", table.name) });
+                }
+                Err(problem) => {
+                    return Err(SnowError::data(format!("table {}: {problem} (snow.bad.row.behavior=skip would skip it)", table.name)));
+                }
+            }
         }
+        let keys: Vec<(Timestamp, &str)> = keyed.iter().map(|(_, ts, id)| (*ts, *id)).collect();
         let full = rows.len() >= table.batch_size as usize;
         let observed =
             self.sweep.observe(&keys, full, page.server_time).map_err(|m| SnowError::data(format!("table {}: {m}", table.name)))?;
-        let records = rows[..observed.emit]
-            .iter()
-            .zip(&keys)
-            .map(|(row, (ts, id))| SourceRecord {
-                topic: table.topic.clone(),
-                key: Some(id.as_bytes().to_vec()),
-                value: Some(row.raw.as_bytes().to_vec()),
-                headers: vec![
-                    header("snow.table", &table.name),
-                    header("snow.instance", &self.instance),
-                    header("snow.sys_mod_count", row.mod_count.as_deref().unwrap_or("")),
-                    header("snow.source.operation", "UPSERT"),
-                ],
-                timestamp_ms: Some(ts.as_millis()),
-                offset: SourceOffset {
-                    partition: self.partition_key.clone(),
-                    position: Cursor { ts: *ts, id: (*id).to_string() }.to_position(),
-                },
-            })
-            .collect();
-        Ok(PollBatch { records, next_poll_ms: if observed.done { table.poll_interval_ms } else { 0 } })
+        let mut records = Vec::with_capacity(observed.emit);
+        for (row, ts, id) in &keyed[..observed.emit] {
+            if !self.dedup.insert(*ts, id, row.mod_count.as_deref().unwrap_or("")) {
+                self.counters.duplicates_suppressed += 1;
+                continue;
+            }
+            let at = Cursor { ts: *ts, id: (*id).to_string() };
+            if at > self.high {
+                self.high = at.clone();
+            }
+            records.push(self.records.build(row, &at, &self.high)?);
+        }
+        // Versions older than the next overlap start cannot be read again.
+        self.dedup.forget_before(self.high.ts.plus_seconds(-self.overlap));
+        if observed.done {
+            self.sweep.restart_from(self.sweep_start());
+        }
+        Ok(PollBatch { records, next_poll_ms: if observed.done { self.table.poll_interval_ms } else { 0 } })
     }
 }
 
-fn header(key: &str, value: &str) -> Header {
-    Header { key: key.into(), value: value.as_bytes().to_vec() }
+/// The row's cursor key, or what is wrong with it.
+fn cursor_key<'a>(row: &'a PageRow<'_>, table: &TableConfig) -> Result<(Timestamp, &'a str), String> {
+    let id = row.id.as_deref().filter(|id| !id.is_empty()).ok_or_else(|| format!("a row has no {}", table.sys_id_field))?;
+    let text = row.timestamp.as_deref().filter(|t| !t.is_empty()).ok_or_else(|| format!("row {id} has no {}", table.timestamp_field))?;
+    let ts = Timestamp::parse(text).map_err(|e| format!("row {id}: {}: {e}", table.timestamp_field))?;
+    Ok((ts, id))
 }
 
 /// A stored offset for the same table under another partition key means the query, id field or
@@ -142,89 +213,14 @@ fn refuse_foreign_offset(partition: &Partition, offsets: &[SourceOffset]) -> Res
     Err(SnowError::config(
         format!("snow.table.{}.query", partition.table),
         format!(
-            "the stored offset of table {} was made with another query, id field or timestamp field \
+            "the stored offset of table {} was made with another query, id field, timestamp field or domain \
              (stored: fingerprint {}, timestamp field {}; now: fingerprint {}, timestamp field {}). \
-             Restore the previous settings, or delete the table's stored offset to start again from its start.timestamp",
-            partition.table, other.fingerprint, other.timestamp_field, partition.fingerprint, partition.timestamp_field
+             Restore the previous settings, or reset the table's offset to start again from its start.timestamp: \
+             `snow-connect offsets reset --file <offset.storage.file.filename> --connector <name> --table {}`",
+            partition.table, other.fingerprint, other.timestamp_field, partition.fingerprint, partition.timestamp_field, partition.table
         ),
     ))
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::clock::ManualClock;
-    use crate::config::reader::entries_from_pairs;
-    use crate::http::transport::{Request, Response, TransportError};
-
-    struct Pages {
-        answers: Vec<(String, i64)>,
-        sent: Vec<Request>,
-    }
-
-    impl Transport for &mut Pages {
-        fn send(&mut self, request: &Request) -> Result<Response, TransportError> {
-            self.sent.push(request.clone());
-            let (body, now) = self.answers.remove(0);
-            Ok(Response { status: 200, headers: vec![("Date".into(), Timestamp(now).to_http_date())], body: body.into_bytes() })
-        }
-    }
-
-    fn entries(extra: &[(&str, &str)]) -> Entries {
-        let mut pairs = vec![
-            ("snow.instance.url", "https://acme.service-now.com"),
-            ("snow.tables", "incident"),
-            ("snow.batch.size", "2"),
-            ("snow.safety.lag.seconds", "0"),
-        ];
-        pairs.extend_from_slice(extra);
-        entries_from_pairs(pairs).unwrap()
-    }
-
-    fn row(id: &str, ts: i64) -> String {
-        format!(r#"{{"sys_id":"{id}","sys_updated_on":"{}","sys_mod_count":"0","n":1}}"#, Timestamp(ts))
-    }
-
-    #[test]
-    fn pages_become_records_with_offsets_and_resume_from_them() {
-        let mut pages = Pages {
-            answers: vec![(format!(r#"{{"result":[{},{}]}}"#, row("a", 0), row("b", 0)), 100), (r#"{"result":[]}"#.into(), 100)],
-            sent: vec![],
-        };
-        let mut task = SourceTask::open(&entries(&[]), &[], &mut pages, ManualClock::default()).unwrap();
-        let batch = task.poll().unwrap();
-        assert_eq!(batch.records.len(), 2);
-        assert_eq!(batch.next_poll_ms, 0, "a full page is chained without waiting");
-        let last = batch.records[1].clone();
-        assert_eq!(last.key.as_deref(), Some(&b"b"[..]));
-        assert_eq!(last.value.as_deref(), Some(row("b", 0).as_bytes()));
-        assert_eq!(last.timestamp_ms, Some(0));
-        let offsets = vec![last.offset.clone()];
-        drop(task);
-        let task = SourceTask::open(&entries(&[]), &offsets, &mut pages, ManualClock::default()).unwrap();
-        assert_eq!(task.cursor(), &Cursor { ts: Timestamp(0), id: "b".into() });
-    }
-
-    #[test]
-    fn a_changed_query_refuses_the_stored_offset() {
-        let mut pages = Pages { answers: vec![], sent: vec![] };
-        let old = SourceTask::open(&entries(&[]), &[], &mut pages, ManualClock::default()).unwrap().partition_key().to_string();
-        let offsets = vec![SourceOffset { partition: old, position: Cursor::before(Timestamp(5)).to_position() }];
-        let Err(err) =
-            SourceTask::open(&entries(&[("snow.table.incident.query", "active=true")]), &offsets, &mut pages, ManualClock::default())
-        else {
-            panic!("expected a refusal")
-        };
-        assert!(
-            err.to_string().contains("snow.table.incident.query: the stored offset of table incident was made with another query"),
-            "{err}"
-        );
-    }
-
-    #[test]
-    fn a_row_without_sys_id_names_the_table() {
-        let mut pages = Pages { answers: vec![(r#"{"result":[{"sys_updated_on":"2024-01-01 00:00:00"}]}"#.into(), 100)], sent: vec![] };
-        let mut task = SourceTask::open(&entries(&[]), &[], &mut pages, ManualClock::default()).unwrap();
-        assert_eq!(task.poll().unwrap_err().to_string(), "table incident: row 0 of the page has no sys_id");
-    }
-}
+mod tests;

@@ -51,6 +51,10 @@ pub struct ListParams<'a> {
     pub display_value: DisplayValue,
     /// `sysparm_exclude_reference_link`.
     pub exclude_reference_link: bool,
+    /// `sysparm_query_no_domain=true` when set.
+    pub no_domain: bool,
+    /// `sysparm_query_category`, when set.
+    pub category: Option<&'a str>,
 }
 
 /// A list answer: the body as received and the server clock.
@@ -126,8 +130,15 @@ impl<T: Transport, C: Clock> TableClient<T, C> {
         if let Some(fields) = fields.as_deref() {
             pairs.push(("sysparm_fields", fields));
         }
+        if params.no_domain {
+            pairs.push(("sysparm_query_no_domain", "true"));
+        }
+        if let Some(category) = params.category {
+            pairs.push(("sysparm_query_category", category));
+        }
         let url = format!("{}/api/now/table/{}{}", self.base_url, encode(table), query_string(pairs));
-        let response = self.call(Method::Get, &url, Vec::new(), table, &[200, 404])?;
+        let response =
+            self.call(Method::Get, &url, Vec::new(), table, &|r: &Response| r.status == 200 || (r.status == 404 && is_no_record(&r.body)))?;
         let server_time = response.header("date").and_then(|d| Timestamp::parse_http_date(d).ok());
         let body = if response.status == 404 { br#"{"result":[]}"#.to_vec() } else { response.body };
         Ok(ListResponse { body, server_time })
@@ -166,7 +177,7 @@ impl<T: Transport, C: Clock> TableClient<T, C> {
     }
 
     fn write(&mut self, method: Method, url: String, body: Vec<u8>, table: &str, ok: &[u16]) -> Result<WriteResponse, SnowError> {
-        let response = self.call(method, &url, body, table, ok)?;
+        let response = self.call(method, &url, body, table, &|r: &Response| ok.contains(&r.status))?;
         #[derive(Deserialize)]
         struct Answer {
             result: Option<AnswerRow>,
@@ -180,7 +191,14 @@ impl<T: Transport, C: Clock> TableClient<T, C> {
     }
 
     /// Sends one logical request, retrying transient failures within the policy's bounds.
-    fn call(&mut self, method: Method, url: &str, body: Vec<u8>, table: &str, ok: &[u16]) -> Result<Response, SnowError> {
+    fn call(
+        &mut self,
+        method: Method,
+        url: &str,
+        body: Vec<u8>,
+        table: &str,
+        ok: &dyn Fn(&Response) -> bool,
+    ) -> Result<Response, SnowError> {
         let request_id = self.ids.next_id();
         let mut headers = vec![("accept".to_string(), "application/json".to_string()), ("x-request-id".to_string(), request_id.clone())];
         if !body.is_empty() {
@@ -195,7 +213,7 @@ impl<T: Transport, C: Clock> TableClient<T, C> {
                     if let Some(limit) = RateLimit::from_headers(|h| response.header(h)) {
                         self.rate_limit = Some(limit);
                     }
-                    if ok.contains(&response.status) {
+                    if ok(&response) {
                         return Ok(response);
                     }
                     let server_now = response.header("date").and_then(|d| Timestamp::parse_http_date(d).ok());
@@ -222,6 +240,23 @@ impl<T: Transport, C: Clock> TableClient<T, C> {
             }
         }
     }
+}
+
+/// True for v1's answer to a valid query that matched nothing (`404 No Record found`).
+fn is_no_record(body: &[u8]) -> bool {
+    #[derive(Deserialize)]
+    struct Envelope {
+        error: Option<Message>,
+    }
+    #[derive(Deserialize)]
+    struct Message {
+        message: Option<String>,
+    }
+    serde_json::from_slice::<Envelope>(body)
+        .ok()
+        .and_then(|e| e.error)
+        .and_then(|m| m.message)
+        .is_some_and(|m| m.eq_ignore_ascii_case("No Record found"))
 }
 
 /// The last error of a retried request, prefixed with the bound that ended the retries. It stays
@@ -320,7 +355,15 @@ mod tests {
     }
 
     fn list_params() -> ListParams<'static> {
-        ListParams { query: "", fields: None, limit: 1, display_value: DisplayValue::Raw, exclude_reference_link: false }
+        ListParams {
+            query: "",
+            fields: None,
+            limit: 1,
+            display_value: DisplayValue::Raw,
+            exclude_reference_link: false,
+            no_domain: false,
+            category: None,
+        }
     }
 
     #[test]
@@ -335,6 +378,8 @@ mod tests {
             limit: 100,
             display_value: DisplayValue::Raw,
             exclude_reference_link: true,
+            no_domain: true,
+            category: Some("cmdb"),
         };
         let out = client.list("incident", &params).unwrap();
         assert_eq!(out.server_time.unwrap().to_string(), "2024-01-01 00:00:10");
@@ -342,7 +387,8 @@ mod tests {
             script.sent[0].url,
             "https://acme.service-now.com/api/now/table/incident?sysparm_query=a%3Db%5EORDERBYsys_id&sysparm_limit=100\
              &sysparm_display_value=false&sysparm_exclude_reference_link=true&sysparm_no_count=true\
-             &sysparm_suppress_pagination_header=true&sysparm_fields=sys_id%2Cnumber"
+             &sysparm_suppress_pagination_header=true&sysparm_fields=sys_id%2Cnumber&sysparm_query_no_domain=true\
+             &sysparm_query_category=cmdb"
         );
         assert!(script.sent[0].headers.iter().any(|(k, v)| k == "x-request-id" && v.starts_with("snow-")));
     }
@@ -352,6 +398,7 @@ mod tests {
         let mut script = Scripted {
             answers: vec![
                 answer(404, r#"{"error":{"message":"No Record found","detail":"Records not found"},"status":"failure"}"#, &[]),
+                answer(404, r#"{"error":{"message":"Requested URI does not represent any resource"},"status":"failure"}"#, &[]),
                 answer(403, r#"{"error":{"message":"User Not Authorized","detail":"ACL"},"status":"failure"}"#, &[]),
                 answer(502, "<html>bad gateway</html>", &[]),
             ],
@@ -360,6 +407,11 @@ mod tests {
         let clock = ManualClock::default();
         let mut client = TableClient::new(&instance(3), &mut script, &clock);
         assert_eq!(client.list("incident", &list_params()).unwrap().body, br#"{"result":[]}"#);
+        assert_eq!(
+            client.list("incident", &list_params()).unwrap_err().class(),
+            ErrorClass::Fatal,
+            "only 'No Record found' means an empty page"
+        );
         let err = client.list("incident", &list_params()).unwrap_err();
         assert_eq!(err.class(), ErrorClass::Fatal);
         let SnowError::Http(h) = &err else { panic!("{err:?}") };

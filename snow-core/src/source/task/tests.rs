@@ -1,0 +1,189 @@
+use super::*;
+use crate::clock::ManualClock;
+use crate::config::reader::entries_from_pairs;
+use crate::http::transport::{Request, Response, TransportError};
+
+/// Answers each request with the next scripted (status, body) at server time `now` and keeps the
+/// decoded `sysparm_query` of every request.
+struct Script {
+    answers: Vec<(u16, String)>,
+    now: i64,
+    queries: Vec<String>,
+}
+
+impl Transport for &mut Script {
+    fn send(&mut self, request: &Request) -> Result<Response, TransportError> {
+        let query = request.url.split("sysparm_query=").nth(1).unwrap_or("").split('&').next().unwrap_or("");
+        self.queries.push(decode(query));
+        let (status, body) = self.answers.remove(0);
+        Ok(Response { status, headers: vec![("Date".into(), Timestamp(self.now).to_http_date())], body: body.into_bytes() })
+    }
+}
+
+fn decode(s: &str) -> String {
+    let mut out = Vec::new();
+    let b = s.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%' {
+            out.push(u8::from_str_radix(&s[i + 1..i + 3], 16).unwrap());
+            i += 3;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).unwrap()
+}
+
+const T0: i64 = 1_700_000_000;
+
+fn entries(extra: &[(&str, &str)]) -> Entries {
+    let start = Timestamp(T0 - 100).to_string();
+    let mut pairs = vec![
+        ("snow.start.timestamp", start.as_str()),
+        ("snow.instance.url", "https://acme.service-now.com"),
+        ("snow.tables", "incident"),
+        ("snow.batch.size", "2"),
+        ("snow.safety.lag.seconds", "0"),
+        ("snow.startup.probe", "false"),
+        ("snow.overlap.seconds", "0"),
+    ];
+    pairs.retain(|(k, _)| !extra.iter().any(|(e, _)| e == k));
+    pairs.extend_from_slice(extra);
+    entries_from_pairs(pairs).unwrap()
+}
+
+fn row(id: &str, ts: i64, mods: u32) -> String {
+    format!(r#"{{"sys_id":"{id}","sys_updated_on":"{}","sys_mod_count":"{mods}"}}"#, Timestamp(T0 + ts))
+}
+
+fn page(rows: &[String]) -> (u16, String) {
+    (200, format!(r#"{{"result":[{}]}}"#, rows.join(",")))
+}
+
+fn script(answers: Vec<(u16, String)>) -> Script {
+    Script { answers, now: T0 + 100, queries: vec![] }
+}
+
+fn positions(batch: &PollBatch) -> Vec<Cursor> {
+    batch.records.iter().map(|r| Cursor::from_position(&r.offset.position).unwrap()).collect()
+}
+
+#[test]
+fn pages_become_records_with_offsets_and_resume_from_them() {
+    let mut s = script(vec![page(&[]), page(&[row("a", 0, 0), row("b", 0, 0)])]);
+    let mut task = SourceTask::open(&entries(&[]), &[], &mut s, ManualClock::default()).unwrap();
+    assert!(task.poll().unwrap().records.is_empty(), "the start second is drained first");
+    let batch = task.poll().unwrap();
+    assert_eq!(batch.records.len(), 2);
+    assert_eq!(batch.next_poll_ms, 0, "a full page is chained without waiting");
+    let last = batch.records[1].clone();
+    assert_eq!(last.key.as_deref(), Some(&b"b"[..]));
+    assert_eq!(last.value.as_deref(), Some(row("b", 0, 0).as_bytes()));
+    assert_eq!(last.timestamp_ms, Some(Timestamp(T0).as_millis()));
+    let offsets = vec![last.offset.clone()];
+    drop(task);
+    let task = SourceTask::open(&entries(&[]), &offsets, &mut s, ManualClock::default()).unwrap();
+    assert_eq!(task.cursor(), &Cursor { ts: Timestamp(T0), id: "b".into() });
+}
+
+#[test]
+fn a_changed_query_refuses_the_stored_offset_and_says_how_to_reset() {
+    let mut s = script(vec![]);
+    let old = SourceTask::open(&entries(&[]), &[], &mut s, ManualClock::default()).unwrap().partition_key().to_string();
+    let offsets = vec![SourceOffset { partition: old, position: Cursor::before(Timestamp(5)).to_position() }];
+    let Err(err) = SourceTask::open(&entries(&[("snow.table.incident.query", "active=true")]), &offsets, &mut s, ManualClock::default())
+    else {
+        panic!("expected a refusal")
+    };
+    let text = err.to_string();
+    assert!(text.contains("snow.table.incident.query: the stored offset of table incident was made with another query"), "{text}");
+    assert!(text.contains("snow-connect offsets reset --file"), "{text}");
+}
+
+#[test]
+fn a_bad_row_fails_the_table_or_is_skipped_with_a_note() {
+    let bad = page(&[row("a", 0, 0), r#"{"sys_updated_on":"2023-11-14 22:13:20"}"#.to_string()]);
+    let mut s = script(vec![page(&[]), bad.clone()]);
+    let mut task = SourceTask::open(&entries(&[]), &[], &mut s, ManualClock::default()).unwrap();
+    task.poll().unwrap();
+    assert_eq!(task.poll().unwrap_err().to_string(), "table incident: a row has no sys_id (snow.bad.row.behavior=skip would skip it)");
+    let mut s = script(vec![page(&[]), bad]);
+    let mut task = SourceTask::open(&entries(&[("snow.bad.row.behavior", "skip")]), &[], &mut s, ManualClock::default()).unwrap();
+    task.poll().unwrap();
+    assert_eq!(task.poll().unwrap().records.len(), 1);
+    assert_eq!(task.counters().bad_rows_skipped, 1);
+    assert_eq!(task.take_notes()[0].message, "table incident: skipped row 1 of a page: a row has no sys_id");
+}
+
+#[test]
+fn each_sweep_re_reads_the_overlap_and_suppresses_what_was_emitted() {
+    let mut s = script(vec![
+        // Sweep 1: drain the start second (empty), advance: rows at +10 and +20, short page: done.
+        page(&[]),
+        (200, format!(r#"{{"result":[{}]}}"#, row("a", 10, 0))),
+        // Sweep 2 starts 15 s before +10 ... the overlap of 15 s before the furthest row (+10):
+        // drain second -5 (empty), then advance: a again (same version), late row l at +5, a new version of a at +30.
+        page(&[]),
+        (200, format!(r#"{{"result":[{},{},{}]}}"#, row("l", 5, 0), row("a", 10, 0), row("a2", 30, 1))),
+    ]);
+    let mut task =
+        SourceTask::open(&entries(&[("snow.overlap.seconds", "15"), ("snow.batch.size", "5")]), &[], &mut s, ManualClock::default())
+            .unwrap();
+    assert!(task.poll().unwrap().records.is_empty());
+    let first = task.poll().unwrap();
+    assert_eq!(first.records.len(), 1);
+    assert!(first.next_poll_ms > 0, "caught up: wait for the next sweep");
+    assert!(task.poll().unwrap().records.is_empty());
+    let second = task.poll().unwrap();
+    let keys: Vec<&[u8]> = second.records.iter().map(|r| r.key.as_deref().unwrap()).collect();
+    assert_eq!(keys, [&b"l"[..], &b"a2"[..]], "the late row is emitted, the version already emitted is not");
+    assert_eq!(task.counters().duplicates_suppressed, 1);
+    let p = positions(&second);
+    assert_eq!(p[0], Cursor { ts: Timestamp(T0 + 10), id: "a".into() }, "a late row does not move the stored offset back");
+    assert_eq!(p[1], Cursor { ts: Timestamp(T0 + 30), id: "a2".into() });
+    assert_eq!(s.queries[2], format!("sys_updated_on={}^ORDERBYsys_id", Timestamp(T0 - 5)), "the second sweep starts 15 s before +10");
+}
+
+#[test]
+fn a_restart_re_reads_the_overlap_before_the_stored_offset() {
+    let stored = Cursor { ts: Timestamp(T0 + 50), id: "m".into() };
+    let mut s = script(vec![]);
+    let key = SourceTask::open(&entries(&[]), &[], &mut s, ManualClock::default()).unwrap().partition_key().to_string();
+    let offsets = vec![SourceOffset { partition: key, position: stored.to_position() }];
+    let mut s = script(vec![page(&[])]);
+    let mut task = SourceTask::open(&entries(&[("snow.overlap.seconds", "20")]), &offsets, &mut s, ManualClock::default()).unwrap();
+    task.poll().unwrap();
+    assert_eq!(s.queries[0], format!("sys_updated_on={}^ORDERBYsys_id", Timestamp(T0 + 30)));
+}
+
+fn probe_task(answer: (u16, String)) -> Result<PollBatch, SnowError> {
+    let mut s = script(vec![answer]);
+    let mut task = SourceTask::open(&entries(&[("snow.startup.probe", "true")]), &[], &mut s, ManualClock::default()).unwrap();
+    task.poll()
+}
+
+#[test]
+fn the_startup_probe_explains_what_to_fix() {
+    let envelope = |m: &str| format!(r#"{{"error":{{"message":"{m}","detail":"d"}},"status":"failure"}}"#);
+    let cases = [
+        ((401, envelope("User Not Authenticated")), "startup probe: ServiceNow refused the credentials: check snow.auth.*"),
+        ((403, envelope("User Not Authorized")), "startup probe: the integration user may not read table incident"),
+        ((400, envelope("Invalid table incident")), "startup probe: ServiceNow rejected the read of table incident: check the table name"),
+        ((404, envelope("Requested URI does not represent any resource")), "startup probe: the Table API answered 404 for table incident: check snow.instance.url"),
+        ((200, r#"{"result":[{"sys_id":{"display_value":"a","value":"a"}}]}"#.to_string()), "snow.table.incident.timestamp.field: table incident has no readable field sys_updated_on"),
+        (
+            (200, r#"{"result":[{"sys_id":{"display_value":"a","value":"a"},"sys_updated_on":{"display_value":"2024-01-01 03:00:00","value":"2024-01-01 01:00:00"}}]}"#.to_string()),
+            "snow.auth.username: the integration user's time zone is not UTC",
+        ),
+    ];
+    for (answer, expected) in cases {
+        let err = probe_task(answer).unwrap_err();
+        assert!(err.to_string().contains(expected), "{err}\nexpected: {expected}");
+        assert_eq!(err.class(), ErrorClass::Fatal);
+    }
+    let ok = r#"{"result":[{"sys_id":{"display_value":"a","value":"a"},"sys_updated_on":{"display_value":"01/01/2024 01:00:00 AM","value":"2024-01-01 01:00:00"}}]}"#;
+    assert!(probe_task((200, ok.to_string())).unwrap().records.is_empty(), "a UTC user with another date format passes");
+    assert!(probe_task((404, envelope("No Record found"))).is_ok(), "an empty table passes");
+}
