@@ -15,6 +15,8 @@ const USAGE: &str = "usage:
   snow-connect validate <connector file>...
   snow-connect topic count --bootstrap HOST:PORT --topic NAME [--timeout-seconds N]
   snow-connect topic produce --bootstrap HOST:PORT --topic NAME [--key-field FIELD] [--file PATH]
+  snow-connect offsets list --file OFFSETS.json [--connector NAME]
+  snow-connect offsets reset --file OFFSETS.json --connector NAME [--table TABLE]
   snow-connect inspect <component.wasm> [--instantiations N]
   snow-connect version
 
@@ -39,6 +41,7 @@ fn dispatch(args: &[String]) -> Result<()> {
         Some("validate") => run(&args[1..], true),
         Some("topic") => topic(&args[1..]),
         Some("inspect") => inspect(&args[1..]),
+        Some("offsets") => offsets(&args[1..]),
         Some("version") => {
             println!("snow-connect {}", env!("CARGO_PKG_VERSION"));
             Ok(())
@@ -120,6 +123,41 @@ fn run(args: &[String], validate_only: bool) -> Result<()> {
         println!("{}", runner.summary());
         result
     })
+}
+
+/// Lists or resets stored source offsets. Reset only while the connector is stopped: a running
+/// connector rewrites the file with what it holds in memory.
+fn offsets(args: &[String]) -> Result<()> {
+    use host_runner::offsets::FileOffsetStore;
+    let args = Args::parse(args)?;
+    let file = PathBuf::from(args.option("file").context("--file (the connector's offset.storage.file.filename) is required")?);
+    if !file.exists() {
+        bail!("no offset file at {}", file.display());
+    }
+    let store = FileOffsetStore::open(&file)?;
+    match args.positional.first().map(String::as_str) {
+        Some("list") => {
+            for (connector, partition, position) in store.entries() {
+                if args.option("connector").is_none_or(|c| c == connector) {
+                    println!("{{\"connector\":{connector:?},\"partition\":{partition},\"position\":{position}}}");
+                }
+            }
+            Ok(())
+        }
+        Some("reset") => {
+            let connector = args.option("connector").context("--connector is required")?;
+            let table = args.option("table");
+            let removed = store.remove(connector, |partition| {
+                table.is_none_or(|t| snow_core::cursor::Partition::from_key(partition).is_some_and(|p| p.table == t))
+            })?;
+            println!(
+                "removed {removed} offset(s) of connector {connector}{}; the table(s) start again from start.timestamp",
+                table.map(|t| format!(" table {t}")).unwrap_or_default()
+            );
+            Ok(())
+        }
+        _ => bail!("offsets needs list or reset\n{USAGE}"),
+    }
 }
 
 fn inspect(args: &[String]) -> Result<()> {

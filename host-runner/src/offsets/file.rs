@@ -58,6 +58,30 @@ impl FileOffsetStore {
     }
 }
 
+impl FileOffsetStore {
+    /// Every `(connector, partition, position)` in the file.
+    pub fn entries(&self) -> Vec<(String, String, String)> {
+        let contents = self.contents.lock().unwrap_or_else(|e| e.into_inner());
+        contents.offsets.iter().flat_map(|(c, m)| m.iter().map(move |(p, v)| (c.clone(), p.clone(), v.clone()))).collect()
+    }
+
+    /// Removes the offsets of `connector` whose partition passes `matches`; returns how many.
+    pub fn remove(&self, connector: &str, matches: impl Fn(&str) -> bool) -> Result<usize> {
+        let mut contents = self.contents.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(partitions) = contents.offsets.get_mut(connector) else { return Ok(0) };
+        let before = partitions.len();
+        partitions.retain(|p, _| !matches(p));
+        let removed = before - partitions.len();
+        if partitions.is_empty() {
+            contents.offsets.remove(connector);
+        }
+        if removed > 0 {
+            self.write(&contents)?;
+        }
+        Ok(removed)
+    }
+}
+
 impl OffsetStore for FileOffsetStore {
     fn load(&self, connector: &str) -> Vec<(String, String)> {
         let contents = self.contents.lock().unwrap_or_else(|e| e.into_inner());
@@ -84,6 +108,8 @@ mod tests {
         store.commit("c", "p1", "a").unwrap();
         store.commit("c", "p1", "b").unwrap();
         store.commit("d", "p2", "x").unwrap();
+        store.commit("d", "p3", "y").unwrap();
+        assert_eq!(store.remove("d", |p| p == "p3").unwrap(), 1);
         let again = FileOffsetStore::open(&path).unwrap();
         assert_eq!(again.load("c"), vec![("p1".to_string(), "b".to_string())]);
         assert!(again.load("none").is_empty());

@@ -3,6 +3,7 @@
 //! to Kafka and a table's offset is stored only after Kafka acknowledged every record up to it
 //! ([`produce`]).
 
+mod pipeline;
 mod produce;
 mod unit;
 

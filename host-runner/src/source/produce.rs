@@ -1,6 +1,7 @@
-//! Producing one poll's records and waiting until Kafka acknowledged all of them.
+//! Handing one poll's records to the producer: every record is queued in order and its delivery
+//! future returned, so the next page can be fetched while these are acknowledged.
 
-use std::collections::VecDeque;
+use std::time::Duration;
 
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::message::{Header, OwnedHeaders};
@@ -8,11 +9,10 @@ use rdkafka::producer::{DeliveryFuture, FutureProducer, FutureRecord};
 
 use crate::component::bindings::types::SourceRecord;
 
-/// Produces `records` in order and resolves once every one is acknowledged; the first failure is
-/// returned (later records may or may not have been written: the caller re-reads from its stored
-/// offset, so nothing is lost).
-pub async fn produce_all(producer: &FutureProducer, records: &[SourceRecord]) -> Result<(), KafkaError> {
-    let mut pending: VecDeque<DeliveryFuture> = VecDeque::with_capacity(records.len());
+/// Queues `records` in order; returns their deliveries. The first refusal is returned (records
+/// queued before it may still be written: the caller reopens at its stored offset).
+pub async fn enqueue(producer: &FutureProducer, records: &[SourceRecord]) -> Result<Vec<DeliveryFuture>, KafkaError> {
+    let mut deliveries = Vec::with_capacity(records.len());
     for r in records {
         let mut headers = OwnedHeaders::new_with_capacity(r.headers.len());
         for h in &r.headers {
@@ -31,32 +31,18 @@ pub async fn produce_all(producer: &FutureProducer, records: &[SourceRecord]) ->
         loop {
             match producer.send_result(record) {
                 Ok(delivery) => {
-                    pending.push_back(delivery);
+                    deliveries.push(delivery);
                     break;
                 }
                 Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), back)) => {
+                    // The local queue (queue.buffering.max.messages) is full; librdkafka's own
+                    // thread drains it as the broker acknowledges. Give it a moment.
                     record = back;
-                    // The local queue is full: wait for the oldest delivery to free a slot.
-                    match pending.pop_front() {
-                        Some(oldest) => check(oldest.await)?,
-                        None => tokio::task::yield_now().await,
-                    }
+                    tokio::time::sleep(Duration::from_millis(1)).await;
                 }
                 Err((e, _)) => return Err(e),
             }
         }
     }
-    for delivery in pending {
-        check(delivery.await)?;
-    }
-    Ok(())
-}
-
-/// A delivery's outcome; a dropped delivery (the producer went away) counts as a failure.
-fn check<C>(result: Result<rdkafka::producer::future_producer::OwnedDeliveryResult, C>) -> Result<(), KafkaError> {
-    match result {
-        Ok(Ok(_)) => Ok(()),
-        Ok(Err((e, _))) => Err(e),
-        Err(_) => Err(KafkaError::Canceled),
-    }
+    Ok(deliveries)
 }

@@ -1,7 +1,8 @@
 //! One table's unit: a guest instance opened at the stored offset, polled in a loop.
 //!
-//! Each poll's records are produced, and once Kafka acknowledged all of them the last record's
-//! offset is stored. On a trap or a Kafka failure the instance is dropped and a new one opens at
+//! Each poll's records are queued to the producer and handed to the unit's [`Pipeline`], which
+//! stores the last record's offset once Kafka acknowledged all of them; meanwhile the next page is
+//! already being read. On a trap or a Kafka failure the instance is dropped and a new one opens at
 //! the stored offset (records after it are read again: at-least-once). A transient guest error is
 //! retried with backoff on the same instance (its cursor did not move); a fatal one parks the unit.
 
@@ -12,7 +13,8 @@ use rdkafka::producer::FutureProducer;
 use wasmtime::Store;
 use wasmtime::component::ResourceAny;
 
-use super::produce::produce_all;
+use super::pipeline::{Pending, Pipeline};
+use super::produce::enqueue;
 use crate::backoff::Backoff;
 use crate::component::HostState;
 use crate::component::bindings::source::{Source, SourcePre};
@@ -21,6 +23,9 @@ use crate::connector::{SharedContext, class_label, describe, to_entries};
 use crate::metrics::labels;
 use crate::offsets::OffsetStore;
 use crate::shutdown::Shutdown;
+
+/// Longest wait for outstanding acknowledgements when a unit stops or reopens.
+const SETTLE_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Runs one unit until shutdown or a fatal error.
 pub struct UnitRunner {
@@ -100,9 +105,14 @@ impl UnitRunner {
         let table = self.unit.name.clone();
         let connector = self.ctx.name().to_string();
         let api = opened.instance.snow_connector_source_api();
-        loop {
+        let mut pipeline = Pipeline::start(connector.clone(), table.clone(), self.offsets.clone(), self.ctx.metrics.clone());
+        let outcome = loop {
             if self.shutdown.is_stopping() {
-                return Restart::Stop;
+                break Restart::Stop;
+            }
+            if let Err(e) = pipeline.failure() {
+                tracing::error!(connector = %connector, unit = %table, "{e}; reopening at the stored offset");
+                break Restart::Reopen;
             }
             opened.store.data_mut().begin_call();
             let batch: PollBatch = match api.source_task().call_poll(&mut opened.store, opened.task).await {
@@ -110,46 +120,48 @@ impl UnitRunner {
                 Ok(Err(error)) => {
                     if !self.is_retryable(&error) {
                         self.park(&describe(&error).1);
-                        return Restart::Stop;
+                        break Restart::Stop;
                     }
                     if !self.shutdown.sleep(backoff.next_delay()).await {
-                        return Restart::Stop;
+                        break Restart::Stop;
                     }
                     continue;
                 }
                 Err(trap) => {
                     tracing::error!(connector = %connector, unit = %table, "the component trapped in poll, reopening at the stored offset: {trap:#}");
                     self.ctx.metrics.counter_add("snow_source_traps_total", 1, &labels(&[("connector", &connector), ("table", &table)]));
-                    return Restart::Reopen;
+                    break Restart::Reopen;
                 }
             };
             if let Some(last) = batch.records.last() {
-                if let Err(e) = produce_all(&self.producer, &batch.records).await {
-                    tracing::error!(connector = %connector, unit = %table, "producing to Kafka failed, reopening at the stored offset: {e}");
-                    return Restart::Reopen;
-                }
-                let offsets = self.offsets.clone();
-                let (c, p, pos) = (connector.clone(), last.offset.partition.clone(), last.offset.position.clone());
-                let committed = tokio::task::spawn_blocking(move || offsets.commit(&c, &p, &pos)).await;
-                match committed {
-                    Ok(Ok(())) => {}
-                    Ok(Err(e)) => {
-                        tracing::error!(connector = %connector, unit = %table, "{e:#}; reopening at the stored offset");
-                        return Restart::Reopen;
-                    }
+                let deliveries = match enqueue(&self.producer, &batch.records).await {
+                    Ok(d) => d,
                     Err(e) => {
-                        tracing::error!(connector = %connector, unit = %table, "offset commit task failed: {e}");
-                        return Restart::Reopen;
+                        tracing::error!(connector = %connector, unit = %table, "producing to Kafka failed, reopening at the stored offset: {e}");
+                        break Restart::Reopen;
                     }
+                };
+                let pending = Pending { deliveries, partition: last.offset.partition.clone(), position: last.offset.position.clone() };
+                if let Err(e) = pipeline.submit(pending).await {
+                    tracing::error!(connector = %connector, unit = %table, "{e}; reopening at the stored offset");
+                    break Restart::Reopen;
                 }
-                let l = labels(&[("connector", &connector), ("table", &table)]);
-                self.ctx.metrics.counter_add("snow_source_records_total", batch.records.len() as u64, &l);
-                self.ctx.metrics.counter_add("snow_source_offset_commits_total", 1, &l);
-                tracing::debug!(connector = %connector, unit = %table, records = batch.records.len(), "batch acknowledged, offset stored");
             }
             backoff.reset();
             if batch.next_poll_ms > 0 && !self.shutdown.sleep(Duration::from_millis(u64::from(batch.next_poll_ms))).await {
-                return Restart::Stop;
+                break Restart::Stop;
+            }
+        };
+        // Store the offsets of everything already acknowledged; never hang on a dead broker.
+        match tokio::time::timeout(SETTLE_TIMEOUT, pipeline.finish()).await {
+            Ok(Ok(())) => outcome,
+            Ok(Err(e)) => {
+                tracing::error!(connector = %connector, unit = %table, "{e}; reopening at the stored offset");
+                if matches!(outcome, Restart::Stop) { Restart::Stop } else { Restart::Reopen }
+            }
+            Err(_) => {
+                tracing::warn!(connector = %connector, unit = %table, "records still unacknowledged after {SETTLE_TIMEOUT:?}; they will be read again");
+                outcome
             }
         }
     }
