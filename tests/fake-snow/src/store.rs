@@ -14,10 +14,32 @@ pub type Row = Map<String, Value>;
 /// Timestamp fields that are indexed.
 pub const INDEXED: [&str; 2] = ["sys_updated_on", "sys_created_on"];
 
+/// A field as a raw read (`sysparm_display_value=false`) serves it: a reference as `{link, value}`
+/// (or its value when it has no link), anything else as stored.
+pub fn raw_value(v: &Value) -> Value {
+    match v {
+        Value::Object(o) => {
+            let value = o.get("value").cloned().unwrap_or(Value::Null);
+            match o.get("link") {
+                Some(link) => serde_json::json!({ "link": link, "value": value }),
+                None => value,
+            }
+        }
+        other => other.clone(),
+    }
+}
+
+/// A row and its raw-read JSON, serialised once when written (a raw whole-row read copies it).
+#[derive(Debug)]
+struct Stored {
+    row: Row,
+    json: String,
+}
+
 /// One table.
 #[derive(Debug, Default)]
 pub struct Table {
-    rows: HashMap<String, Row>,
+    rows: HashMap<String, Stored>,
     /// Insertion order, for queries without ORDERBY.
     order: Vec<String>,
     index: [BTreeSet<(String, String)>; 2],
@@ -36,12 +58,17 @@ impl Table {
 
     /// The row with `sys_id`.
     pub fn get(&self, sys_id: &str) -> Option<&Row> {
-        self.rows.get(sys_id)
+        self.rows.get(sys_id).map(|s| &s.row)
+    }
+
+    /// The row with `sys_id` as a raw whole-row read serves it.
+    pub fn json(&self, sys_id: &str) -> Option<&str> {
+        self.rows.get(sys_id).map(|s| s.json.as_str())
     }
 
     /// Every row in insertion order.
     pub fn rows_in_order(&self) -> impl Iterator<Item = &Row> {
-        self.order.iter().filter_map(|id| self.rows.get(id))
+        self.order.iter().filter_map(|id| self.rows.get(id)).map(|s| &s.row)
     }
 
     /// The `(timestamp, sys_id)` index of `field`, if it is indexed.
@@ -64,19 +91,21 @@ impl Table {
 
     fn put(&mut self, id: String, row: Row) {
         if let Some(old) = self.rows.remove(&id) {
-            self.index_row(&id, &old, false);
+            self.index_row(&id, &old.row, false);
         } else {
             self.order.push(id.clone());
         }
         self.index_row(&id, &row, true);
-        self.rows.insert(id, row);
+        let raw: Row = row.iter().map(|(k, v)| (k.clone(), raw_value(v))).collect();
+        let json = serde_json::to_string(&raw).unwrap_or_default();
+        self.rows.insert(id, Stored { row, json });
     }
 
     fn remove(&mut self, id: &str) -> Option<Row> {
-        let row = self.rows.remove(id)?;
-        self.index_row(id, &row, false);
+        let stored = self.rows.remove(id)?;
+        self.index_row(id, &stored.row, false);
         self.order.retain(|o| o != id);
-        Some(row)
+        Some(stored.row)
     }
 }
 
@@ -145,7 +174,7 @@ impl Store {
     /// With `replace`, fields not in `changes` (other than system fields) are removed (PUT).
     pub fn update(&mut self, table: &str, sys_id: &str, changes: Row, now: i64, user: &str, replace: bool) -> Option<Row> {
         let t = self.tables.get_mut(table)?;
-        let mut row = t.rows.get(sys_id)?.clone();
+        let mut row = t.rows.get(sys_id)?.row.clone();
         if replace {
             row.retain(|k, _| k.starts_with("sys_"));
         }

@@ -55,6 +55,11 @@ impl<'a> Render<'a> {
         Self { fields, display, exclude_links }
     }
 
+    /// True when rows go out exactly as stored (every field, raw values, links kept).
+    fn is_raw_whole_row(&self) -> bool {
+        self.fields.is_none() && self.display == Display::Raw && !self.exclude_links
+    }
+
     fn row(&self, row: &Row) -> Value {
         let mut out = Map::new();
         let mut put = |k: &str, v: &Value| {
@@ -88,7 +93,7 @@ impl<'a> Render<'a> {
         };
         let link = link.filter(|_| !self.exclude_links);
         match (self.display, link) {
-            (Display::Raw, Some(link)) => json!({ "link": link, "value": raw }),
+            (Display::Raw, Some(_)) => crate::store::raw_value(v),
             (Display::Raw, None) => raw,
             (Display::Shown, Some(link)) => json!({ "link": link, "display_value": shown }),
             (Display::Shown, None) => shown,
@@ -114,7 +119,14 @@ pub fn list(shared: &Shared, table: &str, params: &HashMap<String, String>, vers
     let render = Render::from_params(params);
     let store = shared.store();
     let Some(t) = store.table(table) else { return (invalid_table(table), query.dropped) };
-    let mut rows: Vec<Value> = Vec::new();
+    // Rows as JSON text: copied as stored for a raw whole-row read, rendered otherwise.
+    let text = |id: &str, row: &Row| -> String {
+        match t.json(id) {
+            Some(json) if render.is_raw_whole_row() => json.to_string(),
+            _ => render.row(row).to_string(),
+        }
+    };
+    let mut rows: Vec<String> = Vec::new();
     if let Some(plan) = query.index_plan(&INDEXED) {
         let index = t.index(&plan.field).expect("planned on an indexed field");
         let lo = plan.from.map_or(Bound::Unbounded, |f| Bound::Included((f, String::new())));
@@ -132,12 +144,12 @@ pub fn list(shared: &Shared, table: &str, params: &HashMap<String, String>, vers
             if rows.len() >= limit {
                 break;
             }
-            rows.push(render.row(row));
+            rows.push(text(id, row));
         }
     } else {
         let mut matched: Vec<&Row> = t.rows_in_order().filter(|r| query.matches(r)).collect();
         matched.sort_by(|a, b| query.compare(a, b));
-        rows = matched.into_iter().skip(offset).take(limit).map(|r| render.row(r)).collect();
+        rows = matched.into_iter().skip(offset).take(limit).map(|r| text(r.get("sys_id").and_then(Value::as_str).unwrap_or(""), r)).collect();
     }
     let total = (params.get("sysparm_no_count").map(String::as_str) != Some("true"))
         .then(|| t.rows_in_order().filter(|r| query.matches(r)).count());
@@ -145,7 +157,16 @@ pub fn list(shared: &Shared, table: &str, params: &HashMap<String, String>, vers
     if rows.is_empty() && version == Version::V1 {
         return (envelope(404, "No Record found", "Records not found"), query.dropped);
     }
-    let mut answer = Answer::json(200, &json!({ "result": rows }));
+    let mut body = Vec::with_capacity(rows.iter().map(|r| r.len() + 1).sum::<usize>() + 12);
+    body.extend_from_slice(b"{\"result\":[");
+    for (i, r) in rows.iter().enumerate() {
+        if i > 0 {
+            body.push(b',');
+        }
+        body.extend_from_slice(r.as_bytes());
+    }
+    body.extend_from_slice(b"]}");
+    let mut answer = Answer { status: 200, headers: vec![("Content-Type".into(), "application/json;charset=UTF-8".into())], body };
     if let Some(total) = total {
         answer.headers.push(("X-Total-Count".into(), total.to_string()));
     }
