@@ -267,7 +267,7 @@ fn a_second_401_is_final() {
     runner.kill();
 
     let line = log.lines().find(|l| l.contains("unit parked")).unwrap();
-    assert!(line.contains("ServiceNow answered 401") && line.contains("credentials refused"), "{line}");
+    assert!(line.contains("ServiceNow answered 401") && line.contains("login refused"), "{line}");
     let journal = fake.journal();
     let table: Vec<&JournalEntry> = journal.entries.iter().filter(|e| e.path.starts_with("/api/now/table/")).collect();
     assert_eq!(table.len(), 2, "sent once, re-sent once with a fresh token, then final");

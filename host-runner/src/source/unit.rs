@@ -115,6 +115,7 @@ impl UnitRunner {
                 break Restart::Reopen;
             }
             opened.store.data_mut().begin_call();
+            let polled = std::time::Instant::now();
             let batch: PollBatch = match api.source_task().call_poll(&mut opened.store, opened.task).await {
                 Ok(Ok(batch)) => batch,
                 Ok(Err(error)) => {
@@ -133,7 +134,9 @@ impl UnitRunner {
                     break Restart::Reopen;
                 }
             };
+            let poll_time = polled.elapsed();
             if let Some(last) = batch.records.last() {
+                let enqueued = std::time::Instant::now();
                 let deliveries = match enqueue(&self.producer, &batch.records).await {
                     Ok(d) => d,
                     Err(e) => {
@@ -141,11 +144,22 @@ impl UnitRunner {
                         break Restart::Reopen;
                     }
                 };
+                let enqueue_time = enqueued.elapsed();
                 let pending = Pending { deliveries, partition: last.offset.partition.clone(), position: last.offset.position.clone() };
+                let submitted = std::time::Instant::now();
                 if let Err(e) = pipeline.submit(pending).await {
                     tracing::error!(connector = %connector, unit = %table, "{e}; reopening at the stored offset");
                     break Restart::Reopen;
                 }
+                tracing::trace!(
+                    connector = %connector,
+                    unit = %table,
+                    records = batch.records.len(),
+                    poll_us = poll_time.as_micros() as u64,
+                    enqueue_us = enqueue_time.as_micros() as u64,
+                    wait_us = submitted.elapsed().as_micros() as u64,
+                    "poll timings"
+                );
             }
             backoff.reset();
             if batch.next_poll_ms > 0 && !self.shutdown.sleep(Duration::from_millis(u64::from(batch.next_poll_ms))).await {

@@ -29,7 +29,7 @@ use ErrorClass::{Ambiguous as A, Fatal as F, Transient as T};
 /// The classification of error statuses. First matching row wins.
 const STATUS_TABLE: &[StatusRow] = &[
     StatusRow(400, 400, F, F, "bad request: the query or body is invalid"),
-    StatusRow(401, 401, F, F, "credentials refused (the host already re-sent once with a fresh token)"),
+    StatusRow(401, 401, F, F, "login refused (a token is retried once with a fresh one by the host)"),
     StatusRow(403, 403, F, F, "forbidden by an ACL or a business rule"),
     StatusRow(404, 404, F, F, "no such record, or hidden by an ACL"),
     StatusRow(405, 405, F, F, "method not allowed on this resource"),

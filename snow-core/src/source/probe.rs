@@ -66,7 +66,7 @@ pub fn probe<T: Transport, C: Clock>(client: &mut TableClient<T, C>, table: &Tab
 fn explain(error: SnowError, table: &TableConfig) -> SnowError {
     let SnowError::Http(h) = error else { return error };
     let advice = match h.status {
-        401 => "ServiceNow refused the credentials: check snow.auth.* (user, password, OAuth client)".to_string(),
+        401 => "ServiceNow refused the integration user's login (check snow.auth.*: user, password, OAuth client)".to_string(),
         403 => {
             format!("the integration user may not read table {} (an ACL refused it): grant it a role that can read the table", table.name)
         }

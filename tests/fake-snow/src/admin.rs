@@ -15,7 +15,7 @@
 //! | `POST /__fake/faults` | a fault rule (see [`crate::faults`]) | inject a fault |
 //! | `DELETE /__fake/faults` | | remove all faults |
 //! | `GET /__fake/journal` / `DELETE /__fake/journal` | | read / reset the request journal |
-//! | `POST /__fake/users` | `{"username":..,"password":..}` | add a Basic user |
+//! | `POST /__fake/users` | `{"username":..,"password":..,"time_zone_offset_seconds":n}` | add a Basic user (display values in its time zone) |
 //! | `POST /__fake/oauth/clients` | `{"client_id":..,"client_secret":..,"access_ttl_seconds":n}` | add an OAuth client |
 //! | `POST /__fake/oauth/expire` | | every access token expires now (refresh tokens stay valid) |
 //! | `POST /__fake/oauth/revoke_refresh` | | every refresh token becomes invalid |
@@ -68,6 +68,7 @@ struct ClockChange {
 struct User {
     username: String,
     password: String,
+    time_zone_offset_seconds: Option<i64>,
 }
 
 #[derive(Deserialize)]
@@ -158,7 +159,11 @@ fn try_route(shared: &Shared, method: &str, path: &str, body: &[u8]) -> Result<A
         }
         ("POST", ["users"]) => {
             let user: User = parse(body)?;
-            shared.credentials.lock().unwrap_or_else(|e| e.into_inner()).users.insert(user.username, user.password);
+            let mut credentials = shared.credentials.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(offset) = user.time_zone_offset_seconds {
+                credentials.time_zones.insert(user.username.clone(), offset);
+            }
+            credentials.users.insert(user.username, user.password);
             ok(json!({ "ok": true }))
         }
         ("POST", ["oauth", "clients"]) => {

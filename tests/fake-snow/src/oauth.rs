@@ -12,6 +12,8 @@ pub struct Credentials {
     pub users: HashMap<String, String>,
     /// client id → secret.
     pub clients: HashMap<String, String>,
+    /// user → time zone offset in seconds (display values are shown in it); UTC when absent.
+    pub time_zones: HashMap<String, i64>,
     /// Access token lifetime in seconds (30 minutes, ServiceNow's default, when unset).
     pub access_ttl: Option<i64>,
     access: HashMap<String, (String, i64)>,

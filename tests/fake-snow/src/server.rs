@@ -39,6 +39,9 @@ pub struct FakeOptions {
     pub frozen_at: Option<i64>,
     /// Tables to create empty.
     pub tables: Vec<String>,
+    /// Users whose time zone is not UTC, with its offset in seconds: their display values of
+    /// date-times are shifted, as ServiceNow shows them.
+    pub time_zones: Vec<(String, i64)>,
 }
 
 /// An HTTP answer before it is sent.
@@ -139,6 +142,7 @@ impl FakeSnow {
         let mut credentials = Credentials::default();
         credentials.users.extend(options.users.iter().cloned());
         credentials.clients.extend(options.oauth_clients.iter().cloned());
+        credentials.time_zones.extend(options.time_zones.iter().cloned());
         let mut store = Store::default();
         for t in &options.tables {
             store.create_table(t);
@@ -450,16 +454,17 @@ fn route(
         Principal::User(who) | Principal::Bearer(who) => who.clone(),
         Principal::Nobody => return envelope(401, "User Not Authenticated", "Required to provide Auth information"),
     };
+    let offset = shared.credentials.lock().unwrap_or_else(|e| e.into_inner()).time_zones.get(&user).copied().unwrap_or(0);
     let mut parts = rest.splitn(2, '/');
     let table = parts.next().unwrap_or("");
     let id = parts.next().filter(|s| !s.is_empty());
     match (method, id) {
         ("GET", None) => {
-            let (answer, dropped) = table_api::list(shared, table, params, version);
+            let (answer, dropped) = table_api::list(shared, table, params, version, offset);
             entry.dropped_terms = dropped;
             answer
         }
-        ("GET", Some(id)) => table_api::get(shared, table, id, params),
+        ("GET", Some(id)) => table_api::get(shared, table, id, params, offset),
         ("POST", None) => table_api::create(shared, table, body, &user),
         ("PATCH", Some(id)) => table_api::update(shared, table, id, body, &user, false),
         ("PUT", Some(id)) => table_api::update(shared, table, id, body, &user, true),

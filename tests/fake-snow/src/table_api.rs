@@ -10,6 +10,7 @@ use serde_json::{Map, Value, json};
 use crate::query::Query;
 use crate::server::{Answer, Shared};
 use crate::store::{INDEXED, Row};
+use crate::time::{format_ts, parse_ts};
 
 /// ServiceNow's error envelope.
 pub fn envelope(status: u16, message: &str, detail: &str) -> Answer {
@@ -36,15 +37,17 @@ struct Render<'a> {
     fields: Option<Vec<&'a str>>,
     display: Display,
     exclude_links: bool,
+    /// The reader's time zone offset in seconds, for display values of date-times.
+    offset: i64,
 }
 
 impl<'a> Render<'a> {
     /// How write answers render the row: every field, raw values, with links.
     fn raw() -> Self {
-        Self { fields: None, display: Display::Raw, exclude_links: false }
+        Self { fields: None, display: Display::Raw, exclude_links: false, offset: 0 }
     }
 
-    fn from_params(params: &'a HashMap<String, String>) -> Self {
+    fn from_params(params: &'a HashMap<String, String>, offset: i64) -> Self {
         let fields = params.get("sysparm_fields").map(|f| f.split(',').map(str::trim).filter(|f| !f.is_empty()).collect());
         let display = match params.get("sysparm_display_value").map(String::as_str) {
             Some("true") => Display::Shown,
@@ -52,7 +55,7 @@ impl<'a> Render<'a> {
             _ => Display::Raw,
         };
         let exclude_links = params.get("sysparm_exclude_reference_link").is_some_and(|v| v == "true");
-        Self { fields, display, exclude_links }
+        Self { fields, display, exclude_links, offset }
     }
 
     /// True when rows go out exactly as stored (every field, raw values, links kept).
@@ -91,6 +94,10 @@ impl<'a> Render<'a> {
             ),
             other => (other.clone(), other.clone(), None),
         };
+        let shown = match shown.as_str().and_then(parse_ts) {
+            Some(ts) if self.offset != 0 => Value::String(format_ts(ts + self.offset)),
+            _ => shown,
+        };
         let link = link.filter(|_| !self.exclude_links);
         match (self.display, link) {
             (Display::Raw, Some(_)) => crate::store::raw_value(v),
@@ -112,11 +119,11 @@ fn not_found() -> Answer {
 }
 
 /// `GET /api/now/table/{table}`.
-pub fn list(shared: &Shared, table: &str, params: &HashMap<String, String>, version: Version) -> (Answer, Vec<String>) {
+pub fn list(shared: &Shared, table: &str, params: &HashMap<String, String>, version: Version, tz_offset: i64) -> (Answer, Vec<String>) {
     let query = Query::parse(params.get("sysparm_query").map(String::as_str).unwrap_or(""));
     let limit: usize = params.get("sysparm_limit").and_then(|l| l.parse().ok()).unwrap_or(10_000);
     let offset: usize = params.get("sysparm_offset").and_then(|o| o.parse().ok()).unwrap_or(0);
-    let render = Render::from_params(params);
+    let render = Render::from_params(params, tz_offset);
     let store = shared.store();
     let Some(t) = store.table(table) else { return (invalid_table(table), query.dropped) };
     // Rows as JSON text: copied as stored for a raw whole-row read, rendered otherwise.
@@ -149,7 +156,8 @@ pub fn list(shared: &Shared, table: &str, params: &HashMap<String, String>, vers
     } else {
         let mut matched: Vec<&Row> = t.rows_in_order().filter(|r| query.matches(r)).collect();
         matched.sort_by(|a, b| query.compare(a, b));
-        rows = matched.into_iter().skip(offset).take(limit).map(|r| text(r.get("sys_id").and_then(Value::as_str).unwrap_or(""), r)).collect();
+        rows =
+            matched.into_iter().skip(offset).take(limit).map(|r| text(r.get("sys_id").and_then(Value::as_str).unwrap_or(""), r)).collect();
     }
     let total = (params.get("sysparm_no_count").map(String::as_str) != Some("true"))
         .then(|| t.rows_in_order().filter(|r| query.matches(r)).count());
@@ -174,8 +182,8 @@ pub fn list(shared: &Shared, table: &str, params: &HashMap<String, String>, vers
 }
 
 /// `GET /api/now/table/{table}/{sys_id}`.
-pub fn get(shared: &Shared, table: &str, id: &str, params: &HashMap<String, String>) -> Answer {
-    let render = Render::from_params(params);
+pub fn get(shared: &Shared, table: &str, id: &str, params: &HashMap<String, String>, tz_offset: i64) -> Answer {
+    let render = Render::from_params(params, tz_offset);
     let store = shared.store();
     let Some(t) = store.table(table) else { return invalid_table(table) };
     match t.get(id) {

@@ -168,7 +168,7 @@ fn probe_task(answer: (u16, String)) -> Result<PollBatch, SnowError> {
 fn the_startup_probe_explains_what_to_fix() {
     let envelope = |m: &str| format!(r#"{{"error":{{"message":"{m}","detail":"d"}},"status":"failure"}}"#);
     let cases = [
-        ((401, envelope("User Not Authenticated")), "startup probe: ServiceNow refused the credentials: check snow.auth.*"),
+        ((401, envelope("User Not Authenticated")), "startup probe: ServiceNow refused the integration user's login (check snow.auth.*"),
         ((403, envelope("User Not Authorized")), "startup probe: the integration user may not read table incident"),
         ((400, envelope("Invalid table incident")), "startup probe: ServiceNow rejected the read of table incident: check the table name"),
         ((404, envelope("Requested URI does not represent any resource")), "startup probe: the Table API answered 404 for table incident: check snow.instance.url"),

@@ -1,0 +1,312 @@
+//! The keyset cursor end to end: the one-second boundary, restarts and kills, rows that change
+//! while they are read, the safety lag, many tables, and the startup probe.
+#![allow(clippy::unwrap_used)] // a panic is how a test fails
+
+mod support;
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use fake_snow::{FakeOptions, FakeSnow, Fault, FaultAction};
+use serde_json::Value;
+use support::kafka::{Read, read_until};
+use support::{Runner, connector_file, entries, now_secs, tail, unique, wait_until, work_dir};
+
+const USER: &str = "cursor-user";
+const PASSWORD: &str = "Cursor-Pw-31";
+
+fn fake(frozen_at: Option<i64>) -> FakeSnow {
+    FakeSnow::start(FakeOptions { users: vec![(USER.into(), PASSWORD.into())], frozen_at, ..Default::default() }).unwrap()
+}
+
+fn config(fake: &FakeSnow, name: &str, topic: &str, tables: &[&str], extra: &[(&str, &str)]) -> BTreeMap<String, String> {
+    let mut c = entries(&[
+        ("name", name),
+        ("component.path", guest_artifacts::GUEST_SOURCE),
+        ("kafka.bootstrap.servers", kafka_harness::shared().bootstrap()),
+        ("offset.storage.file.filename", "offsets.json"),
+        ("snow.instance.url", &fake.url()),
+        ("snow.auth.username", USER),
+        ("snow.auth.password", PASSWORD),
+        ("snow.tables", &tables.join(",")),
+        ("snow.poll.interval.ms", "200"),
+        ("snow.safety.lag.seconds", "2"),
+    ]);
+    for t in tables {
+        c.insert(format!("snow.table.{t}.topic"), topic.to_string());
+    }
+    for (k, v) in extra {
+        c.insert(k.to_string(), v.to_string());
+    }
+    c
+}
+
+fn keys(records: &[Read]) -> BTreeSet<String> {
+    records.iter().map(|r| r.key.clone()).collect()
+}
+
+/// The stored position of the only table of `connector`, as (timestamp text, sys_id).
+fn stored(dir: &Path, connector: &str) -> Option<(String, String)> {
+    let file: Value = serde_json::from_str(&std::fs::read_to_string(dir.join("offsets.json")).ok()?).ok()?;
+    let (_, position) = file["offsets"][connector].as_object()?.iter().next()?;
+    let p: Value = serde_json::from_str(position.as_str()?).ok()?;
+    Some((p["ts"].as_str()?.to_string(), p["id"].as_str()?.to_string()))
+}
+
+#[test]
+fn twelve_thousand_rows_in_one_second_arrive_exactly_once() {
+    let now = now_secs();
+    let fake = fake(Some(now));
+    let ids: BTreeSet<String> = fake.shared().seed("incident", 12_000, now - 600, 0).into_iter().collect();
+    let (name, topic) = (unique("onesec"), unique("onesec"));
+    let dir = work_dir("onesec");
+    let file = connector_file(&dir, &name, &config(&fake, &name, &topic, &["incident"], &[("snow.batch.size", "5000")]));
+    let runner = Runner::start(&dir, "run", &[&file]);
+    let records = read_until(kafka_harness::shared().bootstrap(), &topic, Duration::from_secs(180), |r| r.len() >= ids.len());
+    let log = runner.stop();
+    assert_eq!(records.len(), 12_000, "exactly once; log:\n{}", tail(&log, 20));
+    assert_eq!(keys(&records), ids);
+    let drains = fake.journal().entries.iter().filter(|e| e.query.as_deref().is_some_and(|q| q.contains("sys_id>"))).count();
+    assert!(drains >= 2, "the second was drained by sys_id across pages ({drains} drains)");
+}
+
+#[test]
+fn restarted_after_every_page_the_stream_is_complete_within_the_stated_duplicate_bound() {
+    const BATCH: usize = 100;
+    const OVERLAP: i64 = 2;
+    let now = now_secs();
+    let fake = fake(Some(now));
+    let ids: BTreeSet<String> = fake.shared().seed("incident", 2500, now - 100, 30).into_iter().collect();
+    let stamps: Vec<String> = fake.rows("incident").iter().map(|r| r["sys_updated_on"].as_str().unwrap().to_string()).collect();
+    // Slow reads so that each kill lands after about one page.
+    fake.add_fault(Fault::always(FaultAction::Latency { ms: 200 }).on_method("GET").on_path("/api/now/table/incident"));
+    let (name, topic) = (unique("restarts"), unique("restarts"));
+    let dir = work_dir("restarts");
+    let file = connector_file(
+        &dir,
+        &name,
+        &config(&fake, &name, &topic, &["incident"], &[("snow.batch.size", "100"), ("snow.overlap.seconds", "2")]),
+    );
+    let bootstrap = kafka_harness::shared().bootstrap();
+    let mut bound = 0usize;
+    let mut restarts = 0;
+    loop {
+        let before = stored(&dir, &name);
+        let runner = Runner::start(&dir, &format!("run{restarts}"), &[&file]);
+        let done = || {
+            read_until(bootstrap, &topic, Duration::from_secs(5), |_| true).iter().map(|r| r.key.clone()).collect::<BTreeSet<_>>().len()
+                >= ids.len()
+        };
+        wait_until("a new stored offset", Duration::from_secs(60), || (stored(&dir, &name) != before).then_some(()));
+        runner.kill();
+        restarts += 1;
+        // What this restart may emit again: the rows of the overlap before the stored cursor, and
+        // the batches not yet acknowledged (the one being produced and the pipeline's).
+        let (ts, _) = stored(&dir, &name).unwrap();
+        let cursor = snow_core::time::Timestamp::parse(&ts).unwrap();
+        let from = cursor.plus_seconds(-OVERLAP).to_string();
+        bound += stamps.iter().filter(|s| s.as_str() >= from.as_str() && s.as_str() <= ts.as_str()).count() + 3 * BATCH;
+        if done() {
+            break;
+        }
+        assert!(restarts < 200, "no progress");
+    }
+    let records = read_until(bootstrap, &topic, Duration::from_secs(30), |r| keys(r).len() >= ids.len());
+    assert_eq!(keys(&records), ids, "complete after {restarts} restarts");
+    let duplicates = records.len() - ids.len();
+    eprintln!("{restarts} restarts, {duplicates} duplicates, stated bound {bound}");
+    assert!(restarts >= 10, "restarted after (nearly) every page: {restarts}");
+    assert!(duplicates <= bound, "{duplicates} duplicates over {restarts} restarts, bound {bound}");
+}
+
+#[test]
+fn killed_at_random_points_of_a_backfill_while_rows_change_every_final_version_arrives() {
+    let fake = Arc::new(fake(None));
+    let now = now_secs();
+    let seeded = Arc::new(fake.shared().seed("incident", 100_000, now - 86_400, 80_000));
+    let (name, topic) = (unique("chaos"), unique("chaos"));
+    let dir = work_dir("chaos");
+    let file = connector_file(&dir, &name, &config(&fake, &name, &topic, &["incident"], &[("snow.batch.size", "1000")]));
+    // A writer inserts 20 rows and updates 25 (some old, some new) every 100 ms for the whole run,
+    // stamped with the real clock.
+    let writing = Arc::new(AtomicBool::new(true));
+    let writer = {
+        let (fake, writing, seeded) = (fake.clone(), writing.clone(), seeded.clone());
+        std::thread::spawn(move || {
+            let mut n = 0usize;
+            while writing.load(Ordering::SeqCst) {
+                let fresh = fake.shared().seed("incident", 20, now_secs(), 0);
+                let mut changes = serde_json::Map::new();
+                changes.insert("state".into(), Value::String(format!("{}", n % 7)));
+                let old: Vec<String> = (0..20).map(|i| seeded[(n * 997 + i * 4_999) % seeded.len()].clone()).collect();
+                fake.shared().update_rows("incident", &old, &changes);
+                fake.shared().update_rows("incident", &fresh[..5], &changes);
+                n += 1;
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        })
+    };
+    let seed = now as u64 ^ u64::from(std::process::id());
+    let mut rng = seed;
+    let mut next = || {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        rng
+    };
+    eprintln!("chaos seed {seed}");
+    for round in 0..4 {
+        let runner = Runner::start(&dir, &format!("run{round}"), &[&file]);
+        let ms = 800 + next() % 2500;
+        std::thread::sleep(Duration::from_millis(ms)); // a random kill point, not a synchronisation
+        runner.kill();
+    }
+    writing.store(false, Ordering::SeqCst);
+    writer.join().unwrap();
+    let last = Runner::start(&dir, "final", &[&file]);
+    let finals: HashMap<String, String> = fake
+        .rows("incident")
+        .iter()
+        .map(|r| (r["sys_id"].as_str().unwrap().to_string(), r["sys_mod_count"].as_str().unwrap().to_string()))
+        .collect();
+    let has_all = |records: &[Read]| {
+        let seen: BTreeSet<(String, String)> =
+            records.iter().map(|r| (r.key.clone(), r.headers.get("snow.sys_mod_count").cloned().unwrap_or_default())).collect();
+        finals.iter().all(|(id, m)| seen.contains(&(id.clone(), m.clone())))
+    };
+    let records = read_until(kafka_harness::shared().bootstrap(), &topic, Duration::from_secs(600), has_all);
+    let log = last.stop();
+    assert!(has_all(&records), "every final row version is in Kafka; log:\n{}", tail(&log, 20));
+    assert!(finals.len() > 100_000, "rows were inserted during the run");
+    assert!(finals.values().any(|m| m != "0"), "rows were updated during the run");
+}
+
+#[test]
+fn the_safety_lag_holds_back_rows_of_the_current_second() {
+    let now = now_secs();
+    let fake = fake(Some(now));
+    let old = fake.shared().seed("incident", 1, now - 60, 0);
+    let recent: Vec<String> = [fake.shared().seed("incident", 1, now - 1, 0), fake.shared().seed("incident", 1, now, 0)].concat();
+    let (name, topic) = (unique("lag"), unique("lag"));
+    let dir = work_dir("lag");
+    let file = connector_file(
+        &dir,
+        &name,
+        &config(&fake, &name, &topic, &["incident"], &[("snow.safety.lag.seconds", "2"), ("snow.overlap.seconds", "0")]),
+    );
+    let runner = Runner::start(&dir, "run", &[&file]);
+    let bootstrap = kafka_harness::shared().bootstrap();
+    read_until(bootstrap, &topic, Duration::from_secs(60), |r| !r.is_empty());
+    let sweeps_before = fake.journal().entries.len();
+    wait_until("three more sweeps", Duration::from_secs(60), || (fake.journal().entries.len() >= sweeps_before + 6).then_some(()));
+    let held = read_until(bootstrap, &topic, Duration::from_secs(10), |_| true);
+    assert_eq!(keys(&held), old.iter().cloned().collect(), "rows of the last two seconds are held back");
+    fake.clock().advance(5);
+    let records = read_until(bootstrap, &topic, Duration::from_secs(60), |r| r.len() >= 3);
+    runner.stop();
+    assert_eq!(keys(&records), old.iter().chain(&recent).cloned().collect(), "released once the clock moved past the lag");
+}
+
+#[test]
+fn a_row_updated_twice_between_sweeps_arrives_at_its_latest_version() {
+    let now = now_secs();
+    let fake = fake(Some(now));
+    let id = fake.shared().seed("incident", 1, now - 100, 0).remove(0);
+    let (name, topic) = (unique("twice"), unique("twice"));
+    let dir = work_dir("twice");
+    let file = connector_file(&dir, &name, &config(&fake, &name, &topic, &["incident"], &[("snow.poll.interval.ms", "1000")]));
+    let runner = Runner::start(&dir, "run", &[&file]);
+    let bootstrap = kafka_harness::shared().bootstrap();
+    read_until(bootstrap, &topic, Duration::from_secs(60), |r| !r.is_empty());
+    fake.clock().advance(1);
+    let mut changes = serde_json::Map::new();
+    changes.insert("state".into(), Value::String("2".into()));
+    fake.shared().update_rows("incident", std::slice::from_ref(&id), &changes);
+    changes.insert("state".into(), Value::String("6".into()));
+    fake.shared().update_rows("incident", std::slice::from_ref(&id), &changes);
+    fake.clock().advance(5);
+    let version = |r: &Read| r.headers.get("snow.sys_mod_count").cloned().unwrap_or_default();
+    let records = read_until(bootstrap, &topic, Duration::from_secs(60), |r| r.iter().any(|x| version(x) == "2"));
+    runner.stop();
+    let versions: Vec<String> = records.iter().map(version).collect();
+    assert_eq!(versions, ["0", "2"], "the first version, then the latest one");
+    let latest: Value = serde_json::from_slice(&records[1].value).unwrap();
+    assert_eq!(latest["state"], "6");
+}
+
+#[test]
+fn fifty_tables_over_four_tasks_all_arrive() {
+    let now = now_secs();
+    let fake = fake(Some(now));
+    let tables: Vec<String> = (0..50).map(|i| format!("u_table_{i:02}")).collect();
+    let ids: BTreeSet<String> = tables.iter().flat_map(|t| fake.shared().seed(t, 40, now - 3600, 600)).collect();
+    let (name, topic) = (unique("fifty"), unique("fifty"));
+    let dir = work_dir("fifty");
+    let refs: Vec<&str> = tables.iter().map(String::as_str).collect();
+    let file = connector_file(&dir, &name, &config(&fake, &name, &topic, &refs, &[("tasks.max", "4")]));
+    let runner = Runner::start(&dir, "run", &[&file]);
+    let records = read_until(kafka_harness::shared().bootstrap(), &topic, Duration::from_secs(180), |r| keys(r).len() >= ids.len());
+    let log = runner.stop();
+    assert_eq!(keys(&records), ids);
+    assert!(log.contains("planned 50 units over 4 tasks"));
+    let tables_seen: BTreeSet<String> = records.iter().map(|r| r.headers["snow.table"].clone()).collect();
+    assert_eq!(tables_seen.len(), 50);
+}
+
+#[test]
+fn each_startup_probe_failure_gives_its_message() {
+    let now = now_secs();
+    let fake = FakeSnow::start(FakeOptions {
+        users: vec![(USER.into(), PASSWORD.into()), ("local-user".into(), "Local-Pw-1".into())],
+        time_zones: vec![("local-user".into(), 3600)],
+        frozen_at: Some(now),
+        ..Default::default()
+    })
+    .unwrap();
+    for t in ["acl_t", "gone_t", "fields_t", "tz_t", "auth_t"] {
+        fake.shared().seed(t, 3, now - 600, 10);
+    }
+    fake.add_fault(Fault::always(FaultAction::Status { status: 403, retry_after: None }).on_path("/api/now/table/acl_t"));
+    fake.add_fault(Fault::always(FaultAction::Status { status: 404, retry_after: None }).on_path("/api/now/table/gone_t"));
+    let dir = work_dir("probe");
+    let topic = unique("probe");
+    let cases: Vec<(&str, Vec<(&str, &str)>, &str)> = vec![
+        ("auth_t", vec![("snow.auth.password", "wrong")], "ServiceNow refused the integration user's login (check snow.auth.*"),
+        ("acl_t", vec![], "the integration user may not read table acl_t"),
+        ("nosuch_t", vec![], "ServiceNow rejected the read of table nosuch_t: check the table name"),
+        ("gone_t", vec![], "the Table API answered 404 for table gone_t"),
+        ("fields_t", vec![("snow.table.fields_t.timestamp.field", "u_changed_on")], "table fields_t has no readable field u_changed_on"),
+        (
+            "tz_t",
+            vec![("snow.auth.username", "local-user"), ("snow.auth.password", "Local-Pw-1")],
+            "the integration user's time zone is not UTC",
+        ),
+    ];
+    let mut files = Vec::new();
+    for (table, extra, _) in &cases {
+        let name = unique(&format!("probe-{table}"));
+        files.push(connector_file(&dir, &name, &config(&fake, &name, &topic, &[table], extra)));
+    }
+    let refs: Vec<&Path> = files.iter().map(|p| p.as_path()).collect();
+    let mut runner = Runner::start(&dir, "run", &refs);
+    wait_until("six parked units", Duration::from_secs(60), || (runner.log().matches("unit parked").count() >= 6).then_some(()));
+    let log = runner.wait_for_log("unit parked", Duration::from_secs(1));
+    runner.kill();
+    for (table, _, message) in &cases {
+        let line = log
+            .lines()
+            .find(|l| l.contains("unit parked") && l.contains(&format!("unit={table}")))
+            .unwrap_or_else(|| panic!("no parked line for {table}:\n{log}"));
+        assert!(line.contains(message), "{table}: {line}");
+    }
+    let list_reads = fake
+        .journal()
+        .entries
+        .iter()
+        .filter(|e| e.path.starts_with("/api/now/table/") && e.query.as_deref().is_some_and(|q| !q.starts_with("ORDERBYDESC")))
+        .count();
+    assert_eq!(list_reads, 0, "no data was read: only the probes ran");
+}
