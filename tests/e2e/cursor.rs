@@ -273,34 +273,45 @@ fn each_startup_probe_failure_gives_its_message() {
     fake.add_fault(Fault::always(FaultAction::Status { status: 404, retry_after: None }).on_path("/api/now/table/gone_t"));
     let dir = work_dir("probe");
     let topic = unique("probe");
-    let cases: Vec<(&str, Vec<(&str, &str)>, &str)> = vec![
-        ("auth_t", vec![("snow.auth.password", "wrong")], "ServiceNow refused the integration user's login (check snow.auth.*"),
-        ("acl_t", vec![], "the integration user may not read table acl_t"),
-        ("nosuch_t", vec![], "ServiceNow rejected the read of table nosuch_t: check the table name"),
-        ("gone_t", vec![], "the Table API answered 404 for table gone_t"),
-        ("fields_t", vec![("snow.table.fields_t.timestamp.field", "u_changed_on")], "table fields_t has no readable field u_changed_on"),
-        (
+    /// A table whose probe fails, the connector settings that make it fail, and the message expected.
+    struct Case {
+        table: &'static str,
+        extra: Vec<(&'static str, &'static str)>,
+        message: &'static str,
+    }
+    let case = |table, extra, message| Case { table, extra, message };
+    let cases = [
+        case("auth_t", vec![("snow.auth.password", "wrong")], "ServiceNow refused the integration user's login (check snow.auth.*"),
+        case("acl_t", vec![], "the integration user may not read table acl_t"),
+        case("nosuch_t", vec![], "ServiceNow rejected the read of table nosuch_t: check the table name"),
+        case("gone_t", vec![], "the Table API answered 404 for table gone_t"),
+        case(
+            "fields_t",
+            vec![("snow.table.fields_t.timestamp.field", "u_changed_on")],
+            "table fields_t has no readable field u_changed_on",
+        ),
+        case(
             "tz_t",
             vec![("snow.auth.username", "local-user"), ("snow.auth.password", "Local-Pw-1")],
             "the integration user's time zone is not UTC",
         ),
     ];
     let mut files = Vec::new();
-    for (table, extra, _) in &cases {
-        let name = unique(&format!("probe-{table}"));
-        files.push(connector_file(&dir, &name, &config(&fake, &name, &topic, &[table], extra)));
+    for c in &cases {
+        let name = unique(&format!("probe-{}", c.table));
+        files.push(connector_file(&dir, &name, &config(&fake, &name, &topic, &[c.table], &c.extra)));
     }
     let refs: Vec<&Path> = files.iter().map(|p| p.as_path()).collect();
     let mut runner = Runner::start(&dir, "run", &refs);
     wait_until("six parked units", Duration::from_secs(60), || (runner.log().matches("unit parked").count() >= 6).then_some(()));
     let log = runner.wait_for_log("unit parked", Duration::from_secs(1));
     runner.kill();
-    for (table, _, message) in &cases {
+    for c in &cases {
         let line = log
             .lines()
-            .find(|l| l.contains("unit parked") && l.contains(&format!("unit={table}")))
-            .unwrap_or_else(|| panic!("no parked line for {table}:\n{log}"));
-        assert!(line.contains(message), "{table}: {line}");
+            .find(|l| l.contains("unit parked") && l.contains(&format!("unit={}", c.table)))
+            .unwrap_or_else(|| panic!("no parked line for {}:\n{log}", c.table));
+        assert!(line.contains(c.message), "{}: {line}", c.table);
     }
     let list_reads = fake
         .journal()
