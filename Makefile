@@ -1,6 +1,7 @@
 # snow-connect. `make demo` runs the connectors on embedded defaults; `make test` runs every test.
 CARGO ?= cargo
 DEMO_SECONDS ?= 30
+BENCH_ROWS ?= 1000000
 GUESTS := -p guest-source -p guest-sink -p rogue-guest
 # The same command tests/guest-artifacts runs, so both share one build in target/guests.
 WASM_BUILD := $(CARGO) build --target wasm32-wasip2 --profile wasm-release --target-dir target/guests $(GUESTS)
@@ -24,10 +25,11 @@ test:
 	$(CARGO) build -p snow-core --target wasm32-wasip2
 	$(CARGO) test
 
-## Benchmarks (results in docs/benchmarks.md).
+## Benchmarks: the source backfill three ways, component costs (results in docs/benchmarks.md).
 bench: wasm
-	$(CARGO) build --release -p host-runner
-	@for w in guest_source guest_sink; do target/release/snow-connect inspect target/guests/wasm32-wasip2/wasm-release/$$w.wasm --instantiations 500; done
+	$(CARGO) build --release -p host-runner -p fake-snow -p snow-bench
+	target/release/snow-bench run --rows $(BENCH_ROWS)
+	@for w in guest_source guest_sink; do target/release/snow-connect inspect target/guests/wasm32-wasip2/wasm-release/$$w.wasm --instantiations 1000; done
 
 ## A broker for local work (target/kafka/local); prints its bootstrap address.
 kafka-up:

@@ -3,8 +3,8 @@
 //! to Kafka and a table's offset is stored only after Kafka acknowledged every record up to it
 //! ([`produce`]).
 
-mod pipeline;
-mod produce;
+pub mod pipeline;
+pub mod produce;
 mod unit;
 
 use std::sync::Arc;

@@ -5,6 +5,8 @@
 //! passes the host's outbound gate) and, in tests, scripted transports. Retry timing, auth and
 //! redaction build on these types; none of them lives in a transport.
 
+#[cfg(not(all(target_arch = "wasm32", target_os = "wasi")))]
+pub mod native;
 pub mod request_id;
 pub mod retry;
 pub mod transport;

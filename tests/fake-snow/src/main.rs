@@ -1,8 +1,9 @@
 //! `fake-snow`: the fake ServiceNow as a process, for the demo and for tests in other languages.
 //!
 //! usage: fake-snow [--port N] [--port-file PATH] [--user NAME:PASSWORD]... [--table NAME]...
-//!                  [--seed TABLE:COUNT]...
-//! Seeded rows are spread over the hour before now. Runs until SIGINT or SIGTERM.
+//!                  [--seed TABLE:COUNT]... [--seed-span SECONDS]
+//! Seeded rows are spread over `--seed-span` seconds (default 3600) ending a minute before now.
+//! Runs until SIGINT or SIGTERM.
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -17,7 +18,7 @@ fn main() {
 
 fn run() -> Result<(), String> {
     let mut options = FakeOptions::default();
-    let (mut port_file, mut seeds) = (None, Vec::new());
+    let (mut port_file, mut seeds, mut span) = (None, Vec::new(), 3600u64);
     let mut args = std::env::args().skip(1);
     while let Some(flag) = args.next() {
         let mut value = || args.next().ok_or_else(|| format!("{flag} needs a value"));
@@ -30,6 +31,7 @@ fn run() -> Result<(), String> {
                 options.users.push((u.into(), p.into()));
             }
             "--table" => options.tables.push(value()?),
+            "--seed-span" => span = value()?.parse().map_err(|_| "--seed-span must be a number of seconds")?,
             "--seed" => {
                 let v = value()?;
                 let (t, n) = v.split_once(':').ok_or("--seed takes TABLE:COUNT")?;
@@ -47,7 +49,7 @@ fn run() -> Result<(), String> {
     let fake = FakeSnow::start(options).map_err(|e| format!("cannot start: {e}"))?;
     let now = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs() as i64).unwrap_or(0);
     for (table, count) in seeds {
-        fake.shared().seed(&table, count, now - 3600, 3599);
+        fake.shared().seed(&table, count, now - 60 - span as i64, span);
         println!("seeded {count} rows into {table}");
     }
     if let Some(path) = port_file {

@@ -248,8 +248,8 @@ impl Query {
             let has_eq = bounds.iter().any(|t| t.op == Op::Eq);
             let order: Vec<(&str, bool)> = self.order.iter().map(|(f, d)| (f.as_str(), *d)).collect();
             let fits = match order.as_slice() {
+                [(f, false)] | [(f, false), ("sys_id", false)] if f == field => true,
                 [("sys_id", false)] => has_eq,
-                [(f, false)] | [(f, false), ("sys_id", false)] => f == field,
                 _ => false,
             };
             if !fits || bounds.is_empty() {
@@ -356,5 +356,7 @@ mod tests {
         assert_eq!(advance.index_plan(&["sys_updated_on"]).unwrap().to.as_deref(), Some("2024-01-02 00:00:00"));
         assert_eq!(Query::parse("a=1^NQb=2^ORDERBYsys_updated_on").index_plan(&["sys_updated_on"]), None);
         assert_eq!(Query::parse("sys_updated_on>x^ORDERBYnumber").index_plan(&["sys_updated_on"]), None);
+        let by_id = Query::parse("sys_id>abc^ORDERBYsys_id").index_plan(&["sys_updated_on", "sys_id"]);
+        assert_eq!(by_id, Some(IndexPlan { field: "sys_id".into(), from: Some("abc".into()), to: None }));
     }
 }

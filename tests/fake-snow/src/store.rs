@@ -11,8 +11,8 @@ use crate::time::format_ts;
 /// A row: field name to value (a string, or a reference object with `value`/`display_value`/`link`).
 pub type Row = Map<String, Value>;
 
-/// Timestamp fields that are indexed.
-pub const INDEXED: [&str; 2] = ["sys_updated_on", "sys_created_on"];
+/// Fields with an ordered `(value, sys_id)` index: both timestamps, and sys_id itself.
+pub const INDEXED: [&str; 3] = ["sys_updated_on", "sys_created_on", "sys_id"];
 
 /// A field as a raw read (`sysparm_display_value=false`) serves it: a reference as `{link, value}`
 /// (or its value when it has no link), anything else as stored.
@@ -42,7 +42,7 @@ pub struct Table {
     rows: HashMap<String, Stored>,
     /// Insertion order, for queries without ORDERBY.
     order: Vec<String>,
-    index: [BTreeSet<(String, String)>; 2],
+    index: [BTreeSet<(String, String)>; 3],
 }
 
 impl Table {
@@ -71,7 +71,7 @@ impl Table {
         self.order.iter().filter_map(|id| self.rows.get(id)).map(|s| &s.row)
     }
 
-    /// The `(timestamp, sys_id)` index of `field`, if it is indexed.
+    /// The `(value, sys_id)` index of `field`, if it is indexed.
     pub fn index(&self, field: &str) -> Option<&BTreeSet<(String, String)>> {
         INDEXED.iter().position(|f| *f == field).map(|i| &self.index[i])
     }

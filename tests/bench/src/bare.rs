@@ -1,0 +1,93 @@
+//! (c) The practical limit of this machine: no cursor, no dedup, no headers. Keep-alive GET of
+//! pages by sys_id, raw row parse, produce with the same producer settings and acknowledgement
+//! pipeline as the connector.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use anyhow::{Result, anyhow, bail};
+use host_runner::component::bindings::types::{SourceOffset, SourceRecord};
+use host_runner::config::KafkaSpec;
+use host_runner::metrics::Metrics;
+use host_runner::offsets::OffsetStore;
+use host_runner::source::pipeline::{Pending, Pipeline};
+use host_runner::source::produce::enqueue;
+use snow_core::http::native::NativeTransport;
+use snow_core::http::transport::Timeouts;
+use snow_core::http::url::encode;
+use snow_core::http::{Method, Request, Transport};
+use snow_core::table::parse_page;
+
+use crate::measure::{Outcome, cpu_of, median, peak_rss_kb};
+
+/// Offsets are connector logic: the bare pipeline stores none.
+struct NoOffsets;
+
+impl OffsetStore for NoOffsets {
+    fn load(&self, _connector: &str) -> Vec<(String, String)> {
+        Vec::new()
+    }
+    fn commit(&self, _connector: &str, _partition: &str, _position: &str) -> Result<()> {
+        Ok(())
+    }
+}
+
+/// Reads `rows` rows of table incident from `fake` into `topic`, 1,000 per page.
+pub async fn run(fake: &str, bootstrap: &str, topic: &str, rows: u64) -> Result<Outcome> {
+    let started = Instant::now();
+    let spec = KafkaSpec { bootstrap_servers: bootstrap.to_string(), producer: Default::default(), consumer: Default::default() };
+    let producer = host_runner::kafka::producer(&spec)?;
+    let mut pipeline = Pipeline::start("bench-bare".into(), "incident".into(), Arc::new(NoOffsets), Metrics::default());
+    let mut transport = NativeTransport::default();
+    let (mut produced, mut after, mut first, mut reads, mut enqueues) = (0u64, String::new(), None, Vec::new(), Vec::new());
+    while produced < rows {
+        let read = Instant::now();
+        let query = if after.is_empty() { "ORDERBYsys_id".to_string() } else { format!("sys_id>{after}^ORDERBYsys_id") };
+        let request = Request {
+            method: Method::Get,
+            url: format!("{fake}/api/now/table/incident?sysparm_query={}&sysparm_limit=1000&sysparm_no_count=true", encode(&query)),
+            headers: vec![("accept".into(), "application/json".into())],
+            body: Vec::new(),
+            timeouts: Timeouts { connect_ms: 10_000, first_byte_ms: 60_000, body_ms: 60_000 },
+            max_response_bytes: 256 << 20,
+        };
+        let response = tokio::task::block_in_place(|| transport.send(&request)).map_err(|e| anyhow!("{e}"))?;
+        if response.status != 200 {
+            bail!("the fake answered {}", response.status);
+        }
+        let page = parse_page(&response.body, "sys_id", "sys_updated_on").map_err(|e| anyhow!(e))?;
+        let records: Vec<SourceRecord> = page
+            .iter()
+            .map(|row| SourceRecord {
+                topic: topic.to_string(),
+                key: row.id.as_deref().map(|id| id.as_bytes().to_vec()),
+                value: Some(row.raw.as_bytes().to_vec()),
+                headers: Vec::new(),
+                timestamp_ms: None,
+                offset: SourceOffset { partition: String::new(), position: String::new() },
+            })
+            .collect();
+        reads.push(read.elapsed());
+        let Some(last) = page.last() else { break };
+        after = last.id.as_deref().unwrap_or_default().to_string();
+        first.get_or_insert_with(Instant::now);
+        let queued = Instant::now();
+        let deliveries = enqueue(&producer, &records).await?;
+        enqueues.push(queued.elapsed());
+        pipeline.submit(Pending { deliveries, partition: String::new(), position: String::new() }).await.map_err(|e| anyhow!(e))?;
+        produced += records.len() as u64;
+        if page.len() < 1000 {
+            break;
+        }
+    }
+    pipeline.finish().await.map_err(|e| anyhow!(e))?;
+    Ok(Outcome {
+        rows: produced,
+        backfill: first.map(|f| f.elapsed()).unwrap_or_default(),
+        total: started.elapsed(),
+        cpu: cpu_of(std::process::id()),
+        peak_rss_kb: peak_rss_kb(std::process::id()),
+        page_read_median: median(&mut reads),
+        page_enqueue_median: median(&mut enqueues),
+    })
+}

@@ -1,0 +1,43 @@
+//! `snow-bench`: measures the source backfill three ways in one run against the same broker and
+//! the same fake ServiceNow (`make bench`), and writes `docs/benchmarks.md`.
+//!
+//! * (a) `snow-connect` with the real `guest_source.wasm` (a child process);
+//! * (b) `snow-bench native`: the same snow-core cursor and parsing path, natively, with the
+//!   host's own producer, enqueue and pipeline code;
+//! * (c) `snow-bench bare`: no connector logic: keep-alive GET of pages by sys_id, raw row parse,
+//!   produce with the same producer settings.
+//!
+//! Each scenario runs in its own process, so its CPU time and peak RSS are its own.
+
+mod bare;
+mod measure;
+mod native;
+mod orchestrate;
+mod paths;
+
+use anyhow::{Result, bail};
+
+fn main() -> Result<()> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let opt = |name: &str| args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).cloned();
+    match args.first().map(String::as_str) {
+        Some("run") => orchestrate::run(opt("--rows").map(|v| v.parse()).transpose()?.unwrap_or(1_000_000)),
+        Some(mode @ ("native" | "bare")) => {
+            let fake = opt("--fake").unwrap_or_default();
+            let bootstrap = opt("--bootstrap").unwrap_or_default();
+            let topic = opt("--topic").unwrap_or_default();
+            let rows: u64 = opt("--rows").unwrap_or_default().parse()?;
+            let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+            let outcome = rt.block_on(async {
+                if mode == "native" {
+                    native::run(&fake, &bootstrap, &topic, rows).await
+                } else {
+                    bare::run(&fake, &bootstrap, &topic, rows).await
+                }
+            })?;
+            println!("{}", outcome.to_json());
+            Ok(())
+        }
+        _ => bail!("usage: snow-bench run [--rows N] | native|bare --fake URL --bootstrap B --topic T --rows N"),
+    }
+}

@@ -1,0 +1,81 @@
+//! (b) The source path without wasm: snow-core's `SourceTask` over the native transport, records
+//! queued with the host's own `enqueue` and acknowledged through the host's `Pipeline`.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Result, anyhow};
+use host_runner::component::bindings::types::{Header, SourceOffset, SourceRecord};
+use host_runner::config::KafkaSpec;
+use host_runner::metrics::Metrics;
+use host_runner::offsets::FileOffsetStore;
+use host_runner::source::pipeline::{Pending, Pipeline};
+use host_runner::source::produce::enqueue;
+use snow_core::clock::SystemClock;
+use snow_core::config::reader::entries_from_pairs;
+use snow_core::http::native::NativeTransport;
+use snow_core::source::SourceTask;
+
+use crate::measure::{Outcome, cpu_of, median, peak_rss_kb};
+
+/// A snow-core record in the shape the host's producer code takes (the copy the wasm path makes
+/// when lifting records out of the guest).
+fn to_host(r: snow_core::record::SourceRecord) -> SourceRecord {
+    SourceRecord {
+        topic: r.topic,
+        key: r.key,
+        value: r.value,
+        headers: r.headers.into_iter().map(|h| Header { key: h.key, value: h.value }).collect(),
+        timestamp_ms: r.timestamp_ms,
+        offset: SourceOffset { partition: r.offset.partition, position: r.offset.position },
+    }
+}
+
+/// Reads `rows` rows of table incident from `fake` into `topic`.
+pub async fn run(fake: &str, bootstrap: &str, topic: &str, rows: u64) -> Result<Outcome> {
+    let started = Instant::now();
+    let entries = entries_from_pairs([
+        ("snow.instance.url", fake),
+        ("snow.tables", "incident"),
+        ("snow.table.incident.topic", topic),
+        ("snow.batch.size", "1000"),
+    ])
+    .map_err(|e| anyhow!("{e}"))?;
+    let mut task = SourceTask::open(&entries, &[], NativeTransport::default(), SystemClock::default()).map_err(|e| anyhow!("{e}"))?;
+    let spec = KafkaSpec { bootstrap_servers: bootstrap.to_string(), producer: Default::default(), consumer: Default::default() };
+    let producer = host_runner::kafka::producer(&spec)?;
+    let offsets_file = std::env::temp_dir().join(format!("snow-bench-native-{}.json", std::process::id()));
+    let offsets = Arc::new(FileOffsetStore::open(&offsets_file)?);
+    let mut pipeline = Pipeline::start("bench-native".into(), "incident".into(), offsets, Metrics::default());
+    let (mut produced, mut first, mut reads, mut enqueues) = (0u64, None, Vec::new(), Vec::new());
+    while produced < rows {
+        let read = Instant::now();
+        let batch = tokio::task::block_in_place(|| task.poll()).map_err(|e| anyhow!("{e}"))?;
+        let records: Vec<SourceRecord> = batch.records.into_iter().map(to_host).collect();
+        let Some(last) = records.last() else {
+            if batch.next_poll_ms > 0 {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            continue;
+        };
+        reads.push(read.elapsed());
+        first.get_or_insert_with(Instant::now);
+        let queued = Instant::now();
+        let deliveries = enqueue(&producer, &records).await?;
+        enqueues.push(queued.elapsed());
+        let pending = Pending { deliveries, partition: last.offset.partition.clone(), position: last.offset.position.clone() };
+        pipeline.submit(pending).await.map_err(|e| anyhow!(e))?;
+        produced += records.len() as u64;
+    }
+    pipeline.finish().await.map_err(|e| anyhow!(e))?;
+    let _ = std::fs::remove_file(&offsets_file);
+    Ok(Outcome {
+        rows: produced,
+        backfill: first.map(|f| f.elapsed()).unwrap_or_default(),
+        total: started.elapsed(),
+        cpu: cpu_of(std::process::id()),
+        peak_rss_kb: peak_rss_kb(std::process::id()),
+        page_read_median: median(&mut reads),
+        page_enqueue_median: median(&mut enqueues),
+    })
+}
