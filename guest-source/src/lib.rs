@@ -70,18 +70,20 @@ impl GuestSourceTask for Task {
         let after = task.counters();
         convert::count(task.table(), "snow_source_duplicates_suppressed_total", after.duplicates_suppressed - before.duplicates_suppressed);
         convert::count(task.table(), "snow_source_bad_rows_skipped_total", after.bad_rows_skipped - before.bad_rows_skipped);
+        convert::count(task.table(), "snow_source_request_micros_total", after.request_micros - before.request_micros);
+        convert::count(task.table(), "snow_source_parse_micros_total", after.parse_micros - before.parse_micros);
+        convert::count(task.table(), "snow_source_build_micros_total", after.build_micros - before.build_micros);
         let batch = batch.map_err(convert::error)?;
-        Ok(wit::PollBatch { records: batch.records.into_iter().map(record).collect(), next_poll_ms: batch.next_poll_ms })
+        Ok(wit::PollBatch {
+            topic: batch.topic,
+            headers: convert::headers_out(batch.headers),
+            records: batch.records.into_iter().map(record).collect(),
+            offset: batch.offset.map(|o| wit::SourceOffset { partition: o.partition, position: o.position }),
+            next_poll_ms: batch.next_poll_ms,
+        })
     }
 }
 
 fn record(r: SourceRecord) -> wit::SourceRecord {
-    wit::SourceRecord {
-        topic: r.topic,
-        key: r.key,
-        value: r.value,
-        headers: convert::headers_out(r.headers),
-        timestamp_ms: r.timestamp_ms,
-        offset: wit::SourceOffset { partition: r.offset.partition, position: r.offset.position },
-    }
+    wit::SourceRecord { key: r.key, value: r.value, headers: convert::headers_out(r.headers), timestamp_ms: r.timestamp_ms }
 }

@@ -32,7 +32,7 @@ impl ConnectorContext {
     /// A fresh store for the guest instance running `unit`.
     pub fn new_store(&self, unit: &str) -> Store<HostState> {
         let options = StoreOptions { memory_max_bytes: self.spec.memory_max_bytes, call_timeout: self.spec.call_timeout };
-        HostState::new_store(&self.engine, &format!("{}/{unit}", self.spec.name), self.gate.clone(), self.metrics.clone(), options)
+        HostState::new_store(&self.engine, &self.spec.name, unit, self.gate.clone(), self.metrics.clone(), options)
     }
 
     /// The configuration handed to the guest.

@@ -149,11 +149,16 @@ impl Runner {
             };
             let line = match kind {
                 ComponentKind::Source => format!(
-                    "  {name:<24} source  {} records produced and acknowledged by Kafka, {} offsets stored, {} poll errors, {} requests to ServiceNow",
+                    "  {name:<24} source  {} records produced and acknowledged by Kafka, {} offsets stored, {} poll errors, {} requests to ServiceNow\n                     {:<32} time in the component: requests {} ms, parsing {} ms, building records {} ms; {} duplicates suppressed",
                     c("snow_source_records_total", &[]),
                     c("snow_source_offset_commits_total", &[]),
                     c("snow_source_poll_errors_total", &[]),
-                    c("snow_outbound_requests_total", &[])
+                    c("snow_outbound_requests_total", &[]),
+                    "",
+                    c("snow_source_request_micros_total", &[]) / 1000,
+                    c("snow_source_parse_micros_total", &[]) / 1000,
+                    c("snow_source_build_micros_total", &[]) / 1000,
+                    c("snow_source_duplicates_suppressed_total", &[]),
                 ),
                 ComponentKind::Sink => format!(
                     "  {name:<24} sink    {} records written ({} created, {} patched), {} failed, {} requests to ServiceNow",

@@ -21,28 +21,30 @@ pub struct SourceOffset {
     pub position: String,
 }
 
-/// A record read from ServiceNow.
+/// A record read from ServiceNow (what it shares with its batch is in [`PollBatch`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SourceRecord {
-    /// Destination topic.
-    pub topic: String,
     /// Key bytes (the row's sys_id).
     pub key: Option<Vec<u8>>,
     /// Value bytes (the row's JSON).
     pub value: Option<Vec<u8>>,
-    /// Headers.
+    /// This record's own headers.
     pub headers: Vec<Header>,
     /// Timestamp in ms since the epoch.
     pub timestamp_ms: Option<i64>,
-    /// Offset after this record.
-    pub offset: SourceOffset,
 }
 
-/// What one source poll returns.
+/// What one source poll returns: records of one stream, in source order.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PollBatch {
+    /// Destination topic of every record.
+    pub topic: String,
+    /// Headers of every record.
+    pub headers: Vec<Header>,
     /// Records in source order.
     pub records: Vec<SourceRecord>,
+    /// The offset to store once every record is acknowledged (none when nothing moved).
+    pub offset: Option<SourceOffset>,
     /// When to poll next, in ms (0: at once).
     pub next_poll_ms: u32,
 }

@@ -55,7 +55,7 @@ pub async fn inspect(runtime: &ComponentRuntime, path: &Path, n: u32) -> Result<
     let options = StoreOptions { memory_max_bytes: 64 << 20, call_timeout: Duration::from_secs(10) };
     let mut total = Duration::ZERO;
     for _ in 0..n.max(1) {
-        let mut store = HostState::new_store(engine, "inspect", gate.clone(), Metrics::default(), options);
+        let mut store = HostState::new_store(engine, "inspect", "inspect", gate.clone(), Metrics::default(), options);
         let t = Instant::now();
         match &loaded {
             Loaded::Source(pre) => {

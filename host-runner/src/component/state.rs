@@ -29,6 +29,7 @@ pub struct HostState {
     table: ResourceTable,
     gate: Gate,
     limits: StoreLimits,
+    connector: String,
     unit: String,
     metrics: Metrics,
     call_started: Instant,
@@ -36,8 +37,15 @@ pub struct HostState {
 }
 
 impl HostState {
-    /// A store for the guest instance running `unit`, sending through `gate`.
-    pub fn new_store(engine: &Engine, unit: &str, gate: Gate, metrics: Metrics, options: StoreOptions) -> Store<HostState> {
+    /// A store for the guest instance running `unit` of `connector`, sending through `gate`.
+    pub fn new_store(
+        engine: &Engine,
+        connector: &str,
+        unit: &str,
+        gate: Gate,
+        metrics: Metrics,
+        options: StoreOptions,
+    ) -> Store<HostState> {
         // No preopens, no environment, no arguments, no sockets: only what the linker gives.
         let wasi = WasiCtx::builder().stderr(GuestStderr::new(unit)).build();
         let state = HostState {
@@ -46,7 +54,8 @@ impl HostState {
             table: ResourceTable::new(),
             gate,
             limits: StoreLimitsBuilder::new().memory_size(options.memory_max_bytes).instances(16).trap_on_grow_failure(true).build(),
-            unit: unit.to_string(),
+            connector: connector.to_string(),
+            unit: format!("{connector}/{unit}"),
             metrics,
             call_started: Instant::now(),
             call_timeout: options.call_timeout,
@@ -66,6 +75,15 @@ impl HostState {
     /// Marks the start of a call into the guest (its budget starts now).
     pub fn begin_call(&mut self) {
         self.call_started = Instant::now();
+    }
+}
+
+impl HostState {
+    /// A guest's labels with the connector the instance belongs to (a guest cannot set it).
+    fn labels(&self, labels: Vec<Label>) -> Vec<(String, String)> {
+        let mut out: Vec<(String, String)> = labels.into_iter().filter(|l| l.name != "connector").map(|l| (l.name, l.value)).collect();
+        out.push(("connector".into(), self.connector.clone()));
+        out
     }
 }
 
@@ -95,10 +113,10 @@ impl host::Host for HostState {
     }
 
     fn counter_add(&mut self, name: String, value: u64, labels: Vec<Label>) {
-        self.metrics.counter_add(&name, value, &labels.into_iter().map(|l| (l.name, l.value)).collect::<Vec<_>>());
+        self.metrics.counter_add(&name, value, &self.labels(labels));
     }
 
     fn gauge_set(&mut self, name: String, value: f64, labels: Vec<Label>) {
-        self.metrics.gauge_set(&name, value, &labels.into_iter().map(|l| (l.name, l.value)).collect::<Vec<_>>());
+        self.metrics.gauge_set(&name, value, &self.labels(labels));
     }
 }

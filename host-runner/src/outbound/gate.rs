@@ -10,6 +10,7 @@ use http_body_util::{BodyExt, Full};
 use snow_core::error::ErrorClass;
 use wasmtime_wasi_http::{DEFAULT_FORBIDDEN_HEADERS, Error as HttpError, ForbiddenHeaderFilter, RequestOptions, WasiBody, WasiHttpHooks};
 
+use super::coalesce::Coalesce;
 use super::limiter::InstanceLimiter;
 use crate::auth::Credentials;
 use crate::metrics::{Metrics, labels};
@@ -112,13 +113,15 @@ impl Gate {
                 resent = true;
                 continue;
             }
-            // The place in flight is held until the guest has read or dropped the body.
+            // Frames already arrived reach the guest merged; the place in flight is held until the
+            // guest has read or dropped the body.
             let response = response.map(move |body| {
-                body.map_frame(move |frame| {
-                    let _held = &permit;
-                    frame
-                })
-                .boxed_unsync()
+                Coalesce::new(body)
+                    .map_frame(move |frame| {
+                        let _held = &permit;
+                        frame
+                    })
+                    .boxed_unsync()
             });
             return Ok((response, Box::new(io) as IoFuture));
         }

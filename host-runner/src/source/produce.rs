@@ -1,5 +1,6 @@
-//! Handing one poll's records to the producer: every record is queued in order and its delivery
-//! future returned, so the next page can be fetched while these are acknowledged.
+//! Handing one poll's records to the producer: every record is queued in order (to the batch's
+//! topic, with the batch's headers then its own) and its delivery future returned, so the next
+//! page can be fetched while these are acknowledged.
 
 use std::time::Duration;
 
@@ -7,18 +8,18 @@ use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::message::{Header, OwnedHeaders};
 use rdkafka::producer::{DeliveryFuture, FutureProducer, FutureRecord};
 
-use crate::component::bindings::types::SourceRecord;
+use crate::component::bindings::types::PollBatch;
 
-/// Queues `records` in order; returns their deliveries. The first refusal is returned (records
-/// queued before it may still be written: the caller reopens at its stored offset).
-pub async fn enqueue(producer: &FutureProducer, records: &[SourceRecord]) -> Result<Vec<DeliveryFuture>, KafkaError> {
-    let mut deliveries = Vec::with_capacity(records.len());
-    for r in records {
-        let mut headers = OwnedHeaders::new_with_capacity(r.headers.len());
-        for h in &r.headers {
+/// Queues the records of `batch` in order; returns their deliveries. The first refusal is
+/// returned (records queued before it may still be written: the caller reopens at its stored offset).
+pub async fn enqueue(producer: &FutureProducer, batch: &PollBatch) -> Result<Vec<DeliveryFuture>, KafkaError> {
+    let mut deliveries = Vec::with_capacity(batch.records.len());
+    for r in &batch.records {
+        let mut headers = OwnedHeaders::new_with_capacity(batch.headers.len() + r.headers.len());
+        for h in batch.headers.iter().chain(&r.headers) {
             headers = headers.insert(Header { key: &h.key, value: Some(&h.value) });
         }
-        let mut record: FutureRecord<'_, [u8], [u8]> = FutureRecord::to(&r.topic).headers(headers);
+        let mut record: FutureRecord<'_, [u8], [u8]> = FutureRecord::to(&batch.topic).headers(headers);
         if let Some(key) = &r.key {
             record = record.key(key.as_slice());
         }

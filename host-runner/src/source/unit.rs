@@ -135,9 +135,9 @@ impl UnitRunner {
                 }
             };
             let poll_time = polled.elapsed();
-            if let Some(last) = batch.records.last() {
+            if let Some(offset) = &batch.offset {
                 let enqueued = std::time::Instant::now();
-                let deliveries = match enqueue(&self.producer, &batch.records).await {
+                let deliveries = match enqueue(&self.producer, &batch).await {
                     Ok(d) => d,
                     Err(e) => {
                         tracing::error!(connector = %connector, unit = %table, "producing to Kafka failed, reopening at the stored offset: {e}");
@@ -145,7 +145,7 @@ impl UnitRunner {
                     }
                 };
                 let enqueue_time = enqueued.elapsed();
-                let pending = Pending { deliveries, partition: last.offset.partition.clone(), position: last.offset.position.clone() };
+                let pending = Pending { deliveries, partition: offset.partition.clone(), position: offset.position.clone() };
                 let submitted = std::time::Instant::now();
                 if let Err(e) = pipeline.submit(pending).await {
                     tracing::error!(connector = %connector, unit = %table, "{e}; reopening at the stored offset");

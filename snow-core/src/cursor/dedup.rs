@@ -9,10 +9,38 @@ use std::collections::BTreeSet;
 
 use crate::time::Timestamp;
 
+/// A sys_id or mod count kept without allocating when it has the usual shape (32 lowercase hex
+/// digits, or a decimal number), and as text otherwise. Distinct texts give distinct keys.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+enum Compact {
+    Number(u128),
+    Text(Box<str>),
+}
+
+impl Compact {
+    fn id(text: &str) -> Self {
+        let hex = text.len() == 32 && text.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
+        match u128::from_str_radix(text, 16) {
+            Ok(n) if hex => Self::Number(n),
+            _ => Self::Text(text.into()),
+        }
+    }
+
+    fn count(text: &str) -> Self {
+        // No leading zeros, so "01" and "1" stay distinct.
+        let plain =
+            !text.is_empty() && text.len() <= 38 && text.bytes().all(|b| b.is_ascii_digit()) && (text == "0" || !text.starts_with('0'));
+        match text.parse() {
+            Ok(n) if plain => Self::Number(n),
+            _ => Self::Text(text.into()),
+        }
+    }
+}
+
 /// A bounded set of emitted row versions, ordered by timestamp.
 #[derive(Debug, Clone)]
 pub struct DedupWindow {
-    seen: BTreeSet<(Timestamp, String, String)>,
+    seen: BTreeSet<(Timestamp, Compact, Compact)>,
     capacity: usize,
     evicted: u64,
 }
@@ -25,11 +53,9 @@ impl DedupWindow {
 
     /// Records a version; returns false if it was already there (a duplicate to suppress).
     pub fn insert(&mut self, ts: Timestamp, sys_id: &str, mod_count: &str) -> bool {
-        let key = (ts, sys_id.to_string(), mod_count.to_string());
-        if self.seen.contains(&key) {
+        if !self.seen.insert((ts, Compact::id(sys_id), Compact::count(mod_count))) {
             return false;
         }
-        self.seen.insert(key);
         while self.seen.len() > self.capacity {
             self.seen.pop_first();
             self.evicted += 1;
@@ -39,7 +65,7 @@ impl DedupWindow {
 
     /// Forgets every version stamped before `ts` (they cannot be read again).
     pub fn forget_before(&mut self, ts: Timestamp) {
-        self.seen = self.seen.split_off(&(ts, String::new(), String::new()));
+        self.seen = self.seen.split_off(&(ts, Compact::Number(0), Compact::Number(0)));
     }
 
     /// Versions held.
@@ -75,5 +101,18 @@ mod tests {
         w.forget_before(Timestamp(12));
         assert_eq!(w.len(), 2);
         assert!(!w.insert(Timestamp(13), "c", "0"));
+    }
+
+    #[test]
+    fn compact_keys_keep_distinct_texts_distinct() {
+        let mut w = DedupWindow::new(100);
+        let id = "0123456789abcdef0123456789abcdef";
+        assert!(w.insert(Timestamp(1), id, "7"));
+        assert!(!w.insert(Timestamp(1), id, "7"));
+        assert!(w.insert(Timestamp(1), &id.to_ascii_uppercase(), "7"), "an upper-case id is another text");
+        assert!(w.insert(Timestamp(1), id, "07"), "a leading zero is another text");
+        assert!(w.insert(Timestamp(1), id, ""));
+        w.forget_before(Timestamp(1));
+        assert_eq!(w.len(), 4, "forgetting before a timestamp keeps everything at it");
     }
 }

@@ -21,8 +21,8 @@ pub struct WasiTransport;
 
 /// Largest chunk `blocking-write-and-flush` accepts.
 const WRITE_CHUNK: usize = 4096;
-/// Bytes asked for per body read.
-const READ_CHUNK: u64 = 64 * 1024;
+/// Bytes asked for per body read (a read returns what has arrived, up to this).
+const READ_CHUNK: u64 = 1024 * 1024;
 
 impl Transport for WasiTransport {
     fn send(&mut self, request: &Request) -> Result<Response, TransportError> {
@@ -128,13 +128,11 @@ fn read_response(response: IncomingResponse, max_bytes: usize, deadline: u64, bo
     let incoming = response.consume().map_err(|()| invalid("response body consumed twice"))?;
     let stream = incoming.stream().map_err(|()| invalid("response body stream taken twice"))?;
     let mut body = Vec::new();
+    // One pollable for the stream and one for the deadline, polled together before each read.
+    let readable = stream.subscribe();
+    let timer = monotonic_clock::subscribe_instant(deadline);
     loop {
-        let ready = {
-            let readable = stream.subscribe();
-            let timer = monotonic_clock::subscribe_instant(deadline);
-            wasip2::io::poll::poll(&[&readable, &timer]).contains(&0)
-        };
-        if !ready {
+        if !wasip2::io::poll::poll(&[&readable, &timer]).contains(&0) {
             return Err(TransportError::new(
                 TransportErrorKind::AfterSend,
                 format!("the response body was not complete after {body_ms} ms (snow.http.body.timeout.ms)"),
@@ -156,6 +154,7 @@ fn read_response(response: IncomingResponse, max_bytes: usize, deadline: u64, bo
             }
         }
     }
+    drop((readable, timer));
     drop(stream);
     drop(incoming);
     Ok(Response { status, headers, body })

@@ -1,7 +1,7 @@
 //! From a page row to a Kafka record: key = sys_id; value = the row's JSON, passed through as
 //! ServiceNow sent it unless a reshaping is asked for (display values with raw cursor fields, or
-//! Kafka Connect's JSON-with-schema envelope); headers `snow.table`, `snow.instance`,
-//! `snow.sys_mod_count`, `snow.source.operation`; timestamp = the row's cursor timestamp.
+//! Kafka Connect's JSON-with-schema envelope); header `snow.sys_mod_count` (and, once per batch,
+//! `snow.table`, `snow.instance`, `snow.source.operation`); timestamp = the row's cursor timestamp.
 
 use serde_json::{Map, Value, json};
 
@@ -9,15 +9,14 @@ use crate::config::TableConfig;
 use crate::config::source::ValueFormat;
 use crate::cursor::Cursor;
 use crate::error::SnowError;
-use crate::record::{Header, SourceOffset, SourceRecord};
+use crate::record::{Header, SourceRecord};
 use crate::table::{DisplayValue, PageRow};
 
 /// Builds the records of one table.
 pub struct RecordBuilder {
     topic: String,
     table: String,
-    instance: String,
-    partition_key: String,
+    headers: Vec<Header>,
     id_field: String,
     ts_field: String,
     display: DisplayValue,
@@ -25,13 +24,12 @@ pub struct RecordBuilder {
 }
 
 impl RecordBuilder {
-    /// A builder for `table` on `instance`, offsets under `partition_key`.
-    pub fn new(table: &TableConfig, instance: &str, partition_key: &str, format: ValueFormat) -> Self {
+    /// A builder for `table` on `instance`.
+    pub fn new(table: &TableConfig, instance: &str, format: ValueFormat) -> Self {
         Self {
             topic: table.topic.clone(),
             table: table.name.clone(),
-            instance: instance.to_string(),
-            partition_key: partition_key.to_string(),
+            headers: vec![header("snow.table", &table.name), header("snow.instance", instance), header("snow.source.operation", "UPSERT")],
             id_field: table.sys_id_field.clone(),
             ts_field: table.timestamp_field.clone(),
             display: table.display_value,
@@ -39,8 +37,18 @@ impl RecordBuilder {
         }
     }
 
-    /// The record of `row` (cursor key `at`), to be stored at `position` once acknowledged.
-    pub fn build(&self, row: &PageRow<'_>, at: &Cursor, position: &Cursor) -> Result<SourceRecord, SnowError> {
+    /// The topic of every record.
+    pub fn topic(&self) -> &str {
+        &self.topic
+    }
+
+    /// The headers of every record.
+    pub fn headers(&self) -> &[Header] {
+        &self.headers
+    }
+
+    /// The record of `row` (cursor key `at`).
+    pub fn build(&self, row: &PageRow<'_>, at: &Cursor) -> Result<SourceRecord, SnowError> {
         let value = match (self.display, self.format) {
             (DisplayValue::Raw | DisplayValue::All, ValueFormat::Json) => row.raw.as_bytes().to_vec(),
             (display, format) => {
@@ -57,17 +65,10 @@ impl RecordBuilder {
             }
         };
         Ok(SourceRecord {
-            topic: self.topic.clone(),
             key: Some(at.id.as_bytes().to_vec()),
             value: Some(value),
-            headers: vec![
-                header("snow.table", &self.table),
-                header("snow.instance", &self.instance),
-                header("snow.sys_mod_count", row.mod_count.as_deref().unwrap_or("")),
-                header("snow.source.operation", "UPSERT"),
-            ],
+            headers: vec![header("snow.sys_mod_count", row.mod_count.as_deref().unwrap_or(""))],
             timestamp_ms: Some(at.ts.as_millis()),
-            offset: SourceOffset { partition: self.partition_key.clone(), position: position.to_position() },
         })
     }
 
@@ -139,10 +140,10 @@ mod tests {
         let body = br#"{"result":[{"sys_id":"a1","sys_updated_on":"2024-01-02 01:00:00","sys_mod_count":"3","n":"1"}]}"#;
         let rows = parse_page(body, "sys_id", "sys_updated_on").unwrap();
         let at = Cursor { ts: Timestamp::parse("2024-01-02 01:00:00").unwrap(), id: "a1".into() };
-        let r =
-            RecordBuilder::new(&table(DisplayValue::Raw), "a.service-now.com", "p", ValueFormat::Json).build(&rows[0], &at, &at).unwrap();
+        let r = RecordBuilder::new(&table(DisplayValue::Raw), "a.service-now.com", ValueFormat::Json);
+        let r = r.build(&rows[0], &at).unwrap();
         assert_eq!(r.value.as_deref(), Some(rows[0].raw.as_bytes()));
-        assert_eq!(r.headers[2], header("snow.sys_mod_count", "3"));
+        assert_eq!(r.headers, [header("snow.sys_mod_count", "3")]);
         assert_eq!(r.timestamp_ms, Some(at.ts.as_millis()));
     }
 
@@ -150,7 +151,7 @@ mod tests {
     fn display_values_keep_raw_cursor_fields() {
         let rows = parse_page(ALL, "sys_id", "sys_updated_on").unwrap();
         let at = Cursor { ts: Timestamp::parse("2024-01-02 01:00:00").unwrap(), id: "a1".into() };
-        let r = RecordBuilder::new(&table(DisplayValue::Display), "a", "p", ValueFormat::Json).build(&rows[0], &at, &at).unwrap();
+        let r = RecordBuilder::new(&table(DisplayValue::Display), "a", ValueFormat::Json).build(&rows[0], &at).unwrap();
         let v: Value = serde_json::from_slice(r.value.as_deref().unwrap()).unwrap();
         assert_eq!(v["sys_updated_on"], "2024-01-02 01:00:00", "the cursor field stays raw");
         assert_eq!(v["state"], "New");
@@ -162,7 +163,7 @@ mod tests {
         let body = br#"{"result":[{"sys_id":"a1","sys_updated_on":"2024-01-02 01:00:00","caller_id":{"link":"l","value":"u1"}}]}"#;
         let rows = parse_page(body, "sys_id", "sys_updated_on").unwrap();
         let at = Cursor { ts: Timestamp::parse("2024-01-02 01:00:00").unwrap(), id: "a1".into() };
-        let r = RecordBuilder::new(&table(DisplayValue::Raw), "a", "p", ValueFormat::ConnectJson).build(&rows[0], &at, &at).unwrap();
+        let r = RecordBuilder::new(&table(DisplayValue::Raw), "a", ValueFormat::ConnectJson).build(&rows[0], &at).unwrap();
         let v: Value = serde_json::from_slice(r.value.as_deref().unwrap()).unwrap();
         assert_eq!(v["payload"]["sys_id"], "a1");
         assert_eq!(v["schema"]["name"], "servicenow.incident");

@@ -33,6 +33,12 @@ pub struct TaskCounters {
     pub duplicates_suppressed: u64,
     /// Rows skipped for lacking their id or timestamp (`snow.bad.row.behavior=skip`).
     pub bad_rows_skipped: u64,
+    /// Time spent in requests (sending, waiting, reading the body), in microseconds.
+    pub request_micros: u64,
+    /// Time spent parsing pages and checking the cursor, in microseconds.
+    pub parse_micros: u64,
+    /// Time spent building records, in microseconds.
+    pub build_micros: u64,
 }
 
 /// Reads one table along its keyset cursor.
@@ -78,7 +84,7 @@ impl<T: Transport, C: Clock> SourceTask<T, C> {
         let overlap = i64::from(config.overlap_seconds);
         let mut task = Self {
             client: TableClient::new(&config.instance, transport, clock),
-            records: RecordBuilder::new(&table, &config.instance.authority, &partition_key, config.value_format),
+            records: RecordBuilder::new(&table, &config.instance.authority, config.value_format),
             sweep: Sweep::new(high.clone(), config.safety_lag_seconds),
             start: table.start,
             high,
@@ -139,7 +145,7 @@ impl<T: Transport, C: Clock> SourceTask<T, C> {
         if self.probe_pending {
             super::probe::probe(&mut self.client, &self.table)?;
             self.probe_pending = false;
-            return Ok(PollBatch { records: Vec::new(), next_poll_ms: 0 });
+            return Ok(self.batch(Vec::new(), 0));
         }
         let table = &self.table;
         let (terms, order) = self.sweep.next_query(&table.timestamp_field, &table.sys_id_field).map_err(SnowError::data)?;
@@ -155,7 +161,9 @@ impl<T: Transport, C: Clock> SourceTask<T, C> {
             no_domain: table.query_domain == crate::config::source::QueryDomain::All,
             category: table.query_category.as_deref(),
         };
+        let started = self.client.clock().now();
         let page = self.client.list(&table.name, &params)?;
+        let fetched = self.client.clock().now();
         let rows = parse_page(&page.body, &table.sys_id_field, &table.timestamp_field)
             .map_err(|m| SnowError::transport(format!("table {}: {m}", table.name), ErrorClass::Transient))?;
         let mut keyed: Vec<(&PageRow<'_>, Timestamp, &str)> = Vec::with_capacity(rows.len());
@@ -175,6 +183,7 @@ impl<T: Transport, C: Clock> SourceTask<T, C> {
         let full = rows.len() >= table.batch_size as usize;
         let observed =
             self.sweep.observe(&keys, full, page.server_time).map_err(|m| SnowError::data(format!("table {}: {m}", table.name)))?;
+        let parsed = self.client.clock().now();
         let mut records = Vec::with_capacity(observed.emit);
         for (row, ts, id) in &keyed[..observed.emit] {
             if !self.dedup.insert(*ts, id, row.mod_count.as_deref().unwrap_or("")) {
@@ -182,17 +191,30 @@ impl<T: Transport, C: Clock> SourceTask<T, C> {
                 continue;
             }
             let at = Cursor { ts: *ts, id: (*id).to_string() };
+            records.push(self.records.build(row, &at)?);
             if at > self.high {
-                self.high = at.clone();
+                self.high = at;
             }
-            records.push(self.records.build(row, &at, &self.high)?);
         }
         // Versions older than the next overlap start cannot be read again.
         self.dedup.forget_before(self.high.ts.plus_seconds(-self.overlap));
+        let built = self.client.clock().now();
+        let micros = |d: std::time::Duration| d.as_micros() as u64;
+        self.counters.request_micros += micros(fetched - started);
+        self.counters.parse_micros += micros(parsed - fetched);
+        self.counters.build_micros += micros(built - parsed);
         if observed.done {
             self.sweep.restart_from(self.sweep_start());
         }
-        Ok(PollBatch { records, next_poll_ms: if observed.done { self.table.poll_interval_ms } else { 0 } })
+        let next_poll_ms = if observed.done { self.table.poll_interval_ms } else { 0 };
+        Ok(self.batch(records, next_poll_ms))
+    }
+
+    /// A batch of `records`; its offset is the furthest position emitted, when it emitted any.
+    fn batch(&self, records: Vec<crate::record::SourceRecord>, next_poll_ms: u32) -> PollBatch {
+        let offset =
+            (!records.is_empty()).then(|| SourceOffset { partition: self.partition_key.clone(), position: self.high.to_position() });
+        PollBatch { topic: self.records.topic().to_string(), headers: self.records.headers().to_vec(), records, offset, next_poll_ms }
     }
 }
 

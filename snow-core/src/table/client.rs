@@ -109,6 +109,11 @@ impl<T: Transport, C: Clock> TableClient<T, C> {
         }
     }
 
+    /// The clock the client sleeps on.
+    pub fn clock(&self) -> &C {
+        &self.clock
+    }
+
     /// The `X-RateLimit-*` headers of the latest answer that carried them.
     pub fn rate_limit(&self) -> Option<&RateLimit> {
         self.rate_limit.as_ref()

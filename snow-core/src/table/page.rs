@@ -1,15 +1,13 @@
 //! A page of Table API rows kept as raw JSON text: values pass through to Kafka without being
 //! re-encoded. Only the fields the cursor needs are decoded from each row.
 //!
-//! A cursor field may be a plain string or, with `sysparm_display_value=all`, an object whose
-//! `value` member holds the raw value; both are read.
+//! One pass over the page: a validating scanner (strings and escapes, numbers, literals, nesting,
+//! nothing after the end) that cuts each row of `result` out as a slice and decodes its cursor
+//! fields on the way, so a page is read once and rows are never parsed twice. A cursor field may
+//! be a plain string or, with `sysparm_display_value=all`, an object whose `value` member holds
+//! the raw value; both are read.
 
 use std::borrow::Cow;
-use std::fmt;
-
-use serde::Deserialize;
-use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, Visitor};
-use serde_json::value::RawValue;
 
 /// One row of a page: its raw JSON text and the decoded cursor fields.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -24,112 +22,334 @@ pub struct PageRow<'a> {
     pub mod_count: Option<Cow<'a, str>>,
 }
 
-#[derive(Deserialize)]
-struct Envelope<'a> {
-    #[serde(borrow)]
-    result: Vec<&'a RawValue>,
-}
-
 /// Splits a `{"result":[...]}` body into rows and decodes `id_field` and `timestamp_field` of each.
 pub fn parse_page<'a>(body: &'a [u8], id_field: &str, timestamp_field: &str) -> Result<Vec<PageRow<'a>>, String> {
-    let envelope: Envelope<'a> = serde_json::from_slice(body).map_err(|e| format!("not a Table API list answer: {e}"))?;
-    envelope
-        .result
-        .into_iter()
-        .enumerate()
-        .map(|(i, raw)| {
-            let seed = RowSeed { id_field, timestamp_field };
-            let mut de = serde_json::Deserializer::from_str(raw.get());
-            let (id, timestamp, mod_count) = seed.deserialize(&mut de).map_err(|e| format!("row {i} of the page: {e}"))?;
-            Ok(PageRow { raw: raw.get(), id, timestamp, mod_count })
-        })
-        .collect()
+    let text = std::str::from_utf8(body).map_err(|e| format!("not a Table API list answer: not UTF-8 ({e})"))?;
+    let mut s = Scanner { text, b: body, i: 0 };
+    s.page(id_field, timestamp_field).map_err(|e| format!("not a Table API list answer: {e}"))
 }
 
-type CursorFields<'a> = (Option<Cow<'a, str>>, Option<Cow<'a, str>>, Option<Cow<'a, str>>);
-
-struct RowSeed<'f> {
-    id_field: &'f str,
-    timestamp_field: &'f str,
+struct Scanner<'a> {
+    text: &'a str,
+    b: &'a [u8],
+    i: usize,
 }
 
-impl<'de> DeserializeSeed<'de> for RowSeed<'_> {
-    type Value = CursorFields<'de>;
+type Scan<T> = Result<T, String>;
 
-    fn deserialize<D: de::Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
-        deserializer.deserialize_map(self)
-    }
-}
-
-impl<'de> Visitor<'de> for RowSeed<'_> {
-    type Value = CursorFields<'de>;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a row object")
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-        let (mut id, mut ts, mut mod_count) = (None, None, None);
-        while let Some(key) = map.next_key::<Cow<'de, str>>()? {
-            let slot = if key == self.id_field {
-                &mut id
-            } else if key == self.timestamp_field {
-                &mut ts
-            } else if key == "sys_mod_count" {
-                &mut mod_count
-            } else {
-                map.next_value::<IgnoredAny>()?;
-                continue;
-            };
-            *slot = map.next_value::<FieldValue<'de>>()?.0;
+impl<'a> Scanner<'a> {
+    fn fail<T>(&self, what: &str) -> Scan<T> {
+        if self.i >= self.b.len() {
+            Err(format!("the body ends early ({what}) at byte {}", self.i))
+        } else {
+            Err(format!("{what} at byte {}", self.i))
         }
-        Ok((id, ts, mod_count))
     }
-}
 
-/// A field value: `"text"`, `{"value":"text", ...}` or `null`.
-struct FieldValue<'a>(Option<Cow<'a, str>>);
+    fn ws(&mut self) {
+        while let Some(b' ' | b'\n' | b'\r' | b'\t') = self.b.get(self.i) {
+            self.i += 1;
+        }
+    }
 
-impl<'de> Deserialize<'de> for FieldValue<'de> {
-    fn deserialize<D: de::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = FieldValue<'de>;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a string, an object with a value member, or null")
+    fn peek(&mut self) -> Option<u8> {
+        self.ws();
+        self.b.get(self.i).copied()
+    }
+
+    fn eat(&mut self, c: u8) -> Scan<()> {
+        if self.peek() == Some(c) {
+            self.i += 1;
+            Ok(())
+        } else {
+            self.fail(&format!("expected {:?}", c as char))
+        }
+    }
+
+    fn page(&mut self, id_field: &str, ts_field: &str) -> Scan<Vec<PageRow<'a>>> {
+        let mut rows = None;
+        self.eat(b'{')?;
+        if self.peek() != Some(b'}') {
+            loop {
+                let key = self.string()?;
+                self.eat(b':')?;
+                if key == "result" && self.peek() == Some(b'[') {
+                    rows = Some(self.rows(id_field, ts_field)?);
+                } else {
+                    self.value()?;
+                }
+                if self.peek() == Some(b',') {
+                    self.i += 1;
+                } else {
+                    break;
+                }
             }
-            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
-                Ok(FieldValue(Some(Cow::Borrowed(v))))
+        }
+        self.eat(b'}')?;
+        self.ws();
+        if self.i != self.b.len() {
+            return self.fail("unexpected bytes after the answer");
+        }
+        rows.ok_or_else(|| "no result list".to_string())
+    }
+
+    fn rows(&mut self, id_field: &str, ts_field: &str) -> Scan<Vec<PageRow<'a>>> {
+        self.eat(b'[')?;
+        let mut rows = Vec::new();
+        if self.peek() == Some(b']') {
+            self.i += 1;
+            return Ok(rows);
+        }
+        loop {
+            if self.peek() != Some(b'{') {
+                return self.fail(&format!("row {} of the page is not an object", rows.len()));
             }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
-                Ok(FieldValue(Some(Cow::Owned(v.to_owned()))))
-            }
-            fn visit_string<E: de::Error>(self, v: String) -> Result<Self::Value, E> {
-                Ok(FieldValue(Some(Cow::Owned(v))))
-            }
-            fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
-                Ok(FieldValue(None))
-            }
-            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Self::Value, E> {
-                Ok(FieldValue(Some(Cow::Owned(v.to_string()))))
-            }
-            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Self::Value, E> {
-                Ok(FieldValue(Some(Cow::Owned(v.to_string()))))
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-                let mut value = None;
-                while let Some(key) = map.next_key::<Cow<'de, str>>()? {
-                    if key == "value" {
-                        value = map.next_value::<FieldValue<'de>>()?.0;
+            let start = self.i;
+            let mut row = PageRow { raw: "", id: None, timestamp: None, mod_count: None };
+            self.i += 1;
+            if self.peek() != Some(b'}') {
+                loop {
+                    let key = self.string()?;
+                    self.eat(b':')?;
+                    let slot = if key == id_field {
+                        &mut row.id
+                    } else if key == ts_field {
+                        &mut row.timestamp
+                    } else if key == "sys_mod_count" {
+                        &mut row.mod_count
                     } else {
-                        map.next_value::<IgnoredAny>()?;
+                        self.value()?;
+                        if self.next_member()? { continue } else { break }
+                    };
+                    *slot = self.field()?;
+                    if !self.next_member()? {
+                        break;
                     }
                 }
-                Ok(FieldValue(value))
+            }
+            self.eat(b'}')?;
+            row.raw = &self.text[start..self.i];
+            rows.push(row);
+            match self.peek() {
+                Some(b',') => self.i += 1,
+                Some(b']') => {
+                    self.i += 1;
+                    return Ok(rows);
+                }
+                _ => return self.fail("expected ',' or ']' after a row"),
             }
         }
-        deserializer.deserialize_any(V)
     }
+
+    /// After a member: true if another follows (the comma is consumed).
+    fn next_member(&mut self) -> Scan<bool> {
+        match self.peek() {
+            Some(b',') => {
+                self.i += 1;
+                Ok(true)
+            }
+            Some(b'}') => Ok(false),
+            _ => self.fail("expected ',' or '}'"),
+        }
+    }
+
+    /// A cursor field: `"text"`, `{"value": "text", ...}`, `null`, or a number (as text).
+    fn field(&mut self) -> Scan<Option<Cow<'a, str>>> {
+        match self.peek() {
+            Some(b'"') => self.string().map(Some),
+            Some(b'{') => {
+                self.i += 1;
+                let mut value = None;
+                if self.peek() != Some(b'}') {
+                    loop {
+                        let key = self.string()?;
+                        self.eat(b':')?;
+                        if key == "value" {
+                            value = self.field()?;
+                        } else {
+                            self.value()?;
+                        }
+                        if !self.next_member()? {
+                            break;
+                        }
+                    }
+                }
+                self.eat(b'}')?;
+                Ok(value)
+            }
+            Some(b'n') => self.literal("null").map(|()| None),
+            _ => {
+                let start = self.i;
+                self.value()?;
+                Ok(Some(Cow::Borrowed(&self.text[start..self.i])))
+            }
+        }
+    }
+
+    /// Validates and skips any value.
+    fn value(&mut self) -> Scan<()> {
+        match self.peek() {
+            Some(b'"') => self.skip_string(),
+            Some(b'{') => {
+                self.i += 1;
+                if self.peek() != Some(b'}') {
+                    loop {
+                        self.skip_string_at_peek()?;
+                        self.eat(b':')?;
+                        self.value()?;
+                        if !self.next_member()? {
+                            break;
+                        }
+                    }
+                }
+                self.eat(b'}')
+            }
+            Some(b'[') => {
+                self.i += 1;
+                if self.peek() != Some(b']') {
+                    loop {
+                        self.value()?;
+                        match self.peek() {
+                            Some(b',') => self.i += 1,
+                            Some(b']') => break,
+                            _ => return self.fail("expected ',' or ']'"),
+                        }
+                    }
+                }
+                self.eat(b']')
+            }
+            Some(b't') => self.literal("true"),
+            Some(b'f') => self.literal("false"),
+            Some(b'n') => self.literal("null"),
+            Some(b'-' | b'0'..=b'9') => self.number(),
+            _ => self.fail("expected a value"),
+        }
+    }
+
+    fn literal(&mut self, word: &str) -> Scan<()> {
+        if self.b[self.i..].starts_with(word.as_bytes()) {
+            self.i += word.len();
+            Ok(())
+        } else {
+            self.fail("invalid literal")
+        }
+    }
+
+    fn number(&mut self) -> Scan<()> {
+        let digits = |s: &mut Self| {
+            let start = s.i;
+            while let Some(b'0'..=b'9') = s.b.get(s.i) {
+                s.i += 1;
+            }
+            s.i > start
+        };
+        if self.b.get(self.i) == Some(&b'-') {
+            self.i += 1;
+        }
+        if self.b.get(self.i) == Some(&b'0') {
+            self.i += 1;
+        } else if !digits(self) {
+            return self.fail("invalid number");
+        }
+        if self.b.get(self.i) == Some(&b'.') {
+            self.i += 1;
+            if !digits(self) {
+                return self.fail("invalid number");
+            }
+        }
+        if let Some(b'e' | b'E') = self.b.get(self.i) {
+            self.i += 1;
+            if let Some(b'+' | b'-') = self.b.get(self.i) {
+                self.i += 1;
+            }
+            if !digits(self) {
+                return self.fail("invalid number");
+            }
+        }
+        Ok(())
+    }
+
+    fn skip_string_at_peek(&mut self) -> Scan<()> {
+        if self.peek() != Some(b'"') {
+            return self.fail("expected a member name");
+        }
+        self.skip_string()
+    }
+
+    /// Validates and skips a string starting at the current `"`; returns whether it had escapes.
+    fn skip_string(&mut self) -> Scan<()> {
+        self.scan_string().map(|_| ())
+    }
+
+    /// Scans the string at `"`: its content's byte range and whether it holds escapes.
+    fn scan_string(&mut self) -> Scan<(usize, usize, bool)> {
+        self.i += 1;
+        let start = self.i;
+        let mut escaped = false;
+        loop {
+            self.i += plain_run(&self.b[self.i..]);
+            match self.b.get(self.i) {
+                Some(b'"') => {
+                    self.i += 1;
+                    return Ok((start, self.i - 1, escaped));
+                }
+                Some(b'\\') => {
+                    escaped = true;
+                    match self.b.get(self.i + 1) {
+                        Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => self.i += 2,
+                        Some(b'u') if self.b.get(self.i + 2..self.i + 6).is_some_and(|h| h.iter().all(u8::is_ascii_hexdigit)) => {
+                            self.i += 6
+                        }
+                        _ => return self.fail("invalid escape in a string"),
+                    }
+                }
+                Some(c) if *c < 0x20 => return self.fail("control character in a string"),
+                Some(_) => self.i += 1,
+                None => return self.fail("unterminated string"),
+            }
+        }
+    }
+
+    /// A string, borrowed when it has no escapes.
+    fn string(&mut self) -> Scan<Cow<'a, str>> {
+        if self.peek() != Some(b'"') {
+            return self.fail("expected a string");
+        }
+        let (start, end, escaped) = self.scan_string()?;
+        let raw = &self.text[start..end];
+        if !escaped {
+            return Ok(Cow::Borrowed(raw));
+        }
+        // Rare (a quote or a newline in a cursor field): decode with serde_json.
+        serde_json::from_str::<String>(&self.text[start - 1..=end])
+            .map(Cow::Owned)
+            .map_err(|e| format!("invalid string at byte {start}: {e}"))
+    }
+}
+
+/// How many leading bytes of `bytes` need no attention inside a string (not `"`, `\\`, nor a
+/// control character), eight at a time.
+fn plain_run(bytes: &[u8]) -> usize {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    let mut n = 0;
+    while let Some(chunk) = bytes.get(n..n + 8) {
+        let x = u64::from_le_bytes(chunk.try_into().unwrap_or_default());
+        let zero_in = |v: u64| v.wrapping_sub(ONES) & !v & HIGHS;
+        // A byte below 0x20 (only for ASCII bytes: a UTF-8 byte has its high bit set).
+        let control = x.wrapping_sub(ONES * 0x20) & !x & HIGHS;
+        if zero_in(x ^ (ONES * b'"' as u64)) | zero_in(x ^ (ONES * b'\\' as u64)) | control != 0 {
+            break;
+        }
+        n += 8;
+    }
+    while let Some(&c) = bytes.get(n) {
+        if c == b'"' || c == b'\\' || c < 0x20 {
+            break;
+        }
+        n += 1;
+    }
+    n
 }
 
 #[cfg(test)]
@@ -141,22 +361,77 @@ mod tests {
         let body = br#"{"result":[
             {"number":"INC1","sys_id":"a1","sys_updated_on":"2024-01-01 00:00:00","sys_mod_count":"2","caller_id":{"link":"x","value":"u1"}},
             {"sys_id":{"display_value":"a2","value":"a2"},"sys_updated_on":{"display_value":"01/01/2024","value":"2024-01-01 00:00:01"}},
-            {"sys_id":"a\u0033","sys_updated_on":null}
+            {"sys_id":"a\u0033","sys_updated_on":null, "n": -12.5e+3, "t": true, "l": [1, [2, {"x": "y"}], "q\"uote"]}
         ]}"#;
         let rows = parse_page(body, "sys_id", "sys_updated_on").unwrap();
         assert_eq!(rows.len(), 3);
-        assert!(rows[0].raw.starts_with(r#"{"number":"INC1""#));
+        assert!(rows[0].raw.starts_with(r#"{"number":"INC1""#) && rows[0].raw.ends_with('}'));
         assert_eq!(rows[0].id.as_deref(), Some("a1"));
         assert_eq!(rows[0].mod_count.as_deref(), Some("2"));
         assert_eq!(rows[1].timestamp.as_deref(), Some("2024-01-01 00:00:01"));
-        assert_eq!(rows[2].id.as_deref(), Some("a3"));
+        assert_eq!(rows[2].id.as_deref(), Some("a3"), "escapes are decoded");
         assert_eq!(rows[2].timestamp, None);
+        for row in &rows {
+            serde_json::from_str::<serde_json::Value>(row.raw).unwrap();
+        }
     }
 
     #[test]
-    fn malformed_body_is_an_error() {
-        assert!(parse_page(br#"{"result":[{"sys_id":"a"#, "sys_id", "sys_updated_on").is_err());
-        assert!(parse_page(br#"{"error":{"message":"x"}}"#, "sys_id", "sys_updated_on").is_err());
-        assert!(parse_page(br#"{"result":["x"]}"#, "sys_id", "sys_updated_on").unwrap_err().contains("row 0"));
+    fn plain_runs_stop_at_quotes_escapes_and_control_bytes() {
+        assert_eq!(plain_run(b"abcdefghijklmnop\"x"), 16);
+        assert_eq!(plain_run(b"abc\\d"), 3);
+        assert_eq!(plain_run(b"abcdefg\n"), 7);
+        assert_eq!(plain_run("ééééé\"".as_bytes()), 10, "UTF-8 bytes are plain");
+        assert_eq!(plain_run(b"\x7f\x7f\x7f\x7f\x7f\x7f\x7f\x7f\x7f"), 9, "DEL is allowed in JSON strings");
+        for i in 0..20 {
+            let mut s = vec![b'a'; 20];
+            s[i] = b'"';
+            assert_eq!(plain_run(&s), i);
+        }
+    }
+
+    #[test]
+    fn the_envelope_may_carry_other_members_and_empty_results() {
+        assert_eq!(parse_page(br#"{"result":[]}"#, "sys_id", "t").unwrap().len(), 0);
+        assert_eq!(parse_page(br#" { "x" : {"a":[]}, "result" : [ { } ] } "#, "sys_id", "t").unwrap().len(), 1);
+    }
+
+    #[test]
+    fn malformed_bodies_are_errors_that_say_where() {
+        for (body, expected) in [
+            (&br#"{"result":[{"sys_id":"a"#[..], "the body ends early"),
+            (br#"{"error":{"message":"x"}}"#, "no result list"),
+            (br#"{"result":["x"]}"#, "row 0 of the page is not an object"),
+            (br#"{"result":[{"a":"b\q"}]}"#, "invalid escape"),
+            (br#"{"result":[{"a":01}]}"#, "expected ',' or '}'"),
+            (br#"{"result":[{"a":tru}]}"#, "invalid literal"),
+            (br#"{"result":[{"a":"x"}]} trailing"#, "unexpected bytes after the answer"),
+            (b"{\"result\":[{\"a\":\"new\nline\"}]}", "control character"),
+            (br#"{"result":[{"a" "b"}]}"#, "expected ':'"),
+        ] {
+            let err = parse_page(body, "sys_id", "sys_updated_on").unwrap_err();
+            assert!(err.contains(expected), "{err} (expected {expected})");
+        }
+        assert!(parse_page(&[b'{', 0xff, b'}'], "a", "b").unwrap_err().contains("UTF-8"));
+    }
+
+    #[test]
+    fn agrees_with_serde_json_on_a_realistic_page() {
+        let row = |i: u32| {
+            format!(
+                r#"{{"active":"true","caller_id":{{"link":"https://x/api/now/table/sys_user/{i:032x}","value":"{i:032x}"}},"description":"Line one,\ttab \"quoted\" é ü","number":"INC{i:07}","sys_id":"{i:032x}","sys_mod_count":"{}","sys_updated_on":"2024-01-01 00:00:{:02}"}}"#,
+                i % 5,
+                i % 60
+            )
+        };
+        let body = format!(r#"{{"result":[{}]}}"#, (0..200).map(row).collect::<Vec<_>>().join(","));
+        let rows = parse_page(body.as_bytes(), "sys_id", "sys_updated_on").unwrap();
+        let reference: serde_json::Value = serde_json::from_str(&body).unwrap();
+        for (i, (row, expected)) in rows.iter().zip(reference["result"].as_array().unwrap()).enumerate() {
+            assert_eq!(&serde_json::from_str::<serde_json::Value>(row.raw).unwrap(), expected, "row {i}");
+            assert_eq!(row.id.as_deref(), expected["sys_id"].as_str());
+            assert_eq!(row.timestamp.as_deref(), expected["sys_updated_on"].as_str());
+            assert_eq!(row.mod_count.as_deref(), expected["sys_mod_count"].as_str());
+        }
     }
 }

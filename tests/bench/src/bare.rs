@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::{Result, anyhow, bail};
-use host_runner::component::bindings::types::{SourceOffset, SourceRecord};
+use host_runner::component::bindings::types::{PollBatch, SourceRecord};
 use host_runner::config::KafkaSpec;
 use host_runner::metrics::Metrics;
 use host_runner::offsets::OffsetStore;
@@ -59,23 +59,22 @@ pub async fn run(fake: &str, bootstrap: &str, topic: &str, rows: u64) -> Result<
         let records: Vec<SourceRecord> = page
             .iter()
             .map(|row| SourceRecord {
-                topic: topic.to_string(),
                 key: row.id.as_deref().map(|id| id.as_bytes().to_vec()),
                 value: Some(row.raw.as_bytes().to_vec()),
                 headers: Vec::new(),
                 timestamp_ms: None,
-                offset: SourceOffset { partition: String::new(), position: String::new() },
             })
             .collect();
+        let batch = PollBatch { topic: topic.to_string(), headers: Vec::new(), records, offset: None, next_poll_ms: 0 };
         reads.push(read.elapsed());
         let Some(last) = page.last() else { break };
         after = last.id.as_deref().unwrap_or_default().to_string();
         first.get_or_insert_with(Instant::now);
         let queued = Instant::now();
-        let deliveries = enqueue(&producer, &records).await?;
+        let deliveries = enqueue(&producer, &batch).await?;
         enqueues.push(queued.elapsed());
         pipeline.submit(Pending { deliveries, partition: String::new(), position: String::new() }).await.map_err(|e| anyhow!(e))?;
-        produced += records.len() as u64;
+        produced += batch.records.len() as u64;
         if page.len() < 1000 {
             break;
         }

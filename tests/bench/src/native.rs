@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Result, anyhow};
-use host_runner::component::bindings::types::{Header, SourceOffset, SourceRecord};
+use host_runner::component::bindings::types::{Header, PollBatch, SourceOffset, SourceRecord};
 use host_runner::config::KafkaSpec;
 use host_runner::metrics::Metrics;
 use host_runner::offsets::FileOffsetStore;
@@ -18,16 +18,20 @@ use snow_core::source::SourceTask;
 
 use crate::measure::{Outcome, cpu_of, median, peak_rss_kb};
 
-/// A snow-core record in the shape the host's producer code takes (the copy the wasm path makes
-/// when lifting records out of the guest).
-fn to_host(r: snow_core::record::SourceRecord) -> SourceRecord {
-    SourceRecord {
-        topic: r.topic,
-        key: r.key,
-        value: r.value,
-        headers: r.headers.into_iter().map(|h| Header { key: h.key, value: h.value }).collect(),
-        timestamp_ms: r.timestamp_ms,
-        offset: SourceOffset { partition: r.offset.partition, position: r.offset.position },
+/// A snow-core batch in the shape the host's producer code takes (the copy the wasm path makes
+/// when lifting it out of the guest).
+fn to_host(b: snow_core::record::PollBatch) -> PollBatch {
+    let headers = |hs: Vec<snow_core::record::Header>| hs.into_iter().map(|h| Header { key: h.key, value: h.value }).collect();
+    PollBatch {
+        topic: b.topic,
+        headers: headers(b.headers),
+        records: b
+            .records
+            .into_iter()
+            .map(|r| SourceRecord { key: r.key, value: r.value, headers: headers(r.headers), timestamp_ms: r.timestamp_ms })
+            .collect(),
+        offset: b.offset.map(|o| SourceOffset { partition: o.partition, position: o.position }),
+        next_poll_ms: b.next_poll_ms,
     }
 }
 
@@ -50,9 +54,8 @@ pub async fn run(fake: &str, bootstrap: &str, topic: &str, rows: u64) -> Result<
     let (mut produced, mut first, mut reads, mut enqueues) = (0u64, None, Vec::new(), Vec::new());
     while produced < rows {
         let read = Instant::now();
-        let batch = tokio::task::block_in_place(|| task.poll()).map_err(|e| anyhow!("{e}"))?;
-        let records: Vec<SourceRecord> = batch.records.into_iter().map(to_host).collect();
-        let Some(last) = records.last() else {
+        let batch = to_host(tokio::task::block_in_place(|| task.poll()).map_err(|e| anyhow!("{e}"))?);
+        let Some(offset) = batch.offset.clone() else {
             if batch.next_poll_ms > 0 {
                 tokio::time::sleep(Duration::from_millis(10)).await;
             }
@@ -61,11 +64,10 @@ pub async fn run(fake: &str, bootstrap: &str, topic: &str, rows: u64) -> Result<
         reads.push(read.elapsed());
         first.get_or_insert_with(Instant::now);
         let queued = Instant::now();
-        let deliveries = enqueue(&producer, &records).await?;
+        let deliveries = enqueue(&producer, &batch).await?;
         enqueues.push(queued.elapsed());
-        let pending = Pending { deliveries, partition: last.offset.partition.clone(), position: last.offset.position.clone() };
-        pipeline.submit(pending).await.map_err(|e| anyhow!(e))?;
-        produced += records.len() as u64;
+        pipeline.submit(Pending { deliveries, partition: offset.partition, position: offset.position }).await.map_err(|e| anyhow!(e))?;
+        produced += batch.records.len() as u64;
     }
     pipeline.finish().await.map_err(|e| anyhow!(e))?;
     let _ = std::fs::remove_file(&offsets_file);

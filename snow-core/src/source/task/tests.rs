@@ -66,8 +66,8 @@ fn script(answers: Vec<(u16, String)>) -> Script {
     Script { answers, now: T0 + 100, queries: vec![] }
 }
 
-fn positions(batch: &PollBatch) -> Vec<Cursor> {
-    batch.records.iter().map(|r| Cursor::from_position(&r.offset.position).unwrap()).collect()
+fn position(batch: &PollBatch) -> Cursor {
+    Cursor::from_position(&batch.offset.as_ref().unwrap().position).unwrap()
 }
 
 #[test]
@@ -82,7 +82,8 @@ fn pages_become_records_with_offsets_and_resume_from_them() {
     assert_eq!(last.key.as_deref(), Some(&b"b"[..]));
     assert_eq!(last.value.as_deref(), Some(row("b", 0, 0).as_bytes()));
     assert_eq!(last.timestamp_ms, Some(Timestamp(T0).as_millis()));
-    let offsets = vec![last.offset.clone()];
+    assert_eq!(batch.headers.len(), 3, "snow.table, snow.instance and snow.source.operation, once per batch");
+    let offsets = vec![batch.offset.clone().unwrap()];
     drop(task);
     let task = SourceTask::open(&entries(&[]), &offsets, &mut s, ManualClock::default()).unwrap();
     assert_eq!(task.cursor(), &Cursor { ts: Timestamp(T0), id: "b".into() });
@@ -140,9 +141,27 @@ fn each_sweep_re_reads_the_overlap_and_suppresses_what_was_emitted() {
     let keys: Vec<&[u8]> = second.records.iter().map(|r| r.key.as_deref().unwrap()).collect();
     assert_eq!(keys, [&b"l"[..], &b"a2"[..]], "the late row is emitted, the version already emitted is not");
     assert_eq!(task.counters().duplicates_suppressed, 1);
-    let p = positions(&second);
-    assert_eq!(p[0], Cursor { ts: Timestamp(T0 + 10), id: "a".into() }, "a late row does not move the stored offset back");
-    assert_eq!(p[1], Cursor { ts: Timestamp(T0 + 30), id: "a2".into() });
+    assert_eq!(position(&first), Cursor { ts: Timestamp(T0 + 10), id: "a".into() });
+    assert_eq!(position(&second), Cursor { ts: Timestamp(T0 + 30), id: "a2".into() }, "the late row did not move the offset back");
+    let mut s2 = script(vec![
+        page(&[]),
+        (200, format!(r#"{{"result":[{}]}}"#, row("a", 10, 0))),
+        page(&[]),
+        (200, format!(r#"{{"result":[{}]}}"#, row("l", 5, 0))),
+    ]);
+    let mut late =
+        SourceTask::open(&entries(&[("snow.overlap.seconds", "15"), ("snow.batch.size", "5")]), &[], &mut s2, ManualClock::default())
+            .unwrap();
+    for _ in 0..3 {
+        late.poll().unwrap();
+    }
+    let only_late = late.poll().unwrap();
+    assert_eq!(only_late.records.len(), 1);
+    assert_eq!(
+        position(&only_late),
+        Cursor { ts: Timestamp(T0 + 10), id: "a".into() },
+        "a batch of only a late row keeps the furthest position"
+    );
     assert_eq!(s.queries[2], format!("sys_updated_on={}^ORDERBYsys_id", Timestamp(T0 - 5)), "the second sweep starts 15 s before +10");
 }
 
