@@ -1,5 +1,5 @@
-//! The host's own HTTP requests (token requests): a snow-core [`Request`] sent with wasmtime's
-//! default sender, the whole answer read into a [`Response`].
+//! The host's own HTTP requests (token requests): a snow-core [`Request`] sent on the process's
+//! connection pool, the whole answer read into a [`Response`].
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
@@ -13,7 +13,7 @@ pub async fn send(request: &Request) -> Result<Response, TransportError> {
     for (k, v) in &request.headers {
         builder = builder.header(k, v);
     }
-    let body = Full::new(Bytes::from(request.body.clone())).map_err(|never| match never {});
+    let body = Full::new(Bytes::from(request.body.clone())).map_err(|never| match never {}).boxed_unsync();
     let http_request =
         builder.body(body).map_err(|e| TransportError::new(TransportErrorKind::Invalid, format!("building the request: {e}")))?;
     let ms = |v: u32| Some(Duration::from_millis(u64::from(v)));
@@ -24,7 +24,8 @@ pub async fn send(request: &Request) -> Result<Response, TransportError> {
     };
     // Only token requests come through here, and asking for a token twice is harmless: every
     // failure counts as "nothing sent" so that it is retried.
-    let (response, io) = wasmtime_wasi_http::default_send_request(http_request, Some(options))
+    let response = crate::outbound::pool::ConnectionPool::shared()
+        .send(http_request, options)
         .await
         .map_err(|e| TransportError::new(TransportErrorKind::Connect, format!("{e}")))?;
     let (parts, body) = response.into_parts();
@@ -33,7 +34,6 @@ pub async fn send(request: &Request) -> Result<Response, TransportError> {
         .map_err(|_| TransportError::new(TransportErrorKind::AfterSend, "the answer body did not arrive in time"))?
         .map_err(|e| TransportError::new(TransportErrorKind::AfterSend, format!("reading the answer: {e}")))?
         .to_bytes();
-    drop(io);
     if body.len() > request.max_response_bytes {
         return Err(TransportError::new(TransportErrorKind::TooLarge, format!("the answer exceeds {} bytes", request.max_response_bytes)));
     }

@@ -12,6 +12,7 @@ use wasmtime_wasi_http::{DEFAULT_FORBIDDEN_HEADERS, Error as HttpError, Forbidde
 
 use super::coalesce::Coalesce;
 use super::limiter::InstanceLimiter;
+use super::pool::ConnectionPool;
 use crate::auth::Credentials;
 use crate::metrics::{Metrics, labels};
 
@@ -101,7 +102,8 @@ impl Gate {
                 .map_err(|e| HttpError::InternalError(Some(format!("rebuilding the request: {e}"))))?;
             let permit = self.limiter.acquire().await;
             self.metrics.counter_add("snow_outbound_requests_total", 1, &labels(&[("connector", &connector)]));
-            let (response, io) = wasmtime_wasi_http::default_send_request(request, Some(options)).await?;
+            let response = ConnectionPool::shared().send(request, options).await?;
+            let io: IoFuture = Box::new(async { Ok(()) });
             let status = response.status().as_u16();
             self.limiter.record(status);
             if status == 401
@@ -123,7 +125,7 @@ impl Gate {
                     })
                     .boxed_unsync()
             });
-            return Ok((response, Box::new(io) as IoFuture));
+            return Ok((response, io));
         }
     }
 }

@@ -1,4 +1,5 @@
-//! The outbound gate: every HTTP request a guest makes passes here.
+//! The outbound gate: every HTTP request a guest makes passes here, and goes out on the
+//! process's keep-alive connection [`pool`].
 //!
 //! It allows only the connector's configured instance (scheme and authority), attaches the
 //! credentials the host holds (guests may not set `Authorization` or `Cookie` themselves), caps
@@ -9,6 +10,7 @@
 mod coalesce;
 mod gate;
 mod limiter;
+pub mod pool;
 
 pub use gate::{Gate, GateSettings};
 pub use limiter::{InstanceLimiter, LimiterRegistry};

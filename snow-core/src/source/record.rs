@@ -50,10 +50,10 @@ impl RecordBuilder {
     /// The record of `row` (cursor key `at`).
     pub fn build(&self, row: &PageRow<'_>, at: &Cursor) -> Result<SourceRecord, SnowError> {
         let value = match (self.display, self.format) {
-            (DisplayValue::Raw | DisplayValue::All, ValueFormat::Json) => row.raw.as_bytes().to_vec(),
+            (DisplayValue::Raw | DisplayValue::All, ValueFormat::Json) => row.raw.to_vec(),
             (display, format) => {
                 let mut object: Map<String, Value> =
-                    serde_json::from_str(row.raw).map_err(|e| SnowError::data(format!("table {}: row {}: {e}", self.table, at.id)))?;
+                    serde_json::from_slice(row.raw).map_err(|e| SnowError::data(format!("table {}: row {}: {e}", self.table, at.id)))?;
                 if display == DisplayValue::Display {
                     self.show(&mut object);
                 }
@@ -142,7 +142,7 @@ mod tests {
         let at = Cursor { ts: Timestamp::parse("2024-01-02 01:00:00").unwrap(), id: "a1".into() };
         let r = RecordBuilder::new(&table(DisplayValue::Raw), "a.service-now.com", ValueFormat::Json);
         let r = r.build(&rows[0], &at).unwrap();
-        assert_eq!(r.value.as_deref(), Some(rows[0].raw.as_bytes()));
+        assert_eq!(r.value.as_deref(), Some(rows[0].raw));
         assert_eq!(r.headers, [header("snow.sys_mod_count", "3")]);
         assert_eq!(r.timestamp_ms, Some(at.ts.as_millis()));
     }

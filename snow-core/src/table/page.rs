@@ -1,9 +1,11 @@
 //! A page of Table API rows kept as raw JSON text: values pass through to Kafka without being
 //! re-encoded. Only the fields the cursor needs are decoded from each row.
 //!
-//! One pass over the page: a validating scanner (strings and escapes, numbers, literals, nesting,
-//! nothing after the end) that cuts each row of `result` out as a slice and decodes its cursor
-//! fields on the way, so a page is read once and rows are never parsed twice. A cursor field may
+//! One pass over the page: a validating scanner (strings and escapes, UTF-8 inside strings,
+//! numbers, literals, nesting, nothing after the end) that cuts each row of `result` out as a
+//! slice and decodes its cursor fields on the way, so a page is read once and rows are never
+//! parsed twice. Outside strings JSON is ASCII by its grammar, so checking multi-byte sequences
+//! where strings hold them makes every row valid UTF-8 without a separate pass over the page. A cursor field may
 //! be a plain string or, with `sysparm_display_value=all`, an object whose `value` member holds
 //! the raw value; both are read.
 
@@ -12,8 +14,8 @@ use std::borrow::Cow;
 /// One row of a page: its raw JSON text and the decoded cursor fields.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PageRow<'a> {
-    /// The row exactly as ServiceNow sent it.
-    pub raw: &'a str,
+    /// The row exactly as ServiceNow sent it (valid UTF-8 JSON).
+    pub raw: &'a [u8],
     /// The id field's value (`sys_id`), if present.
     pub id: Option<Cow<'a, str>>,
     /// The timestamp field's value, if present.
@@ -24,13 +26,11 @@ pub struct PageRow<'a> {
 
 /// Splits a `{"result":[...]}` body into rows and decodes `id_field` and `timestamp_field` of each.
 pub fn parse_page<'a>(body: &'a [u8], id_field: &str, timestamp_field: &str) -> Result<Vec<PageRow<'a>>, String> {
-    let text = std::str::from_utf8(body).map_err(|e| format!("not a Table API list answer: not UTF-8 ({e})"))?;
-    let mut s = Scanner { text, b: body, i: 0 };
+    let mut s = Scanner { b: body, i: 0 };
     s.page(id_field, timestamp_field).map_err(|e| format!("not a Table API list answer: {e}"))
 }
 
 struct Scanner<'a> {
-    text: &'a str,
     b: &'a [u8],
     i: usize,
 }
@@ -71,9 +71,9 @@ impl<'a> Scanner<'a> {
         self.eat(b'{')?;
         if self.peek() != Some(b'}') {
             loop {
-                let key = self.string()?;
+                let key = self.name()?;
                 self.eat(b':')?;
-                if key == "result" && self.peek() == Some(b'[') {
+                if key == b"result" && self.peek() == Some(b'[') {
                     rows = Some(self.rows(id_field, ts_field)?);
                 } else {
                     self.value()?;
@@ -105,17 +105,17 @@ impl<'a> Scanner<'a> {
                 return self.fail(&format!("row {} of the page is not an object", rows.len()));
             }
             let start = self.i;
-            let mut row = PageRow { raw: "", id: None, timestamp: None, mod_count: None };
+            let mut row = PageRow { raw: &[], id: None, timestamp: None, mod_count: None };
             self.i += 1;
             if self.peek() != Some(b'}') {
                 loop {
-                    let key = self.string()?;
+                    let key = self.name()?;
                     self.eat(b':')?;
-                    let slot = if key == id_field {
+                    let slot = if key == id_field.as_bytes() {
                         &mut row.id
-                    } else if key == ts_field {
+                    } else if key == ts_field.as_bytes() {
                         &mut row.timestamp
-                    } else if key == "sys_mod_count" {
+                    } else if key == b"sys_mod_count" {
                         &mut row.mod_count
                     } else {
                         self.value()?;
@@ -128,7 +128,7 @@ impl<'a> Scanner<'a> {
                 }
             }
             self.eat(b'}')?;
-            row.raw = &self.text[start..self.i];
+            row.raw = &self.b[start..self.i];
             rows.push(row);
             match self.peek() {
                 Some(b',') => self.i += 1,
@@ -162,9 +162,9 @@ impl<'a> Scanner<'a> {
                 let mut value = None;
                 if self.peek() != Some(b'}') {
                     loop {
-                        let key = self.string()?;
+                        let key = self.name()?;
                         self.eat(b':')?;
-                        if key == "value" {
+                        if key == b"value" {
                             value = self.field()?;
                         } else {
                             self.value()?;
@@ -181,7 +181,8 @@ impl<'a> Scanner<'a> {
             _ => {
                 let start = self.i;
                 self.value()?;
-                Ok(Some(Cow::Borrowed(&self.text[start..self.i])))
+                // A number or literal: ASCII, checked by the scanner.
+                Ok(Some(Cow::Owned(String::from_utf8_lossy(&self.b[start..self.i]).into_owned())))
             }
         }
     }
@@ -304,31 +305,56 @@ impl<'a> Scanner<'a> {
                     }
                 }
                 Some(c) if *c < 0x20 => return self.fail("control character in a string"),
+                Some(c) if *c >= 0x80 => self.i += self.utf8_sequence()?,
                 Some(_) => self.i += 1,
                 None => return self.fail("unterminated string"),
             }
         }
     }
 
-    /// A string, borrowed when it has no escapes.
+    /// The length of the valid UTF-8 sequence at the current (non-ASCII) byte.
+    fn utf8_sequence(&self) -> Scan<usize> {
+        let len = match self.b[self.i] {
+            0xC2..=0xDF => 2,
+            0xE0..=0xEF => 3,
+            0xF0..=0xF4 => 4,
+            _ => return self.fail("invalid UTF-8"),
+        };
+        match self.b.get(self.i..self.i + len).map(std::str::from_utf8) {
+            Some(Ok(_)) => Ok(len),
+            _ => self.fail("invalid UTF-8"),
+        }
+    }
+
+    /// A member name as its raw bytes. Names are only compared with plain field names, so a name
+    /// written with escapes simply matches none of them.
+    fn name(&mut self) -> Scan<&'a [u8]> {
+        if self.peek() != Some(b'"') {
+            return self.fail("expected a member name");
+        }
+        let (start, end, _) = self.scan_string()?;
+        Ok(&self.b[start..end])
+    }
+
+    /// A string, borrowed when it has no escapes (its bytes were checked as UTF-8 by the scan).
     fn string(&mut self) -> Scan<Cow<'a, str>> {
         if self.peek() != Some(b'"') {
             return self.fail("expected a string");
         }
         let (start, end, escaped) = self.scan_string()?;
-        let raw = &self.text[start..end];
+        let raw = std::str::from_utf8(&self.b[start..end]).map_err(|e| format!("invalid UTF-8 at byte {start}: {e}"))?;
         if !escaped {
             return Ok(Cow::Borrowed(raw));
         }
         // Rare (a quote or a newline in a cursor field): decode with serde_json.
-        serde_json::from_str::<String>(&self.text[start - 1..=end])
+        serde_json::from_slice::<String>(&self.b[start - 1..=end])
             .map(Cow::Owned)
             .map_err(|e| format!("invalid string at byte {start}: {e}"))
     }
 }
 
-/// How many leading bytes of `bytes` need no attention inside a string (not `"`, `\\`, nor a
-/// control character), eight at a time.
+/// How many leading bytes of `bytes` need no attention inside a string (ASCII, and not `"`,
+/// `\\`, nor a control character), eight at a time.
 fn plain_run(bytes: &[u8]) -> usize {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGHS: u64 = 0x8080_8080_8080_8080;
@@ -336,15 +362,15 @@ fn plain_run(bytes: &[u8]) -> usize {
     while let Some(chunk) = bytes.get(n..n + 8) {
         let x = u64::from_le_bytes(chunk.try_into().unwrap_or_default());
         let zero_in = |v: u64| v.wrapping_sub(ONES) & !v & HIGHS;
-        // A byte below 0x20 (only for ASCII bytes: a UTF-8 byte has its high bit set).
+        // A byte below 0x20 (for ASCII bytes), or a byte with its high bit set (UTF-8, checked apart).
         let control = x.wrapping_sub(ONES * 0x20) & !x & HIGHS;
-        if zero_in(x ^ (ONES * b'"' as u64)) | zero_in(x ^ (ONES * b'\\' as u64)) | control != 0 {
+        if zero_in(x ^ (ONES * b'"' as u64)) | zero_in(x ^ (ONES * b'\\' as u64)) | control | (x & HIGHS) != 0 {
             break;
         }
         n += 8;
     }
     while let Some(&c) = bytes.get(n) {
-        if c == b'"' || c == b'\\' || c < 0x20 {
+        if c == b'"' || c == b'\\' || !(0x20..0x80).contains(&c) {
             break;
         }
         n += 1;
@@ -365,14 +391,14 @@ mod tests {
         ]}"#;
         let rows = parse_page(body, "sys_id", "sys_updated_on").unwrap();
         assert_eq!(rows.len(), 3);
-        assert!(rows[0].raw.starts_with(r#"{"number":"INC1""#) && rows[0].raw.ends_with('}'));
+        assert!(rows[0].raw.starts_with(br#"{"number":"INC1""#) && rows[0].raw.ends_with(b"}"));
         assert_eq!(rows[0].id.as_deref(), Some("a1"));
         assert_eq!(rows[0].mod_count.as_deref(), Some("2"));
         assert_eq!(rows[1].timestamp.as_deref(), Some("2024-01-01 00:00:01"));
         assert_eq!(rows[2].id.as_deref(), Some("a3"), "escapes are decoded");
         assert_eq!(rows[2].timestamp, None);
         for row in &rows {
-            serde_json::from_str::<serde_json::Value>(row.raw).unwrap();
+            serde_json::from_slice::<serde_json::Value>(row.raw).unwrap();
         }
     }
 
@@ -381,7 +407,7 @@ mod tests {
         assert_eq!(plain_run(b"abcdefghijklmnop\"x"), 16);
         assert_eq!(plain_run(b"abc\\d"), 3);
         assert_eq!(plain_run(b"abcdefg\n"), 7);
-        assert_eq!(plain_run("ééééé\"".as_bytes()), 10, "UTF-8 bytes are plain");
+        assert_eq!(plain_run("ab\u{e9}".as_bytes()), 2, "UTF-8 is checked apart");
         assert_eq!(plain_run(b"\x7f\x7f\x7f\x7f\x7f\x7f\x7f\x7f\x7f"), 9, "DEL is allowed in JSON strings");
         for i in 0..20 {
             let mut s = vec![b'a'; 20];
@@ -412,7 +438,16 @@ mod tests {
             let err = parse_page(body, "sys_id", "sys_updated_on").unwrap_err();
             assert!(err.contains(expected), "{err} (expected {expected})");
         }
-        assert!(parse_page(&[b'{', 0xff, b'}'], "a", "b").unwrap_err().contains("UTF-8"));
+        for bad in [
+            &b"{\"result\":[{\"a\":\"\xff\"}]}"[..],
+            b"{\"result\":[{\"a\":\"\xc3\"}]}",
+            b"{\"result\":[{\"a\":\"\xed\xa0\x80\"}]}",
+            b"{\xc3\xa9:1}",
+        ] {
+            let err = parse_page(bad, "a", "b").unwrap_err();
+            assert!(err.contains("UTF-8") || err.contains("expected"), "{err}");
+        }
+        assert_eq!(parse_page("{\"result\":[{\"a\":\"é €𝄞\"}]}".as_bytes(), "a", "b").unwrap()[0].id.as_deref(), Some("é €𝄞"));
     }
 
     #[test]
@@ -428,7 +463,7 @@ mod tests {
         let rows = parse_page(body.as_bytes(), "sys_id", "sys_updated_on").unwrap();
         let reference: serde_json::Value = serde_json::from_str(&body).unwrap();
         for (i, (row, expected)) in rows.iter().zip(reference["result"].as_array().unwrap()).enumerate() {
-            assert_eq!(&serde_json::from_str::<serde_json::Value>(row.raw).unwrap(), expected, "row {i}");
+            assert_eq!(&serde_json::from_slice::<serde_json::Value>(row.raw).unwrap(), expected, "row {i}");
             assert_eq!(row.id.as_deref(), expected["sys_id"].as_str());
             assert_eq!(row.timestamp.as_deref(), expected["sys_updated_on"].as_str());
             assert_eq!(row.mod_count.as_deref(), expected["sys_mod_count"].as_str());

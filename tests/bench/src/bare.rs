@@ -60,7 +60,7 @@ pub async fn run(fake: &str, bootstrap: &str, topic: &str, rows: u64) -> Result<
             .iter()
             .map(|row| SourceRecord {
                 key: row.id.as_deref().map(|id| id.as_bytes().to_vec()),
-                value: Some(row.raw.as_bytes().to_vec()),
+                value: Some(row.raw.to_vec()),
                 headers: Vec::new(),
                 timestamp_ms: None,
             })
@@ -88,5 +88,6 @@ pub async fn run(fake: &str, bootstrap: &str, topic: &str, rows: u64) -> Result<
         peak_rss_kb: peak_rss_kb(std::process::id()),
         page_read_median: median(&mut reads),
         page_enqueue_median: median(&mut enqueues),
+        phases: None,
     })
 }

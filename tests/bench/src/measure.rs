@@ -20,6 +20,8 @@ pub struct Outcome {
     pub page_read_median: Duration,
     /// Median time per page spent queueing records to the producer.
     pub page_enqueue_median: Duration,
+    /// Time inside the connector logic: requests, parsing, building records (none for (c)).
+    pub phases: Option<(Duration, Duration, Duration)>,
 }
 
 impl Outcome {
@@ -43,6 +45,7 @@ impl Outcome {
             "peak_rss_kb": self.peak_rss_kb,
             "page_read_us": self.page_read_median.as_micros() as u64,
             "page_enqueue_us": self.page_enqueue_median.as_micros() as u64,
+            "phases_ms": self.phases.map(|(r, p, b)| [r.as_millis() as u64, p.as_millis() as u64, b.as_millis() as u64]),
         })
         .to_string()
     }
@@ -60,6 +63,10 @@ impl Outcome {
             peak_rss_kb: v["peak_rss_kb"].as_u64()?,
             page_read_median: us("page_read_us"),
             page_enqueue_median: us("page_enqueue_us"),
+            phases: v["phases_ms"].as_array().map(|a| {
+                let at = |i: usize| Duration::from_millis(a.get(i).and_then(serde_json::Value::as_u64).unwrap_or(0));
+                (at(0), at(1), at(2))
+            }),
         })
     }
 }

@@ -71,6 +71,8 @@ pub async fn run(fake: &str, bootstrap: &str, topic: &str, rows: u64) -> Result<
     }
     pipeline.finish().await.map_err(|e| anyhow!(e))?;
     let _ = std::fs::remove_file(&offsets_file);
+    let c = task.counters();
+    let ms = |us: u64| Duration::from_micros(us);
     Ok(Outcome {
         rows: produced,
         backfill: first.map(|f| f.elapsed()).unwrap_or_default(),
@@ -79,5 +81,6 @@ pub async fn run(fake: &str, bootstrap: &str, topic: &str, rows: u64) -> Result<
         peak_rss_kb: peak_rss_kb(std::process::id()),
         page_read_median: median(&mut reads),
         page_enqueue_median: median(&mut enqueues),
+        phases: Some((ms(c.request_micros), ms(c.parse_micros), ms(c.build_micros))),
     })
 }
