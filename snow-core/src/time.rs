@@ -29,9 +29,9 @@ impl Timestamp {
         if b.len() != 19 || b[4] != b'-' || b[7] != b'-' || b[10] != b' ' || b[13] != b':' || b[16] != b':' {
             return Err(err());
         }
+        // Digit by digit: this runs for every row read.
         let num = |range: std::ops::Range<usize>| -> Result<i64, TimeParseError> {
-            let part = &text[range];
-            if part.bytes().all(|c| c.is_ascii_digit()) { part.parse().map_err(|_| err()) } else { Err(err()) }
+            b[range].iter().try_fold(0i64, |n, c| if c.is_ascii_digit() { Ok(n * 10 + i64::from(c - b'0')) } else { Err(err()) })
         };
         let (y, mo, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
         let (h, mi, s) = (num(11..13)?, num(14..16)?, num(17..19)?);

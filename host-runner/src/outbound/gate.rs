@@ -10,7 +10,6 @@ use http_body_util::{BodyExt, Full};
 use snow_core::error::ErrorClass;
 use wasmtime_wasi_http::{DEFAULT_FORBIDDEN_HEADERS, Error as HttpError, ForbiddenHeaderFilter, RequestOptions, WasiBody, WasiHttpHooks};
 
-use super::coalesce::Coalesce;
 use super::limiter::InstanceLimiter;
 use super::pool::ConnectionPool;
 use crate::auth::Credentials;
@@ -20,13 +19,18 @@ use crate::metrics::{Metrics, labels};
 const MAX_CONNECT: Duration = Duration::from_secs(60);
 /// Longest wait for the first byte: ServiceNow's own 60 s quota plus margin.
 const MAX_FIRST_BYTE: Duration = Duration::from_secs(120);
-/// Longest pause between body bytes.
-const MAX_BETWEEN_BYTES: Duration = Duration::from_secs(60);
+/// Longest time for a whole response body (the gate reads bodies whole; a request's between-bytes
+/// timeout is its whole-body deadline here).
+const MAX_BODY: Duration = Duration::from_secs(600);
 /// Used when the guest sets no timeout (wasmtime's own default is 600 s).
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
 /// Request bodies are buffered so a request can be re-sent after a 401; Table API bodies are one
 /// record, far below this.
 const MAX_REQUEST_BODY: usize = 16 << 20;
+/// Response bodies are read whole by the host and handed to the guest in one piece (a guest needs
+/// the whole page anyway, and one read across the boundary is far cheaper than dozens); larger
+/// answers are refused. The guests' own cap (`snow.http.max.response.bytes`) is at most this.
+const MAX_RESPONSE_BODY: usize = 256 << 20;
 
 /// What a connector's gate allows and adds.
 #[derive(Clone)]
@@ -115,16 +119,22 @@ impl Gate {
                 resent = true;
                 continue;
             }
-            // Frames already arrived reach the guest merged; the place in flight is held until the
-            // guest has read or dropped the body.
-            let response = response.map(move |body| {
-                Coalesce::new(body)
-                    .map_frame(move |frame| {
-                        let _held = &permit;
-                        frame
-                    })
-                    .boxed_unsync()
-            });
+            // Read the whole body (within the request's body deadline) while holding the place in
+            // flight, then hand it over in one piece.
+            let (parts, body) = response.into_parts();
+            let limit = options.between_bytes_timeout.unwrap_or(DEFAULT_TIMEOUT);
+            let body = match tokio::time::timeout(limit, http_body_util::Limited::new(body, MAX_RESPONSE_BODY).collect()).await {
+                Ok(Ok(collected)) => collected.to_bytes(),
+                Ok(Err(e)) => {
+                    return Err(match e.downcast::<HttpError>() {
+                        Ok(e) => *e,
+                        Err(_) => HttpError::HttpResponseBodySize(Some(MAX_RESPONSE_BODY as u64)),
+                    });
+                }
+                Err(_) => return Err(HttpError::ConnectionReadTimeout),
+            };
+            drop(permit);
+            let response = http::Response::from_parts(parts, Full::new(body).map_err(|never| match never {}).boxed_unsync());
             return Ok((response, io));
         }
     }
@@ -173,7 +183,7 @@ impl WasiHttpHooks for Gate {
         let options = RequestOptions {
             connect_timeout: clamp(options.connect_timeout, MAX_CONNECT),
             first_byte_timeout: clamp(options.first_byte_timeout, MAX_FIRST_BYTE),
-            between_bytes_timeout: clamp(options.between_bytes_timeout, MAX_BETWEEN_BYTES),
+            between_bytes_timeout: clamp(options.between_bytes_timeout, MAX_BODY),
         };
         let gate = self.clone();
         Box::new(async move {

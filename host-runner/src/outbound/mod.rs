@@ -7,7 +7,6 @@
 //! and logs each refusal. Retry policy is not here: it depends on the request's meaning and stays
 //! in the guest.
 
-mod coalesce;
 mod gate;
 mod limiter;
 pub mod pool;

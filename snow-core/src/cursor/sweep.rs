@@ -5,9 +5,12 @@
 //! * **advance** through later seconds: `ts > T ^ ts <= HWM ^ ORDERBY ts ^ ORDERBY id`.
 //!
 //! A sweep starts with a drain; its answer's `Date` header fixes `HWM = server clock − lag` for the
-//! whole sweep, so rows written during the sweep are read by the next one. A full page means more
-//! rows may follow at once (drain again, or drain the second an advance stopped in); a short
-//! advance page means the table is read up to the HWM and the sweep is done. If the cursor's own
+//! whole sweep, so rows written during the sweep are read by the next one. A full advance page
+//! that spans several seconds is emitted up to the end of its second-to-last second (those seconds
+//! are complete: rows come ordered by timestamp) and the sweep advances from there, so its last
+//! second is read again whole by the next advance page instead of costing a drain request. A full
+//! page inside one second (a bulk second) is drained by sys_id. A short advance page means the
+//! table is read up to the HWM and the sweep is done. If the cursor's own
 //! second is not yet below the HWM, the drain's rows are dropped unread and the sweep ends: that
 //! second is still being written.
 
@@ -107,23 +110,33 @@ impl Sweep {
         if self.step == SweepStep::Drain && self.cursor.ts > hwm {
             return Ok(self.finish(0));
         }
-        let mut last = self.cursor.clone();
-        for (ts, id) in rows {
+        let mut last: (Timestamp, &str) = (self.cursor.ts, self.cursor.id.as_str());
+        for &(ts, id) in rows {
             let in_shape = match self.step {
-                SweepStep::Drain => *ts == self.cursor.ts,
-                SweepStep::Advance => *ts > self.cursor.ts && *ts <= hwm,
+                SweepStep::Drain => ts == self.cursor.ts,
+                SweepStep::Advance => ts > self.cursor.ts && ts <= hwm,
             };
-            let after_last = (*ts, *id) > (last.ts, last.id.as_str());
-            if !in_shape || !after_last {
+            if !in_shape || (ts, id) <= last {
                 return Err(format!(
                     "row {id} at {ts} is out of cursor order ({:?} step after {} {}, high-water mark {hwm}): ServiceNow did not apply \
                      the cursor query as sent. Check that the integration user's time zone is UTC and that the instance honours ORDERBY",
-                    self.step, last.ts, last.id
+                    self.step, last.0, last.1
                 ));
             }
-            last = Cursor { ts: *ts, id: (*id).to_string() };
+            last = (ts, id);
         }
-        self.cursor = last;
+        let last_second = rows.last().map(|(ts, _)| *ts);
+        let in_last_second = rows.iter().rev().take_while(|(ts, _)| Some(*ts) == last_second).count();
+        if self.step == SweepStep::Advance && full && in_last_second < rows.len() {
+            // Emit the complete seconds; the last one is read again whole by the next advance page.
+            let emit = rows.len() - in_last_second;
+            let (ts, id) = rows[emit - 1];
+            self.cursor = Cursor { ts, id: id.to_string() };
+            return Ok(Observed { emit, done: false });
+        }
+        if let Some(&(ts, id)) = rows.last() {
+            self.cursor = Cursor { ts, id: id.to_string() };
+        }
         let emit = rows.len();
         Ok(match (self.step, full) {
             (SweepStep::Drain, true) | (SweepStep::Advance, true) => {
@@ -168,10 +181,14 @@ mod tests {
         assert_eq!(s.observe(&[(ts(0), "a")], false, Some(ts(100))).unwrap(), Observed { emit: 1, done: false });
         assert_eq!(s.step(), SweepStep::Advance);
         assert_eq!(query(&s), format!("sys_updated_on>{}^sys_updated_on<={}^ORDERBYsys_updated_on^ORDERBYsys_id", ts(0), ts(95)));
-        // Full advance page ending inside second 7: drain second 7 next, same HWM.
-        assert_eq!(s.observe(&[(ts(3), "b"), (ts(7), "a")], true, Some(ts(200))).unwrap(), Observed { emit: 2, done: false });
-        assert_eq!(query(&s), format!("sys_updated_on={}^sys_id>a^ORDERBYsys_id", ts(7)));
-        assert_eq!(s.observe(&[(ts(7), "c")], false, Some(ts(200))).unwrap(), Observed { emit: 1, done: false });
+        // A full advance page over seconds 3 and 7: second 3 is complete and emitted, second 7 is
+        // read again whole by the next advance page (no drain request).
+        assert_eq!(s.observe(&[(ts(3), "b"), (ts(7), "a")], true, Some(ts(200))).unwrap(), Observed { emit: 1, done: false });
+        assert_eq!(query(&s), format!("sys_updated_on>{}^sys_updated_on<={}^ORDERBYsys_updated_on^ORDERBYsys_id", ts(3), ts(95)));
+        // A full page inside one second (a bulk second) is drained by sys_id.
+        assert_eq!(s.observe(&[(ts(7), "a"), (ts(7), "c")], true, None).unwrap(), Observed { emit: 2, done: false });
+        assert_eq!(query(&s), format!("sys_updated_on={}^sys_id>c^ORDERBYsys_id", ts(7)));
+        assert_eq!(s.observe(&[(ts(7), "d")], false, Some(ts(200))).unwrap(), Observed { emit: 1, done: false });
         assert_eq!(s.high_water(), Some(ts(95)), "the HWM stays fixed for the whole sweep");
         assert_eq!(s.observe(&[(ts(9), "z")], false, None).unwrap(), Observed { emit: 1, done: true });
         assert_eq!(s.cursor(), &Cursor { ts: ts(9), id: "z".into() });

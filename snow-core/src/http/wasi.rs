@@ -21,8 +21,9 @@ pub struct WasiTransport;
 
 /// Largest chunk `blocking-write-and-flush` accepts.
 const WRITE_CHUNK: usize = 4096;
-/// Bytes asked for per body read (a read returns what has arrived, up to this).
-const READ_CHUNK: u64 = 1024 * 1024;
+/// Bytes asked for per body read (a read returns what has arrived, up to this; snow-connect's
+/// host hands a whole page over at once, so a page is usually one read).
+const READ_CHUNK: u64 = 16 * 1024 * 1024;
 
 impl Transport for WasiTransport {
     fn send(&mut self, request: &Request) -> Result<Response, TransportError> {
@@ -35,8 +36,9 @@ impl Transport for WasiTransport {
         // A host may refuse to set a timeout; the request still goes out with its defaults.
         let _ = options.set_connect_timeout(Some(ms(request.timeouts.connect_ms)));
         let _ = options.set_first_byte_timeout(Some(ms(request.timeouts.first_byte_ms)));
-        // A stall is caught by the host too; the whole-body deadline is enforced while reading.
-        let _ = options.set_between_bytes_timeout(Some(ms(request.timeouts.body_ms.min(60_000))));
+        // snow-connect's host reads bodies whole and takes this as their deadline; a host that
+        // streams applies it between bytes, and the deadline below covers the whole body.
+        let _ = options.set_between_bytes_timeout(Some(ms(request.timeouts.body_ms)));
         let future = outgoing_handler::handle(outgoing, Some(options)).map_err(|e| from_error_code(&e, false, &what(), &target))?;
         let write_result = write_body(body, &request.body);
         future.subscribe().block();
