@@ -37,7 +37,7 @@ struct Lane {
 impl GuestSinkTask for Lane {
     fn open(config: wit::Config) -> Result<api::SinkTask, wit::SnowError> {
         let entries = convert::entries(config).map_err(convert::error)?;
-        let task = SinkTask::open(&entries, WasiTransport, WasiClock).map_err(convert::error)?;
+        let task = SinkTask::open(&entries, WasiTransport::default(), WasiClock).map_err(convert::error)?;
         Ok(api::SinkTask::new(Lane { inner: RefCell::new(task) }))
     }
 

@@ -15,7 +15,7 @@ use bindings::snow::connector::types as wit;
 use snow_core::clock::WasiClock;
 use snow_core::config::SourceConfig;
 use snow_core::http::wasi::WasiTransport;
-use snow_core::record::{SourceOffset, SourceRecord};
+use snow_core::record::{SourceOffset, SourceRecord, Span};
 use snow_core::source::SourceTask;
 
 pub(crate) struct Component;
@@ -53,7 +53,7 @@ impl GuestSourceTask for Task {
         let entries = convert::entries(config).map_err(convert::error)?;
         let offsets: Vec<SourceOffset> =
             offsets.into_iter().map(|o| SourceOffset { partition: o.partition, position: o.position }).collect();
-        let task = SourceTask::open(&entries, &offsets, WasiTransport, WasiClock).map_err(convert::error)?;
+        let task = SourceTask::open(&entries, &offsets, WasiTransport::default(), WasiClock).map_err(convert::error)?;
         let cursor = task.cursor();
         convert::log(Level::Info, &format!("opened at cursor {} {:?}", cursor.ts, cursor.id));
         Ok(api::SourceTask::new(Task { inner: RefCell::new(task) }))
@@ -77,6 +77,8 @@ impl GuestSourceTask for Task {
         Ok(wit::PollBatch {
             topic: batch.topic,
             headers: convert::headers_out(batch.headers),
+            data: batch.data,
+            record_headers: batch.record_headers.into_iter().map(|h| wit::HeaderSpan { key: span(h.key), value: span(h.value) }).collect(),
             records: batch.records.into_iter().map(record).collect(),
             offset: batch.offset.map(|o| wit::SourceOffset { partition: o.partition, position: o.position }),
             next_poll_ms: batch.next_poll_ms,
@@ -85,5 +87,9 @@ impl GuestSourceTask for Task {
 }
 
 fn record(r: SourceRecord) -> wit::SourceRecord {
-    wit::SourceRecord { key: r.key, value: r.value, headers: convert::headers_out(r.headers), timestamp_ms: r.timestamp_ms }
+    wit::SourceRecord { key: r.key.map(span), value: r.value.map(span), headers: span(r.headers), timestamp_ms: r.timestamp_ms }
+}
+
+fn span(s: Span) -> wit::Span {
+    wit::Span { start: s.start, len: s.len }
 }

@@ -1,5 +1,7 @@
 //! Records as `snow-core` hands them to the guests, one to one with the WIT types: the guests only
-//! convert these to and from their generated bindings.
+//! convert these to and from their generated bindings. A source batch carries its bytes once
+//! (`data`, built by [`BatchData`] around the page it was read from) and its records are ranges
+//! of them.
 
 use crate::error::SnowError;
 
@@ -21,15 +23,41 @@ pub struct SourceOffset {
     pub position: String,
 }
 
-/// A record read from ServiceNow (what it shares with its batch is in [`PollBatch`]).
+/// A range of a list: `len` entries from `start`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Span {
+    /// First entry.
+    pub start: u32,
+    /// Number of entries.
+    pub len: u32,
+}
+
+impl Span {
+    /// The range as indices.
+    pub fn range(self) -> std::ops::Range<usize> {
+        self.start as usize..self.start as usize + self.len as usize
+    }
+}
+
+/// A record header whose name and value are ranges of its batch's `data`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HeaderSpan {
+    /// The name's bytes.
+    pub key: Span,
+    /// The value's bytes.
+    pub value: Span,
+}
+
+/// A record read from ServiceNow: ranges of its batch's `data` (what it shares with its batch
+/// is in [`PollBatch`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SourceRecord {
     /// Key bytes (the row's sys_id).
-    pub key: Option<Vec<u8>>,
+    pub key: Option<Span>,
     /// Value bytes (the row's JSON).
-    pub value: Option<Vec<u8>>,
-    /// This record's own headers.
-    pub headers: Vec<Header>,
+    pub value: Option<Span>,
+    /// This record's own headers: a range of the batch's `record_headers`.
+    pub headers: Span,
     /// Timestamp in ms since the epoch.
     pub timestamp_ms: Option<i64>,
 }
@@ -41,12 +69,144 @@ pub struct PollBatch {
     pub topic: String,
     /// Headers of every record.
     pub headers: Vec<Header>,
+    /// The bytes the records' keys, values and own headers are ranges of.
+    pub data: Vec<u8>,
+    /// The records' own headers.
+    pub record_headers: Vec<HeaderSpan>,
     /// Records in source order.
     pub records: Vec<SourceRecord>,
     /// The offset to store once every record is acknowledged (none when nothing moved).
     pub offset: Option<SourceOffset>,
     /// When to poll next, in ms (0: at once).
     pub next_poll_ms: u32,
+}
+
+impl PollBatch {
+    /// The bytes of `span` in `data` (empty when out of range: batches built here never are).
+    pub fn bytes(&self, span: Span) -> &[u8] {
+        self.data.get(span.range()).unwrap_or_default()
+    }
+
+    /// The key of record `i`, as text.
+    pub fn key_text(&self, i: usize) -> Option<&str> {
+        let key = self.records.get(i)?.key?;
+        std::str::from_utf8(self.bytes(key)).ok()
+    }
+
+    /// The value of record `i`.
+    pub fn value(&self, i: usize) -> Option<&[u8]> {
+        Some(self.bytes(self.records.get(i)?.value?))
+    }
+
+    /// The own headers of record `i` as `(name, value)` text pairs.
+    pub fn record_headers_of(&self, i: usize) -> Vec<(String, String)> {
+        let Some(r) = self.records.get(i) else { return Vec::new() };
+        let text = |s: Span| String::from_utf8_lossy(self.bytes(s)).into_owned();
+        self.record_headers.get(r.headers.range()).unwrap_or_default().iter().map(|h| (text(h.key), text(h.value))).collect()
+    }
+}
+
+/// Builds a batch's `data` around one page body: bytes that lie in the page become ranges of it
+/// without being copied; other bytes are appended after it. [`BatchData::finish`] keeps only the
+/// part of the page the ranges use.
+pub struct BatchData<'a> {
+    page: &'a [u8],
+    extra: Vec<u8>,
+    record_headers: Vec<HeaderSpan>,
+    /// The part of the page used so far.
+    used: Option<(usize, usize)>,
+}
+
+/// A batch would be larger than a span can address (4 GiB).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("a batch cannot hold more than 4 GiB")]
+pub struct BatchTooLarge;
+
+impl<'a> BatchData<'a> {
+    /// Data around `page`.
+    pub fn new(page: &'a [u8]) -> Self {
+        Self { page, extra: Vec::new(), record_headers: Vec::new(), used: None }
+    }
+
+    /// A range holding `bytes`: where they lie when they are a slice of the page, else appended.
+    pub fn span(&mut self, bytes: &[u8]) -> Result<Span, BatchTooLarge> {
+        let (base, at) = (self.page.as_ptr() as usize, bytes.as_ptr() as usize);
+        if at >= base && at + bytes.len() <= base + self.page.len() {
+            let start = at - base;
+            let (lo, hi) = self.used.unwrap_or((start, start + bytes.len()));
+            self.used = Some((lo.min(start), hi.max(start + bytes.len())));
+            return span(start, bytes.len());
+        }
+        self.append(bytes)
+    }
+
+    /// A range holding a copy of `bytes`, after the page.
+    pub fn append(&mut self, bytes: &[u8]) -> Result<Span, BatchTooLarge> {
+        let start = self.page.len() + self.extra.len();
+        self.extra.extend_from_slice(bytes);
+        span(start, bytes.len())
+    }
+
+    /// Adds a record header; returns its index in `record_headers`.
+    pub fn header(&mut self, key: Span, value: Span) -> Result<u32, BatchTooLarge> {
+        self.record_headers.push(HeaderSpan { key, value });
+        u32::try_from(self.record_headers.len() - 1).map_err(|_| BatchTooLarge)
+    }
+
+    /// Ends the building: how to turn the page into `data` and fix the records' ranges.
+    pub fn finish(self) -> Finished {
+        let (lo, hi) = self.used.unwrap_or((0, 0));
+        Finished { page_len: self.page.len(), lo, hi, extra: self.extra, record_headers: self.record_headers }
+    }
+}
+
+/// What [`BatchData`] built, apart from the page it borrowed.
+pub struct Finished {
+    page_len: usize,
+    lo: usize,
+    hi: usize,
+    extra: Vec<u8>,
+    record_headers: Vec<HeaderSpan>,
+}
+
+impl Finished {
+    /// `data` from the page it was built around (moved when the whole page is used, else the used
+    /// part copied), the records' ranges rebased onto it, and the record headers.
+    pub fn into_batch_parts(self, page: Vec<u8>, records: &mut [SourceRecord]) -> (Vec<u8>, Vec<HeaderSpan>) {
+        debug_assert_eq!(page.len(), self.page_len, "finish with the page the data was built around");
+        let Self { page_len, lo, hi, extra, mut record_headers } = self;
+        let mut data = if lo == 0 && hi == page_len {
+            page
+        } else {
+            let mut part = Vec::with_capacity(hi - lo + extra.len());
+            part.extend_from_slice(&page[lo..hi]);
+            part
+        };
+        data.extend_from_slice(&extra);
+        if lo != 0 || hi != page_len {
+            // Page ranges move down by `lo`; appended ones follow the used part.
+            let shift = |s: &mut Span| {
+                let start = s.start as usize;
+                let moved = if start >= page_len { start - page_len + (hi - lo) } else { start - lo };
+                s.start = moved as u32;
+            };
+            for r in records.iter_mut() {
+                r.key.iter_mut().chain(r.value.iter_mut()).for_each(shift);
+            }
+            for h in &mut record_headers {
+                shift(&mut h.key);
+                shift(&mut h.value);
+            }
+        }
+        (data, record_headers)
+    }
+}
+
+fn span(start: usize, len: usize) -> Result<Span, BatchTooLarge> {
+    let start = u32::try_from(start).map_err(|_| BatchTooLarge)?;
+    let len = u32::try_from(len).map_err(|_| BatchTooLarge)?;
+    start.checked_add(len).ok_or(BatchTooLarge)?;
+    Ok(Span { start, len })
 }
 
 /// A record consumed from Kafka.
@@ -103,3 +263,50 @@ pub struct Written {
 
 /// The final word on one sink record.
 pub type Outcome = Result<Written, SnowError>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(key: Span, value: Span) -> SourceRecord {
+        SourceRecord { key: Some(key), value: Some(value), headers: Span::default(), timestamp_ms: None }
+    }
+
+    #[test]
+    fn page_bytes_become_ranges_and_only_the_used_part_is_kept() {
+        let page = b"0123456789".to_vec();
+        let mut data = BatchData::new(&page);
+        let key = data.span(&page[3..5]).unwrap();
+        let appended = data.span(b"xy").unwrap();
+        let value = data.span(&page[7..8]).unwrap();
+        let h = data.header(appended, key).unwrap();
+        assert_eq!((key, appended), (Span { start: 3, len: 2 }, Span { start: 10, len: 2 }), "page bytes are not copied");
+        let mut records = vec![record(key, value), record(appended, appended)];
+        let (bytes, headers) = data.finish().into_batch_parts(page, &mut records);
+        let batch = PollBatch {
+            topic: String::new(),
+            headers: vec![],
+            data: bytes,
+            record_headers: headers,
+            records,
+            offset: None,
+            next_poll_ms: 0,
+        };
+        assert_eq!(batch.data, b"34567xy", "the used part of the page, then what was appended");
+        assert_eq!(batch.key_text(0), Some("34"));
+        assert_eq!(batch.value(0), Some(&b"7"[..]));
+        assert_eq!(batch.key_text(1), Some("xy"));
+        assert_eq!(batch.record_headers[h as usize], HeaderSpan { key: Span { start: 5, len: 2 }, value: Span { start: 0, len: 2 } });
+    }
+
+    #[test]
+    fn a_fully_used_page_is_moved_not_copied() {
+        let page = b"[abc]".to_vec();
+        let at = page.as_ptr();
+        let mut data = BatchData::new(&page);
+        let whole = data.span(&page[..]).unwrap();
+        let mut records = vec![record(whole, whole)];
+        let (bytes, _) = data.finish().into_batch_parts(page, &mut records);
+        assert_eq!((bytes.as_ptr(), records[0].key), (at, Some(whole)));
+    }
+}

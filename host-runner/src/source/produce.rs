@@ -1,30 +1,80 @@
-//! Handing one poll's records to the producer: every record is queued in order (to the batch's
-//! topic, with the batch's headers then its own) and its delivery future returned, so the next
-//! page can be fetched while these are acknowledged.
+//! Handing one poll's records to the producer: the batch's ranges are checked first (a broken
+//! batch is refused whole, so nothing of it is produced), then every record is queued in order
+//! (to the batch's topic, with the batch's headers then its own) and its delivery future
+//! returned, so the next page can be fetched while these are acknowledged.
 
 use std::time::Duration;
 
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
-use rdkafka::message::{Header, OwnedHeaders};
+use rdkafka::message::{Header as KafkaHeader, OwnedHeaders};
 use rdkafka::producer::{DeliveryFuture, FutureProducer, FutureRecord};
 
-use crate::component::bindings::types::PollBatch;
+use crate::component::bindings::types::{HeaderSpan, PollBatch, Span};
 
-/// Queues the records of `batch` in order; returns their deliveries. The first refusal is
-/// returned (records queued before it may still be written: the caller reopens at its stored offset).
+/// The bytes of `span` in `data`, if it lies inside.
+fn bytes(data: &[u8], span: Span) -> Option<&[u8]> {
+    let start = span.start as usize;
+    data.get(start..start.checked_add(span.len as usize)?)
+}
+
+/// The own headers of a record: a range of `record_headers`, if it lies inside.
+fn own_headers(batch: &PollBatch, span: Span) -> Option<&[HeaderSpan]> {
+    let start = span.start as usize;
+    batch.record_headers.get(start..start.checked_add(span.len as usize)?)
+}
+
+/// Checks that every range of `batch` lies inside it and every header name is UTF-8; says which
+/// record is broken otherwise (a component bug: the caller parks the unit).
+pub fn check(batch: &PollBatch) -> Result<(), String> {
+    let data = &batch.data;
+    for (i, h) in batch.record_headers.iter().enumerate() {
+        let name =
+            bytes(data, h.key).ok_or_else(|| format!("record header {i}: name range outside the batch data ({} bytes)", data.len()))?;
+        std::str::from_utf8(name).map_err(|_| format!("record header {i}: the name is not UTF-8"))?;
+        bytes(data, h.value).ok_or_else(|| format!("record header {i}: value range outside the batch data ({} bytes)", data.len()))?;
+    }
+    for (i, r) in batch.records.iter().enumerate() {
+        for (what, span) in [("key", r.key), ("value", r.value)] {
+            if let Some(span) = span {
+                bytes(data, span).ok_or_else(|| {
+                    format!("record {i}: {what} range {}+{} outside the batch data ({} bytes)", span.start, span.len, data.len())
+                })?;
+            }
+        }
+        own_headers(batch, r.headers).ok_or_else(|| {
+            format!(
+                "record {i}: header range {}+{} outside the batch's {} record headers",
+                r.headers.start,
+                r.headers.len,
+                batch.record_headers.len()
+            )
+        })?;
+    }
+    Ok(())
+}
+
+/// Queues the records of a [`check`]ed `batch` in order; returns their deliveries. The first
+/// refusal is returned (records queued before it may still be written: the caller reopens at
+/// its stored offset).
 pub async fn enqueue(producer: &FutureProducer, batch: &PollBatch) -> Result<Vec<DeliveryFuture>, KafkaError> {
+    let data = &batch.data;
+    let text = |span: Span| bytes(data, span).and_then(|b| std::str::from_utf8(b).ok()).unwrap_or_default();
     let mut deliveries = Vec::with_capacity(batch.records.len());
     for r in &batch.records {
-        let mut headers = OwnedHeaders::new_with_capacity(batch.headers.len() + r.headers.len());
-        for h in batch.headers.iter().chain(&r.headers) {
-            headers = headers.insert(Header { key: &h.key, value: Some(&h.value) });
+        let own = own_headers(batch, r.headers).unwrap_or_default();
+        let mut headers = OwnedHeaders::new_with_capacity(batch.headers.len() + own.len());
+        for h in &batch.headers {
+            headers = headers.insert(KafkaHeader { key: &h.key, value: Some(&h.value) });
+        }
+        for h in own {
+            headers = headers.insert(KafkaHeader { key: text(h.key), value: bytes(data, h.value) });
         }
         let mut record: FutureRecord<'_, [u8], [u8]> = FutureRecord::to(&batch.topic).headers(headers);
-        if let Some(key) = &r.key {
-            record = record.key(key.as_slice());
+        if let Some(key) = r.key.and_then(|k| bytes(data, k)) {
+            record = record.key(key);
         }
-        if let Some(value) = &r.value {
-            record = record.payload(value.as_slice());
+        if let Some(value) = r.value.and_then(|v| bytes(data, v)) {
+            record = record.payload(value);
         }
         if let Some(ts) = r.timestamp_ms {
             record = record.timestamp(ts);
@@ -46,4 +96,42 @@ pub async fn enqueue(producer: &FutureProducer, batch: &PollBatch) -> Result<Vec
         }
     }
     Ok(deliveries)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::component::bindings::types::SourceRecord;
+
+    fn batch(records: Vec<SourceRecord>, record_headers: Vec<HeaderSpan>) -> PollBatch {
+        PollBatch {
+            topic: "t".into(),
+            headers: vec![],
+            data: b"a1{}snow.x".to_vec(),
+            record_headers,
+            records,
+            offset: None,
+            next_poll_ms: 0,
+        }
+    }
+
+    fn span(start: u32, len: u32) -> Span {
+        Span { start, len }
+    }
+
+    #[test]
+    fn ranges_outside_the_batch_are_refused_naming_the_record() {
+        let header = HeaderSpan { key: span(4, 6), value: span(0, 2) };
+        let good = SourceRecord { key: Some(span(0, 2)), value: Some(span(2, 2)), headers: span(0, 1), timestamp_ms: None };
+        assert_eq!(check(&batch(vec![good], vec![header])), Ok(()));
+        let long_value = SourceRecord { value: Some(span(2, 9)), ..good };
+        let err = check(&batch(vec![good, long_value], vec![header])).unwrap_err();
+        assert!(err.starts_with("record 1: value range 2+9 outside the batch data (10 bytes)"), "{err}");
+        let wrapping = SourceRecord { key: Some(span(u32::MAX, 2)), ..good };
+        assert!(check(&batch(vec![wrapping], vec![header])).unwrap_err().starts_with("record 0: key range"));
+        let no_header = SourceRecord { headers: span(1, 1), ..good };
+        assert!(check(&batch(vec![no_header], vec![header])).unwrap_err().contains("outside the batch's 1 record headers"));
+        let bad_name = HeaderSpan { key: span(2, 9), value: span(0, 2) };
+        assert!(check(&batch(vec![good], vec![bad_name])).unwrap_err().starts_with("record header 0: name range"));
+    }
 }

@@ -14,7 +14,7 @@ use wasmtime::Store;
 use wasmtime::component::ResourceAny;
 
 use super::pipeline::{Pending, Pipeline};
-use super::produce::enqueue;
+use super::produce::{check, enqueue};
 use crate::backoff::Backoff;
 use crate::component::HostState;
 use crate::component::bindings::source::{Source, SourcePre};
@@ -135,6 +135,10 @@ impl UnitRunner {
                 }
             };
             let poll_time = polled.elapsed();
+            if let Err(broken) = check(&batch) {
+                self.park(&format!("the component returned a broken batch: {broken}"));
+                break Restart::Stop;
+            }
             if let Some(offset) = &batch.offset {
                 let enqueued = std::time::Instant::now();
                 let deliveries = match enqueue(&self.producer, &batch).await {

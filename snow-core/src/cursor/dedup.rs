@@ -4,8 +4,13 @@
 //! suppress a row that was never emitted, which is a lost row). The window forgets versions older
 //! than the overlap ([`DedupWindow::forget_before`]) and holds at most `capacity` versions: when
 //! full it drops the oldest, which can only cause a duplicate, never a loss.
+//!
+//! Versions are kept sorted in a ring buffer: rows arrive in cursor order, so a new version is
+//! almost always the greatest and is appended in constant time; a re-read one is found by binary
+//! search. Only a version that became visible late (stamped before one already emitted) is
+//! inserted in the middle, which moves the versions after it.
 
-use std::collections::BTreeSet;
+use std::collections::VecDeque;
 
 use crate::time::Timestamp;
 
@@ -37,10 +42,14 @@ impl Compact {
     }
 }
 
+/// One version: `(timestamp, sys_id, sys_mod_count)`.
+type Version = (Timestamp, Compact, Compact);
+
 /// A bounded set of emitted row versions, ordered by timestamp.
 #[derive(Debug, Clone)]
 pub struct DedupWindow {
-    seen: BTreeSet<(Timestamp, Compact, Compact)>,
+    /// Sorted, without repeats.
+    seen: VecDeque<Version>,
     capacity: usize,
     evicted: u64,
 }
@@ -48,16 +57,22 @@ pub struct DedupWindow {
 impl DedupWindow {
     /// An empty window holding at most `capacity` versions.
     pub fn new(capacity: usize) -> Self {
-        Self { seen: BTreeSet::new(), capacity: capacity.max(1), evicted: 0 }
+        Self { seen: VecDeque::new(), capacity: capacity.max(1), evicted: 0 }
     }
 
     /// Records a version; returns false if it was already there (a duplicate to suppress).
     pub fn insert(&mut self, ts: Timestamp, sys_id: &str, mod_count: &str) -> bool {
-        if !self.seen.insert((ts, Compact::id(sys_id), Compact::count(mod_count))) {
-            return false;
+        let version = (ts, Compact::id(sys_id), Compact::count(mod_count));
+        if self.seen.back().is_none_or(|last| *last < version) {
+            self.seen.push_back(version);
+        } else {
+            match self.seen.binary_search(&version) {
+                Ok(_) => return false,
+                Err(at) => self.seen.insert(at, version),
+            }
         }
         while self.seen.len() > self.capacity {
-            self.seen.pop_first();
+            self.seen.pop_front();
             self.evicted += 1;
         }
         true
@@ -65,7 +80,8 @@ impl DedupWindow {
 
     /// Forgets every version stamped before `ts` (they cannot be read again).
     pub fn forget_before(&mut self, ts: Timestamp) {
-        self.seen = self.seen.split_off(&(ts, Compact::Number(0), Compact::Number(0)));
+        let old = self.seen.partition_point(|(at, _, _)| *at < ts);
+        self.seen.drain(..old);
     }
 
     /// Versions held.
@@ -114,5 +130,21 @@ mod tests {
         assert!(w.insert(Timestamp(1), id, ""));
         w.forget_before(Timestamp(1));
         assert_eq!(w.len(), 4, "forgetting before a timestamp keeps everything at it");
+    }
+
+    #[test]
+    fn a_late_version_lands_in_order_and_is_found_again() {
+        let mut w = DedupWindow::new(100);
+        for (ts, id) in [(1, "a"), (3, "c"), (5, "e")] {
+            assert!(w.insert(Timestamp(ts), id, "0"));
+        }
+        assert!(w.insert(Timestamp(2), "b", "0"), "stamped before the last one emitted: new");
+        assert!(w.insert(Timestamp(4), "d", "0"));
+        for (ts, id) in [(1, "a"), (2, "b"), (3, "c"), (4, "d"), (5, "e")] {
+            assert!(!w.insert(Timestamp(ts), id, "0"), "{id} is a duplicate wherever it sits");
+        }
+        w.forget_before(Timestamp(3));
+        assert_eq!(w.len(), 3);
+        assert!(w.insert(Timestamp(2), "b", "0"), "forgotten versions are not suppressed");
     }
 }

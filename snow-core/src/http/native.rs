@@ -1,6 +1,7 @@
 //! A native transport for benchmarks and tools: HTTP/1.1 over `std::net::TcpStream`, one
 //! keep-alive connection per transport, `http://` only (tests and the fake). Answers with a
-//! `Content-Length` or `Transfer-Encoding: chunked` body.
+//! `Content-Length` or `Transfer-Encoding: chunked` body. A started request ([`Transport::start`])
+//! is written at once and its answer read by the next `send` of the same request.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
@@ -12,6 +13,8 @@ use super::transport::{Request, Response, Transport, TransportError, TransportEr
 #[derive(Default)]
 pub struct NativeTransport {
     connection: Option<(String, BufReader<TcpStream>)>,
+    /// The request written on the connection whose answer was not read yet.
+    ahead: Option<Request>,
 }
 
 impl NativeTransport {
@@ -26,7 +29,8 @@ impl NativeTransport {
         Ok(&mut self.connection.as_mut().expect("just connected").1)
     }
 
-    fn exchange(&mut self, request: &Request) -> Result<Response, TransportError> {
+    /// Writes `request` on the connection (opening it if needed).
+    fn write(&mut self, request: &Request) -> Result<(), TransportError> {
         let rest = request
             .url
             .strip_prefix("http://")
@@ -38,10 +42,13 @@ impl NativeTransport {
             head.push_str(&format!("{k}: {v}\r\n"));
         }
         head.push_str("\r\n");
-        let after = |e: std::io::Error| TransportError::new(TransportErrorKind::AfterSend, e.to_string());
-        let reader = self.connect(authority, request)?;
-        let stream = reader.get_mut();
-        stream.write_all(head.as_bytes()).and_then(|()| stream.write_all(&request.body)).map_err(after)?;
+        let stream = self.connect(authority, request)?.get_mut();
+        stream.write_all(head.as_bytes()).and_then(|()| stream.write_all(&request.body)).map_err(after)
+    }
+
+    /// Reads the answer to the request written last.
+    fn read(&mut self, request: &Request) -> Result<Response, TransportError> {
+        let reader = &mut self.connection.as_mut().ok_or_else(|| TransportError::new(TransportErrorKind::AfterSend, "connection lost"))?.1;
         let mut line = String::new();
         reader.read_line(&mut line).map_err(after)?;
         let status: u16 = line
@@ -97,12 +104,104 @@ impl NativeTransport {
     }
 }
 
+fn after(e: std::io::Error) -> TransportError {
+    TransportError::new(TransportErrorKind::AfterSend, e.to_string())
+}
+
 impl Transport for NativeTransport {
     fn send(&mut self, request: &Request) -> Result<Response, TransportError> {
-        let result = self.exchange(request);
+        let result = match self.ahead.take() {
+            Some(ahead) if ahead == *request => self.read(request),
+            ahead => {
+                if ahead.is_some() {
+                    // Another request's answer is on its way on this connection: start afresh.
+                    self.connection = None;
+                }
+                self.write(request).and_then(|()| self.read(request))
+            }
+        };
         if result.is_err() {
             self.connection = None;
         }
         result
+    }
+
+    fn start(&mut self, request: &Request) {
+        if self.ahead.take().is_some() {
+            self.connection = None;
+        }
+        match self.write(request) {
+            Ok(()) => self.ahead = Some(request.clone()),
+            Err(_) => self.connection = None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::{BufRead, BufReader, Write};
+    use std::net::TcpListener;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use super::*;
+    use crate::http::transport::{Method, Timeouts};
+
+    /// A keep-alive HTTP/1.1 server on a free port answering each GET with its path; counts connections.
+    fn server() -> (String, Arc<AtomicUsize>) {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let authority = listener.local_addr().unwrap().to_string();
+        let connections = Arc::new(AtomicUsize::new(0));
+        let counted = connections.clone();
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(stream) = stream else { return };
+                counted.fetch_add(1, Ordering::SeqCst);
+                std::thread::spawn(move || {
+                    let mut reader = BufReader::new(stream.try_clone().unwrap());
+                    let mut writer = stream;
+                    loop {
+                        let mut line = String::new();
+                        if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                            return;
+                        }
+                        let path = line.split(' ').nth(1).unwrap_or("").to_string();
+                        while reader.read_line(&mut line).is_ok_and(|n| n > 2) {
+                            line.clear();
+                        }
+                        let answer = format!("HTTP/1.1 200 OK\r\ncontent-length: {}\r\n\r\n{path}", path.len());
+                        if writer.write_all(answer.as_bytes()).is_err() {
+                            return;
+                        }
+                    }
+                });
+            }
+        });
+        (authority, connections)
+    }
+
+    fn get(authority: &str, path: &str) -> Request {
+        Request {
+            method: Method::Get,
+            url: format!("http://{authority}{path}"),
+            headers: vec![],
+            body: vec![],
+            timeouts: Timeouts { connect_ms: 5_000, first_byte_ms: 5_000, body_ms: 5_000 },
+            max_response_bytes: 1 << 20,
+        }
+    }
+
+    #[test]
+    fn a_started_request_is_answered_by_the_next_send_of_it_and_abandoned_by_any_other() {
+        let (authority, connections) = server();
+        let mut t = NativeTransport::default();
+        assert_eq!(t.send(&get(&authority, "/one")).unwrap().body, b"/one");
+        t.start(&get(&authority, "/two"));
+        assert_eq!(t.send(&get(&authority, "/two")).unwrap().body, b"/two", "the started request's answer");
+        assert_eq!(connections.load(Ordering::SeqCst), 1, "one keep-alive connection so far");
+        t.start(&get(&authority, "/three"));
+        assert_eq!(t.send(&get(&authority, "/four")).unwrap().body, b"/four", "not the abandoned request's answer");
+        assert_eq!(connections.load(Ordering::SeqCst), 2, "abandoning a started request replaces the connection");
+        assert_eq!(t.send(&get(&authority, "/five")).unwrap().body, b"/five");
     }
 }

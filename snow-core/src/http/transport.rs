@@ -123,12 +123,24 @@ impl TransportError {
 
 /// Sends one request and returns the whole response. Implementations do not retry.
 pub trait Transport {
-    /// Sends `request`; any status counts as a response.
+    /// Sends `request`; any status counts as a response. When `request` equals the one last
+    /// [`start`](Transport::start)ed, its answer is awaited instead of sending it again; any other
+    /// request first abandons the started one.
     fn send(&mut self, request: &Request) -> Result<Response, TransportError>;
+
+    /// Starts `request` and returns at once (read-ahead): the server works on it while the caller
+    /// does something else, and the next `send` of an equal request takes the answer. A transport
+    /// that cannot do this ignores the call, and so does one that fails to start it: that `send`
+    /// then makes the request as usual, so errors surface there, classified as always.
+    fn start(&mut self, _request: &Request) {}
 }
 
 impl<T: Transport + ?Sized> Transport for &mut T {
     fn send(&mut self, request: &Request) -> Result<Response, TransportError> {
         (**self).send(request)
+    }
+
+    fn start(&mut self, request: &Request) {
+        (**self).start(request);
     }
 }

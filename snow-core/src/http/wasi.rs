@@ -1,4 +1,6 @@
-//! The guests' transport: `wasi:http/outgoing-handler`, used synchronously.
+//! The guests' transport: `wasi:http/outgoing-handler`, used synchronously, with one request
+//! that may be started ahead ([`Transport::start`]): the host sends it and receives the answer
+//! while the guest builds the previous page's records and the host produces them.
 //!
 //! Each request is handed to the host first and its body written afterwards, so a body larger
 //! than the host's buffer never blocks. A GET's body is finished without any write: writing even
@@ -9,15 +11,27 @@
 use wasip2::clocks::monotonic_clock;
 use wasip2::http::outgoing_handler;
 use wasip2::http::types::{
-    ErrorCode, Fields, IncomingResponse, Method as WasiMethod, OutgoingBody, OutgoingRequest, RequestOptions, Scheme,
+    ErrorCode, Fields, FutureIncomingResponse, IncomingResponse, Method as WasiMethod, OutgoingBody, OutgoingRequest, RequestOptions,
+    Scheme,
 };
 use wasip2::io::streams::StreamError;
 
 use super::transport::{Method, Request, Response, Transport, TransportError, TransportErrorKind};
 
-/// Sends requests through `wasi:http/outgoing-handler`.
-#[derive(Debug, Default, Clone, Copy)]
-pub struct WasiTransport;
+/// Sends requests through `wasi:http/outgoing-handler`; holds at most one started request
+/// (read-ahead) whose answer the host receives while the guest does other work.
+#[derive(Default)]
+pub struct WasiTransport {
+    ahead: Option<InFlight>,
+}
+
+/// A request handed to the host whose answer was not taken yet.
+struct InFlight {
+    /// The request, when it was started ahead (compared with the next one sent).
+    request: Option<Request>,
+    future: FutureIncomingResponse,
+    write_result: Result<(), String>,
+}
 
 /// Largest chunk `blocking-write-and-flush` accepts.
 const WRITE_CHUNK: usize = 4096;
@@ -28,33 +42,59 @@ const READ_CHUNK: u64 = 16 * 1024 * 1024;
 impl Transport for WasiTransport {
     fn send(&mut self, request: &Request) -> Result<Response, TransportError> {
         let target = Target::parse(&request.url)?;
-        let what = || format!("{} {}", request.method, target.path_only());
-        let outgoing = build_request(request, &target)?;
-        let body = outgoing.body().map_err(|()| invalid("request body taken twice"))?;
-        let options = RequestOptions::new();
-        let ms = |v: u32| u64::from(v) * 1_000_000;
-        // A host may refuse to set a timeout; the request still goes out with its defaults.
-        let _ = options.set_connect_timeout(Some(ms(request.timeouts.connect_ms)));
-        let _ = options.set_first_byte_timeout(Some(ms(request.timeouts.first_byte_ms)));
-        // snow-connect's host reads bodies whole and takes this as their deadline; a host that
-        // streams applies it between bytes, and the deadline below covers the whole body.
-        let _ = options.set_between_bytes_timeout(Some(ms(request.timeouts.body_ms)));
-        let future = outgoing_handler::handle(outgoing, Some(options)).map_err(|e| from_error_code(&e, false, &what(), &target))?;
-        let write_result = write_body(body, &request.body);
-        future.subscribe().block();
-        let response = match future.get() {
-            Some(Ok(Ok(response))) => response,
-            Some(Ok(Err(code))) => return Err(from_error_code(&code, true, &what(), &target)),
-            Some(Err(())) | None => return Err(invalid("response future polled twice")),
+        // Dropping a started request that is not this one tells the host to abandon it.
+        let in_flight = match self.ahead.take() {
+            Some(ahead) if ahead.request.as_ref() == Some(request) => ahead,
+            _ => begin(request, &target)?,
         };
-        write_result
-            .map_err(|m| TransportError::new(TransportErrorKind::AfterSend, format!("{}: writing the request body failed: {m}", what())))?;
-        let deadline = monotonic_clock::now().saturating_add(ms(request.timeouts.body_ms));
-        read_response(response, request.max_response_bytes, deadline, request.timeouts.body_ms).map_err(|mut e| {
-            e.message = format!("{}: {}", what(), e.message);
-            e
-        })
+        finish(in_flight, request, &target)
     }
+
+    fn start(&mut self, request: &Request) {
+        self.ahead = None;
+        let Ok(target) = Target::parse(&request.url) else { return };
+        if let Ok(mut in_flight) = begin(request, &target) {
+            in_flight.request = Some(request.clone());
+            self.ahead = Some(in_flight);
+        }
+    }
+}
+
+/// Hands `request` to the host and writes its body.
+fn begin(request: &Request, target: &Target<'_>) -> Result<InFlight, TransportError> {
+    let outgoing = build_request(request, target)?;
+    let body = outgoing.body().map_err(|()| invalid("request body taken twice"))?;
+    let options = RequestOptions::new();
+    let ms = |v: u32| u64::from(v) * 1_000_000;
+    // A host may refuse to set a timeout; the request still goes out with its defaults.
+    let _ = options.set_connect_timeout(Some(ms(request.timeouts.connect_ms)));
+    let _ = options.set_first_byte_timeout(Some(ms(request.timeouts.first_byte_ms)));
+    // snow-connect's host reads bodies whole and takes this as their deadline; a host that
+    // streams applies it between bytes, and the deadline in `finish` covers the whole body.
+    let _ = options.set_between_bytes_timeout(Some(ms(request.timeouts.body_ms)));
+    let what = || format!("{} {}", request.method, target.path_only());
+    let future = outgoing_handler::handle(outgoing, Some(options)).map_err(|e| from_error_code(&e, false, &what(), target))?;
+    let write_result = write_body(body, &request.body);
+    Ok(InFlight { request: None, future, write_result })
+}
+
+/// Waits for the answer of `in_flight` and reads its body.
+fn finish(in_flight: InFlight, request: &Request, target: &Target<'_>) -> Result<Response, TransportError> {
+    let what = || format!("{} {}", request.method, target.path_only());
+    let InFlight { future, write_result, .. } = in_flight;
+    future.subscribe().block();
+    let response = match future.get() {
+        Some(Ok(Ok(response))) => response,
+        Some(Ok(Err(code))) => return Err(from_error_code(&code, true, &what(), target)),
+        Some(Err(())) | None => return Err(invalid("response future polled twice")),
+    };
+    write_result
+        .map_err(|m| TransportError::new(TransportErrorKind::AfterSend, format!("{}: writing the request body failed: {m}", what())))?;
+    let deadline = monotonic_clock::now().saturating_add(u64::from(request.timeouts.body_ms) * 1_000_000);
+    read_response(response, request.max_response_bytes, deadline, request.timeouts.body_ms).map_err(|mut e| {
+        e.message = format!("{}: {}", what(), e.message);
+        e
+    })
 }
 
 /// The parts of an absolute URL that `wasi:http` wants separately.
@@ -145,7 +185,12 @@ fn read_response(response: IncomingResponse, max_bytes: usize, deadline: u64, bo
                 if body.len() + chunk.len() > max_bytes {
                     return Err(TransportError::new(TransportErrorKind::TooLarge, format!("response body exceeds {max_bytes} bytes")));
                 }
-                body.extend_from_slice(&chunk);
+                if body.is_empty() {
+                    // Usually the whole page: keep the buffer the read returned.
+                    body = chunk;
+                } else {
+                    body.extend_from_slice(&chunk);
+                }
             }
             Err(StreamError::Closed) => break,
             Err(e) => {

@@ -2,15 +2,17 @@
 //! ServiceNow sent it unless a reshaping is asked for (display values with raw cursor fields, or
 //! Kafka Connect's JSON-with-schema envelope); header `snow.sys_mod_count` (and, once per batch,
 //! `snow.table`, `snow.instance`, `snow.source.operation`); timestamp = the row's cursor timestamp.
+//! Keys, passed-through values and header values are ranges of the page itself: a page's records
+//! need no buffer of their own.
 
 use serde_json::{Map, Value, json};
 
 use crate::config::TableConfig;
 use crate::config::source::ValueFormat;
-use crate::cursor::Cursor;
 use crate::error::SnowError;
-use crate::record::{Header, SourceRecord};
+use crate::record::{BatchData, BatchTooLarge, Finished, Header, SourceRecord, Span};
 use crate::table::{DisplayValue, PageRow};
+use crate::time::Timestamp;
 
 /// Builds the records of one table.
 pub struct RecordBuilder {
@@ -47,13 +49,18 @@ impl RecordBuilder {
         &self.headers
     }
 
-    /// The record of `row` (cursor key `at`).
-    pub fn build(&self, row: &PageRow<'_>, at: &Cursor) -> Result<SourceRecord, SnowError> {
-        let value = match (self.display, self.format) {
-            (DisplayValue::Raw | DisplayValue::All, ValueFormat::Json) => row.raw.to_vec(),
+    /// Starts the records of the page `body`.
+    pub fn page<'p>(&self, body: &'p [u8]) -> PageRecords<'_, 'p> {
+        PageRecords { builder: self, data: BatchData::new(body), mod_count_key: None, records: Vec::new() }
+    }
+
+    /// The value of `row` (sys_id `id`): the row's JSON as the page carried it, or reshaped.
+    fn value(&self, row: &PageRow<'_>, id: &str, data: &mut BatchData<'_>) -> Result<Span, SnowError> {
+        let reshaped = match (self.display, self.format) {
+            (DisplayValue::Raw | DisplayValue::All, ValueFormat::Json) => return data.span(row.raw).map_err(|e| self.too_large(e)),
             (display, format) => {
                 let mut object: Map<String, Value> =
-                    serde_json::from_slice(row.raw).map_err(|e| SnowError::data(format!("table {}: row {}: {e}", self.table, at.id)))?;
+                    serde_json::from_slice(row.raw).map_err(|e| SnowError::data(format!("table {}: row {id}: {e}", self.table)))?;
                 if display == DisplayValue::Display {
                     self.show(&mut object);
                 }
@@ -61,15 +68,14 @@ impl RecordBuilder {
                     ValueFormat::Json => Value::Object(object),
                     ValueFormat::ConnectJson => json!({ "schema": self.schema(&object), "payload": object }),
                 };
-                serde_json::to_vec(&value).map_err(|e| SnowError::data(format!("table {}: row {}: {e}", self.table, at.id)))?
+                serde_json::to_vec(&value).map_err(|e| SnowError::data(format!("table {}: row {id}: {e}", self.table)))?
             }
         };
-        Ok(SourceRecord {
-            key: Some(at.id.as_bytes().to_vec()),
-            value: Some(value),
-            headers: vec![header("snow.sys_mod_count", row.mod_count.as_deref().unwrap_or(""))],
-            timestamp_ms: Some(at.ts.as_millis()),
-        })
+        data.append(&reshaped).map_err(|e| self.too_large(e))
+    }
+
+    fn too_large(&self, e: BatchTooLarge) -> SnowError {
+        SnowError::data(format!("table {}: {e}; lower snow.batch.size", self.table))
     }
 
     /// Display values for every field but the cursor fields, which keep their raw values
@@ -97,6 +103,42 @@ impl RecordBuilder {
     }
 }
 
+/// The records of one page, their bytes ranges of the page wherever possible.
+pub struct PageRecords<'b, 'p> {
+    builder: &'b RecordBuilder,
+    data: BatchData<'p>,
+    /// Where the name `snow.sys_mod_count` is, once written.
+    mod_count_key: Option<Span>,
+    records: Vec<SourceRecord>,
+}
+
+impl PageRecords<'_, '_> {
+    /// Adds the record of `row`, whose cursor key is `(ts, id)`.
+    pub fn push(&mut self, row: &PageRow<'_>, ts: Timestamp, id: &str) -> Result<(), SnowError> {
+        let b = self.builder;
+        let value = b.value(row, id, &mut self.data)?;
+        let key = self.data.span(id.as_bytes()).map_err(|e| b.too_large(e))?;
+        let name = match self.mod_count_key {
+            Some(name) => name,
+            None => *self.mod_count_key.insert(self.data.append(b"snow.sys_mod_count").map_err(|e| b.too_large(e))?),
+        };
+        let count = self.data.span(row.mod_count.as_deref().unwrap_or("").as_bytes()).map_err(|e| b.too_large(e))?;
+        let at = self.data.header(name, count).map_err(|e| b.too_large(e))?;
+        self.records.push(SourceRecord {
+            key: Some(key),
+            value: Some(value),
+            headers: Span { start: at, len: 1 },
+            timestamp_ms: Some(ts.as_millis()),
+        });
+        Ok(())
+    }
+
+    /// The records, and what turns the page into their batch's data (see [`Finished`]).
+    pub fn finish(self) -> (Vec<SourceRecord>, Finished) {
+        (self.records, self.data.finish())
+    }
+}
+
 fn field_schema(name: &str, value: &Value) -> Value {
     match value {
         Value::Object(inner) => json!({
@@ -118,8 +160,8 @@ fn header(key: &str, value: &str) -> Header {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::record::PollBatch;
     use crate::table::parse_page;
-    use crate::time::Timestamp;
 
     fn table(display: DisplayValue) -> TableConfig {
         let mut t = crate::config::SourceConfig::parse(
@@ -135,24 +177,40 @@ mod tests {
 
     const ALL: &[u8] = br#"{"result":[{"sys_id":{"display_value":"a1","value":"a1"},"sys_updated_on":{"display_value":"01/02/2024 01:00:00 AM","value":"2024-01-02 01:00:00"},"caller_id":{"display_value":"Ann","value":"u1","link":"https://x/u1"},"state":{"display_value":"New","value":"1"}}]}"#;
 
-    #[test]
-    fn raw_rows_pass_through_unchanged() {
-        let body = br#"{"result":[{"sys_id":"a1","sys_updated_on":"2024-01-02 01:00:00","sys_mod_count":"3","n":"1"}]}"#;
+    /// The batch of every row of `body`, built by `b`.
+    fn batch(b: &RecordBuilder, body: &[u8]) -> PollBatch {
         let rows = parse_page(body, "sys_id", "sys_updated_on").unwrap();
-        let at = Cursor { ts: Timestamp::parse("2024-01-02 01:00:00").unwrap(), id: "a1".into() };
-        let r = RecordBuilder::new(&table(DisplayValue::Raw), "a.service-now.com", ValueFormat::Json);
-        let r = r.build(&rows[0], &at).unwrap();
-        assert_eq!(r.value.as_deref(), Some(rows[0].raw));
-        assert_eq!(r.headers, [header("snow.sys_mod_count", "3")]);
-        assert_eq!(r.timestamp_ms, Some(at.ts.as_millis()));
+        let mut out = b.page(body);
+        for row in &rows {
+            out.push(row, Timestamp::parse(row.timestamp.as_deref().unwrap()).unwrap(), row.id.as_deref().unwrap()).unwrap();
+        }
+        let (mut records, finished) = out.finish();
+        let (data, record_headers) = finished.into_batch_parts(body.to_vec(), &mut records);
+        PollBatch { topic: b.topic().into(), headers: b.headers().to_vec(), data, record_headers, records, offset: None, next_poll_ms: 0 }
+    }
+
+    #[test]
+    fn raw_rows_pass_through_unchanged_as_ranges_of_the_page() {
+        let body = br#"{"result":[{"sys_id":"a1","sys_updated_on":"2024-01-02 01:00:00","sys_mod_count":"3","n":"1"},{"sys_id":"b\u0032","sys_updated_on":"2024-01-02 01:00:01","sys_mod_count":"0"}]}"#;
+        let rows = parse_page(body, "sys_id", "sys_updated_on").unwrap();
+        let b = batch(&RecordBuilder::new(&table(DisplayValue::Raw), "a.service-now.com", ValueFormat::Json), body);
+        assert_eq!(b.value(0), Some(rows[0].raw));
+        assert_eq!(b.key_text(0), Some("a1"));
+        assert_eq!(b.key_text(1), Some("b2"), "an escaped sys_id is carried unescaped");
+        assert_eq!(b.record_headers_of(0), [("snow.sys_mod_count".to_string(), "3".to_string())]);
+        assert_eq!(b.records[0].timestamp_ms, Some(Timestamp::parse("2024-01-02 01:00:00").unwrap().as_millis()));
+        let rows_part = body.len() - r#"{"result":["#.len() - "]}".len();
+        assert_eq!(
+            b.data.len(),
+            rows_part + "snow.sys_mod_count".len() + "b2".len(),
+            "the page's rows once, the header name once, the unescaped id: nothing per record"
+        );
     }
 
     #[test]
     fn display_values_keep_raw_cursor_fields() {
-        let rows = parse_page(ALL, "sys_id", "sys_updated_on").unwrap();
-        let at = Cursor { ts: Timestamp::parse("2024-01-02 01:00:00").unwrap(), id: "a1".into() };
-        let r = RecordBuilder::new(&table(DisplayValue::Display), "a", ValueFormat::Json).build(&rows[0], &at).unwrap();
-        let v: Value = serde_json::from_slice(r.value.as_deref().unwrap()).unwrap();
+        let b = batch(&RecordBuilder::new(&table(DisplayValue::Display), "a", ValueFormat::Json), ALL);
+        let v: Value = serde_json::from_slice(b.value(0).unwrap()).unwrap();
         assert_eq!(v["sys_updated_on"], "2024-01-02 01:00:00", "the cursor field stays raw");
         assert_eq!(v["state"], "New");
         assert_eq!(v["caller_id"], json!({ "display_value": "Ann", "link": "https://x/u1" }));
@@ -161,10 +219,8 @@ mod tests {
     #[test]
     fn connect_json_envelope_describes_the_payload() {
         let body = br#"{"result":[{"sys_id":"a1","sys_updated_on":"2024-01-02 01:00:00","caller_id":{"link":"l","value":"u1"}}]}"#;
-        let rows = parse_page(body, "sys_id", "sys_updated_on").unwrap();
-        let at = Cursor { ts: Timestamp::parse("2024-01-02 01:00:00").unwrap(), id: "a1".into() };
-        let r = RecordBuilder::new(&table(DisplayValue::Raw), "a", ValueFormat::ConnectJson).build(&rows[0], &at).unwrap();
-        let v: Value = serde_json::from_slice(r.value.as_deref().unwrap()).unwrap();
+        let b = batch(&RecordBuilder::new(&table(DisplayValue::Raw), "a", ValueFormat::ConnectJson), body);
+        let v: Value = serde_json::from_slice(b.value(0).unwrap()).unwrap();
         assert_eq!(v["payload"]["sys_id"], "a1");
         assert_eq!(v["schema"]["name"], "servicenow.incident");
         let fields = v["schema"]["fields"].as_array().unwrap();
@@ -174,5 +230,6 @@ mod tests {
             { "field": "link", "type": "string", "optional": true }, { "field": "value", "type": "string", "optional": true }] })
         );
         assert_eq!(fields.len(), 3);
+        assert_eq!(b.key_text(0), Some("a1"));
     }
 }

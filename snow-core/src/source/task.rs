@@ -1,5 +1,7 @@
 //! One table's stream: open it at its stored offset, then each `poll` makes one request and
-//! returns the page's rows as records, each with the offset to store once Kafka has it.
+//! returns the page's rows as records, each with the offset to store once Kafka has it. When the
+//! sweep goes on at once, the next page's request is started before this page's records are
+//! built (read-ahead), so ServiceNow works on it while the host produces them.
 //!
 //! Every sweep starts `overlap.seconds` before the furthest position emitted so far, so rows that
 //! became visible late are read; versions already emitted are suppressed by the [`DedupWindow`].
@@ -13,7 +15,7 @@ use crate::cursor::dedup::DedupWindow;
 use crate::cursor::{Cursor, Partition, Sweep};
 use crate::error::{ErrorClass, SnowError};
 use crate::http::Transport;
-use crate::record::{PollBatch, SourceOffset};
+use crate::record::{HeaderSpan, PollBatch, SourceOffset, SourceRecord};
 use crate::table::{DisplayValue, ListParams, PageRow, TableClient, parse_page};
 use crate::time::Timestamp;
 
@@ -145,24 +147,12 @@ impl<T: Transport, C: Clock> SourceTask<T, C> {
         if self.probe_pending {
             super::probe::probe(&mut self.client, &self.table)?;
             self.probe_pending = false;
-            return Ok(self.batch(Vec::new(), 0));
+            return Ok(self.batch(Vec::new(), Vec::new(), Vec::new(), 0));
         }
         let table = &self.table;
-        let (terms, order) = self.sweep.next_query(&table.timestamp_field, &table.sys_id_field).map_err(SnowError::data)?;
-        let order: Vec<&str> = order.iter().map(String::as_str).filter(|o| !o.is_empty()).collect();
-        let query = table.query.with_cursor(&terms, &order);
-        let params = ListParams {
-            query: &query,
-            fields: table.fields.as_deref(),
-            limit: table.batch_size,
-            // Display values are read with `all` so the cursor fields keep their raw values.
-            display_value: if table.display_value == DisplayValue::Display { DisplayValue::All } else { table.display_value },
-            exclude_reference_link: table.exclude_reference_link,
-            no_domain: table.query_domain == crate::config::source::QueryDomain::All,
-            category: table.query_category.as_deref(),
-        };
+        let query = next_query(&self.sweep, table)?;
         let started = self.client.clock().now();
-        let page = self.client.list(&table.name, &params)?;
+        let page = self.client.list(&table.name, &list_params(table, &query))?;
         let fetched = self.client.clock().now();
         let rows = parse_page(&page.body, &table.sys_id_field, &table.timestamp_field)
             .map_err(|m| SnowError::transport(format!("table {}: {m}", table.name), ErrorClass::Transient))?;
@@ -183,19 +173,31 @@ impl<T: Transport, C: Clock> SourceTask<T, C> {
         let full = rows.len() >= table.batch_size as usize;
         let observed =
             self.sweep.observe(&keys, full, page.server_time).map_err(|m| SnowError::data(format!("table {}: {m}", table.name)))?;
+        if !observed.done {
+            // The sweep goes on at once: have ServiceNow answer the next page while this one's
+            // records are built and produced.
+            let query = next_query(&self.sweep, table)?;
+            self.client.start_list(&table.name, &list_params(table, &query));
+        }
         let parsed = self.client.clock().now();
-        let mut records = Vec::with_capacity(observed.emit);
+        let mut out = self.records.page(&page.body);
+        let mut furthest: Option<(Timestamp, &str)> = None;
         for (row, ts, id) in &keyed[..observed.emit] {
             if !self.dedup.insert(*ts, id, row.mod_count.as_deref().unwrap_or("")) {
                 self.counters.duplicates_suppressed += 1;
                 continue;
             }
-            let at = Cursor { ts: *ts, id: (*id).to_string() };
-            records.push(self.records.build(row, &at)?);
-            if at > self.high {
-                self.high = at;
+            out.push(row, *ts, id)?;
+            if furthest.is_none_or(|f| (*ts, *id) > f) {
+                furthest = Some((*ts, *id));
             }
         }
+        if let Some((ts, id)) = furthest.filter(|&(ts, id)| (ts, id) > (self.high.ts, self.high.id.as_str())) {
+            self.high = Cursor { ts, id: id.to_string() };
+        }
+        let (mut records, finished) = out.finish();
+        let (data, record_headers) =
+            if records.is_empty() { (Vec::new(), Vec::new()) } else { finished.into_batch_parts(page.body, &mut records) };
         // Versions older than the next overlap start cannot be read again.
         self.dedup.forget_before(self.high.ts.plus_seconds(-self.overlap));
         let built = self.client.clock().now();
@@ -207,14 +209,44 @@ impl<T: Transport, C: Clock> SourceTask<T, C> {
             self.sweep.restart_from(self.sweep_start());
         }
         let next_poll_ms = if observed.done { self.table.poll_interval_ms } else { 0 };
-        Ok(self.batch(records, next_poll_ms))
+        Ok(self.batch(records, data, record_headers, next_poll_ms))
     }
 
-    /// A batch of `records`; its offset is the furthest position emitted, when it emitted any.
-    fn batch(&self, records: Vec<crate::record::SourceRecord>, next_poll_ms: u32) -> PollBatch {
+    /// A batch of `records` over `data`; its offset is the furthest position emitted, when it
+    /// emitted any.
+    fn batch(&self, records: Vec<SourceRecord>, data: Vec<u8>, record_headers: Vec<HeaderSpan>, next_poll_ms: u32) -> PollBatch {
         let offset =
             (!records.is_empty()).then(|| SourceOffset { partition: self.partition_key.clone(), position: self.high.to_position() });
-        PollBatch { topic: self.records.topic().to_string(), headers: self.records.headers().to_vec(), records, offset, next_poll_ms }
+        PollBatch {
+            topic: self.records.topic().to_string(),
+            headers: self.records.headers().to_vec(),
+            data,
+            record_headers,
+            records,
+            offset,
+            next_poll_ms,
+        }
+    }
+}
+
+/// The sweep's next query on `table`: the base query with the cursor's terms and order.
+fn next_query(sweep: &Sweep, table: &TableConfig) -> Result<String, SnowError> {
+    let (terms, order) = sweep.next_query(&table.timestamp_field, &table.sys_id_field).map_err(SnowError::data)?;
+    let order: Vec<&str> = order.iter().map(String::as_str).filter(|o| !o.is_empty()).collect();
+    Ok(table.query.with_cursor(&terms, &order))
+}
+
+/// The list parameters of `query` on `table`.
+fn list_params<'a>(table: &'a TableConfig, query: &'a str) -> ListParams<'a> {
+    ListParams {
+        query,
+        fields: table.fields.as_deref(),
+        limit: table.batch_size,
+        // Display values are read with `all` so the cursor fields keep their raw values.
+        display_value: if table.display_value == DisplayValue::Display { DisplayValue::All } else { table.display_value },
+        exclude_reference_link: table.exclude_reference_link,
+        no_domain: table.query_domain == crate::config::source::QueryDomain::All,
+        category: table.query_category.as_deref(),
     }
 }
 

@@ -87,6 +87,8 @@ pub struct TableClient<T, C> {
     retry: RetryPolicy,
     ids: RequestIds,
     rate_limit: Option<RateLimit>,
+    /// The list request started ahead, with its request id.
+    ahead: Option<(Request, String)>,
 }
 
 impl<T: Transport, C: Clock> TableClient<T, C> {
@@ -106,6 +108,7 @@ impl<T: Transport, C: Clock> TableClient<T, C> {
             retry: instance.retry,
             ids,
             rate_limit: None,
+            ahead: None,
         }
     }
 
@@ -121,7 +124,27 @@ impl<T: Transport, C: Clock> TableClient<T, C> {
 
     /// `GET /api/now/table/{table}` with cursor-friendly parameters (`sysparm_no_count=true`,
     /// never `sysparm_offset`). A v1 `404` for an empty match is returned as an empty result.
+    /// When the same list was [started](Self::start_list), its answer is taken.
     pub fn list(&mut self, table: &str, params: &ListParams<'_>) -> Result<ListResponse, SnowError> {
+        let url = self.list_url(table, params);
+        let response =
+            self.call(Method::Get, &url, Vec::new(), table, &|r: &Response| r.status == 200 || (r.status == 404 && is_no_record(&r.body)))?;
+        let server_time = response.header("date").and_then(|d| Timestamp::parse_http_date(d).ok());
+        let body = if response.status == 404 { br#"{"result":[]}"#.to_vec() } else { response.body };
+        Ok(ListResponse { body, server_time })
+    }
+
+    /// Starts the request `list(table, params)` makes and returns at once, so that ServiceNow
+    /// answers it while the caller works on the previous page (read-ahead). Only the first attempt
+    /// is started; `list` takes its answer and retries as usual.
+    pub fn start_list(&mut self, table: &str, params: &ListParams<'_>) {
+        let url = self.list_url(table, params);
+        let (request, id) = self.request(Method::Get, &url, Vec::new());
+        self.transport.start(&request);
+        self.ahead = Some((request, id));
+    }
+
+    fn list_url(&self, table: &str, params: &ListParams<'_>) -> String {
         let limit = params.limit.to_string();
         let fields = params.fields.map(|f| f.join(","));
         let mut pairs = vec![
@@ -141,12 +164,7 @@ impl<T: Transport, C: Clock> TableClient<T, C> {
         if let Some(category) = params.category {
             pairs.push(("sysparm_query_category", category));
         }
-        let url = format!("{}/api/now/table/{}{}", self.base_url, encode(table), query_string(pairs));
-        let response =
-            self.call(Method::Get, &url, Vec::new(), table, &|r: &Response| r.status == 200 || (r.status == 404 && is_no_record(&r.body)))?;
-        let server_time = response.header("date").and_then(|d| Timestamp::parse_http_date(d).ok());
-        let body = if response.status == 404 { br#"{"result":[]}"#.to_vec() } else { response.body };
-        Ok(ListResponse { body, server_time })
+        format!("{}/api/now/table/{}{}", self.base_url, encode(table), query_string(pairs))
     }
 
     /// `GET /api/now/table/{table}/{sys_id}`; expects 200.
@@ -195,6 +213,18 @@ impl<T: Transport, C: Clock> TableClient<T, C> {
         Ok(WriteResponse { status: response.status, sys_id, body: response.body })
     }
 
+    /// A request with a new `X-Request-Id` (kept across its retries), and that id.
+    fn request(&mut self, method: Method, url: &str, body: Vec<u8>) -> (Request, String) {
+        let request_id = self.ids.next_id();
+        let mut headers = vec![("accept".to_string(), "application/json".to_string()), ("x-request-id".to_string(), request_id.clone())];
+        if !body.is_empty() {
+            headers.push(("content-type".into(), "application/json".into()));
+        }
+        let request =
+            Request { method, url: url.to_string(), headers, body, timeouts: self.timeouts, max_response_bytes: self.max_response_bytes };
+        (request, request_id)
+    }
+
     /// Sends one logical request, retrying transient failures within the policy's bounds.
     fn call(
         &mut self,
@@ -204,13 +234,10 @@ impl<T: Transport, C: Clock> TableClient<T, C> {
         table: &str,
         ok: &dyn Fn(&Response) -> bool,
     ) -> Result<Response, SnowError> {
-        let request_id = self.ids.next_id();
-        let mut headers = vec![("accept".to_string(), "application/json".to_string()), ("x-request-id".to_string(), request_id.clone())];
-        if !body.is_empty() {
-            headers.push(("content-type".into(), "application/json".into()));
-        }
-        let request =
-            Request { method, url: url.to_string(), headers, body, timeouts: self.timeouts, max_response_bytes: self.max_response_bytes };
+        let (request, request_id) = match self.ahead.take() {
+            Some((ahead, id)) if ahead.method == method && ahead.url == url && ahead.body == body => (ahead, id),
+            _ => self.request(method, url, body),
+        };
         let mut schedule = RetrySchedule::new(self.retry, self.clock.now(), self.clock.seed());
         loop {
             let (error, wait) = match self.transport.send(&request) {

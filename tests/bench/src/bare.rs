@@ -1,12 +1,13 @@
 //! (c) The practical limit of this machine: no cursor, no dedup, no headers. Keep-alive GET of
 //! pages by sys_id, raw row parse, produce with the same producer settings and acknowledgement
-//! pipeline as the connector.
+//! pipeline as the connector, and the same read-ahead (the next page is requested before this
+//! one is produced).
 
 use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::{Result, anyhow, bail};
-use host_runner::component::bindings::types::{PollBatch, SourceRecord};
+use host_runner::component::bindings::types::{PollBatch, SourceRecord, Span};
 use host_runner::config::KafkaSpec;
 use host_runner::metrics::Metrics;
 use host_runner::offsets::OffsetStore;
@@ -40,42 +41,60 @@ pub async fn run(fake: &str, bootstrap: &str, topic: &str, rows: u64) -> Result<
     let mut pipeline = Pipeline::start("bench-bare".into(), "incident".into(), Arc::new(NoOffsets), Metrics::default());
     let mut transport = NativeTransport::default();
     let (mut produced, mut after, mut first, mut reads, mut enqueues) = (0u64, String::new(), None, Vec::new(), Vec::new());
-    while produced < rows {
-        let read = Instant::now();
+    let request = |after: &str| {
         let query = if after.is_empty() { "ORDERBYsys_id".to_string() } else { format!("sys_id>{after}^ORDERBYsys_id") };
-        let request = Request {
+        Request {
             method: Method::Get,
             url: format!("{fake}/api/now/table/incident?sysparm_query={}&sysparm_limit=1000&sysparm_no_count=true", encode(&query)),
             headers: vec![("accept".into(), "application/json".into())],
             body: Vec::new(),
             timeouts: Timeouts { connect_ms: 10_000, first_byte_ms: 60_000, body_ms: 60_000 },
             max_response_bytes: 256 << 20,
-        };
-        let response = tokio::task::block_in_place(|| transport.send(&request)).map_err(|e| anyhow!("{e}"))?;
+        }
+    };
+    while produced < rows {
+        let read = Instant::now();
+        let response = tokio::task::block_in_place(|| transport.send(&request(&after))).map_err(|e| anyhow!("{e}"))?;
         if response.status != 200 {
             bail!("the fake answered {}", response.status);
         }
         let page = parse_page(&response.body, "sys_id", "sys_updated_on").map_err(|e| anyhow!(e))?;
+        let Some(last) = page.last() else { break };
+        after = last.id.as_deref().unwrap_or_default().to_string();
+        let more = page.len() >= 1000;
+        if more {
+            // The same read-ahead as the connector: the next page is on its way while this one is produced.
+            transport.start(&request(&after));
+        }
+        // Keys and values as ranges of the page, as the connector carries them.
+        let at = |part: &[u8]| Span { start: (part.as_ptr() as usize - response.body.as_ptr() as usize) as u32, len: part.len() as u32 };
         let records: Vec<SourceRecord> = page
             .iter()
             .map(|row| SourceRecord {
-                key: row.id.as_deref().map(|id| id.as_bytes().to_vec()),
-                value: Some(row.raw.to_vec()),
-                headers: Vec::new(),
+                key: row.id.as_deref().map(|id| at(id.as_bytes())),
+                value: Some(at(row.raw)),
+                headers: Span { start: 0, len: 0 },
                 timestamp_ms: None,
             })
             .collect();
-        let batch = PollBatch { topic: topic.to_string(), headers: Vec::new(), records, offset: None, next_poll_ms: 0 };
+        drop(page);
+        let batch = PollBatch {
+            topic: topic.to_string(),
+            headers: Vec::new(),
+            data: response.body,
+            record_headers: Vec::new(),
+            records,
+            offset: None,
+            next_poll_ms: 0,
+        };
         reads.push(read.elapsed());
-        let Some(last) = page.last() else { break };
-        after = last.id.as_deref().unwrap_or_default().to_string();
         first.get_or_insert_with(Instant::now);
         let queued = Instant::now();
         let deliveries = enqueue(&producer, &batch).await?;
         enqueues.push(queued.elapsed());
         pipeline.submit(Pending { deliveries, partition: String::new(), position: String::new() }).await.map_err(|e| anyhow!(e))?;
         produced += batch.records.len() as u64;
-        if page.len() < 1000 {
+        if !more {
             break;
         }
     }

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Result, anyhow};
-use host_runner::component::bindings::types::{Header, PollBatch, SourceOffset, SourceRecord};
+use host_runner::component::bindings::types::{Header, HeaderSpan, PollBatch, SourceOffset, SourceRecord, Span};
 use host_runner::config::KafkaSpec;
 use host_runner::metrics::Metrics;
 use host_runner::offsets::FileOffsetStore;
@@ -18,17 +18,24 @@ use snow_core::source::SourceTask;
 
 use crate::measure::{Outcome, cpu_of, median, peak_rss_kb};
 
-/// A snow-core batch in the shape the host's producer code takes (the copy the wasm path makes
-/// when lifting it out of the guest).
+/// A snow-core batch in the shape the host's producer code takes (what lifting it out of the
+/// guest builds in the wasm path).
 fn to_host(b: snow_core::record::PollBatch) -> PollBatch {
-    let headers = |hs: Vec<snow_core::record::Header>| hs.into_iter().map(|h| Header { key: h.key, value: h.value }).collect();
+    let span = |s: snow_core::record::Span| Span { start: s.start, len: s.len };
     PollBatch {
         topic: b.topic,
-        headers: headers(b.headers),
+        headers: b.headers.into_iter().map(|h| Header { key: h.key, value: h.value }).collect(),
+        data: b.data,
+        record_headers: b.record_headers.into_iter().map(|h| HeaderSpan { key: span(h.key), value: span(h.value) }).collect(),
         records: b
             .records
             .into_iter()
-            .map(|r| SourceRecord { key: r.key, value: r.value, headers: headers(r.headers), timestamp_ms: r.timestamp_ms })
+            .map(|r| SourceRecord {
+                key: r.key.map(span),
+                value: r.value.map(span),
+                headers: span(r.headers),
+                timestamp_ms: r.timestamp_ms,
+            })
             .collect(),
         offset: b.offset.map(|o| SourceOffset { partition: o.partition, position: o.position }),
         next_poll_ms: b.next_poll_ms,

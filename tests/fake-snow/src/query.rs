@@ -236,25 +236,30 @@ pub struct IndexPlan {
     pub from: Option<String>,
     /// Inclusive upper bound, if any.
     pub to: Option<String>,
+    /// Read the range from its end (`ORDERBYDESC`).
+    pub descending: bool,
 }
 
 impl Query {
-    /// An index plan, if one applies: a single branch, and an order that the index order
-    /// `(timestamp, sys_id)` satisfies.
+    /// An index plan, if one applies: at most one branch, and an order that the index order
+    /// `(timestamp, sys_id)` satisfies read forwards or backwards.
     pub fn index_plan(&self, indexed: &[&str]) -> Option<IndexPlan> {
-        let [groups] = self.branches.as_slice() else { return None };
+        let groups: &[Vec<Term>] = match self.branches.as_slice() {
+            [] => &[],
+            [groups] => groups,
+            _ => return None,
+        };
         for field in indexed {
             let bounds: Vec<&Term> = groups.iter().filter(|g| g.len() == 1 && g[0].field == *field).map(|g| &g[0]).collect();
             let has_eq = bounds.iter().any(|t| t.op == Op::Eq);
             let order: Vec<(&str, bool)> = self.order.iter().map(|(f, d)| (f.as_str(), *d)).collect();
             let fits = match order.as_slice() {
-                [(f, false)] | [(f, false), ("sys_id", false)] if f == field => true,
-                [("sys_id", false)] => has_eq,
-                _ => false,
+                [(f, d)] if f == field => Some(*d),
+                [(f, d), ("sys_id", e)] if f == field && d == e => Some(*d),
+                [("sys_id", false)] if has_eq && !bounds.is_empty() => Some(false),
+                _ => None,
             };
-            if !fits || bounds.is_empty() {
-                continue;
-            }
+            let Some(descending) = fits else { continue };
             let (mut from, mut to): (Option<String>, Option<String>) = (None, None);
             for t in bounds {
                 match t.op {
@@ -267,7 +272,7 @@ impl Query {
                     _ => {}
                 }
             }
-            return Some(IndexPlan { field: field.to_string(), from, to });
+            return Some(IndexPlan { field: field.to_string(), from, to, descending });
         }
         None
     }
@@ -347,7 +352,8 @@ mod tests {
             Some(IndexPlan {
                 field: "sys_updated_on".into(),
                 from: Some("2024-01-01 00:00:00".into()),
-                to: Some("2024-01-01 00:00:00".into())
+                to: Some("2024-01-01 00:00:00".into()),
+                descending: false
             })
         );
         let advance = Query::parse(
@@ -357,6 +363,8 @@ mod tests {
         assert_eq!(Query::parse("a=1^NQb=2^ORDERBYsys_updated_on").index_plan(&["sys_updated_on"]), None);
         assert_eq!(Query::parse("sys_updated_on>x^ORDERBYnumber").index_plan(&["sys_updated_on"]), None);
         let by_id = Query::parse("sys_id>abc^ORDERBYsys_id").index_plan(&["sys_updated_on", "sys_id"]);
-        assert_eq!(by_id, Some(IndexPlan { field: "sys_id".into(), from: Some("abc".into()), to: None }));
+        assert_eq!(by_id, Some(IndexPlan { field: "sys_id".into(), from: Some("abc".into()), to: None, descending: false }));
+        let latest = Query::parse("ORDERBYDESCsys_updated_on").index_plan(&["sys_updated_on"]);
+        assert_eq!(latest, Some(IndexPlan { field: "sys_updated_on".into(), from: None, to: None, descending: true }));
     }
 }

@@ -1,7 +1,8 @@
 //! Tables of rows with ServiceNow system fields, and an index on `(timestamp, sys_id)` for both
 //! timestamp fields so cursor-shaped queries read ranges instead of scanning.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde_json::{Map, Value};
@@ -31,18 +32,23 @@ pub fn raw_value(v: &Value) -> Value {
 
 /// A row and its raw-read JSON, serialised once when written (a raw whole-row read copies it).
 #[derive(Debug)]
-struct Stored {
-    row: Row,
-    json: String,
+pub struct Stored {
+    /// The row.
+    pub row: Row,
+    /// The row as a raw whole-row read serves it.
+    pub json: String,
 }
+
+/// An index: `(value, sys_id)` to the row, so a range read needs no lookup by id.
+pub type Index = BTreeMap<(String, String), Arc<Stored>>;
 
 /// One table.
 #[derive(Debug, Default)]
 pub struct Table {
-    rows: HashMap<String, Stored>,
+    rows: HashMap<String, Arc<Stored>>,
     /// Insertion order, for queries without ORDERBY.
     order: Vec<String>,
-    index: [BTreeSet<(String, String)>; 3],
+    index: [Index; 3],
 }
 
 impl Table {
@@ -72,16 +78,16 @@ impl Table {
     }
 
     /// The `(value, sys_id)` index of `field`, if it is indexed.
-    pub fn index(&self, field: &str) -> Option<&BTreeSet<(String, String)>> {
+    pub fn index(&self, field: &str) -> Option<&Index> {
         INDEXED.iter().position(|f| *f == field).map(|i| &self.index[i])
     }
 
-    fn index_row(&mut self, id: &str, row: &Row, add: bool) {
+    fn index_row(&mut self, id: &str, stored: &Arc<Stored>, add: bool) {
         for (i, field) in INDEXED.iter().enumerate() {
-            if let Some(ts) = row.get(*field).and_then(Value::as_str) {
+            if let Some(ts) = stored.row.get(*field).and_then(Value::as_str) {
                 let key = (ts.to_string(), id.to_string());
                 if add {
-                    self.index[i].insert(key);
+                    self.index[i].insert(key, stored.clone());
                 } else {
                     self.index[i].remove(&key);
                 }
@@ -91,21 +97,22 @@ impl Table {
 
     fn put(&mut self, id: String, row: Row) {
         if let Some(old) = self.rows.remove(&id) {
-            self.index_row(&id, &old.row, false);
+            self.index_row(&id, &old, false);
         } else {
             self.order.push(id.clone());
         }
-        self.index_row(&id, &row, true);
         let raw: Row = row.iter().map(|(k, v)| (k.clone(), raw_value(v))).collect();
         let json = serde_json::to_string(&raw).unwrap_or_default();
-        self.rows.insert(id, Stored { row, json });
+        let stored = Arc::new(Stored { row, json });
+        self.index_row(&id, &stored, true);
+        self.rows.insert(id, stored);
     }
 
     fn remove(&mut self, id: &str) -> Option<Row> {
         let stored = self.rows.remove(id)?;
-        self.index_row(id, &stored.row, false);
+        self.index_row(id, &stored, false);
         self.order.retain(|o| o != id);
-        Some(stored.row)
+        Some(stored.row.clone())
     }
 }
 
@@ -215,7 +222,7 @@ mod tests {
         assert_eq!(updated["sys_updated_on"], format_ts(200));
         assert_eq!(updated["sys_created_on"], format_ts(100));
         let index = s.table("incident").unwrap().index("sys_updated_on").unwrap();
-        assert_eq!(index.iter().map(|(ts, _)| ts.clone()).collect::<Vec<_>>(), vec![format_ts(200)]);
+        assert_eq!(index.keys().map(|(ts, _)| ts.clone()).collect::<Vec<_>>(), vec![format_ts(200)]);
         assert!(s.delete("incident", &id).is_some());
         assert!(s.table("incident").unwrap().index("sys_updated_on").unwrap().is_empty());
     }

@@ -2,6 +2,7 @@
 //! error envelopes. Rows are rendered per `sysparm_fields`, `sysparm_display_value` and
 //! `sysparm_exclude_reference_link`.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::ops::Bound;
 
@@ -126,22 +127,23 @@ pub fn list(shared: &Shared, table: &str, params: &HashMap<String, String>, vers
     let render = Render::from_params(params, tz_offset);
     let store = shared.store();
     let Some(t) = store.table(table) else { return (invalid_table(table), query.dropped) };
-    // Rows as JSON text: copied as stored for a raw whole-row read, rendered otherwise.
-    let text = |id: &str, row: &Row| -> String {
+    // Rows as JSON text: as stored for a raw whole-row read, rendered otherwise.
+    let text = |id: &str, row: &Row| -> Cow<'_, str> {
         match t.json(id) {
-            Some(json) if render.is_raw_whole_row() => json.to_string(),
-            _ => render.row(row).to_string(),
+            Some(json) if render.is_raw_whole_row() => Cow::Borrowed(json),
+            _ => Cow::Owned(render.row(row).to_string()),
         }
     };
-    let mut rows: Vec<String> = Vec::new();
+    let mut rows: Vec<Cow<'_, str>> = Vec::new();
     if let Some(plan) = query.index_plan(&INDEXED) {
         let index = t.index(&plan.field).expect("planned on an indexed field");
         let lo = plan.from.map_or(Bound::Unbounded, |f| Bound::Included((f, String::new())));
         let hi = plan.to.map_or(Bound::Unbounded, |t| Bound::Included((t, "\u{10FFFF}".to_string())));
         let mut skipped = 0;
-        for (_, id) in index.range((lo, hi)) {
-            let Some(row) = t.get(id) else { continue };
-            if !query.matches(row) {
+        let range = index.range((lo, hi));
+        let entries: Box<dyn Iterator<Item = _>> = if plan.descending { Box::new(range.rev()) } else { Box::new(range) };
+        for (_, stored) in entries {
+            if !query.matches(&stored.row) {
                 continue;
             }
             if skipped < offset {
@@ -151,7 +153,11 @@ pub fn list(shared: &Shared, table: &str, params: &HashMap<String, String>, vers
             if rows.len() >= limit {
                 break;
             }
-            rows.push(text(id, row));
+            rows.push(if render.is_raw_whole_row() {
+                Cow::Borrowed(&stored.json)
+            } else {
+                Cow::Owned(render.row(&stored.row).to_string())
+            });
         }
     } else {
         let mut matched: Vec<&Row> = t.rows_in_order().filter(|r| query.matches(r)).collect();
@@ -161,7 +167,6 @@ pub fn list(shared: &Shared, table: &str, params: &HashMap<String, String>, vers
     }
     let total = (params.get("sysparm_no_count").map(String::as_str) != Some("true"))
         .then(|| t.rows_in_order().filter(|r| query.matches(r)).count());
-    drop(store);
     if rows.is_empty() && version == Version::V1 {
         return (envelope(404, "No Record found", "Records not found"), query.dropped);
     }
@@ -174,6 +179,8 @@ pub fn list(shared: &Shared, table: &str, params: &HashMap<String, String>, vers
         body.extend_from_slice(r.as_bytes());
     }
     body.extend_from_slice(b"]}");
+    drop(rows);
+    drop(store);
     let mut answer = Answer { status: 200, headers: vec![("Content-Type".into(), "application/json;charset=UTF-8".into())], body };
     if let Some(total) = total {
         answer.headers.push(("X-Total-Count".into(), total.to_string()));

@@ -9,14 +9,29 @@ struct Script {
     answers: Vec<(u16, String)>,
     now: i64,
     queries: Vec<String>,
+    /// The request started ahead, if any; sends that took it; started requests never taken.
+    started: Option<Request>,
+    taken: usize,
+    abandoned: usize,
 }
 
 impl Transport for &mut Script {
     fn send(&mut self, request: &Request) -> Result<Response, TransportError> {
+        match self.started.take() {
+            Some(started) if started == *request => self.taken += 1,
+            Some(_) => self.abandoned += 1,
+            None => {}
+        }
         let query = request.url.split("sysparm_query=").nth(1).unwrap_or("").split('&').next().unwrap_or("");
         self.queries.push(decode(query));
         let (status, body) = self.answers.remove(0);
         Ok(Response { status, headers: vec![("Date".into(), Timestamp(self.now).to_http_date())], body: body.into_bytes() })
+    }
+
+    fn start(&mut self, request: &Request) {
+        if self.started.replace(request.clone()).is_some() {
+            self.abandoned += 1;
+        }
     }
 }
 
@@ -63,7 +78,7 @@ fn page(rows: &[String]) -> (u16, String) {
 }
 
 fn script(answers: Vec<(u16, String)>) -> Script {
-    Script { answers, now: T0 + 100, queries: vec![] }
+    Script { answers, now: T0 + 100, queries: vec![], started: None, taken: 0, abandoned: 0 }
 }
 
 fn position(batch: &PollBatch) -> Cursor {
@@ -78,15 +93,37 @@ fn pages_become_records_with_offsets_and_resume_from_them() {
     let batch = task.poll().unwrap();
     assert_eq!(batch.records.len(), 2);
     assert_eq!(batch.next_poll_ms, 0, "a full page is chained without waiting");
-    let last = batch.records[1].clone();
-    assert_eq!(last.key.as_deref(), Some(&b"b"[..]));
-    assert_eq!(last.value.as_deref(), Some(row("b", 0, 0).as_bytes()));
-    assert_eq!(last.timestamp_ms, Some(Timestamp(T0).as_millis()));
+    assert_eq!(batch.key_text(1), Some("b"));
+    assert_eq!(batch.value(1), Some(row("b", 0, 0).as_bytes()));
+    assert_eq!(batch.records[1].timestamp_ms, Some(Timestamp(T0).as_millis()));
+    assert_eq!(batch.record_headers_of(1), [("snow.sys_mod_count".to_string(), "0".to_string())]);
     assert_eq!(batch.headers.len(), 3, "snow.table, snow.instance and snow.source.operation, once per batch");
     let offsets = vec![batch.offset.clone().unwrap()];
     drop(task);
     let task = SourceTask::open(&entries(&[]), &offsets, &mut s, ManualClock::default()).unwrap();
     assert_eq!(task.cursor(), &Cursor { ts: Timestamp(T0), id: "b".into() });
+}
+
+#[test]
+fn a_continuing_sweep_starts_the_next_page_ahead_and_a_finished_one_does_not() {
+    // Batch size 2: the start second's drain, two full advance pages over two seconds each, a
+    // short page that ends the sweep.
+    let mut s =
+        script(vec![page(&[]), page(&[row("a", 1, 0), row("b", 2, 0)]), page(&[row("b", 2, 0), row("c", 3, 0)]), page(&[row("c", 3, 0)])]);
+    let mut task = SourceTask::open(&entries(&[]), &[], &mut s, ManualClock::default()).unwrap();
+    let mut ids = Vec::new();
+    let last = loop {
+        let batch = task.poll().unwrap();
+        ids.extend((0..batch.records.len()).map(|i| batch.key_text(i).unwrap().to_string()));
+        if batch.next_poll_ms > 0 {
+            break batch;
+        }
+    };
+    assert_eq!(ids, ["a", "b", "c"], "each row once: a full page's last second is read again whole, not emitted twice");
+    assert!(last.offset.is_some());
+    drop(task);
+    assert_eq!((s.taken, s.abandoned), (3, 0), "every request after the first was started ahead and taken");
+    assert!(s.started.is_none(), "a finished sweep starts nothing: the next one waits for poll.interval.ms");
 }
 
 #[test]
@@ -138,8 +175,9 @@ fn each_sweep_re_reads_the_overlap_and_suppresses_what_was_emitted() {
     assert!(first.next_poll_ms > 0, "caught up: wait for the next sweep");
     assert!(task.poll().unwrap().records.is_empty());
     let second = task.poll().unwrap();
-    let keys: Vec<&[u8]> = second.records.iter().map(|r| r.key.as_deref().unwrap()).collect();
-    assert_eq!(keys, [&b"l"[..], &b"a2"[..]], "the late row is emitted, the version already emitted is not");
+    let keys: Vec<&str> = (0..second.records.len()).map(|i| second.key_text(i).unwrap()).collect();
+    assert_eq!(keys, ["l", "a2"], "the late row is emitted, the version already emitted is not");
+    assert_eq!(second.value(0), Some(row("l", 5, 0).as_bytes()));
     assert_eq!(task.counters().duplicates_suppressed, 1);
     assert_eq!(position(&first), Cursor { ts: Timestamp(T0 + 10), id: "a".into() });
     assert_eq!(position(&second), Cursor { ts: Timestamp(T0 + 30), id: "a2".into() }, "the late row did not move the offset back");

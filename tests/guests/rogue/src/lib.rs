@@ -46,7 +46,7 @@ impl GuestSourceTask for Rogue {
             timeouts: Timeouts { connect_ms: 2000, first_byte_ms: 2000, body_ms: 2000 },
             max_response_bytes: 1 << 20,
         };
-        match WasiTransport.send(&request) {
+        match WasiTransport::default().send(&request) {
             Ok(response) => Err(wit::SnowError::Data(wit::Failure {
                 message: format!("reached it: status {}", response.status),
                 class: wit::ErrorClass::Fatal,
