@@ -96,3 +96,12 @@ impl Pipeline {
         self.failure()
     }
 }
+
+impl Drop for Pipeline {
+    /// A pipeline dropped before [`finish`](Pipeline::finish) returned (a unit that gave up
+    /// waiting) stores nothing more: a late commit could otherwise land after a new instance
+    /// already stored a further offset. Those records are read again from the stored offset.
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
