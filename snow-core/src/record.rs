@@ -107,8 +107,10 @@ impl PollBatch {
 }
 
 /// Builds a batch's `data` around one page body: bytes that lie in the page become ranges of it
-/// without being copied; other bytes are appended after it. [`BatchData::finish`] keeps only the
-/// part of the page the ranges use.
+/// without being copied; other bytes are appended after it. [`BatchData::finish`] keeps the page
+/// whole when the ranges use most of it (a backfill page whose last second is read again), and
+/// copies only the used part when they use little of it (a page mostly suppressed as duplicates),
+/// so a batch never carries more than twice the bytes its records need.
 pub struct BatchData<'a> {
     page: &'a [u8],
     extra: Vec<u8>,
@@ -170,12 +172,13 @@ pub struct Finished {
 }
 
 impl Finished {
-    /// `data` from the page it was built around (moved when the whole page is used, else the used
-    /// part copied), the records' ranges rebased onto it, and the record headers.
+    /// `data` from the page it was built around (moved when at least half of it is used, else the
+    /// used part copied and the records' ranges rebased onto it), and the record headers.
     pub fn into_batch_parts(self, page: Vec<u8>, records: &mut [SourceRecord]) -> (Vec<u8>, Vec<HeaderSpan>) {
         debug_assert_eq!(page.len(), self.page_len, "finish with the page the data was built around");
         let Self { page_len, lo, hi, extra, mut record_headers } = self;
-        let mut data = if lo == 0 && hi == page_len {
+        let keep_whole = (hi - lo) * 2 >= page_len;
+        let mut data = if keep_whole {
             page
         } else {
             let mut part = Vec::with_capacity(hi - lo + extra.len());
@@ -183,7 +186,7 @@ impl Finished {
             part
         };
         data.extend_from_slice(&extra);
-        if lo != 0 || hi != page_len {
+        if !keep_whole {
             // Page ranges move down by `lo`; appended ones follow the used part.
             let shift = |s: &mut Span| {
                 let start = s.start as usize;
@@ -274,13 +277,13 @@ mod tests {
 
     #[test]
     fn page_bytes_become_ranges_and_only_the_used_part_is_kept() {
-        let page = b"0123456789".to_vec();
+        let page = b"0123456789abcdefghij".to_vec();
         let mut data = BatchData::new(&page);
         let key = data.span(&page[3..5]).unwrap();
         let appended = data.span(b"xy").unwrap();
         let value = data.span(&page[7..8]).unwrap();
         let h = data.header(appended, key).unwrap();
-        assert_eq!((key, appended), (Span { start: 3, len: 2 }, Span { start: 10, len: 2 }), "page bytes are not copied");
+        assert_eq!((key, appended), (Span { start: 3, len: 2 }, Span { start: 20, len: 2 }), "page bytes are not copied");
         let mut records = vec![record(key, value), record(appended, appended)];
         let (bytes, headers) = data.finish().into_batch_parts(page, &mut records);
         let batch = PollBatch {
@@ -297,6 +300,18 @@ mod tests {
         assert_eq!(batch.value(0), Some(&b"7"[..]));
         assert_eq!(batch.key_text(1), Some("xy"));
         assert_eq!(batch.record_headers[h as usize], HeaderSpan { key: Span { start: 5, len: 2 }, value: Span { start: 0, len: 2 } });
+    }
+
+    #[test]
+    fn a_mostly_used_page_is_moved_whole_with_what_was_appended_after_it() {
+        let page = b"[abcdef]".to_vec();
+        let mut data = BatchData::new(&page);
+        let value = data.span(&page[1..5]).unwrap();
+        let extra = data.span(b"zz").unwrap();
+        let mut records = vec![record(value, extra)];
+        let (bytes, _) = data.finish().into_batch_parts(page, &mut records);
+        assert_eq!(bytes, b"[abcdef]zz", "half of the page is used: it is kept whole");
+        assert_eq!((records[0].key, records[0].value), (Some(Span { start: 1, len: 4 }), Some(Span { start: 8, len: 2 })));
     }
 
     #[test]
