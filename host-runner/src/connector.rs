@@ -10,6 +10,7 @@ use crate::component::{HostState, StoreOptions};
 use crate::config::ConnectorSpec;
 use crate::metrics::Metrics;
 use crate::outbound::Gate;
+use crate::status::StatusBoard;
 
 /// A running connector's shared parts.
 pub struct ConnectorContext {
@@ -21,6 +22,8 @@ pub struct ConnectorContext {
     pub gate: Gate,
     /// The process's metrics.
     pub metrics: Metrics,
+    /// The process's status board.
+    pub status: StatusBoard,
 }
 
 impl ConnectorContext {

@@ -4,10 +4,12 @@
 //! What it owns: configuration of connectors ([`config`]), loading and sandboxing components
 //! ([`component`]), the outbound gate every guest request passes ([`outbound`]), Kafka I/O
 //! ([`kafka`], [`source`], [`sink`]), source offset storage ([`offsets`]), metrics ([`metrics`]),
-//! redaction of secrets ([`redact`]) and the process lifecycle ([`runner`], [`shutdown`]).
+//! units' states and the operator's endpoint ([`status`], [`admin`]), redaction of secrets
+//! ([`redact`]) and the process lifecycle ([`runner`], [`shutdown`]).
 //! What it does not own: what to ask ServiceNow and how a record maps to a write; that is the
 //! guests' (snow-core).
 
+pub mod admin;
 pub mod auth;
 pub mod backoff;
 pub mod component;
@@ -22,3 +24,4 @@ pub mod runner;
 pub mod shutdown;
 pub mod sink;
 pub mod source;
+pub mod status;

@@ -6,12 +6,13 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
+use host_runner::admin::{self, Admin};
 use host_runner::config::load_files;
 use host_runner::runner::{Runner, check_paths};
 use host_runner::{kafka, logging, shutdown};
 
 const USAGE: &str = "usage:
-  snow-connect run <connector file>... [--for-seconds N]
+  snow-connect run <connector file>... [--for-seconds N] [--status-listen HOST:PORT]
   snow-connect validate <connector file>...
   snow-connect topic count --bootstrap HOST:PORT --topic NAME [--timeout-seconds N]
   snow-connect topic produce --bootstrap HOST:PORT --topic NAME [--key-field FIELD] [--file PATH]
@@ -21,7 +22,8 @@ const USAGE: &str = "usage:
   snow-connect version
 
 Connector files are Java properties or JSON (Kafka Connect style); see docs/configuration.md.
-Logs go to stderr, filtered by SNOW_LOG (default info).";
+Logs go to stderr, filtered by SNOW_LOG (default info). --status-listen serves GET /status
+(every unit's state, JSON) and GET /metrics (Prometheus text) there.";
 
 fn main() -> ExitCode {
     logging::init();
@@ -99,6 +101,11 @@ fn run(args: &[String], validate_only: bool) -> Result<()> {
             return Ok(());
         }
         let (trigger, watch) = shutdown::channel();
+        if let Some(addr) = parsed.option("status-listen") {
+            let admin = Admin { status: runner.status().clone(), metrics: runner.metrics().clone() };
+            let bound = admin::serve(addr, admin, watch.clone()).await?;
+            tracing::info!("status endpoint on http://{bound}/status and http://{bound}/metrics");
+        }
         let run = runner.run(&specs, watch);
         tokio::pin!(run);
         let stop_after = async {

@@ -17,6 +17,7 @@ use crate::metrics::Metrics;
 use crate::offsets::{FileOffsetStore, OffsetStore};
 use crate::outbound::{Gate, GateSettings, LimiterRegistry};
 use crate::shutdown::Shutdown;
+use crate::status::{StatusBoard, UnitState};
 
 /// Everything one process shares between connectors.
 pub struct Runner {
@@ -24,6 +25,7 @@ pub struct Runner {
     limiters: LimiterRegistry,
     tokens: TokenRegistry,
     metrics: Metrics,
+    status: StatusBoard,
     prepared: Mutex<Vec<(String, ComponentKind)>>,
 }
 
@@ -42,6 +44,7 @@ impl Runner {
             limiters: LimiterRegistry::default(),
             tokens: TokenRegistry::new(metrics.clone()),
             metrics,
+            status: StatusBoard::default(),
             prepared: Mutex::default(),
         })
     }
@@ -49,6 +52,11 @@ impl Runner {
     /// The process's metrics.
     pub fn metrics(&self) -> &Metrics {
         &self.metrics
+    }
+
+    /// What every unit is doing.
+    pub fn status(&self) -> &StatusBoard {
+        &self.status
     }
 
     /// Validates every connector (loading its component and asking it), without running anything.
@@ -99,6 +107,7 @@ impl Runner {
                 engine: self.runtime.engine().clone(),
                 gate: self.gate(spec)?,
                 metrics: self.metrics.clone(),
+                status: self.status.clone(),
             });
             prepared.push(match &loaded {
                 Loaded::Source(pre) => {
@@ -171,6 +180,9 @@ impl Runner {
             };
             out.push_str(&line);
             out.push('\n');
+            for parked in self.status.in_state(name, UnitState::Parked) {
+                out.push_str(&format!("  {name:<24} parked  {}: {}\n", parked.unit, parked.message.unwrap_or_default()));
+            }
         }
         out
     }

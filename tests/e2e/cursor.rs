@@ -321,3 +321,50 @@ fn each_startup_probe_failure_gives_its_message() {
         .count();
     assert_eq!(list_reads, 0, "no data was read: only the probes ran");
 }
+
+#[test]
+fn a_failing_table_is_parked_and_shown_in_status_while_the_others_deliver() {
+    let now = now_secs();
+    let fake =
+        FakeSnow::start(FakeOptions { users: vec![(USER.into(), PASSWORD.into())], frozen_at: Some(now), ..Default::default() }).unwrap();
+    let good: BTreeSet<String> = fake.shared().seed("good_t", 1500, now - 600, 300).into_iter().collect();
+    fake.shared().seed("acl_t", 10, now - 600, 10);
+    fake.add_fault(Fault::always(FaultAction::Status { status: 403, retry_after: None }).on_path("/api/now/table/acl_t"));
+    let dir = work_dir("parked");
+    let (name, topic) = (unique("parked"), unique("parked"));
+    let file = connector_file(&dir, &name, &config(&fake, &name, &topic, &["acl_t", "good_t"], &[("snow.batch.size", "500")]));
+    let mut runner = Runner::start_with_args(&dir, "run", &[&file], &["--status-listen", "127.0.0.1:0"]);
+    let log = runner.wait_for_log("status endpoint on http://", Duration::from_secs(60));
+    let addr = log.split("status endpoint on http://").nth(1).and_then(|r| r.split('/').next()).unwrap().to_string();
+
+    let records = read_until(kafka_harness::shared().bootstrap(), &topic, Duration::from_secs(120), |r| keys(r).len() >= good.len());
+    assert_eq!(keys(&records), good, "the healthy table delivers every row although the other one is parked");
+    let units = wait_until("acl_t parked in /status", Duration::from_secs(30), || {
+        let (code, body) = support::http_get(&addr, "/status");
+        assert_eq!(code, 200, "{body}");
+        let status: Value = serde_json::from_str(&body).unwrap();
+        let units = status["units"].as_array().unwrap().clone();
+        units.iter().any(|u| u["unit"] == "acl_t" && u["state"] == "parked").then_some(units)
+    });
+    let unit = |table: &str| units.iter().find(|u| u["unit"] == table).unwrap_or_else(|| panic!("no {table} in {units:?}")).clone();
+    let parked = unit("acl_t");
+    assert_eq!(parked["connector"], name.as_str());
+    assert!(parked["message"].as_str().unwrap().contains("the integration user may not read table acl_t"), "{parked}");
+    assert_eq!(unit("good_t")["state"], "running", "{units:?}");
+    assert!(!units.iter().any(|u| u.to_string().contains(PASSWORD)), "no secret in the status");
+
+    let parked_gauge = format!("snow_source_unit_parked{{connector=\"{name}\",table=\"acl_t\"}} 1");
+    let delivered = format!("snow_source_records_total{{connector=\"{name}\",table=\"good_t\"}} {}", good.len());
+    wait_until("the metrics show the parked table and every delivered row", Duration::from_secs(30), || {
+        let (code, body) = support::http_get(&addr, "/metrics");
+        assert_eq!(code, 200);
+        (body.lines().any(|l| l == parked_gauge) && body.lines().any(|l| l == delivered)).then_some(())
+    });
+    assert_eq!(support::http_get(&addr, "/nothing").0, 404);
+    let log = runner.stop();
+    let summary = log
+        .lines()
+        .find(|l| l.contains(" parked  acl_t: "))
+        .unwrap_or_else(|| panic!("no parked line in the summary:\n{}", tail(&log, 20)));
+    assert!(summary.contains("may not read table acl_t"), "{summary}");
+}

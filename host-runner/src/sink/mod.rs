@@ -19,6 +19,7 @@ use crate::component::bindings::types::{ErrorClass, Header, Operation, Outcome, 
 use crate::connector::{SharedContext, class_label, config_errors_text, describe};
 use crate::metrics::labels;
 use crate::shutdown::Shutdown;
+use crate::status::UnitState;
 use lane::Lane;
 
 /// Most records handed to one `put`.
@@ -68,6 +69,8 @@ pub async fn run(ctx: SharedContext, pre: SinkPre<HostState>, mut shutdown: Shut
         }
         for ((topic, partition), mut records) in group_by_partition(batch) {
             let key = (topic.clone(), partition);
+            let unit = format!("{topic}-{partition}");
+            let state = |state: UnitState, message: Option<&str>| ctx.status.set(ctx.name(), &unit, state, message);
             loop {
                 let lane = match lanes.get_mut(&key) {
                     Some(lane) => lane,
@@ -75,6 +78,7 @@ pub async fn run(ctx: SharedContext, pre: SinkPre<HostState>, mut shutdown: Shut
                         Ok(lane) => lanes.entry(key.clone()).or_insert(lane),
                         Err(e) => {
                             tracing::error!(connector = ctx.name(), "opening the lane of {topic}-{partition} failed, retrying: {e:#}");
+                            state(UnitState::Retrying, Some(&format!("opening the lane failed: {e:#}")));
                             if !shutdown.sleep(backoff.next_delay()).await {
                                 break 'consume;
                             }
@@ -90,6 +94,7 @@ pub async fn run(ctx: SharedContext, pre: SinkPre<HostState>, mut shutdown: Shut
                             "the component trapped in put for {topic}-{partition}, reopening the lane: {trap:#}"
                         );
                         lanes.remove(&key);
+                        state(UnitState::Retrying, Some(&format!("the component trapped in put: {trap:#}")));
                         if !shutdown.sleep(backoff.next_delay()).await {
                             break 'consume;
                         }
@@ -103,15 +108,21 @@ pub async fn run(ctx: SharedContext, pre: SinkPre<HostState>, mut shutdown: Shut
                         .with_context(|| format!("storing the offset of {topic}-{partition}@{}", last.offset))?;
                 }
                 if !held {
+                    state(UnitState::Running, None);
                     backoff.reset();
                     break;
                 }
+                let at = records.get(done).map_or(0, |r| r.offset);
+                state(UnitState::Retrying, Some(&format!("a retryable failure holds the partition at offset {at}")));
                 records.drain(..done);
                 if !shutdown.sleep(backoff.next_delay()).await {
                     break 'consume;
                 }
             }
         }
+    }
+    for (topic, partition) in lanes.keys() {
+        ctx.status.set(ctx.name(), &format!("{topic}-{partition}"), UnitState::Stopped, None);
     }
     lanes.clear();
     // Commit what was stored; the records after it will be consumed again by the next run.

@@ -23,6 +23,7 @@ use crate::connector::{SharedContext, class_label, describe, to_entries};
 use crate::metrics::labels;
 use crate::offsets::OffsetStore;
 use crate::shutdown::Shutdown;
+use crate::status::UnitState;
 
 /// Longest wait for outstanding acknowledgements when a unit stops or reopens.
 const SETTLE_TIMEOUT: Duration = Duration::from_secs(30);
@@ -50,6 +51,8 @@ enum Restart {
     Reopen,
     /// Stop this unit.
     Stop,
+    /// Stop this unit and leave it parked (it said why).
+    Parked,
 }
 
 impl UnitRunner {
@@ -58,10 +61,12 @@ impl UnitRunner {
         let mut backoff = Backoff::new(Duration::from_millis(500), Duration::from_secs(30));
         let name = self.unit.name.clone();
         while !self.shutdown.is_stopping() {
+            self.state(UnitState::Starting, None);
             let opened = match self.open().await {
                 Ok(opened) => opened,
                 Err((ErrorClass::Transient, message)) => {
                     tracing::warn!(connector = %self.ctx.name(), unit = %name, "opening failed, retrying: {message}");
+                    self.state(UnitState::Retrying, Some(&format!("opening failed: {message}")));
                     if !self.shutdown.sleep(backoff.next_delay()).await {
                         break;
                     }
@@ -74,6 +79,7 @@ impl UnitRunner {
             };
             match self.poll_loop(opened, &mut backoff).await {
                 Restart::Stop => break,
+                Restart::Parked => return,
                 Restart::Reopen => {
                     if !self.shutdown.sleep(backoff.next_delay()).await {
                         break;
@@ -81,7 +87,13 @@ impl UnitRunner {
                 }
             }
         }
+        self.state(UnitState::Stopped, None);
         tracing::info!(connector = %self.ctx.name(), unit = %name, "unit stopped");
+    }
+
+    /// Records this unit's state on the status board.
+    fn state(&self, state: UnitState, message: Option<&str>) {
+        self.ctx.status.set(self.ctx.name(), &self.unit.name, state, message);
     }
 
     async fn open(&self) -> Result<Opened, (ErrorClass, String)> {
@@ -112,6 +124,7 @@ impl UnitRunner {
             }
             if let Err(e) = pipeline.failure() {
                 tracing::error!(connector = %connector, unit = %table, "{e}; reopening at the stored offset");
+                self.state(UnitState::Retrying, Some(&e));
                 break Restart::Reopen;
             }
             opened.store.data_mut().begin_call();
@@ -121,8 +134,9 @@ impl UnitRunner {
                 Ok(Err(error)) => {
                     if !self.is_retryable(&error) {
                         self.park(&describe(&error).1);
-                        break Restart::Stop;
+                        break Restart::Parked;
                     }
+                    self.state(UnitState::Retrying, Some(&describe(&error).1));
                     if !self.shutdown.sleep(backoff.next_delay()).await {
                         break Restart::Stop;
                     }
@@ -130,14 +144,16 @@ impl UnitRunner {
                 }
                 Err(trap) => {
                     tracing::error!(connector = %connector, unit = %table, "the component trapped in poll, reopening at the stored offset: {trap:#}");
+                    self.state(UnitState::Retrying, Some(&format!("the component trapped in poll: {trap:#}")));
                     self.ctx.metrics.counter_add("snow_source_traps_total", 1, &labels(&[("connector", &connector), ("table", &table)]));
                     break Restart::Reopen;
                 }
             };
             let poll_time = polled.elapsed();
+            self.state(UnitState::Running, None);
             if let Err(broken) = check(&batch) {
                 self.park(&format!("the component returned a broken batch: {broken}"));
-                break Restart::Stop;
+                break Restart::Parked;
             }
             if let Some(offset) = &batch.offset {
                 let enqueued = std::time::Instant::now();
@@ -145,6 +161,7 @@ impl UnitRunner {
                     Ok(d) => d,
                     Err(e) => {
                         tracing::error!(connector = %connector, unit = %table, "producing to Kafka failed, reopening at the stored offset: {e}");
+                        self.state(UnitState::Retrying, Some(&format!("producing to Kafka failed: {e}")));
                         break Restart::Reopen;
                     }
                 };
@@ -153,6 +170,7 @@ impl UnitRunner {
                 let submitted = std::time::Instant::now();
                 if let Err(e) = pipeline.submit(pending).await {
                     tracing::error!(connector = %connector, unit = %table, "{e}; reopening at the stored offset");
+                    self.state(UnitState::Retrying, Some(&e));
                     break Restart::Reopen;
                 }
                 tracing::trace!(
@@ -174,8 +192,8 @@ impl UnitRunner {
         match tokio::time::timeout(SETTLE_TIMEOUT, pipeline.finish()).await {
             Ok(Ok(())) => outcome,
             Ok(Err(e)) => {
-                tracing::error!(connector = %connector, unit = %table, "{e}; reopening at the stored offset");
-                if matches!(outcome, Restart::Stop) { Restart::Stop } else { Restart::Reopen }
+                tracing::error!(connector = %connector, unit = %table, "{e}; what follows the stored offset will be read again");
+                outcome
             }
             Err(_) => {
                 tracing::warn!(connector = %connector, unit = %table, "records still unacknowledged after {SETTLE_TIMEOUT:?}; they will be read again");
@@ -206,6 +224,7 @@ impl UnitRunner {
         let connector = self.ctx.name();
         let table = self.unit.name.as_str();
         tracing::error!(connector = %connector, unit = %table, "unit parked: {message}");
+        self.state(UnitState::Parked, Some(message));
         self.ctx.metrics.gauge_set("snow_source_unit_parked", 1.0, &labels(&[("connector", connector), ("table", table)]));
     }
 }

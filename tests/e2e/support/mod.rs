@@ -61,11 +61,21 @@ impl Runner {
     /// Like [`Runner::start`] with the log filter `filter` (`SNOW_LOG`) and extra environment
     /// variables for the runner (what `${env:NAME}` providers read).
     pub fn spawn(dir: &Path, label: &str, files: &[&Path], filter: &str, env: &[(&str, &str)]) -> Self {
+        Self::spawn_with_args(dir, label, files, filter, env, &[])
+    }
+
+    /// Like [`Runner::start`] with extra command-line arguments after the files.
+    pub fn start_with_args(dir: &Path, label: &str, files: &[&Path], args: &[&str]) -> Self {
+        Self::spawn_with_args(dir, label, files, DEFAULT_LOG, &[], args)
+    }
+
+    fn spawn_with_args(dir: &Path, label: &str, files: &[&Path], filter: &str, env: &[(&str, &str)], args: &[&str]) -> Self {
         let log = dir.join(format!("{label}.log"));
         let out = fs::File::create(&log).unwrap();
         let child = Command::new(env!("CARGO_BIN_EXE_snow-connect"))
             .arg("run")
             .args(files)
+            .args(args)
             .env("SNOW_LOG", filter)
             .envs(env.iter().copied())
             .current_dir(dir)
@@ -126,6 +136,19 @@ impl Drop for Runner {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// `GET path` from an HTTP/1.1 server at `addr`: the status code and the body.
+pub fn http_get(addr: &str, path: &str) -> (u16, String) {
+    use std::io::{Read as _, Write as _};
+    let mut stream = std::net::TcpStream::connect(addr).unwrap();
+    stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    write!(stream, "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).unwrap();
+    let (head, body) = answer.split_once("\r\n\r\n").unwrap_or((&answer, ""));
+    let status = head.split_whitespace().nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
+    (status, body.to_string())
 }
 
 /// The last `n` lines of `text`.

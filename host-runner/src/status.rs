@@ -1,0 +1,95 @@
+//! What every unit of every connector is doing now, for operators: starting, running, retrying
+//! (and why), parked (and why: it stays stopped until the operator acts) or stopped. The units
+//! write it as they change state; the status endpoint ([`crate::admin`]) and the summary printed
+//! on exit read it. Messages are redacted like every other text the host shows.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde::Serialize;
+
+/// A unit's state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum UnitState {
+    /// Opening its guest instance.
+    Starting,
+    /// Polling (source) or consuming (sink) normally.
+    Running,
+    /// A transient failure; the unit retries after a pause.
+    Retrying,
+    /// A failure that retrying cannot fix; the unit does nothing until restarted.
+    Parked,
+    /// Stopped on shutdown.
+    Stopped,
+}
+
+/// One unit's status.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct UnitStatus {
+    /// The connector's name.
+    pub connector: String,
+    /// The unit (a source table, or `consumer` for a sink).
+    pub unit: String,
+    /// What it is doing.
+    pub state: UnitState,
+    /// Why, for `retrying` and `parked`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// When it entered this state, in ms since the Unix epoch.
+    pub since_ms: u64,
+}
+
+/// The process's status board; clones share it.
+#[derive(Debug, Clone, Default)]
+pub struct StatusBoard {
+    units: Arc<Mutex<BTreeMap<(String, String), UnitStatus>>>,
+}
+
+impl StatusBoard {
+    /// Records that `unit` of `connector` is now in `state` (with `message` saying why). Setting
+    /// the state a unit is already in with the same message keeps its `since`.
+    pub fn set(&self, connector: &str, unit: &str, state: UnitState, message: Option<&str>) {
+        let message = message.map(snow_core::redact::redact);
+        let mut units = self.units.lock().unwrap_or_else(|e| e.into_inner());
+        let key = (connector.to_string(), unit.to_string());
+        if units.get(&key).is_some_and(|s| s.state == state && s.message == message) {
+            return;
+        }
+        let since_ms = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0);
+        units.insert(key, UnitStatus { connector: connector.to_string(), unit: unit.to_string(), state, message, since_ms });
+    }
+
+    /// Every unit, by connector then unit.
+    pub fn snapshot(&self) -> Vec<UnitStatus> {
+        self.units.lock().unwrap_or_else(|e| e.into_inner()).values().cloned().collect()
+    }
+
+    /// The units of `connector` in `state`.
+    pub fn in_state(&self, connector: &str, state: UnitState) -> Vec<UnitStatus> {
+        self.snapshot().into_iter().filter(|s| s.connector == connector && s.state == state).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_state_change_is_recorded_and_a_repeat_keeps_its_start() {
+        let board = StatusBoard::default();
+        board.set("c", "incident", UnitState::Running, None);
+        let first = board.snapshot()[0].since_ms;
+        board.set("c", "incident", UnitState::Running, None);
+        assert_eq!(board.snapshot()[0].since_ms, first);
+        board.set("c", "incident", UnitState::Parked, Some("ServiceNow answered 403 (password=hunter2)"));
+        board.set("c", "change_request", UnitState::Running, None);
+        let parked = board.in_state("c", UnitState::Parked);
+        assert_eq!(parked.len(), 1);
+        assert_eq!(parked[0].unit, "incident");
+        let message = parked[0].message.as_deref().unwrap();
+        assert!(message.contains("403") && !message.contains("hunter2"), "redacted: {message}");
+        assert_eq!(board.snapshot().iter().map(|s| s.unit.as_str()).collect::<Vec<_>>(), ["change_request", "incident"]);
+    }
+}
