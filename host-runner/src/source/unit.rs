@@ -150,6 +150,10 @@ impl UnitRunner {
                 }
             };
             let poll_time = polled.elapsed();
+            // The guest may have started the next request (read-ahead): wasmtime spawned it from
+            // this worker, into a slot no other worker takes from, so let it run (and send the
+            // request) now rather than when the next poll waits for its answer.
+            tokio::task::yield_now().await;
             self.state(UnitState::Running, None);
             if let Err(broken) = check(&batch) {
                 self.park(&format!("the component returned a broken batch: {broken}"));
