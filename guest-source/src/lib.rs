@@ -78,6 +78,7 @@ impl GuestSourceTask for Task {
             topic: batch.topic,
             headers: convert::headers_out(batch.headers),
             data: batch.data,
+            extra: batch.extra,
             record_headers: batch.record_headers.into_iter().map(|h| wit::HeaderSpan { key: span(h.key), value: span(h.value) }).collect(),
             records: batch.records.into_iter().map(record).collect(),
             offset: batch.offset.map(|o| wit::SourceOffset { partition: o.partition, position: o.position }),

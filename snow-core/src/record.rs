@@ -1,7 +1,7 @@
 //! Records as `snow-core` hands them to the guests, one to one with the WIT types: the guests only
 //! convert these to and from their generated bindings. A source batch carries its bytes once
-//! (`data`, built by [`BatchData`] around the page it was read from) and its records are ranges
-//! of them.
+//! (`data`, the page it was read from, and `extra`, what the records need besides; built by
+//! [`BatchData`]) and its records are ranges of them.
 
 use crate::error::SnowError;
 
@@ -69,8 +69,11 @@ pub struct PollBatch {
     pub topic: String,
     /// Headers of every record.
     pub headers: Vec<Header>,
-    /// The bytes the records' keys, values and own headers are ranges of.
+    /// The bytes the records' keys, values and own headers are ranges of: `data` then `extra`
+    /// (a range starting at or after `data.len()` lies in `extra`).
     pub data: Vec<u8>,
+    /// Bytes the records need that are not in `data` (header names, unescaped ids, reshaped values).
+    pub extra: Vec<u8>,
     /// The records' own headers.
     pub record_headers: Vec<HeaderSpan>,
     /// Records in source order.
@@ -82,9 +85,10 @@ pub struct PollBatch {
 }
 
 impl PollBatch {
-    /// The bytes of `span` in `data` (empty when out of range: batches built here never are).
+    /// The bytes of `span` in `data` then `extra` (empty when out of range: batches built here
+    /// never are).
     pub fn bytes(&self, span: Span) -> &[u8] {
-        self.data.get(span.range()).unwrap_or_default()
+        span_bytes(&self.data, &self.extra, span).unwrap_or_default()
     }
 
     /// The key of record `i`, as text.
@@ -106,11 +110,24 @@ impl PollBatch {
     }
 }
 
-/// Builds a batch's `data` around one page body: bytes that lie in the page become ranges of it
-/// without being copied; other bytes are appended after it. [`BatchData::finish`] keeps the page
-/// whole when the ranges use most of it (a backfill page whose last second is read again), and
-/// copies only the used part when they use little of it (a page mostly suppressed as duplicates),
-/// so a batch never carries more than twice the bytes its records need.
+/// The bytes `span` addresses in `data` followed by `extra`: in `data` when it ends inside it,
+/// else in `extra` when it starts at or after its end; a span across both is out of range.
+pub fn span_bytes<'a>(data: &'a [u8], extra: &'a [u8], span: Span) -> Option<&'a [u8]> {
+    let (start, len) = (span.start as usize, span.len as usize);
+    let end = start.checked_add(len)?;
+    if end <= data.len() {
+        return data.get(start..end);
+    }
+    let at = start.checked_sub(data.len())?;
+    extra.get(at..at.checked_add(len)?)
+}
+
+/// Builds a batch's bytes around one page body: bytes that lie in the page become ranges of it
+/// without being copied; other bytes are appended to `extra`, addressed after the page.
+/// [`BatchData::finish`] keeps the page whole when the ranges use most of it (a backfill page whose
+/// last second is read again), and copies only the used part when they use little of it (a page
+/// mostly suppressed as duplicates), so a batch never carries more than twice the bytes its
+/// records need. The page is never grown: growing a page-sized buffer copies it.
 pub struct BatchData<'a> {
     page: &'a [u8],
     extra: Vec<u8>,
@@ -171,37 +188,40 @@ pub struct Finished {
     record_headers: Vec<HeaderSpan>,
 }
 
+/// A batch's bytes: what [`PollBatch`] carries besides its records.
+#[derive(Debug, Default)]
+pub struct BatchBytes {
+    /// The page, whole or its used part.
+    pub data: Vec<u8>,
+    /// What the records need besides.
+    pub extra: Vec<u8>,
+    /// The records' own headers.
+    pub record_headers: Vec<HeaderSpan>,
+}
+
 impl Finished {
-    /// `data` from the page it was built around (moved when at least half of it is used, else the
-    /// used part copied and the records' ranges rebased onto it), and the record headers.
-    pub fn into_batch_parts(self, page: Vec<u8>, records: &mut [SourceRecord]) -> (Vec<u8>, Vec<HeaderSpan>) {
+    /// The batch's bytes from the page they were built around: the page moved when at least half
+    /// of it is used, else its used part copied and the records' ranges rebased onto it.
+    pub fn into_batch_bytes(self, page: Vec<u8>, records: &mut [SourceRecord]) -> BatchBytes {
         debug_assert_eq!(page.len(), self.page_len, "finish with the page the data was built around");
         let Self { page_len, lo, hi, extra, mut record_headers } = self;
-        let keep_whole = (hi - lo) * 2 >= page_len;
-        let mut data = if keep_whole {
-            page
-        } else {
-            let mut part = Vec::with_capacity(hi - lo + extra.len());
-            part.extend_from_slice(&page[lo..hi]);
-            part
-        };
-        data.extend_from_slice(&extra);
-        if !keep_whole {
-            // Page ranges move down by `lo`; appended ones follow the used part.
-            let shift = |s: &mut Span| {
-                let start = s.start as usize;
-                let moved = if start >= page_len { start - page_len + (hi - lo) } else { start - lo };
-                s.start = moved as u32;
-            };
-            for r in records.iter_mut() {
-                r.key.iter_mut().chain(r.value.iter_mut()).for_each(shift);
-            }
-            for h in &mut record_headers {
-                shift(&mut h.key);
-                shift(&mut h.value);
-            }
+        if (hi - lo) * 2 >= page_len {
+            return BatchBytes { data: page, extra, record_headers };
         }
-        (data, record_headers)
+        // Page ranges move down by `lo`; ranges in `extra` now start after the used part.
+        let shift = |s: &mut Span| {
+            let start = s.start as usize;
+            let moved = if start >= page_len { start - page_len + (hi - lo) } else { start - lo };
+            s.start = moved as u32;
+        };
+        for r in records.iter_mut() {
+            r.key.iter_mut().chain(r.value.iter_mut()).for_each(shift);
+        }
+        for h in &mut record_headers {
+            shift(&mut h.key);
+            shift(&mut h.value);
+        }
+        BatchBytes { data: page[lo..hi].to_vec(), extra, record_headers }
     }
 }
 
@@ -275,6 +295,11 @@ mod tests {
         SourceRecord { key: Some(key), value: Some(value), headers: Span::default(), timestamp_ms: None }
     }
 
+    fn batch(bytes: BatchBytes, records: Vec<SourceRecord>) -> PollBatch {
+        let BatchBytes { data, extra, record_headers } = bytes;
+        PollBatch { topic: String::new(), headers: vec![], data, extra, record_headers, records, offset: None, next_poll_ms: 0 }
+    }
+
     #[test]
     fn page_bytes_become_ranges_and_only_the_used_part_is_kept() {
         let page = b"0123456789abcdefghij".to_vec();
@@ -285,17 +310,9 @@ mod tests {
         let h = data.header(appended, key).unwrap();
         assert_eq!((key, appended), (Span { start: 3, len: 2 }, Span { start: 20, len: 2 }), "page bytes are not copied");
         let mut records = vec![record(key, value), record(appended, appended)];
-        let (bytes, headers) = data.finish().into_batch_parts(page, &mut records);
-        let batch = PollBatch {
-            topic: String::new(),
-            headers: vec![],
-            data: bytes,
-            record_headers: headers,
-            records,
-            offset: None,
-            next_poll_ms: 0,
-        };
-        assert_eq!(batch.data, b"34567xy", "the used part of the page, then what was appended");
+        let bytes = data.finish().into_batch_bytes(page, &mut records);
+        let batch = batch(bytes, records);
+        assert_eq!((&batch.data[..], &batch.extra[..]), (&b"34567"[..], &b"xy"[..]), "the used part of the page; what was appended");
         assert_eq!(batch.key_text(0), Some("34"));
         assert_eq!(batch.value(0), Some(&b"7"[..]));
         assert_eq!(batch.key_text(1), Some("xy"));
@@ -303,25 +320,23 @@ mod tests {
     }
 
     #[test]
-    fn a_mostly_used_page_is_moved_whole_with_what_was_appended_after_it() {
+    fn a_mostly_used_page_is_moved_whole_and_never_grown() {
         let page = b"[abcdef]".to_vec();
+        let at = page.as_ptr();
         let mut data = BatchData::new(&page);
         let value = data.span(&page[1..5]).unwrap();
         let extra = data.span(b"zz").unwrap();
         let mut records = vec![record(value, extra)];
-        let (bytes, _) = data.finish().into_batch_parts(page, &mut records);
-        assert_eq!(bytes, b"[abcdef]zz", "half of the page is used: it is kept whole");
-        assert_eq!((records[0].key, records[0].value), (Some(Span { start: 1, len: 4 }), Some(Span { start: 8, len: 2 })));
+        let batch = batch(data.finish().into_batch_bytes(page, &mut records), records);
+        assert_eq!((batch.data.as_ptr(), &batch.data[..], &batch.extra[..]), (at, &b"[abcdef]"[..], &b"zz"[..]));
+        assert_eq!((batch.value(0), batch.key_text(0)), (Some(&b"zz"[..]), Some("abcd")));
     }
 
     #[test]
-    fn a_fully_used_page_is_moved_not_copied() {
-        let page = b"[abc]".to_vec();
-        let at = page.as_ptr();
-        let mut data = BatchData::new(&page);
-        let whole = data.span(&page[..]).unwrap();
-        let mut records = vec![record(whole, whole)];
-        let (bytes, _) = data.finish().into_batch_parts(page, &mut records);
-        assert_eq!((bytes.as_ptr(), records[0].key), (at, Some(whole)));
+    fn a_span_across_data_and_extra_or_past_both_is_out_of_range() {
+        let (data, extra) = (&b"abc"[..], &b"de"[..]);
+        let at = |start, len| span_bytes(data, extra, Span { start, len });
+        assert_eq!((at(0, 3), at(3, 2), at(3, 0), at(4, 1)), (Some(&b"abc"[..]), Some(&b"de"[..]), Some(&b""[..]), Some(&b"e"[..])));
+        assert_eq!((at(2, 2), at(4, 2), at(u32::MAX, 2)), (None, None, None));
     }
 }

@@ -11,10 +11,9 @@ use rdkafka::producer::{DeliveryFuture, FutureProducer, FutureRecord};
 
 use crate::component::bindings::types::{HeaderSpan, PollBatch, Span};
 
-/// The bytes of `span` in `data`, if it lies inside.
-fn bytes(data: &[u8], span: Span) -> Option<&[u8]> {
-    let start = span.start as usize;
-    data.get(start..start.checked_add(span.len as usize)?)
+/// The bytes of `span` in the batch's `data` then `extra` (snow-core's rule), if it lies inside.
+fn bytes(batch: &PollBatch, span: Span) -> Option<&[u8]> {
+    snow_core::record::span_bytes(&batch.data, &batch.extra, snow_core::record::Span { start: span.start, len: span.len })
 }
 
 /// The own headers of a record: a range of `record_headers`, if it lies inside.
@@ -26,19 +25,17 @@ fn own_headers(batch: &PollBatch, span: Span) -> Option<&[HeaderSpan]> {
 /// Checks that every range of `batch` lies inside it and every header name is UTF-8; says which
 /// record is broken otherwise (a component bug: the caller parks the unit).
 pub fn check(batch: &PollBatch) -> Result<(), String> {
-    let data = &batch.data;
+    let size = || format!("{} + {} bytes", batch.data.len(), batch.extra.len());
     for (i, h) in batch.record_headers.iter().enumerate() {
-        let name =
-            bytes(data, h.key).ok_or_else(|| format!("record header {i}: name range outside the batch data ({} bytes)", data.len()))?;
+        let name = bytes(batch, h.key).ok_or_else(|| format!("record header {i}: name range outside the batch data ({})", size()))?;
         std::str::from_utf8(name).map_err(|_| format!("record header {i}: the name is not UTF-8"))?;
-        bytes(data, h.value).ok_or_else(|| format!("record header {i}: value range outside the batch data ({} bytes)", data.len()))?;
+        bytes(batch, h.value).ok_or_else(|| format!("record header {i}: value range outside the batch data ({})", size()))?;
     }
     for (i, r) in batch.records.iter().enumerate() {
         for (what, span) in [("key", r.key), ("value", r.value)] {
             if let Some(span) = span {
-                bytes(data, span).ok_or_else(|| {
-                    format!("record {i}: {what} range {}+{} outside the batch data ({} bytes)", span.start, span.len, data.len())
-                })?;
+                bytes(batch, span)
+                    .ok_or_else(|| format!("record {i}: {what} range {}+{} outside the batch data ({})", span.start, span.len, size()))?;
             }
         }
         own_headers(batch, r.headers).ok_or_else(|| {
@@ -57,8 +54,7 @@ pub fn check(batch: &PollBatch) -> Result<(), String> {
 /// refusal is returned (records queued before it may still be written: the caller reopens at
 /// its stored offset).
 pub async fn enqueue(producer: &FutureProducer, batch: &PollBatch) -> Result<Vec<DeliveryFuture>, KafkaError> {
-    let data = &batch.data;
-    let text = |span: Span| bytes(data, span).and_then(|b| std::str::from_utf8(b).ok()).unwrap_or_default();
+    let text = |span: Span| bytes(batch, span).and_then(|b| std::str::from_utf8(b).ok()).unwrap_or_default();
     let mut deliveries = Vec::with_capacity(batch.records.len());
     for r in &batch.records {
         let own = own_headers(batch, r.headers).unwrap_or_default();
@@ -67,13 +63,13 @@ pub async fn enqueue(producer: &FutureProducer, batch: &PollBatch) -> Result<Vec
             headers = headers.insert(KafkaHeader { key: &h.key, value: Some(&h.value) });
         }
         for h in own {
-            headers = headers.insert(KafkaHeader { key: text(h.key), value: bytes(data, h.value) });
+            headers = headers.insert(KafkaHeader { key: text(h.key), value: bytes(batch, h.value) });
         }
         let mut record: FutureRecord<'_, [u8], [u8]> = FutureRecord::to(&batch.topic).headers(headers);
-        if let Some(key) = r.key.and_then(|k| bytes(data, k)) {
+        if let Some(key) = r.key.and_then(|k| bytes(batch, k)) {
             record = record.key(key);
         }
-        if let Some(value) = r.value.and_then(|v| bytes(data, v)) {
+        if let Some(value) = r.value.and_then(|v| bytes(batch, v)) {
             record = record.payload(value);
         }
         if let Some(ts) = r.timestamp_ms {
@@ -107,7 +103,8 @@ mod tests {
         PollBatch {
             topic: "t".into(),
             headers: vec![],
-            data: b"a1{}snow.x".to_vec(),
+            data: b"a1{}".to_vec(),
+            extra: b"snow.x".to_vec(),
             record_headers,
             records,
             offset: None,
@@ -126,7 +123,12 @@ mod tests {
         assert_eq!(check(&batch(vec![good], vec![header])), Ok(()));
         let long_value = SourceRecord { value: Some(span(2, 9)), ..good };
         let err = check(&batch(vec![good, long_value], vec![header])).unwrap_err();
-        assert!(err.starts_with("record 1: value range 2+9 outside the batch data (10 bytes)"), "{err}");
+        assert!(err.starts_with("record 1: value range 2+9 outside the batch data (4 + 6 bytes)"), "{err}");
+        let across = SourceRecord { value: Some(span(3, 2)), ..good };
+        assert!(
+            check(&batch(vec![across], vec![header])).unwrap_err().starts_with("record 0: value range 3+2"),
+            "a range across data and extra"
+        );
         let wrapping = SourceRecord { key: Some(span(u32::MAX, 2)), ..good };
         assert!(check(&batch(vec![wrapping], vec![header])).unwrap_err().starts_with("record 0: key range"));
         let no_header = SourceRecord { headers: span(1, 1), ..good };

@@ -160,7 +160,7 @@ fn header(key: &str, value: &str) -> Header {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::PollBatch;
+    use crate::record::{BatchBytes, PollBatch};
     use crate::table::parse_page;
 
     fn table(display: DisplayValue) -> TableConfig {
@@ -185,8 +185,17 @@ mod tests {
             out.push(row, Timestamp::parse(row.timestamp.as_deref().unwrap()).unwrap(), row.id.as_deref().unwrap()).unwrap();
         }
         let (mut records, finished) = out.finish();
-        let (data, record_headers) = finished.into_batch_parts(body.to_vec(), &mut records);
-        PollBatch { topic: b.topic().into(), headers: b.headers().to_vec(), data, record_headers, records, offset: None, next_poll_ms: 0 }
+        let BatchBytes { data, extra, record_headers } = finished.into_batch_bytes(body.to_vec(), &mut records);
+        PollBatch {
+            topic: b.topic().into(),
+            headers: b.headers().to_vec(),
+            data,
+            extra,
+            record_headers,
+            records,
+            offset: None,
+            next_poll_ms: 0,
+        }
     }
 
     #[test]
@@ -200,9 +209,9 @@ mod tests {
         assert_eq!(b.record_headers_of(0), [("snow.sys_mod_count".to_string(), "3".to_string())]);
         assert_eq!(b.records[0].timestamp_ms, Some(Timestamp::parse("2024-01-02 01:00:00").unwrap().as_millis()));
         assert_eq!(
-            b.data.len(),
-            body.len() + "snow.sys_mod_count".len() + "b2".len(),
-            "the page once (kept whole: its rows are most of it), the header name once, the unescaped id: nothing per record"
+            (b.data.len(), b.extra.len()),
+            (body.len(), "snow.sys_mod_count".len() + "b2".len()),
+            "the page once (kept whole: its rows are most of it); the header name once and the unescaped id: nothing per record"
         );
     }
 

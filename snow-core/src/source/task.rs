@@ -15,7 +15,7 @@ use crate::cursor::dedup::DedupWindow;
 use crate::cursor::{Cursor, Partition, Sweep};
 use crate::error::{ErrorClass, SnowError};
 use crate::http::Transport;
-use crate::record::{HeaderSpan, PollBatch, SourceOffset, SourceRecord};
+use crate::record::{BatchBytes, PollBatch, SourceOffset, SourceRecord};
 use crate::table::{DisplayValue, ListParams, PageRow, TableClient, parse_page};
 use crate::time::Timestamp;
 
@@ -147,7 +147,7 @@ impl<T: Transport, C: Clock> SourceTask<T, C> {
         if self.probe_pending {
             super::probe::probe(&mut self.client, &self.table)?;
             self.probe_pending = false;
-            return Ok(self.batch(Vec::new(), Vec::new(), Vec::new(), 0));
+            return Ok(self.batch(Vec::new(), BatchBytes::default(), 0));
         }
         let table = &self.table;
         let query = next_query(&self.sweep, table)?;
@@ -196,8 +196,7 @@ impl<T: Transport, C: Clock> SourceTask<T, C> {
             self.high = Cursor { ts, id: id.to_string() };
         }
         let (mut records, finished) = out.finish();
-        let (data, record_headers) =
-            if records.is_empty() { (Vec::new(), Vec::new()) } else { finished.into_batch_parts(page.body, &mut records) };
+        let bytes = if records.is_empty() { BatchBytes::default() } else { finished.into_batch_bytes(page.body, &mut records) };
         // Versions older than the next overlap start cannot be read again.
         self.dedup.forget_before(self.high.ts.plus_seconds(-self.overlap));
         let built = self.client.clock().now();
@@ -209,18 +208,20 @@ impl<T: Transport, C: Clock> SourceTask<T, C> {
             self.sweep.restart_from(self.sweep_start());
         }
         let next_poll_ms = if observed.done { self.table.poll_interval_ms } else { 0 };
-        Ok(self.batch(records, data, record_headers, next_poll_ms))
+        Ok(self.batch(records, bytes, next_poll_ms))
     }
 
-    /// A batch of `records` over `data`; its offset is the furthest position emitted, when it
+    /// A batch of `records` over `bytes`; its offset is the furthest position emitted, when it
     /// emitted any.
-    fn batch(&self, records: Vec<SourceRecord>, data: Vec<u8>, record_headers: Vec<HeaderSpan>, next_poll_ms: u32) -> PollBatch {
+    fn batch(&self, records: Vec<SourceRecord>, bytes: BatchBytes, next_poll_ms: u32) -> PollBatch {
+        let BatchBytes { data, extra, record_headers } = bytes;
         let offset =
             (!records.is_empty()).then(|| SourceOffset { partition: self.partition_key.clone(), position: self.high.to_position() });
         PollBatch {
             topic: self.records.topic().to_string(),
             headers: self.records.headers().to_vec(),
             data,
+            extra,
             record_headers,
             records,
             offset,

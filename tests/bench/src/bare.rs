@@ -82,6 +82,7 @@ pub async fn run(fake: &str, bootstrap: &str, topic: &str, rows: u64) -> Result<
             topic: topic.to_string(),
             headers: Vec::new(),
             data: response.body,
+            extra: Vec::new(),
             record_headers: Vec::new(),
             records,
             offset: None,

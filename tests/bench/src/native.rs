@@ -26,6 +26,7 @@ fn to_host(b: snow_core::record::PollBatch) -> PollBatch {
         topic: b.topic,
         headers: b.headers.into_iter().map(|h| Header { key: h.key, value: h.value }).collect(),
         data: b.data,
+        extra: b.extra,
         record_headers: b.record_headers.into_iter().map(|h| HeaderSpan { key: span(h.key), value: span(h.value) }).collect(),
         records: b
             .records
