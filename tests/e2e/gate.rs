@@ -59,3 +59,21 @@ fn a_request_to_another_host_is_refused_and_the_instance_is_reached_with_host_cr
     assert_eq!(journal.entries[0].auth, "basic:gatekeeper", "the host attached credentials the guest never had");
     assert!(!log.contains("gate-Pw-1"));
 }
+
+#[test]
+fn a_component_that_traps_on_every_poll_is_parked_once_its_trap_budget_is_spent() {
+    let allowed = FakeSnow::start(FakeOptions::default()).unwrap();
+    let dir = work_dir("traps");
+    let name = unique("trapper");
+    let mut config = rogue_config(&allowed, "trap", &name);
+    config.insert("component.trap.budget".into(), "3".into());
+    let file = connector_file(&dir, &name, &config);
+    let mut runner = Runner::start(&dir, "traps", &[&file]);
+    let log = runner.wait_for_log("unit parked", Duration::from_secs(60));
+    runner.kill();
+    assert_eq!(log.matches("ERROR the component trapped in poll:").count(), 3, "three traps, each logged whole:\n{log}");
+    let parked = log.lines().find(|l| l.contains("unit parked")).unwrap();
+    assert!(parked.contains("trapped 3 times in a row without a successful poll (component.trap.budget=3)"), "{parked}");
+    assert!(parked.contains("wasm trap: wasm `unreachable` instruction executed"), "the trap itself is named: {parked}");
+    assert_eq!(log.matches("reopening at the stored offset").count(), 2, "reopened after the first two traps only:\n{log}");
+}

@@ -10,6 +10,7 @@ pub mod inspect;
 pub mod runtime;
 pub mod state;
 mod stderr;
+pub mod trap;
 
 pub use runtime::{ComponentKind, ComponentRuntime, Loaded};
 pub use state::{HostState, StoreOptions};

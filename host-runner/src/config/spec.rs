@@ -64,6 +64,9 @@ pub struct ConnectorSpec {
     pub memory_max_bytes: usize,
     /// `component.call.timeout.ms`.
     pub call_timeout: Duration,
+    /// `component.trap.budget`: traps in a row (without a successful call between them) after
+    /// which a unit is parked instead of reopened.
+    pub trap_budget: u32,
     /// Kafka settings.
     pub kafka: KafkaSpec,
     /// `topics` (sink only).
@@ -155,6 +158,7 @@ impl ConnectorSpec {
             number("component.memory.max.bytes", default_memory_max_bytes() as u64, 16 << 20, 4 << 30, &mut errors) as usize;
         let call_timeout =
             Duration::from_millis(number("component.call.timeout.ms", default_call_timeout_ms(), 1000, 86_400_000, &mut errors));
+        let trap_budget = number("component.trap.budget", 5, 1, 1_000_000, &mut errors) as u32;
         let max_in_flight = number("snow.instance.max.in.flight", default_max_in_flight() as u64, 1, 256, &mut errors) as usize;
         let (instance_scheme, instance_authority) = match parse_base_url(&url) {
             Ok(parts) => parts,
@@ -225,6 +229,7 @@ impl ConnectorSpec {
                     | "component.path"
                     | "component.memory.max.bytes"
                     | "component.call.timeout.ms"
+                    | "component.trap.budget"
                     | "kafka.bootstrap.servers"
                     | "topics"
                     | "offset.storage.file.filename"
@@ -251,6 +256,7 @@ impl ConnectorSpec {
             component_path: PathBuf::from(component_path),
             memory_max_bytes,
             call_timeout,
+            trap_budget,
             kafka,
             topics,
             offsets_file,

@@ -33,13 +33,8 @@ impl Lane {
     }
 
     /// Writes `records`; an `Err` is a trap (the lane must be reopened).
-    pub async fn put(&mut self, records: &[SinkRecord]) -> Result<Vec<Outcome>> {
+    pub async fn put(&mut self, records: &[SinkRecord]) -> wasmtime::Result<Vec<Outcome>> {
         self.store.data_mut().begin_call();
-        self.instance
-            .snow_connector_sink_api()
-            .sink_task()
-            .call_put(&mut self.store, self.task, records)
-            .await
-            .map_err(|e| anyhow!("{e:#}"))
+        self.instance.snow_connector_sink_api().sink_task().call_put(&mut self.store, self.task, records).await
     }
 }

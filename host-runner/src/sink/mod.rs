@@ -16,6 +16,7 @@ use crate::backoff::Backoff;
 use crate::component::HostState;
 use crate::component::bindings::sink::SinkPre;
 use crate::component::bindings::types::{ErrorClass, Header, Operation, Outcome, SinkRecord};
+use crate::component::trap::one_line;
 use crate::connector::{SharedContext, class_label, config_errors_text, describe};
 use crate::metrics::labels;
 use crate::shutdown::Shutdown;
@@ -94,7 +95,7 @@ pub async fn run(ctx: SharedContext, pre: SinkPre<HostState>, mut shutdown: Shut
                             "the component trapped in put for {topic}-{partition}, reopening the lane: {trap:#}"
                         );
                         lanes.remove(&key);
-                        state(UnitState::Retrying, Some(&format!("the component trapped in put: {trap:#}")));
+                        state(UnitState::Retrying, Some(&format!("the component trapped in put: {}", one_line(&trap))));
                         if !shutdown.sleep(backoff.next_delay()).await {
                             break 'consume;
                         }

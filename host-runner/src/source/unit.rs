@@ -19,6 +19,7 @@ use crate::backoff::Backoff;
 use crate::component::HostState;
 use crate::component::bindings::source::{Source, SourcePre};
 use crate::component::bindings::types::{ErrorClass, PollBatch, SnowError, SourceOffset, WorkUnit};
+use crate::component::trap::one_line;
 use crate::connector::{SharedContext, class_label, describe, to_entries};
 use crate::metrics::labels;
 use crate::offsets::OffsetStore;
@@ -45,6 +46,44 @@ struct Opened {
     task: ResourceAny,
 }
 
+/// Why opening an instance failed.
+enum OpenFailure {
+    /// The component trapped (counted against the trap budget).
+    Trapped(String),
+    /// The component refused, with the class of its error.
+    Refused(ErrorClass, String),
+}
+
+/// Counts traps in a row: a unit whose component traps `budget` times without a successful poll
+/// between them is parked (a trap that repeats is a bug in the component or a row it cannot
+/// handle; reopening forever would only read the same page again).
+struct TrapBudget {
+    budget: u32,
+    in_a_row: u32,
+}
+
+impl TrapBudget {
+    fn new(budget: u32) -> Self {
+        Self { budget: budget.max(1), in_a_row: 0 }
+    }
+
+    /// Counts a trap; returns why to park when the budget is spent.
+    fn trapped(&mut self, message: &str) -> Option<String> {
+        self.in_a_row += 1;
+        (self.in_a_row >= self.budget).then(|| {
+            format!(
+                "the component trapped {} times in a row without a successful poll (component.trap.budget={}); the last: {message}",
+                self.in_a_row, self.budget
+            )
+        })
+    }
+
+    /// A poll succeeded: the count starts again.
+    fn succeeded(&mut self) {
+        self.in_a_row = 0;
+    }
+}
+
 /// Why the inner loop ended.
 enum Restart {
     /// Open a fresh instance at the stored offset after a pause.
@@ -59,12 +98,25 @@ impl UnitRunner {
     /// The unit loop.
     pub async fn run(mut self) {
         let mut backoff = Backoff::new(Duration::from_millis(500), Duration::from_secs(30));
+        let mut traps = TrapBudget::new(self.ctx.spec.trap_budget);
         let name = self.unit.name.clone();
         while !self.shutdown.is_stopping() {
             self.state(UnitState::Starting, None);
             let opened = match self.open().await {
                 Ok(opened) => opened,
-                Err((ErrorClass::Transient, message)) => {
+                Err(OpenFailure::Trapped(trap)) => {
+                    let message = format!("the component trapped in open: {trap}");
+                    if let Some(why) = traps.trapped(&message) {
+                        self.park(&why);
+                        return;
+                    }
+                    self.state(UnitState::Retrying, Some(&message));
+                    if !self.shutdown.sleep(backoff.next_delay()).await {
+                        break;
+                    }
+                    continue;
+                }
+                Err(OpenFailure::Refused(ErrorClass::Transient, message)) => {
                     tracing::warn!(connector = %self.ctx.name(), unit = %name, "opening failed, retrying: {message}");
                     self.state(UnitState::Retrying, Some(&format!("opening failed: {message}")));
                     if !self.shutdown.sleep(backoff.next_delay()).await {
@@ -72,12 +124,12 @@ impl UnitRunner {
                     }
                     continue;
                 }
-                Err((_, message)) => {
+                Err(OpenFailure::Refused(_, message)) => {
                     self.park(&message);
                     return;
                 }
             };
-            match self.poll_loop(opened, &mut backoff).await {
+            match self.poll_loop(opened, &mut backoff, &mut traps).await {
                 Restart::Stop => break,
                 Restart::Parked => return,
                 Restart::Reopen => {
@@ -96,9 +148,13 @@ impl UnitRunner {
         self.ctx.status.set(self.ctx.name(), &self.unit.name, state, message);
     }
 
-    async fn open(&self) -> Result<Opened, (ErrorClass, String)> {
+    async fn open(&self) -> Result<Opened, OpenFailure> {
         let mut store = self.ctx.new_store(&self.unit.name);
-        let instance = self.pre.instantiate_async(&mut store).await.map_err(|e| (ErrorClass::Fatal, format!("instantiating: {e:#}")))?;
+        let instance = self
+            .pre
+            .instantiate_async(&mut store)
+            .await
+            .map_err(|e| OpenFailure::Refused(ErrorClass::Fatal, format!("instantiating: {e:#}")))?;
         let offsets: Vec<SourceOffset> =
             self.offsets.load(self.ctx.name()).into_iter().map(|(partition, position)| SourceOffset { partition, position }).collect();
         let config = to_entries(self.unit.config.iter().map(|e| (&e.key, &e.value)));
@@ -108,12 +164,18 @@ impl UnitRunner {
             .source_task()
             .call_open(&mut store, &config, &offsets)
             .await
-            .map_err(|trap| (ErrorClass::Transient, format!("the component trapped in open: {trap:#}")))?
-            .map_err(|e| describe(&e))?;
+            .map_err(|trap| {
+                tracing::error!(connector = %self.ctx.name(), unit = %self.unit.name, "the component trapped in open: {trap:#}");
+                OpenFailure::Trapped(one_line(&trap))
+            })?
+            .map_err(|e| {
+                let (class, message) = describe(&e);
+                OpenFailure::Refused(class, message)
+            })?;
         Ok(Opened { store, instance, task })
     }
 
-    async fn poll_loop(&mut self, mut opened: Opened, backoff: &mut Backoff) -> Restart {
+    async fn poll_loop(&mut self, mut opened: Opened, backoff: &mut Backoff, traps: &mut TrapBudget) -> Restart {
         let table = self.unit.name.clone();
         let connector = self.ctx.name().to_string();
         let api = opened.instance.snow_connector_source_api();
@@ -143,13 +205,20 @@ impl UnitRunner {
                     continue;
                 }
                 Err(trap) => {
-                    tracing::error!(connector = %connector, unit = %table, "the component trapped in poll, reopening at the stored offset: {trap:#}");
-                    self.state(UnitState::Retrying, Some(&format!("the component trapped in poll: {trap:#}")));
+                    tracing::error!(connector = %connector, unit = %table, "the component trapped in poll: {trap:#}");
+                    let message = format!("the component trapped in poll: {}", one_line(&trap));
+                    if let Some(why) = traps.trapped(&message) {
+                        self.park(&why);
+                        break Restart::Parked;
+                    }
+                    tracing::info!(connector = %connector, unit = %table, "reopening at the stored offset");
+                    self.state(UnitState::Retrying, Some(&message));
                     self.ctx.metrics.counter_add("snow_source_traps_total", 1, &labels(&[("connector", &connector), ("table", &table)]));
                     break Restart::Reopen;
                 }
             };
             let poll_time = polled.elapsed();
+            traps.succeeded();
             // The guest may have started the next request (read-ahead): wasmtime spawned it from
             // this worker, into a slot no other worker takes from, so let it run (and send the
             // request) now rather than when the next poll waits for its answer.
@@ -230,5 +299,20 @@ impl UnitRunner {
         tracing::error!(connector = %connector, unit = %table, "unit parked: {message}");
         self.state(UnitState::Parked, Some(message));
         self.ctx.metrics.gauge_set("snow_source_unit_parked", 1.0, &labels(&[("connector", connector), ("table", table)]));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::TrapBudget;
+
+    #[test]
+    fn the_budget_parks_only_traps_in_a_row() {
+        let mut traps = TrapBudget::new(3);
+        assert_eq!((traps.trapped("a"), traps.trapped("b")), (None, None));
+        traps.succeeded();
+        assert_eq!((traps.trapped("c"), traps.trapped("d")), (None, None), "a successful poll starts the count again");
+        let why = traps.trapped("the last one").unwrap();
+        assert!(why.contains("trapped 3 times in a row") && why.ends_with("the last: the last one"), "{why}");
     }
 }

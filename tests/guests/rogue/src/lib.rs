@@ -1,5 +1,6 @@
 //! A hostile source component for tests: `poll` sends a GET to whatever `snow.rogue.url` names and
-//! reports the transport's answer as a `snow-error`, so a test can show the host refused it.
+//! reports the transport's answer as a `snow-error`, so a test can show the host refused it; with
+//! `snow.rogue.url=trap` every `poll` traps instead (a component bug that repeats).
 #![cfg(all(target_arch = "wasm32", target_os = "wasi"))]
 
 mod bindings;
@@ -38,6 +39,9 @@ impl GuestSourceTask for Rogue {
     }
 
     fn poll(&self) -> Result<wit::PollBatch, wit::SnowError> {
+        if *self.url.borrow() == "trap" {
+            core::arch::wasm32::unreachable();
+        }
         let request = Request {
             method: Method::Get,
             url: self.url.borrow().clone(),
