@@ -5,6 +5,7 @@
 
 pub mod pipeline;
 pub mod produce;
+mod trap_budget;
 mod unit;
 
 use std::sync::Arc;
