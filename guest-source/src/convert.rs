@@ -90,6 +90,12 @@ pub fn count(table: &str, name: &str, value: u64) {
     }
 }
 
+/// Sets the gauge `name` of `table` through the host.
+#[allow(dead_code)] // only the source guest has gauges of its own so far
+pub fn gauge(table: &str, name: &str, value: f64) {
+    host::gauge_set(name, value, &[host::Label { name: "table".into(), value: table.into() }]);
+}
+
 /// Writes a log line through the host.
 #[allow(dead_code)] // only the source guest logs so far
 pub fn log(level: host::Level, message: &str) {

@@ -64,6 +64,9 @@ impl GuestSourceTask for Task {
         let before = task.counters();
         let batch = task.poll();
         convert::report_rate_limit(task.table(), task.rate_limit());
+        if let Some(lag) = task.lag_seconds() {
+            convert::gauge(task.table(), "snow_source_lag_seconds", lag as f64);
+        }
         for note in task.take_notes() {
             convert::log(Level::Warn, &note.message);
         }

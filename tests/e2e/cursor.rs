@@ -355,10 +355,12 @@ fn a_failing_table_is_parked_and_shown_in_status_while_the_others_deliver() {
 
     let parked_gauge = format!("snow_source_unit_parked{{connector=\"{name}\",table=\"acl_t\"}} 1");
     let delivered = format!("snow_source_records_total{{connector=\"{name}\",table=\"good_t\"}} {}", good.len());
-    wait_until("the metrics show the parked table and every delivered row", Duration::from_secs(30), || {
+    // The fake's clock is frozen: once caught up, the lag is exactly the safety lag (2 s here).
+    let caught_up = format!("snow_source_lag_seconds{{connector=\"{name}\",table=\"good_t\"}} 2");
+    wait_until("the metrics show the parked table, every delivered row and the lag", Duration::from_secs(30), || {
         let (code, body) = support::http_get(&addr, "/metrics");
         assert_eq!(code, 200);
-        (body.lines().any(|l| l == parked_gauge) && body.lines().any(|l| l == delivered)).then_some(())
+        [&parked_gauge, &delivered, &caught_up].iter().all(|want| body.lines().any(|l| l == want.as_str())).then_some(())
     });
     assert_eq!(support::http_get(&addr, "/nothing").0, 404);
     let log = runner.stop();

@@ -42,13 +42,15 @@ pub struct Sweep {
     cursor: Cursor,
     step: SweepStep,
     high_water: Option<Timestamp>,
+    /// The high-water mark of the latest finished sweep: every row up to it has been read.
+    read_up_to: Option<Timestamp>,
     lag_seconds: i64,
 }
 
 impl Sweep {
     /// A sweep state starting at `cursor`, holding the high-water mark `lag_seconds` back.
     pub fn new(cursor: Cursor, lag_seconds: u32) -> Self {
-        Self { cursor, step: SweepStep::Drain, high_water: None, lag_seconds: i64::from(lag_seconds) }
+        Self { cursor, step: SweepStep::Drain, high_water: None, read_up_to: None, lag_seconds: i64::from(lag_seconds) }
     }
 
     /// Starts the next sweep at `cursor` (the overlap start, which may be behind the walk so far).
@@ -71,6 +73,11 @@ impl Sweep {
     /// The current sweep's high-water mark, once known.
     pub fn high_water(&self) -> Option<Timestamp> {
         self.high_water
+    }
+
+    /// The high-water mark of the latest finished sweep (every row up to it has been read).
+    pub fn read_up_to(&self) -> Option<Timestamp> {
+        self.read_up_to
     }
 
     /// The cursor terms and ordering fields of the next request.
@@ -153,7 +160,7 @@ impl Sweep {
 
     fn finish(&mut self, emit: usize) -> Observed {
         self.step = SweepStep::Drain;
-        self.high_water = None;
+        self.read_up_to = self.high_water.take().or(self.read_up_to);
         Observed { emit, done: true }
     }
 }

@@ -58,6 +58,8 @@ pub struct SourceTask<T, C> {
     probe_pending: bool,
     counters: TaskCounters,
     notes: Vec<Note>,
+    /// ServiceNow's clock at the latest answer (its `Date`).
+    server_now: Option<Timestamp>,
 }
 
 impl<T: Transport, C: Clock> SourceTask<T, C> {
@@ -96,6 +98,7 @@ impl<T: Transport, C: Clock> SourceTask<T, C> {
             probe_pending: config.startup_probe,
             counters: TaskCounters::default(),
             notes: Vec::new(),
+            server_now: None,
             table,
             partition_key,
         };
@@ -121,6 +124,15 @@ impl<T: Transport, C: Clock> SourceTask<T, C> {
     /// The `X-RateLimit-*` headers of the latest answer that carried them.
     pub fn rate_limit(&self) -> Option<&crate::http::retry::RateLimit> {
         self.client.rate_limit()
+    }
+
+    /// How far behind ServiceNow's clock this table's stream is, in seconds: the latest `Date`
+    /// minus what has surely been read (the furthest row emitted, or the high-water mark of the
+    /// latest finished sweep when that is later). About `snow.safety.lag.seconds` once caught up;
+    /// none before the first answer.
+    pub fn lag_seconds(&self) -> Option<i64> {
+        let read = self.sweep.read_up_to().map_or(self.high.ts, |r| r.max(self.high.ts));
+        Some((self.server_now?.as_millis() - read.as_millis()) / 1000)
     }
 
     /// Counters since the task was opened.
@@ -173,6 +185,7 @@ impl<T: Transport, C: Clock> SourceTask<T, C> {
         let full = rows.len() >= table.batch_size as usize;
         let observed =
             self.sweep.observe(&keys, full, page.server_time).map_err(|m| SnowError::data(format!("table {}: {m}", table.name)))?;
+        self.server_now = page.server_time.or(self.server_now);
         if !observed.done {
             // The sweep goes on at once: have ServiceNow answer the next page while this one's
             // records are built and produced.

@@ -244,3 +244,25 @@ fn the_startup_probe_explains_what_to_fix() {
     assert!(probe_task((200, ok.to_string())).unwrap().records.is_empty(), "a UTC user with another date format passes");
     assert!(probe_task((404, envelope("No Record found"))).is_ok(), "an empty table passes");
 }
+
+#[test]
+fn the_lag_is_the_servers_clock_minus_what_has_surely_been_read() {
+    // Server clock T0 + 100, safety lag 5 s: the sweep's high-water mark is T0 + 95.
+    let mut s = script(vec![
+        page(&[]),
+        page(&[row("a", 1, 0), row("b", 2, 0)]),
+        page(&[row("b", 2, 0), row("c", 50, 0)]),
+        page(&[row("c", 50, 0)]),
+    ]);
+    let mut task = SourceTask::open(&entries(&[("snow.safety.lag.seconds", "5")]), &[], &mut s, ManualClock::default()).unwrap();
+    assert_eq!(task.lag_seconds(), None, "no answer yet");
+    let mut lags = Vec::new();
+    loop {
+        let batch = task.poll().unwrap();
+        lags.push(task.lag_seconds().unwrap());
+        if batch.next_poll_ms > 0 {
+            break;
+        }
+    }
+    assert_eq!(lags, [200, 99, 98, 5], "from the start cursor, through a and b, to the high-water mark once the sweep is done");
+}
