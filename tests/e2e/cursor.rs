@@ -106,9 +106,7 @@ fn restarted_after_every_page_the_stream_is_complete_within_the_stated_duplicate
         // What this restart may emit again: the rows of the overlap before the stored cursor, and
         // the batches not yet acknowledged (the one being produced and the pipeline's).
         let (ts, _) = stored(&dir, &name).unwrap();
-        let cursor = snow_core::time::Timestamp::parse(&ts).unwrap();
-        let from = cursor.plus_seconds(-OVERLAP).to_string();
-        bound += stamps.iter().filter(|s| s.as_str() >= from.as_str() && s.as_str() <= ts.as_str()).count() + 3 * BATCH;
+        bound += support::restart_duplicate_bound(&stamps, &ts, OVERLAP, BATCH);
         if done() {
             break;
         }

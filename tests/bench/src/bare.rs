@@ -19,7 +19,7 @@ use snow_core::http::url::encode;
 use snow_core::http::{Method, Request, Transport};
 use snow_core::table::parse_page;
 
-use crate::measure::{Outcome, cpu_of, median, peak_rss_kb};
+use crate::measure::Outcome;
 
 /// Offsets are connector logic: the bare pipeline stores none.
 struct NoOffsets;
@@ -100,14 +100,5 @@ pub async fn run(fake: &str, bootstrap: &str, topic: &str, rows: u64) -> Result<
         }
     }
     pipeline.finish().await.map_err(|e| anyhow!(e))?;
-    Ok(Outcome {
-        rows: produced,
-        backfill: first.map(|f| f.elapsed()).unwrap_or_default(),
-        total: started.elapsed(),
-        cpu: cpu_of(std::process::id()),
-        peak_rss_kb: peak_rss_kb(std::process::id()),
-        page_read_median: median(&mut reads),
-        page_enqueue_median: median(&mut enqueues),
-        phases: None,
-    })
+    Ok(Outcome::of_this_process(produced, started, first, &mut reads, &mut enqueues, None))
 }

@@ -1,7 +1,7 @@
 #![allow(unsafe_code)] // sysconf(_SC_CLK_TCK) to convert /proc ticks
 //! Measuring a scenario: wall time, CPU time and peak resident memory of a process.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// What one scenario measured.
 #[derive(Debug, Clone, Default)]
@@ -25,6 +25,29 @@ pub struct Outcome {
 }
 
 impl Outcome {
+    /// What a scenario run in this process measured: `rows` produced, the process started at
+    /// `started` and its first record was produced at `first`; per-page read and enqueue times.
+    pub fn of_this_process(
+        rows: u64,
+        started: Instant,
+        first: Option<Instant>,
+        reads: &mut [Duration],
+        enqueues: &mut [Duration],
+        phases: Option<(Duration, Duration, Duration)>,
+    ) -> Self {
+        let pid = std::process::id();
+        Self {
+            rows,
+            backfill: first.map(|f| f.elapsed()).unwrap_or_default(),
+            total: started.elapsed(),
+            cpu: cpu_of(pid),
+            peak_rss_kb: peak_rss_kb(pid),
+            page_read_median: median(reads),
+            page_enqueue_median: median(enqueues),
+            phases,
+        }
+    }
+
     /// Rows per second over the backfill.
     pub fn rows_per_second(&self) -> f64 {
         self.rows as f64 / self.backfill.as_secs_f64().max(1e-9)

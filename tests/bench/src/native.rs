@@ -16,7 +16,7 @@ use snow_core::config::reader::entries_from_pairs;
 use snow_core::http::native::NativeTransport;
 use snow_core::source::SourceTask;
 
-use crate::measure::{Outcome, cpu_of, median, peak_rss_kb};
+use crate::measure::Outcome;
 
 /// A snow-core batch in the shape the host's producer code takes (what lifting it out of the
 /// guest builds in the wasm path).
@@ -81,14 +81,6 @@ pub async fn run(fake: &str, bootstrap: &str, topic: &str, rows: u64) -> Result<
     let _ = std::fs::remove_file(&offsets_file);
     let c = task.counters();
     let ms = |us: u64| Duration::from_micros(us);
-    Ok(Outcome {
-        rows: produced,
-        backfill: first.map(|f| f.elapsed()).unwrap_or_default(),
-        total: started.elapsed(),
-        cpu: cpu_of(std::process::id()),
-        peak_rss_kb: peak_rss_kb(std::process::id()),
-        page_read_median: median(&mut reads),
-        page_enqueue_median: median(&mut enqueues),
-        phases: Some((ms(c.request_micros), ms(c.parse_micros), ms(c.build_micros))),
-    })
+    let phases = Some((ms(c.request_micros), ms(c.parse_micros), ms(c.build_micros)));
+    Ok(Outcome::of_this_process(produced, started, first, &mut reads, &mut enqueues, phases))
 }

@@ -138,6 +138,15 @@ impl Drop for Runner {
     }
 }
 
+/// The duplicates one restart may cause, as docs/delivery.md states them: the row versions whose
+/// timestamps (`stamps`, as the fake serves them) lie in the `overlap_seconds` before the stored
+/// position `stored_ts`, plus the batches not yet acknowledged (the one being produced and the two
+/// waiting in the pipeline: three of `batch`).
+pub fn restart_duplicate_bound(stamps: &[String], stored_ts: &str, overlap_seconds: i64, batch: usize) -> usize {
+    let from = snow_core::time::Timestamp::parse(stored_ts).unwrap().plus_seconds(-overlap_seconds).to_string();
+    stamps.iter().filter(|s| s.as_str() >= from.as_str() && s.as_str() <= stored_ts).count() + 3 * batch
+}
+
 /// `GET path` from an HTTP/1.1 server at `addr`: the status code and the body.
 pub fn http_get(addr: &str, path: &str) -> (u16, String) {
     use std::io::{Read as _, Write as _};
