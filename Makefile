@@ -6,10 +6,15 @@ GUESTS := -p guest-source -p guest-sink -p rogue-guest
 # The same command tests/guest-artifacts runs, so both share one build in target/guests.
 WASM_BUILD := $(CARGO) build --target wasm32-wasip2 --profile wasm-release --target-dir target/guests $(GUESTS)
 
-.PHONY: demo test bench wasm build kafka-up kafka-down lint fmt clean
+.PHONY: setup demo test bench wasm build kafka-up kafka-down lint fmt clean
+
+## What every target needs on a fresh machine: the pinned toolchain with its wasm32-wasip2 target,
+## rustfmt and clippy (installed through rustup); missing system packages are named, not guessed.
+setup:
+	@bash tests/setup.sh
 
 ## Build the guest components (target/guests/wasm32-wasip2/wasm-release/*.wasm).
-wasm:
+wasm: setup
 	$(WASM_BUILD)
 
 ## Build the host, the fake ServiceNow and the Kafka harness.
@@ -21,7 +26,7 @@ demo: build
 	DEMO_SECONDS=$(DEMO_SECONDS) bash tests/demo/demo.sh
 
 ## Every test: unit, fake, harness, and end to end with real components and a real broker.
-test:
+test: setup
 	$(CARGO) build -p snow-core --target wasm32-wasip2
 	$(CARGO) test
 
@@ -32,13 +37,13 @@ bench: wasm
 	@for w in guest_source guest_sink; do target/release/snow-connect inspect target/guests/wasm32-wasip2/wasm-release/$$w.wasm --instantiations 1000; done
 
 ## A broker for local work (target/kafka/local); prints its bootstrap address.
-kafka-up:
+kafka-up: setup
 	$(CARGO) run -q -p kafka-harness -- up
 
-kafka-down:
+kafka-down: setup
 	$(CARGO) run -q -p kafka-harness -- down
 
-lint:
+lint: setup
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --all-targets -- -D warnings
 	$(CARGO) clippy --target wasm32-wasip2 $(GUESTS) -p snow-core -- -D warnings

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# What `make test`, `make demo`, `make bench` and `make lint` need on a fresh machine, in one place.
+# The Makefile runs it before each of them; .ci/run runs it with --system.
+#
+#   bash tests/setup.sh            checks system tools (stops with one line naming the command that
+#                                  installs what is missing), then installs what rustup can: the
+#                                  pinned toolchain, its wasm32-wasip2 target, rustfmt and clippy.
+#   bash tests/setup.sh --system   the same, but installs missing system packages with apt-get first
+#                                  (needs root: CI and fresh machines).
+#
+# rust-toolchain.toml installs its targets only when the toolchain itself is installed; a toolchain
+# that is already present without wasm32-wasip2 fails later with "can't find crate for `std`". So the
+# target is checked and added here, for whatever toolchain rust-toolchain.toml pins.
+# The Apache Kafka jars are fetched by the test harness on first use (tests/kafka, cached in target/).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+install_system=0
+[ "${1:-}" = "--system" ] && install_system=1
+
+# command -> Debian package that provides it.
+declare -A package_of=(
+  [cc]=build-essential [c++]=build-essential [make]=make [perl]=perl
+  [java]=openjdk-17-jdk-headless [mvn]=maven [curl]=curl
+)
+missing=()
+for tool in cc c++ make perl java mvn curl; do
+  command -v "$tool" >/dev/null 2>&1 || missing+=("${package_of[$tool]}")
+done
+if command -v java >/dev/null 2>&1; then
+  java_major=$(java -version 2>&1 | sed -n 's/.*version "\([0-9]*\).*/\1/p' | head -n 1)
+  [ "${java_major:-0}" -ge 17 ] 2>/dev/null || missing+=(openjdk-17-jdk-headless)
+fi
+if [ ${#missing[@]} -gt 0 ]; then
+  # One package per name, in a stable order.
+  mapfile -t missing < <(printf '%s\n' "${missing[@]}" | sort -u)
+  if [ "$install_system" = 1 ]; then
+    echo "==> apt-get install ${missing[*]}"
+    apt-get update -q
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}"
+  else
+    echo "setup: missing system packages; run: sudo apt-get update && sudo apt-get install -y ${missing[*]}  (or: sudo bash tests/setup.sh --system)" >&2
+    exit 1
+  fi
+fi
+
+if ! command -v rustup >/dev/null 2>&1; then
+  echo "setup: rustup is missing; install it from https://rustup.rs (then run make again: the toolchain installs itself)" >&2
+  exit 1
+fi
+
+toolchain=$(sed -n 's/^channel *= *"\(.*\)"/\1/p' rust-toolchain.toml)
+[ -n "$toolchain" ] || { echo "setup: rust-toolchain.toml names no channel" >&2; exit 1; }
+if ! rustup toolchain list | grep -q "^$toolchain-"; then
+  echo "==> installing Rust $toolchain (rust-toolchain.toml)"
+  rustup toolchain install "$toolchain" --profile minimal
+fi
+if ! rustup target list --installed --toolchain "$toolchain" | grep -qx wasm32-wasip2; then
+  echo "==> adding the wasm32-wasip2 target to Rust $toolchain"
+  rustup target add --toolchain "$toolchain" wasm32-wasip2
+fi
+installed=$(rustup component list --installed --toolchain "$toolchain")
+for component in rustfmt clippy; do
+  if ! grep -q "^$component-" <<<"$installed"; then
+    echo "==> adding $component to Rust $toolchain"
+    rustup component add --toolchain "$toolchain" "$component"
+  fi
+done
