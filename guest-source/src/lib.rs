@@ -14,6 +14,7 @@ use bindings::snow::connector::host::Level;
 use bindings::snow::connector::types as wit;
 use snow_core::clock::WasiClock;
 use snow_core::config::SourceConfig;
+use snow_core::cursor::Hidden;
 use snow_core::http::wasi::WasiTransport;
 use snow_core::record::{SourceOffset, SourceRecord, Span};
 use snow_core::source::SourceTask;
@@ -67,6 +68,11 @@ impl GuestSourceTask for Task {
         if let Some(lag) = task.lag_seconds() {
             convert::gauge(task.table(), "snow_source_lag_seconds", lag as f64);
         }
+        let hidden = match task.hidden() {
+            Hidden::Rest(rows) => rows as f64,
+            Hidden::None | Hidden::ScanLimit(_) => 0.0,
+        };
+        convert::gauge(task.table(), "snow_source_hidden_rows", hidden);
         for note in task.take_notes() {
             convert::log(Level::Warn, &note.message);
         }
@@ -86,6 +92,7 @@ impl GuestSourceTask for Task {
             records: batch.records.into_iter().map(record).collect(),
             offset: batch.offset.map(|o| wit::SourceOffset { partition: o.partition, position: o.position }),
             next_poll_ms: batch.next_poll_ms,
+            notice: batch.notice,
         })
     }
 }

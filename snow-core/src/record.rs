@@ -82,6 +82,9 @@ pub struct PollBatch {
     pub offset: Option<SourceOffset>,
     /// When to poll next, in ms (0: at once).
     pub next_poll_ms: u32,
+    /// What keeps the stream from moving although rows remain (every row after the cursor hidden
+    /// from the integration user), for the host's status board; none when nothing does.
+    pub notice: Option<String>,
 }
 
 impl PollBatch {
@@ -297,7 +300,17 @@ mod tests {
 
     fn batch(bytes: BatchBytes, records: Vec<SourceRecord>) -> PollBatch {
         let BatchBytes { data, extra, record_headers } = bytes;
-        PollBatch { topic: String::new(), headers: vec![], data, extra, record_headers, records, offset: None, next_poll_ms: 0 }
+        PollBatch {
+            topic: String::new(),
+            headers: vec![],
+            data,
+            extra,
+            record_headers,
+            records,
+            offset: None,
+            next_poll_ms: 0,
+            notice: None,
+        }
     }
 
     #[test]

@@ -109,6 +109,7 @@ mod tests {
             records,
             offset: None,
             next_poll_ms: 0,
+            notice: None,
         }
     }
 

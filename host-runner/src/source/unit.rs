@@ -194,7 +194,7 @@ impl UnitRunner {
             // this worker, into a slot no other worker takes from, so let it run (and send the
             // request) now rather than when the next poll waits for its answer.
             tokio::task::yield_now().await;
-            self.state(UnitState::Running, None);
+            self.state(UnitState::Running, batch.notice.as_deref());
             if let Err(broken) = check(&batch) {
                 self.park(&format!("the component returned a broken batch: {broken}"));
                 break Restart::Parked;

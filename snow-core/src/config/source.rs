@@ -78,6 +78,11 @@ pub struct TableConfig {
     pub start: Timestamp,
     /// Rows per request (`sysparm_limit`).
     pub batch_size: u32,
+    /// The largest window a crossing of rows hidden by ACLs grows to (`hidden.window.max.rows`).
+    pub hidden_window_max_rows: u32,
+    /// How far past the cursor a crossing looks when the instance sends neither `X-Total-Count`
+    /// nor `Link` (`hidden.scan.max.rows`).
+    pub hidden_scan_max_rows: u32,
     /// Pause between sweeps once caught up.
     pub poll_interval_ms: u32,
     /// `sysparm_display_value`: raw values, display values (cursor fields stay raw), or both.
@@ -134,6 +139,18 @@ fn default_dedup_window_size() -> u32 {
 
 /// The most ServiceNow returns in one page by default.
 const MAX_BATCH_SIZE: u32 = 10_000;
+
+/// Rows hidden by ACLs are crossed by windows growing up to ServiceNow's own largest page: a
+/// hidden block shorter than that costs a few requests, a longer one a request per 10,000 rows.
+fn default_hidden_window_max_rows() -> u32 {
+    MAX_BATCH_SIZE
+}
+
+/// Without a count from the instance, a crossing toward a readable row it knows exists gives up
+/// after a million rows (100 requests of 10,000), so a table never spins on an unbounded search.
+fn default_hidden_scan_max_rows() -> u32 {
+    1_000_000
+}
 
 impl SourceConfig {
     /// Parses and validates a source configuration; every problem is reported with its key.
@@ -209,6 +226,9 @@ impl TableConfig {
             }),
         };
         let batch_size = table_u32(r, name, "batch.size", default_batch_size(), 1, MAX_BATCH_SIZE);
+        let hidden_window_max_rows =
+            table_u32(r, name, "hidden.window.max.rows", default_hidden_window_max_rows(), 1, MAX_BATCH_SIZE).max(batch_size);
+        let hidden_scan_max_rows = table_u32(r, name, "hidden.scan.max.rows", default_hidden_scan_max_rows(), 1, u32::MAX);
         let poll_interval_ms = table_u32(r, name, "poll.interval.ms", default_poll_interval_ms(), 0, 86_400_000);
         let display_value = table_choice(
             r,
@@ -230,6 +250,8 @@ impl TableConfig {
             fields,
             start,
             batch_size,
+            hidden_window_max_rows,
+            hidden_scan_max_rows,
             poll_interval_ms,
             display_value,
             exclude_reference_link,

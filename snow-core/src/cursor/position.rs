@@ -110,6 +110,8 @@ mod tests {
             fields: None,
             start: Timestamp::EPOCH,
             batch_size: 10,
+            hidden_window_max_rows: 10,
+            hidden_scan_max_rows: 10,
             poll_interval_ms: 10,
             display_value: crate::table::DisplayValue::Raw,
             exclude_reference_link: false,

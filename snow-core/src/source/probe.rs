@@ -21,6 +21,8 @@ pub fn probe<T: Transport, C: Clock>(client: &mut TableClient<T, C>, table: &Tab
         query: &query,
         fields: Some(&fields),
         limit: 1,
+        offset: 0,
+        count: false,
         display_value: DisplayValue::All,
         exclude_reference_link: true,
         no_domain: table.query_domain == crate::config::source::QueryDomain::All,

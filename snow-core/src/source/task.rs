@@ -12,7 +12,7 @@ use crate::clock::Clock;
 use crate::config::source::BadRowBehavior;
 use crate::config::{Entries, SourceConfig, TableConfig};
 use crate::cursor::dedup::DedupWindow;
-use crate::cursor::{Cursor, Partition, Sweep};
+use crate::cursor::{Answer, Cursor, Hidden, Partition, Sweep, SweepRequest, WindowSizes};
 use crate::error::{ErrorClass, SnowError};
 use crate::http::Transport;
 use crate::record::{BatchBytes, PollBatch, SourceOffset, SourceRecord};
@@ -48,6 +48,8 @@ pub struct SourceTask<T, C> {
     client: TableClient<T, C>,
     table: TableConfig,
     partition_key: String,
+    /// The cursor fields (id, timestamp): what a keys-only request reads.
+    keys: [String; 2],
     records: RecordBuilder,
     sweep: Sweep,
     high: Cursor,
@@ -89,7 +91,11 @@ impl<T: Transport, C: Clock> SourceTask<T, C> {
         let mut task = Self {
             client: TableClient::new(&config.instance, transport, clock),
             records: RecordBuilder::new(&table, &config.instance.authority, config.value_format),
-            sweep: Sweep::new(high.clone(), config.safety_lag_seconds),
+            sweep: Sweep::new(
+                high.clone(),
+                config.safety_lag_seconds,
+                WindowSizes::new(table.batch_size, table.hidden_window_max_rows, u64::from(table.hidden_scan_max_rows)),
+            ),
             start: table.start,
             high,
             overlap,
@@ -99,6 +105,7 @@ impl<T: Transport, C: Clock> SourceTask<T, C> {
             counters: TaskCounters::default(),
             notes: Vec::new(),
             server_now: None,
+            keys: [table.sys_id_field.clone(), table.timestamp_field.clone()],
             table,
             partition_key,
         };
@@ -162,9 +169,10 @@ impl<T: Transport, C: Clock> SourceTask<T, C> {
             return Ok(self.batch(Vec::new(), BatchBytes::default(), 0));
         }
         let table = &self.table;
-        let query = next_query(&self.sweep, table)?;
+        let request = self.sweep.next_request(&table.timestamp_field, &table.sys_id_field).map_err(SnowError::data)?;
+        let query = request_query(&request, table);
         let started = self.client.clock().now();
-        let page = self.client.list(&table.name, &list_params(table, &query))?;
+        let page = self.client.list(&table.name, &list_params(table, &self.keys, &request, &query))?;
         let fetched = self.client.clock().now();
         let rows = parse_page(&page.body, &table.sys_id_field, &table.timestamp_field)
             .map_err(|m| SnowError::transport(format!("table {}: {m}", table.name), ErrorClass::Transient))?;
@@ -182,15 +190,15 @@ impl<T: Transport, C: Clock> SourceTask<T, C> {
             }
         }
         let keys: Vec<(Timestamp, &str)> = keyed.iter().map(|(_, ts, id)| (*ts, *id)).collect();
-        let full = rows.len() >= table.batch_size as usize;
-        let observed =
-            self.sweep.observe(&keys, full, page.server_time).map_err(|m| SnowError::data(format!("table {}: {m}", table.name)))?;
+        let answer = Answer { returned: rows.len(), total: page.total, has_next: page.has_next, server_time: page.server_time };
+        let observed = self.sweep.observe(&keys, answer).map_err(|m| SnowError::data(format!("table {}: {m}", table.name)))?;
         self.server_now = page.server_time.or(self.server_now);
         if !observed.done {
             // The sweep goes on at once: have ServiceNow answer the next page while this one's
             // records are built and produced.
-            let query = next_query(&self.sweep, table)?;
-            self.client.start_list(&table.name, &list_params(table, &query));
+            let request = self.sweep.next_request(&table.timestamp_field, &table.sys_id_field).map_err(SnowError::data)?;
+            let query = request_query(&request, table);
+            self.client.start_list(&table.name, &list_params(table, &self.keys, &request, &query));
         }
         let parsed = self.client.clock().now();
         let mut out = self.records.page(&page.body);
@@ -239,25 +247,59 @@ impl<T: Transport, C: Clock> SourceTask<T, C> {
             records,
             offset,
             next_poll_ms,
+            notice: self.notice(),
+        }
+    }
+
+    /// What the latest finished sweep found about rows the integration user cannot read.
+    pub fn hidden(&self) -> Hidden {
+        self.sweep.hidden()
+    }
+
+    /// The status line for the host when hidden rows keep the stream from moving.
+    fn notice(&self) -> Option<String> {
+        let table = &self.table.name;
+        match self.sweep.hidden() {
+            Hidden::None => None,
+            Hidden::Rest(n) => Some(format!(
+                "table {table}: the {n} rows after the cursor ({} {}) up to the high-water mark are all hidden from the integration \
+                 user (row-level ACLs, domain separation or a before-query business rule); nothing readable remains, new readable \
+                 rows are read as they come",
+                self.high.ts, self.high.id
+            )),
+            Hidden::ScanLimit(rows) => Some(format!(
+                "table {table}: a readable row lies above the cursor ({} {}) but none turned up within {rows} rows, and the instance \
+                 sends neither X-Total-Count nor Link to tell what follows; raise snow.table.{table}.hidden.scan.max.rows or let \
+                 the integration user read those rows",
+                self.high.ts, self.high.id
+            )),
         }
     }
 }
 
-/// The sweep's next query on `table`: the base query with the cursor's terms and order.
-fn next_query(sweep: &Sweep, table: &TableConfig) -> Result<String, SnowError> {
-    let (terms, order) = sweep.next_query(&table.timestamp_field, &table.sys_id_field).map_err(SnowError::data)?;
-    let order: Vec<&str> = order.iter().map(String::as_str).filter(|o| !o.is_empty()).collect();
-    Ok(table.query.with_cursor(&terms, &order))
+/// The encoded query of `request` on `table`: the base query with the cursor's terms and order.
+fn request_query(request: &SweepRequest, table: &TableConfig) -> String {
+    let order: Vec<&str> = request.order.iter().map(String::as_str).collect();
+    table.query.with_cursor(&request.terms, &order)
 }
 
-/// The list parameters of `query` on `table`.
-fn list_params<'a>(table: &'a TableConfig, query: &'a str) -> ListParams<'a> {
+/// The list parameters of `request` (with its encoded `query`) on `table`.
+/// `keys` are the cursor fields, all a keys-only request reads.
+fn list_params<'a>(table: &'a TableConfig, keys: &'a [String; 2], request: &SweepRequest, query: &'a str) -> ListParams<'a> {
     ListParams {
         query,
-        fields: table.fields.as_deref(),
-        limit: table.batch_size,
+        fields: if request.keys_only { Some(&keys[..]) } else { table.fields.as_deref() },
+        limit: request.window.limit,
+        offset: request.window.offset,
+        count: request.count,
         // Display values are read with `all` so the cursor fields keep their raw values.
-        display_value: if table.display_value == DisplayValue::Display { DisplayValue::All } else { table.display_value },
+        display_value: if request.keys_only {
+            DisplayValue::Raw
+        } else if table.display_value == DisplayValue::Display {
+            DisplayValue::All
+        } else {
+            table.display_value
+        },
         exclude_reference_link: table.exclude_reference_link,
         no_domain: table.query_domain == crate::config::source::QueryDomain::All,
         category: table.query_category.as_deref(),

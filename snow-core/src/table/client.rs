@@ -45,8 +45,16 @@ pub struct ListParams<'a> {
     pub query: &'a str,
     /// Columns (`sysparm_fields`); `None` for all.
     pub fields: Option<&'a [String]>,
-    /// Page size (`sysparm_limit`).
+    /// Page size (`sysparm_limit`): the window ServiceNow reads *before* it drops the rows ACLs
+    /// hide, so an answer can hold fewer rows than this while more follow.
     pub limit: u32,
+    /// Rows of the window to skip (`sysparm_offset`, sent when not 0). Only for crossing rows
+    /// hidden by ACLs inside a sweep's frozen upper bound (ADR 0012); never to page a table.
+    pub offset: u32,
+    /// Ask for `X-Total-Count` and the `Link` header (the count before ACLs and whether rows
+    /// follow the window). Off, the request says `sysparm_no_count=true`, which spares the
+    /// instance a count query over the rest of the range.
+    pub count: bool,
     /// `sysparm_display_value`.
     pub display_value: DisplayValue,
     /// `sysparm_exclude_reference_link`.
@@ -57,13 +65,19 @@ pub struct ListParams<'a> {
     pub category: Option<&'a str>,
 }
 
-/// A list answer: the body as received and the server clock.
+/// A list answer: the body as received, the server clock and what the instance said about the
+/// rows matching the query before ACLs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ListResponse {
     /// `{"result":[...]}` (an empty result when ServiceNow v1 answered 404 for no match).
     pub body: Vec<u8>,
     /// The `Date` header: ServiceNow's clock when it answered.
     pub server_time: Option<Timestamp>,
+    /// `X-Total-Count`: rows matching the query, counted before ACLs drop any.
+    pub total: Option<u64>,
+    /// From the `Link` header: whether it offers a `rel="next"` page (rows follow the window).
+    /// `None` when the answer has no `Link` header.
+    pub has_next: Option<bool>,
 }
 
 /// A write (or get) answer.
@@ -122,16 +136,18 @@ impl<T: Transport, C: Clock> TableClient<T, C> {
         self.rate_limit.as_ref()
     }
 
-    /// `GET /api/now/table/{table}` with cursor-friendly parameters (`sysparm_no_count=true`,
-    /// never `sysparm_offset`). A v1 `404` for an empty match is returned as an empty result.
-    /// When the same list was [started](Self::start_list), its answer is taken.
+    /// `GET /api/now/table/{table}` with cursor-friendly parameters (the count only when asked
+    /// for). A v1 `404` for an empty match is returned as an empty result. When the same list was
+    /// [started](Self::start_list), its answer is taken.
     pub fn list(&mut self, table: &str, params: &ListParams<'_>) -> Result<ListResponse, SnowError> {
         let url = self.list_url(table, params);
         let response =
             self.call(Method::Get, &url, Vec::new(), table, &|r: &Response| r.status == 200 || (r.status == 404 && is_no_record(&r.body)))?;
         let server_time = response.header("date").and_then(|d| Timestamp::parse_http_date(d).ok());
+        let total = response.header("x-total-count").and_then(|t| t.trim().parse().ok());
+        let has_next = response.header("link").map(has_next_link);
         let body = if response.status == 404 { br#"{"result":[]}"#.to_vec() } else { response.body };
-        Ok(ListResponse { body, server_time })
+        Ok(ListResponse { body, server_time, total, has_next })
     }
 
     /// Starts the request `list(table, params)` makes and returns at once, so that ServiceNow
@@ -146,15 +162,21 @@ impl<T: Transport, C: Clock> TableClient<T, C> {
 
     fn list_url(&self, table: &str, params: &ListParams<'_>) -> String {
         let limit = params.limit.to_string();
+        let offset = params.offset.to_string();
         let fields = params.fields.map(|f| f.join(","));
         let mut pairs = vec![
             ("sysparm_query", params.query),
             ("sysparm_limit", limit.as_str()),
             ("sysparm_display_value", params.display_value.as_param()),
             ("sysparm_exclude_reference_link", if params.exclude_reference_link { "true" } else { "false" }),
-            ("sysparm_no_count", "true"),
-            ("sysparm_suppress_pagination_header", "true"),
         ];
+        if params.offset > 0 {
+            pairs.push(("sysparm_offset", offset.as_str()));
+        }
+        if !params.count {
+            pairs.push(("sysparm_no_count", "true"));
+            pairs.push(("sysparm_suppress_pagination_header", "true"));
+        }
         if let Some(fields) = fields.as_deref() {
             pairs.push(("sysparm_fields", fields));
         }
@@ -274,6 +296,17 @@ impl<T: Transport, C: Clock> TableClient<T, C> {
     }
 }
 
+/// True when a `Link` header offers a next page: one of its comma-separated links carries
+/// `rel="next"` (or `rel=next`). Its URL is never followed: the cursor makes its own queries.
+fn has_next_link(link: &str) -> bool {
+    link.split(',').any(|part| {
+        part.split(';').skip(1).any(|param| {
+            let param = param.trim();
+            param.strip_prefix("rel=").is_some_and(|rel| rel.trim_matches('"').split_whitespace().any(|r| r.eq_ignore_ascii_case("next")))
+        })
+    })
+}
+
 /// True for v1's answer to a valid query that matched nothing (`404 No Record found`).
 fn is_no_record(body: &[u8]) -> bool {
     #[derive(Deserialize)]
@@ -391,6 +424,8 @@ mod tests {
             query: "",
             fields: None,
             limit: 1,
+            offset: 0,
+            count: false,
             display_value: DisplayValue::Raw,
             exclude_reference_link: false,
             no_domain: false,
@@ -408,6 +443,8 @@ mod tests {
             query: "a=b^ORDERBYsys_id",
             fields: Some(&fields),
             limit: 100,
+            offset: 0,
+            count: false,
             display_value: DisplayValue::Raw,
             exclude_reference_link: true,
             no_domain: true,
@@ -423,6 +460,31 @@ mod tests {
              &sysparm_query_category=cmdb"
         );
         assert!(script.sent[0].headers.iter().any(|(k, v)| k == "x-request-id" && v.starts_with("snow-")));
+    }
+
+    #[test]
+    fn a_counted_list_asks_for_the_headers_and_reads_them() {
+        let link = r#"<https://acme.service-now.com/api/now/table/incident?sysparm_offset=-100>;rel="prev",<https://acme.service-now.com/api/now/table/incident?sysparm_offset=200>;rel="next""#;
+        let mut script = Scripted {
+            answers: vec![
+                answer(200, r#"{"result":[]}"#, &[("X-Total-Count", "1234"), ("Link", link)]),
+                answer(200, r#"{"result":[]}"#, &[("Link", r#"<https://a/x?sysparm_offset=0>;rel="first""#)]),
+            ],
+            sent: vec![],
+        };
+        let clock = ManualClock::default();
+        let mut client = TableClient::new(&instance(3), &mut script, &clock);
+        let params = ListParams { limit: 100, offset: 100, count: true, ..list_params() };
+        let out = client.list("incident", &params).unwrap();
+        assert_eq!((out.total, out.has_next), (Some(1234), Some(true)));
+        let out = client.list("incident", &params).unwrap();
+        assert_eq!((out.total, out.has_next), (None, Some(false)), "a Link without next: no rows follow");
+        drop(client);
+        let url = &script.sent[0].url;
+        assert!(url.contains("sysparm_limit=100&sysparm_display_value=false&sysparm_exclude_reference_link=false&sysparm_offset=100"));
+        assert!(!url.contains("sysparm_no_count") && !url.contains("suppress_pagination"), "a counted list leaves the count on: {url}");
+        assert!(!has_next_link(r#"<https://a/next?x=1>;rel="last""#), "a URL containing 'next' is not rel=next");
+        assert!(has_next_link("<u>; rel=next"));
     }
 
     #[test]

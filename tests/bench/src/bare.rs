@@ -87,6 +87,7 @@ pub async fn run(fake: &str, bootstrap: &str, topic: &str, rows: u64) -> Result<
             records,
             offset: None,
             next_poll_ms: 0,
+            notice: None,
         };
         reads.push(read.elapsed());
         first.get_or_insert_with(Instant::now);

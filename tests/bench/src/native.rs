@@ -40,6 +40,7 @@ fn to_host(b: snow_core::record::PollBatch) -> PollBatch {
             .collect(),
         offset: b.offset.map(|o| SourceOffset { partition: o.partition, position: o.position }),
         next_poll_ms: b.next_poll_ms,
+        notice: b.notice,
     }
 }
 

@@ -3,12 +3,18 @@ use crate::clock::ManualClock;
 use crate::config::reader::entries_from_pairs;
 use crate::http::transport::{Request, Response, TransportError};
 
-/// Answers each request with the next scripted (status, body) at server time `now` and keeps the
+/// One scripted answer: status, body, and the `X-Total-Count` an instance would send when the
+/// request asks for the count.
+type Scripted = (u16, String, Option<u64>);
+
+/// Answers each request with the next scripted answer at server time `now` and keeps the
 /// decoded `sysparm_query` of every request.
 struct Script {
-    answers: Vec<(u16, String)>,
+    answers: Vec<Scripted>,
     now: i64,
     queries: Vec<String>,
+    /// Every URL sent.
+    urls: Vec<String>,
     /// The request started ahead, if any; sends that took it; started requests never taken.
     started: Option<Request>,
     taken: usize,
@@ -24,8 +30,13 @@ impl Transport for &mut Script {
         }
         let query = request.url.split("sysparm_query=").nth(1).unwrap_or("").split('&').next().unwrap_or("");
         self.queries.push(decode(query));
-        let (status, body) = self.answers.remove(0);
-        Ok(Response { status, headers: vec![("Date".into(), Timestamp(self.now).to_http_date())], body: body.into_bytes() })
+        self.urls.push(request.url.clone());
+        let (status, body, total) = self.answers.remove(0);
+        let mut headers = vec![("Date".into(), Timestamp(self.now).to_http_date())];
+        if let Some(total) = total.filter(|_| !request.url.contains("sysparm_no_count=true")) {
+            headers.push(("X-Total-Count".into(), total.to_string()));
+        }
+        Ok(Response { status, headers, body: body.into_bytes() })
     }
 
     fn start(&mut self, request: &Request) {
@@ -73,12 +84,18 @@ fn row(id: &str, ts: i64, mods: u32) -> String {
     format!(r#"{{"sys_id":"{id}","sys_updated_on":"{}","sys_mod_count":"{mods}"}}"#, Timestamp(T0 + ts))
 }
 
-fn page(rows: &[String]) -> (u16, String) {
-    (200, format!(r#"{{"result":[{}]}}"#, rows.join(",")))
+/// A page whose rows are every row the query matches (nothing follows it).
+fn page(rows: &[String]) -> Scripted {
+    page_of(rows, rows.len() as u64)
 }
 
-fn script(answers: Vec<(u16, String)>) -> Script {
-    Script { answers, now: T0 + 100, queries: vec![], started: None, taken: 0, abandoned: 0 }
+/// A page out of `total` rows matching the query (counted before ACLs).
+fn page_of(rows: &[String], total: u64) -> Scripted {
+    (200, format!(r#"{{"result":[{}]}}"#, rows.join(",")), Some(total))
+}
+
+fn script(answers: Vec<Scripted>) -> Script {
+    Script { answers, now: T0 + 100, queries: vec![], urls: vec![], started: None, taken: 0, abandoned: 0 }
 }
 
 fn position(batch: &PollBatch) -> Cursor {
@@ -87,7 +104,7 @@ fn position(batch: &PollBatch) -> Cursor {
 
 #[test]
 fn pages_become_records_with_offsets_and_resume_from_them() {
-    let mut s = script(vec![page(&[]), page(&[row("a", 0, 0), row("b", 0, 0)])]);
+    let mut s = script(vec![page(&[]), page_of(&[row("a", 0, 0), row("b", 0, 0)], 3)]);
     let mut task = SourceTask::open(&entries(&[]), &[], &mut s, ManualClock::default()).unwrap();
     assert!(task.poll().unwrap().records.is_empty(), "the start second is drained first");
     let batch = task.poll().unwrap();
@@ -107,9 +124,16 @@ fn pages_become_records_with_offsets_and_resume_from_them() {
 #[test]
 fn a_continuing_sweep_starts_the_next_page_ahead_and_a_finished_one_does_not() {
     // Batch size 2: the start second's drain, two full advance pages over two seconds each, a
-    // short page that ends the sweep.
-    let mut s =
-        script(vec![page(&[]), page(&[row("a", 1, 0), row("b", 2, 0)]), page(&[row("b", 2, 0), row("c", 3, 0)]), page(&[row("c", 3, 0)])]);
+    // short page without a count (it was chained after a full one), so the sweep goes on after it
+    // asking for the count: the drain of c's second and the advance past it find nothing more.
+    let mut s = script(vec![
+        page(&[]),
+        page_of(&[row("a", 1, 0), row("b", 2, 0)], 3),
+        page(&[row("b", 2, 0), row("c", 3, 0)]),
+        page(&[row("c", 3, 0)]),
+        page(&[]),
+        page(&[]),
+    ]);
     let mut task = SourceTask::open(&entries(&[]), &[], &mut s, ManualClock::default()).unwrap();
     let mut ids = Vec::new();
     let last = loop {
@@ -120,9 +144,12 @@ fn a_continuing_sweep_starts_the_next_page_ahead_and_a_finished_one_does_not() {
         }
     };
     assert_eq!(ids, ["a", "b", "c"], "each row once: a full page's last second is read again whole, not emitted twice");
-    assert!(last.offset.is_some());
+    assert!(last.records.is_empty() && last.offset.is_none(), "the sweep ends on the page that found nothing more");
     drop(task);
-    assert_eq!((s.taken, s.abandoned), (3, 0), "every request after the first was started ahead and taken");
+    assert_eq!((s.taken, s.abandoned), (5, 0), "every request after the first was started ahead and taken");
+    assert!(s.urls.iter().take(2).all(|u| !u.contains("sysparm_no_count")), "a sweep's first requests ask for the count");
+    assert!(s.urls[2..4].iter().all(|u| u.contains("sysparm_no_count=true")), "requests after a full page do not");
+    assert!(s.urls[4..].iter().all(|u| !u.contains("sysparm_no_count")), "after a short page without a count, the next asks");
     assert!(s.started.is_none(), "a finished sweep starts nothing: the next one waits for poll.interval.ms");
 }
 
@@ -160,11 +187,11 @@ fn each_sweep_re_reads_the_overlap_and_suppresses_what_was_emitted() {
     let mut s = script(vec![
         // Sweep 1: drain the start second (empty), advance: rows at +10 and +20, short page: done.
         page(&[]),
-        (200, format!(r#"{{"result":[{}]}}"#, row("a", 10, 0))),
+        page(&[row("a", 10, 0)]),
         // Sweep 2 starts 15 s before +10 ... the overlap of 15 s before the furthest row (+10):
         // drain second -5 (empty), then advance: a again (same version), late row l at +5, a new version of a at +30.
         page(&[]),
-        (200, format!(r#"{{"result":[{},{},{}]}}"#, row("l", 5, 0), row("a", 10, 0), row("a2", 30, 1))),
+        page(&[row("l", 5, 0), row("a", 10, 0), row("a2", 30, 1)]),
     ]);
     let mut task =
         SourceTask::open(&entries(&[("snow.overlap.seconds", "15"), ("snow.batch.size", "5")]), &[], &mut s, ManualClock::default())
@@ -181,12 +208,7 @@ fn each_sweep_re_reads_the_overlap_and_suppresses_what_was_emitted() {
     assert_eq!(task.counters().duplicates_suppressed, 1);
     assert_eq!(position(&first), Cursor { ts: Timestamp(T0 + 10), id: "a".into() });
     assert_eq!(position(&second), Cursor { ts: Timestamp(T0 + 30), id: "a2".into() }, "the late row did not move the offset back");
-    let mut s2 = script(vec![
-        page(&[]),
-        (200, format!(r#"{{"result":[{}]}}"#, row("a", 10, 0))),
-        page(&[]),
-        (200, format!(r#"{{"result":[{}]}}"#, row("l", 5, 0))),
-    ]);
+    let mut s2 = script(vec![page(&[]), page(&[row("a", 10, 0)]), page(&[]), page(&[row("l", 5, 0)])]);
     let mut late =
         SourceTask::open(&entries(&[("snow.overlap.seconds", "15"), ("snow.batch.size", "5")]), &[], &mut s2, ManualClock::default())
             .unwrap();
@@ -215,8 +237,8 @@ fn a_restart_re_reads_the_overlap_before_the_stored_offset() {
     assert_eq!(s.queries[0], format!("sys_updated_on={}^ORDERBYsys_id", Timestamp(T0 + 30)));
 }
 
-fn probe_task(answer: (u16, String)) -> Result<PollBatch, SnowError> {
-    let mut s = script(vec![answer]);
+fn probe_task((status, body): (u16, String)) -> Result<PollBatch, SnowError> {
+    let mut s = script(vec![(status, body, None)]);
     let mut task = SourceTask::open(&entries(&[("snow.startup.probe", "true")]), &[], &mut s, ManualClock::default()).unwrap();
     task.poll()
 }
@@ -250,9 +272,11 @@ fn the_lag_is_the_servers_clock_minus_what_has_surely_been_read() {
     // Server clock T0 + 100, safety lag 5 s: the sweep's high-water mark is T0 + 95.
     let mut s = script(vec![
         page(&[]),
-        page(&[row("a", 1, 0), row("b", 2, 0)]),
+        page_of(&[row("a", 1, 0), row("b", 2, 0)], 3),
         page(&[row("b", 2, 0), row("c", 50, 0)]),
         page(&[row("c", 50, 0)]),
+        page(&[]),
+        page(&[]),
     ]);
     let mut task = SourceTask::open(&entries(&[("snow.safety.lag.seconds", "5")]), &[], &mut s, ManualClock::default()).unwrap();
     assert_eq!(task.lag_seconds(), None, "no answer yet");
@@ -264,5 +288,5 @@ fn the_lag_is_the_servers_clock_minus_what_has_surely_been_read() {
             break;
         }
     }
-    assert_eq!(lags, [200, 99, 98, 5], "from the start cursor, through a and b, to the high-water mark once the sweep is done");
+    assert_eq!(lags, [200, 99, 98, 50, 50, 5], "from the start cursor, through a, b and c, to the high-water mark once the sweep is done");
 }
