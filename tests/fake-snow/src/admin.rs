@@ -8,6 +8,9 @@
 //! | `POST /__fake/tables/{t}/seed` | `{"count":N,"at":"ts"}` or `{"count":N,"start":"ts","spread_seconds":S}` | incident-shaped rows; without `at`/`start`, spread over the hour before now |
 //! | `POST /__fake/tables/{t}/rows` | `[{...}, ...]` | insert rows as given, system fields filled in at the clock's time |
 //! | `POST /__fake/tables/{t}/update` | `{"sys_ids":[...],"changes":{...}}` | update rows at the clock's time |
+//! | `POST /__fake/tables/{t}/hidden` | `{"sys_ids":[...]}` and/or `{"query":"encoded query"}` | hide rows from the API's users (a row-level read ACL: the window is read first, hidden rows dropped after) |
+//! | `DELETE /__fake/tables/{t}/hidden` | | every row readable again |
+//! | `POST /__fake/settings` | `{"pagination_headers":false}` | never send `X-Total-Count` or `Link` (an instance or proxy that strips them) |
 //! | `GET /__fake/tables/{t}` | | `{"count":N,"rows":[...]}` |
 //! | `GET /__fake/tables/{t}/count` | | `{"count":N}` |
 //! | `GET /__fake/clock` | | `{"now":"ts","frozen":bool}` |
@@ -54,6 +57,18 @@ struct Seed {
 struct Update {
     sys_ids: Vec<String>,
     changes: Row,
+}
+
+#[derive(Deserialize)]
+struct Hide {
+    #[serde(default)]
+    sys_ids: Vec<String>,
+    query: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct Settings {
+    pagination_headers: Option<bool>,
 }
 
 #[derive(Deserialize)]
@@ -121,6 +136,26 @@ fn try_route(shared: &Shared, method: &str, path: &str, body: &[u8]) -> Result<A
         ("POST", ["tables", t, "update"]) => {
             let update: Update = parse(body)?;
             ok(json!({ "updated": shared.update_rows(t, &update.sys_ids, &update.changes) }))
+        }
+        ("POST", ["tables", t, "hidden"]) => {
+            let hide: Hide = parse(body)?;
+            let hidden = hide.sys_ids.len();
+            let found = shared.hide_rows(t, hide.sys_ids) && hide.query.as_deref().is_none_or(|q| shared.hide_matching(t, q));
+            if !found {
+                return Err(Answer::json(404, &json!({ "error": format!("no table {t}") })));
+            }
+            ok(json!({ "hidden_sys_ids": hidden, "query": hide.query }))
+        }
+        ("DELETE", ["tables", t, "hidden"]) => {
+            shared.store().table_mut(t).ok_or_else(|| Answer::json(404, &json!({ "error": format!("no table {t}") })))?.show_all();
+            ok(json!({ "ok": true }))
+        }
+        ("POST", ["settings"]) => {
+            let settings: Settings = parse(body)?;
+            if let Some(on) = settings.pagination_headers {
+                shared.set_pagination_headers(on);
+            }
+            ok(json!({ "pagination_headers": shared.pagination_headers() }))
         }
         ("GET", ["tables", t]) => {
             let store = shared.store();

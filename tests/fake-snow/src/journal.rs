@@ -30,6 +30,12 @@ pub struct JournalEntry {
     pub grant: Option<String>,
     /// When the request arrived, in ms since the fake started.
     pub at_ms: u64,
+    /// `sysparm_limit` and `sysparm_offset` of a list request, as sent.
+    pub limit: Option<u32>,
+    /// See `limit`.
+    pub offset: Option<u32>,
+    /// Rows a list answer held (after ACLs dropped the hidden ones).
+    pub returned: Option<usize>,
 }
 
 /// Everything recorded since the last reset.

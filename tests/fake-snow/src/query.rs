@@ -256,7 +256,7 @@ impl Query {
             let fits = match order.as_slice() {
                 [(f, d)] if f == field => Some(*d),
                 [(f, d), ("sys_id", e)] if f == field && d == e => Some(*d),
-                [("sys_id", false)] if has_eq && !bounds.is_empty() => Some(false),
+                [("sys_id", descending)] if has_eq && !bounds.is_empty() => Some(*descending),
                 _ => None,
             };
             let Some(descending) = fits else { continue };

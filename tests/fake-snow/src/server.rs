@@ -80,12 +80,35 @@ pub struct Shared {
     pub credentials: Mutex<Credentials>,
     /// `http://127.0.0.1:PORT`.
     pub base_url: String,
+    /// Whether list answers may carry `X-Total-Count` and `Link` (on by default).
+    pagination_headers: std::sync::atomic::AtomicBool,
 }
 
 impl Shared {
     /// The store, locked.
     pub fn store(&self) -> MutexGuard<'_, Store> {
         self.store.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Whether list answers may carry `X-Total-Count` and `Link`.
+    pub fn pagination_headers(&self) -> bool {
+        self.pagination_headers.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Switches `X-Total-Count` and `Link` on or off for every list answer (off: an instance, or a
+    /// proxy in front of it, that never sends them).
+    pub fn set_pagination_headers(&self, on: bool) {
+        self.pagination_headers.store(on, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Hides the rows `ids` of `table` from the API's users (a row-level read ACL).
+    pub fn hide_rows(&self, table: &str, ids: impl IntoIterator<Item = String>) -> bool {
+        self.store().table_mut(table).map(|t| t.hide_ids(ids)).is_some()
+    }
+
+    /// Hides the rows of `table` matching the encoded `query` from the API's users.
+    pub fn hide_matching(&self, table: &str, query: &str) -> bool {
+        self.store().table_mut(table).map(|t| t.hide_matching(query)).is_some()
     }
 
     /// Seeds `count` incident-shaped rows into `table`, stamped from `start` with `spread` seconds
@@ -158,6 +181,7 @@ impl FakeSnow {
             journal: Recorder::default(),
             credentials: Mutex::new(credentials),
             base_url: format!("http://{addr}"),
+            pagination_headers: std::sync::atomic::AtomicBool::new(true),
         });
         let (stop, stopped) = oneshot::channel();
         let serving = shared.clone();
@@ -351,6 +375,9 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Response<
         dropped_terms: Vec::new(),
         grant: None,
         at_ms: in_flight.at_ms,
+        limit: params.get("sysparm_limit").and_then(|l| l.parse().ok()),
+        offset: params.get("sysparm_offset").and_then(|o| o.parse().ok()),
+        returned: None,
     };
     // Who is asking is recorded before any fault, so the journal shows what every request carried.
     let principal = if is_admin { Principal::Nobody } else { authenticate(&shared, authorization.as_deref()) };
@@ -460,8 +487,9 @@ fn route(
     let id = parts.next().filter(|s| !s.is_empty());
     match (method, id) {
         ("GET", None) => {
-            let (answer, dropped) = table_api::list(shared, table, params, version, offset);
+            let (answer, dropped, returned) = table_api::list(shared, table, params, version, offset);
             entry.dropped_terms = dropped;
+            entry.returned = Some(returned);
             answer
         }
         ("GET", Some(id)) => table_api::get(shared, table, id, params, offset),

@@ -49,6 +49,29 @@ pub struct Table {
     /// Insertion order, for queries without ORDERBY.
     order: Vec<String>,
     index: [Index; 3],
+    /// Row-level read ACLs: rows the API's users may not see.
+    acl: Acl,
+}
+
+/// Which rows the Table API's users may not read (a row-level ACL, domain separation or a
+/// before-query business rule on a real instance). Like ServiceNow, the list reads its window
+/// (`sysparm_limit`, `sysparm_offset`) first and drops hidden rows from it afterwards.
+#[derive(Debug, Default)]
+pub struct Acl {
+    ids: std::collections::HashSet<String>,
+    queries: Vec<crate::query::Query>,
+}
+
+impl Acl {
+    /// True when `row` (with `sys_id`) is hidden.
+    pub fn hides(&self, sys_id: &str, row: &Row) -> bool {
+        self.ids.contains(sys_id) || self.queries.iter().any(|q| q.matches(row))
+    }
+
+    /// True when nothing is hidden.
+    pub fn is_empty(&self) -> bool {
+        self.ids.is_empty() && self.queries.is_empty()
+    }
 }
 
 impl Table {
@@ -75,6 +98,26 @@ impl Table {
     /// Every row in insertion order.
     pub fn rows_in_order(&self) -> impl Iterator<Item = &Row> {
         self.order.iter().filter_map(|id| self.rows.get(id)).map(|s| &s.row)
+    }
+
+    /// The table's row-level ACLs.
+    pub fn acl(&self) -> &Acl {
+        &self.acl
+    }
+
+    /// Hides the rows with these sys_ids from the API's users.
+    pub fn hide_ids(&mut self, ids: impl IntoIterator<Item = String>) {
+        self.acl.ids.extend(ids);
+    }
+
+    /// Hides every row matching the encoded `query` from the API's users.
+    pub fn hide_matching(&mut self, query: &str) {
+        self.acl.queries.push(crate::query::Query::parse(query));
+    }
+
+    /// Lets the API's users read every row again.
+    pub fn show_all(&mut self) {
+        self.acl = Acl::default();
     }
 
     /// The `(value, sys_id)` index of `field`, if it is indexed.
@@ -145,6 +188,11 @@ impl Store {
     /// The table, if it exists.
     pub fn table(&self, table: &str) -> Option<&Table> {
         self.tables.get(table)
+    }
+
+    /// The table, to change, if it exists.
+    pub fn table_mut(&mut self, table: &str) -> Option<&mut Table> {
+        self.tables.get_mut(table)
     }
 
     /// Names of all tables.

@@ -120,56 +120,78 @@ fn not_found() -> Answer {
 }
 
 /// `GET /api/now/table/{table}`.
-pub fn list(shared: &Shared, table: &str, params: &HashMap<String, String>, version: Version, tz_offset: i64) -> (Answer, Vec<String>) {
+///
+/// Like ServiceNow, the window (`sysparm_limit` rows from `sysparm_offset`) is read first and the
+/// rows the table's ACLs hide are dropped from it afterwards, so a window can come back short or
+/// empty while readable rows follow. `X-Total-Count` counts the matching rows before ACLs (unless
+/// `sysparm_no_count=true`); `Link` offers `first`, `prev` (with a negative offset on the first
+/// window, as ServiceNow's does), `next` when rows follow the window, and `last` when counted
+/// (unless `sysparm_suppress_pagination_header=true`). With the pagination headers switched off
+/// ([`Shared::set_pagination_headers`]) neither is ever sent.
+/// Returns the answer, the terms ServiceNow would have dropped, and how many rows it holds.
+pub fn list(
+    shared: &Shared,
+    table: &str,
+    params: &HashMap<String, String>,
+    version: Version,
+    tz_offset: i64,
+) -> (Answer, Vec<String>, usize) {
     let query = Query::parse(params.get("sysparm_query").map(String::as_str).unwrap_or(""));
     let limit: usize = params.get("sysparm_limit").and_then(|l| l.parse().ok()).unwrap_or(10_000);
     let offset: usize = params.get("sysparm_offset").and_then(|o| o.parse().ok()).unwrap_or(0);
     let render = Render::from_params(params, tz_offset);
+    let headers = shared.pagination_headers();
+    let want_count = headers && params.get("sysparm_no_count").map(String::as_str) != Some("true");
+    let want_link = headers && params.get("sysparm_suppress_pagination_header").map(String::as_str) != Some("true");
     let store = shared.store();
-    let Some(t) = store.table(table) else { return (invalid_table(table), query.dropped) };
-    // Rows as JSON text: as stored for a raw whole-row read, rendered otherwise.
-    let text = |id: &str, row: &Row| -> Cow<'_, str> {
-        match t.json(id) {
-            Some(json) if render.is_raw_whole_row() => Cow::Borrowed(json),
-            _ => Cow::Owned(render.row(row).to_string()),
-        }
+    let Some(t) = store.table(table) else { return (invalid_table(table), query.dropped, 0) };
+    let window_end = offset.saturating_add(limit);
+    // How many matching rows to walk: all of them to count, one past the window to know whether
+    // rows follow it, else just the window.
+    let need = if want_count {
+        usize::MAX
+    } else if want_link {
+        window_end.saturating_add(1)
+    } else {
+        window_end
     };
-    let mut rows: Vec<Cow<'_, str>> = Vec::new();
+    let mut window = WindowReader { acl: t.acl(), render: &render, offset, end: window_end, need, matched: 0, rows: Vec::new() };
     if let Some(plan) = query.index_plan(&INDEXED) {
         let index = t.index(&plan.field).expect("planned on an indexed field");
         let lo = plan.from.map_or(Bound::Unbounded, |f| Bound::Included((f, String::new())));
         let hi = plan.to.map_or(Bound::Unbounded, |t| Bound::Included((t, "\u{10FFFF}".to_string())));
-        let mut skipped = 0;
         let range = index.range((lo, hi));
         let entries: Box<dyn Iterator<Item = _>> = if plan.descending { Box::new(range.rev()) } else { Box::new(range) };
-        for (_, stored) in entries {
-            if !query.matches(&stored.row) {
-                continue;
-            }
-            if skipped < offset {
-                skipped += 1;
-                continue;
-            }
-            if rows.len() >= limit {
+        for ((_, id), stored) in entries {
+            if query.matches(&stored.row) && !window.visit(id, &stored.row, &stored.json) {
                 break;
             }
-            rows.push(if render.is_raw_whole_row() {
-                Cow::Borrowed(&stored.json)
-            } else {
-                Cow::Owned(render.row(&stored.row).to_string())
-            });
         }
     } else {
-        let mut matched: Vec<&Row> = t.rows_in_order().filter(|r| query.matches(r)).collect();
-        matched.sort_by(|a, b| query.compare(a, b));
-        rows =
-            matched.into_iter().skip(offset).take(limit).map(|r| text(r.get("sys_id").and_then(Value::as_str).unwrap_or(""), r)).collect();
+        let mut all: Vec<&Row> = t.rows_in_order().filter(|r| query.matches(r)).collect();
+        all.sort_by(|a, b| query.compare(a, b));
+        for row in all {
+            let id = row.get("sys_id").and_then(Value::as_str).unwrap_or("");
+            if !window.visit(id, row, t.json(id).unwrap_or("{}")) {
+                break;
+            }
+        }
     }
-    let total = (params.get("sysparm_no_count").map(String::as_str) != Some("true"))
-        .then(|| t.rows_in_order().filter(|r| query.matches(r)).count());
-    if rows.is_empty() && version == Version::V1 {
-        return (envelope(404, "No Record found", "Records not found"), query.dropped);
+    let WindowReader { matched, rows, .. } = window;
+    let mut pagination = Vec::new();
+    if want_count {
+        pagination.push(("X-Total-Count".to_string(), matched.to_string()));
     }
+    if want_link {
+        pagination
+            .push(("Link".to_string(), link(&shared.base_url, table, limit, offset, matched > window_end, want_count.then_some(matched))));
+    }
+    if matched <= offset && version == Version::V1 {
+        let mut answer = envelope(404, "No Record found", "Records not found");
+        answer.headers.extend(pagination);
+        return (answer, query.dropped, 0);
+    }
+    let returned = rows.len();
     let mut body = Vec::with_capacity(rows.iter().map(|r| r.len() + 1).sum::<usize>() + 12);
     body.extend_from_slice(b"{\"result\":[");
     for (i, r) in rows.iter().enumerate() {
@@ -182,10 +204,47 @@ pub fn list(shared: &Shared, table: &str, params: &HashMap<String, String>, vers
     drop(rows);
     drop(store);
     let mut answer = Answer { status: 200, headers: vec![("Content-Type".into(), "application/json;charset=UTF-8".into())], body };
-    if let Some(total) = total {
-        answer.headers.push(("X-Total-Count".into(), total.to_string()));
+    answer.headers.extend(pagination);
+    (answer, query.dropped, returned)
+}
+
+/// Walks the rows a query matches, in its order, keeping the readable rows of the window.
+struct WindowReader<'a> {
+    acl: &'a crate::store::Acl,
+    render: &'a Render<'a>,
+    offset: usize,
+    end: usize,
+    /// How many matching rows to walk before stopping.
+    need: usize,
+    matched: usize,
+    rows: Vec<Cow<'a, str>>,
+}
+
+impl<'a> WindowReader<'a> {
+    /// Takes the next matching row; false once enough rows were walked.
+    fn visit(&mut self, id: &str, row: &'a Row, json: &'a str) -> bool {
+        if (self.offset..self.end).contains(&self.matched) && !self.acl.hides(id, row) {
+            self.rows.push(if self.render.is_raw_whole_row() { Cow::Borrowed(json) } else { Cow::Owned(self.render.row(row).to_string()) });
+        }
+        self.matched += 1;
+        self.matched < self.need
     }
-    (answer, query.dropped)
+}
+
+/// ServiceNow's `Link` header for a window: `first`, `prev` (negative on the first window, as the
+/// instance sends it), `next` when rows follow, `last` when the rows were counted.
+fn link(base: &str, table: &str, limit: usize, offset: usize, more: bool, total: Option<usize>) -> String {
+    let url = |at: i64| format!("<{base}/api/now/table/{table}?sysparm_limit={limit}&sysparm_offset={at}>");
+    let (limit_i, offset_i) = (limit as i64, offset as i64);
+    let mut links = vec![format!("{};rel=\"first\"", url(0)), format!("{};rel=\"prev\"", url(offset_i - limit_i))];
+    if more {
+        links.push(format!("{};rel=\"next\"", url(offset_i + limit_i)));
+    }
+    if let Some(total) = total {
+        let last = if total == 0 || limit == 0 { 0 } else { ((total - 1) / limit * limit) as i64 };
+        links.push(format!("{};rel=\"last\"", url(last)));
+    }
+    links.join(",")
 }
 
 /// `GET /api/now/table/{table}/{sys_id}`.
@@ -194,8 +253,8 @@ pub fn get(shared: &Shared, table: &str, id: &str, params: &HashMap<String, Stri
     let store = shared.store();
     let Some(t) = store.table(table) else { return invalid_table(table) };
     match t.get(id) {
-        Some(row) => Answer::json(200, &json!({ "result": render.row(row) })),
-        None => not_found(),
+        Some(row) if !t.acl().hides(id, row) => Answer::json(200, &json!({ "result": render.row(row) })),
+        _ => not_found(),
     }
 }
 

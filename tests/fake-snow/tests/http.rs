@@ -92,3 +92,43 @@ fn seeding_in_one_second_and_admin_api() {
     assert_eq!(call(&fake, "POST", "/__fake/faults", None, r#"{"action":{"latency":{"ms":10}},"times":1}"#).0, 200);
     assert_eq!(call(&fake, "GET", "/__fake/journal", None, "").0, 200);
 }
+
+#[test]
+fn acls_drop_hidden_rows_after_the_window_is_read_and_the_headers_say_what_follows() {
+    let fake = FakeSnow::start(FakeOptions::default()).unwrap();
+    let (_, _, body) = call(&fake, "POST", "/__fake/tables/incident/seed", None, r#"{"count":10,"at":"2024-01-01 00:00:00"}"#);
+    let seeded: Value = serde_json::from_str(&body).unwrap();
+    let mut ids: Vec<String> = seeded["sys_ids"].as_array().unwrap().iter().map(|v| v.as_str().unwrap().to_string()).collect();
+    ids.sort();
+    let hide = format!(r#"{{"sys_ids":["{}","{}"]}}"#, ids[2], ids[3]);
+    assert_eq!(call(&fake, "POST", "/__fake/tables/incident/hidden", None, &hide).0, 200);
+    let list = |extra: &str| {
+        let (status, head, body) =
+            call(&fake, "GET", &format!("/api/now/table/incident?sysparm_query=ORDERBYsys_id&sysparm_fields=sys_id{extra}"), None, "");
+        let got: Vec<String> = serde_json::from_str::<Value>(&body)
+            .ok()
+            .and_then(|v| v["result"].as_array().cloned())
+            .unwrap_or_default()
+            .iter()
+            .map(|r| r["sys_id"].as_str().unwrap().to_string())
+            .collect();
+        (status, head, got)
+    };
+    let (status, head, got) = list("&sysparm_limit=4");
+    assert_eq!((status, got), (200, vec![ids[0].clone(), ids[1].clone()]), "the window of 4 is read first, then 2 hidden rows dropped");
+    assert!(head.contains("x-total-count: 10"), "counted before ACLs: {head}");
+    assert!(head.contains(r#"sysparm_offset=4>;rel="next""#) && head.contains(r#"sysparm_offset=-4>;rel="prev""#), "{head}");
+    let (_, head, got) = list("&sysparm_limit=4&sysparm_offset=8&sysparm_no_count=true");
+    assert_eq!(got, ids[8..].to_vec());
+    assert!(!head.contains("x-total-count") && !head.contains(r#"rel="next""#), "nothing follows the last window: {head}");
+    let (_, head, got) = list("&sysparm_limit=2&sysparm_offset=2&sysparm_suppress_pagination_header=true");
+    assert!(got.is_empty(), "a window of hidden rows comes back empty");
+    assert!(head.contains("x-total-count: 10") && !head.contains("link:"), "{head}");
+    assert_eq!(call(&fake, "GET", &format!("/api/now/table/incident/{}", ids[2]), None, "").0, 404, "a hidden row is not found");
+    assert_eq!(call(&fake, "POST", "/__fake/settings", None, r#"{"pagination_headers":false}"#).0, 200);
+    let (_, head, _) = list("&sysparm_limit=4");
+    assert!(!head.contains("x-total-count") && !head.contains("link:"), "switched off: {head}");
+    assert_eq!(call(&fake, "POST", "/__fake/tables/incident/hidden", None, r#"{"query":"sys_idSTARTSWITH0"}"#).0, 200);
+    assert_eq!(call(&fake, "DELETE", "/__fake/tables/incident/hidden", None, "").0, 200);
+    assert_eq!(list("&sysparm_limit=4").2, ids[..4].to_vec(), "every row readable again");
+}
