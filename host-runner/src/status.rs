@@ -19,6 +19,9 @@ pub enum UnitState {
     Running,
     /// A transient failure; the unit retries after a pause.
     Retrying,
+    /// Blocked on something outside it (Kafka has not acknowledged its records); the message says
+    /// what. It goes on by itself when that comes back.
+    Waiting,
     /// A failure that retrying cannot fix; the unit does nothing until restarted.
     Parked,
     /// Stopped on shutdown.

@@ -10,7 +10,6 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use fake_snow::{FakeOptions, FakeSnow, JournalEntry};
-use serde_json::Value;
 use support::kafka::{Read, read_until};
 use support::{Runner, connector_file, entries, now_secs, tail, unique, wait_until, work_dir};
 
@@ -48,14 +47,8 @@ fn keys(records: &[Read]) -> BTreeSet<String> {
     records.iter().map(|r| r.key.clone()).collect()
 }
 
-/// A sweep begins with the drain of the overlap start: a drain without a `sys_id>` term.
-fn is_sweep_start(e: &JournalEntry) -> bool {
-    e.path == "/api/now/table/incident"
-        && e.query.as_deref().is_some_and(|q| q.starts_with("sys_updated_on=") && !q.contains("sys_id>") && !q.contains("DESC"))
-}
-
 fn sweeps(fake: &FakeSnow) -> usize {
-    fake.journal().entries.iter().filter(|e| is_sweep_start(e)).count()
+    support::sweep_starts(fake, "incident")
 }
 
 /// Runs the connector until every readable row arrived, then through three more sweeps (by the
@@ -160,23 +153,19 @@ fn a_table_whose_remaining_rows_are_all_hidden_says_so_and_does_not_spin() {
     let dir = work_dir("rest");
     let file = connector_file(&dir, &name, &config(&fake, &name, &topic, &[("snow.batch.size", "100")]));
     let mut runner = Runner::start_with_args(&dir, "run", &[&file], &["--status-listen", "127.0.0.1:0"]);
-    let log = runner.wait_for_log("status endpoint on http://", Duration::from_secs(60));
-    let addr = log.split("status endpoint on http://").nth(1).and_then(|r| r.split('/').next()).unwrap().to_string();
+    let addr = support::status_address(&mut runner);
     let bootstrap = kafka_harness::shared().bootstrap();
     let records = read_until(bootstrap, &topic, Duration::from_secs(120), |r| keys(r).len() >= readable.len());
     assert_eq!(keys(&records), readable);
 
     let unit = wait_until("the hidden rest in /status", Duration::from_secs(30), || {
-        let status: Value = serde_json::from_str(&support::http_get(&addr, "/status").1).unwrap();
-        status["units"].as_array().unwrap().iter().find(|u| u["unit"] == "incident" && !u["message"].is_null()).cloned()
+        support::unit_status(&addr, "incident").filter(|u| !u["message"].is_null())
     });
     assert_eq!(unit["state"], "running", "{unit}");
     let message = unit["message"].as_str().unwrap();
     assert!(message.contains("the 300 rows after the cursor") && message.contains("hidden from the integration user"), "{message}");
-    let gauge = format!("snow_source_hidden_rows{{connector=\"{name}\",table=\"incident\"}} 300");
-    wait_until("the hidden-rows gauge", Duration::from_secs(30), || {
-        support::http_get(&addr, "/metrics").1.lines().any(|l| l == gauge).then_some(())
-    });
+    let gauge = format!("snow_source_hidden_rows{{connector=\"{name}\",table=\"incident\"}}");
+    wait_until("the hidden-rows gauge", Duration::from_secs(30), || (support::metric(&addr, &gauge) == Some(300.0)).then_some(()));
 
     // It does not spin: sweeps keep to poll.interval.ms, each with a bounded number of requests.
     let (from, sweeps_from) = (fake.journal().entries.len(), sweeps(&fake));
@@ -192,8 +181,7 @@ fn a_table_whose_remaining_rows_are_all_hidden_says_so_and_does_not_spin() {
     let records = read_until(bootstrap, &topic, Duration::from_secs(60), |r| r.iter().any(|r| r.key == late[0]));
     assert_eq!(records.len(), readable.len() + 1, "the new row, once, and nothing hidden");
     wait_until("the notice cleared", Duration::from_secs(30), || {
-        let status: Value = serde_json::from_str(&support::http_get(&addr, "/status").1).unwrap();
-        status["units"].as_array().unwrap().iter().any(|u| u["unit"] == "incident" && u["message"].is_null()).then_some(())
+        support::unit_status(&addr, "incident").filter(|u| u["message"].is_null()).map(drop)
     });
     let log = runner.stop();
     assert!(!log.contains(PASSWORD), "no secret in the log");

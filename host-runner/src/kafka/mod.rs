@@ -2,7 +2,9 @@
 //! topic tools (`snow-connect topic ...`) used to inspect what flowed.
 //!
 //! Defaults favour correctness: an idempotent producer with `acks=all` (ordering survives retries),
-//! consumers with `enable.auto.offset.store=false` so only finished records are committed.
+//! consumers with `enable.auto.offset.store=false` so only finished records are committed. Both
+//! reconnect within a second of a broker's return (librdkafka's default backoff grows to 10 s, which
+//! a table waiting for its acknowledgements would spend idle).
 //! Any librdkafka key can be overridden with `kafka.producer.*` / `kafka.consumer.*`.
 
 pub mod tools;
@@ -37,6 +39,8 @@ pub fn producer(spec: &KafkaSpec) -> Result<FutureProducer> {
         ("compression.type", "lz4"),
         ("message.timeout.ms", "300000"),
         ("queue.buffering.max.messages", "200000"),
+        ("reconnect.backoff.ms", "100"),
+        ("reconnect.backoff.max.ms", "1000"),
     ];
     client_config(&spec.bootstrap_servers, &defaults, &spec.producer).create().context("creating the Kafka producer")
 }
@@ -50,6 +54,8 @@ pub fn consumer(spec: &KafkaSpec, group: &str) -> Result<StreamConsumer> {
         ("enable.auto.offset.store", "false"),
         ("auto.offset.reset", "earliest"),
         ("session.timeout.ms", "10000"),
+        ("reconnect.backoff.ms", "100"),
+        ("reconnect.backoff.max.ms", "1000"),
     ];
     client_config(&spec.bootstrap_servers, &defaults, &spec.consumer).create().context("creating the Kafka consumer")
 }

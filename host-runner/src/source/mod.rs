@@ -3,9 +3,9 @@
 //! to Kafka and a table's offset is stored only after Kafka acknowledged every record up to it
 //! ([`produce`]).
 
+mod budget;
 pub mod pipeline;
 pub mod produce;
-mod trap_budget;
 mod unit;
 
 use std::sync::Arc;

@@ -2,11 +2,17 @@
 //! batch is refused whole, so nothing of it is produced), then every record is queued in order
 //! (to the batch's topic, with the batch's headers then its own) and its delivery future
 //! returned, so the next page can be fetched while these are acknowledged.
+//!
+//! A record Kafka refuses for good — too large for `message.max.bytes`, invalid, or to a topic
+//! the producer may not write — is a [`Refusal`] naming its sys_id and size, whether librdkafka
+//! refused it at once or the broker in its delivery report; anything else is a plain failure
+//! (the broker is away, a timeout) that reopening at the stored offset may cure.
 
 use std::time::Duration;
 
+use rdkafka::Message;
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
-use rdkafka::message::{Header as KafkaHeader, OwnedHeaders};
+use rdkafka::message::{Header as KafkaHeader, Headers, OwnedHeaders, OwnedMessage};
 use rdkafka::producer::{DeliveryFuture, FutureProducer, FutureRecord};
 
 use crate::component::bindings::types::{HeaderSpan, PollBatch, Span};
@@ -50,10 +56,83 @@ pub fn check(batch: &PollBatch) -> Result<(), String> {
     Ok(())
 }
 
+/// A record Kafka refuses for good: retrying the same bytes cannot succeed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    /// The record's key (the row's sys_id).
+    pub sys_id: String,
+    /// Its size as produced: key, value and headers.
+    pub bytes: usize,
+    /// The topic it was for.
+    pub topic: String,
+    /// Kafka's reason.
+    pub error: String,
+}
+
+impl std::fmt::Display for Refusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Kafka refused record {} ({} bytes) for topic {}: {}", self.sys_id, self.bytes, self.topic, self.error)
+    }
+}
+
+/// Why producing failed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ProduceFailure {
+    /// One record is refused for good.
+    Refused(Refusal),
+    /// Anything else (the broker away, a timeout, the producer closing): reopening may cure it.
+    Failed(String),
+}
+
+impl std::fmt::Display for ProduceFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Refused(r) => r.fmt(f),
+            Self::Failed(e) => write!(f, "producing to Kafka failed: {e}"),
+        }
+    }
+}
+
+/// True for errors that refuse one record for good: sending the same bytes again cannot succeed.
+fn refuses_for_good(code: RDKafkaErrorCode) -> bool {
+    matches!(
+        code,
+        RDKafkaErrorCode::MessageSizeTooLarge
+            | RDKafkaErrorCode::InvalidMessage
+            | RDKafkaErrorCode::InvalidMessageSize
+            | RDKafkaErrorCode::InvalidRecord
+            | RDKafkaErrorCode::InvalidTimestamp
+            | RDKafkaErrorCode::PolicyViolation
+            | RDKafkaErrorCode::TopicAuthorizationFailed
+            | RDKafkaErrorCode::InvalidTopic
+    )
+}
+
+/// A delivery report's error as a failure: a refusal names the record it carries back.
+pub fn delivery_failure(error: &KafkaError, message: &OwnedMessage) -> ProduceFailure {
+    failure(error, message.key(), message.payload(), message.headers(), message.topic())
+}
+
+/// `error` for the record of `key`, `payload` and `headers` to `topic`, as a failure.
+fn failure(error: &KafkaError, key: Option<&[u8]>, payload: Option<&[u8]>, headers: Option<&OwnedHeaders>, topic: &str) -> ProduceFailure {
+    match error.rdkafka_error_code() {
+        Some(code) if refuses_for_good(code) => {
+            let headers: usize = headers.map(|h| h.iter().map(|h| h.key.len() + h.value.map_or(0, <[u8]>::len)).sum()).unwrap_or(0);
+            ProduceFailure::Refused(Refusal {
+                sys_id: String::from_utf8_lossy(key.unwrap_or_default()).into_owned(),
+                bytes: key.map_or(0, <[u8]>::len) + payload.map_or(0, <[u8]>::len) + headers,
+                topic: topic.to_string(),
+                error: error.to_string(),
+            })
+        }
+        _ => ProduceFailure::Failed(error.to_string()),
+    }
+}
+
 /// Queues the records of a [`check`]ed `batch` in order; returns their deliveries. The first
-/// refusal is returned (records queued before it may still be written: the caller reopens at
+/// failure is returned (records queued before it may still be written: the caller reopens at
 /// its stored offset).
-pub async fn enqueue(producer: &FutureProducer, batch: &PollBatch) -> Result<Vec<DeliveryFuture>, KafkaError> {
+pub async fn enqueue(producer: &FutureProducer, batch: &PollBatch) -> Result<Vec<DeliveryFuture>, ProduceFailure> {
     let text = |span: Span| bytes(batch, span).and_then(|b| std::str::from_utf8(b).ok()).unwrap_or_default();
     let mut deliveries = Vec::with_capacity(batch.records.len());
     for r in &batch.records {
@@ -87,7 +166,7 @@ pub async fn enqueue(producer: &FutureProducer, batch: &PollBatch) -> Result<Vec
                     record = back;
                     tokio::time::sleep(Duration::from_millis(1)).await;
                 }
-                Err((e, _)) => return Err(e),
+                Err((e, back)) => return Err(failure(&e, back.key, back.payload, back.headers.as_ref(), &batch.topic)),
             }
         }
     }

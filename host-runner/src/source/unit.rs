@@ -13,9 +13,9 @@ use rdkafka::producer::FutureProducer;
 use wasmtime::Store;
 use wasmtime::component::ResourceAny;
 
-use super::pipeline::{Pending, Pipeline};
-use super::produce::{check, enqueue};
-use super::trap_budget::TrapBudget;
+use super::budget::{RefusalBudget, TrapBudget};
+use super::pipeline::{Owner, Pending, Pipeline};
+use super::produce::{ProduceFailure, check, enqueue};
 use crate::backoff::Backoff;
 use crate::component::HostState;
 use crate::component::bindings::source::{Source, SourcePre};
@@ -70,6 +70,7 @@ impl UnitRunner {
     pub async fn run(mut self) {
         let mut backoff = Backoff::new(Duration::from_millis(500), Duration::from_secs(30));
         let mut traps = TrapBudget::new(self.ctx.spec.trap_budget);
+        let mut refusals = RefusalBudget::new(self.ctx.spec.trap_budget);
         let name = self.unit.name.clone();
         while !self.shutdown.is_stopping() {
             self.state(UnitState::Starting, None);
@@ -100,7 +101,7 @@ impl UnitRunner {
                     return;
                 }
             };
-            match self.poll_loop(opened, &mut backoff, &mut traps).await {
+            match self.poll_loop(opened, &mut backoff, &mut traps, &mut refusals).await {
                 Restart::Stop => break,
                 Restart::Parked => return,
                 Restart::Reopen => {
@@ -146,19 +147,29 @@ impl UnitRunner {
         Ok(Opened { store, instance, task })
     }
 
-    async fn poll_loop(&mut self, mut opened: Opened, backoff: &mut Backoff, traps: &mut TrapBudget) -> Restart {
+    async fn poll_loop(
+        &mut self,
+        mut opened: Opened,
+        backoff: &mut Backoff,
+        traps: &mut TrapBudget,
+        refusals: &mut RefusalBudget,
+    ) -> Restart {
         let table = self.unit.name.clone();
         let connector = self.ctx.name().to_string();
         let api = opened.instance.snow_connector_source_api();
-        let mut pipeline = Pipeline::start(connector.clone(), table.clone(), self.offsets.clone(), self.ctx.metrics.clone());
+        let mut pipeline = Pipeline::start(Owner {
+            connector: connector.clone(),
+            table: table.clone(),
+            offsets: self.offsets.clone(),
+            metrics: self.ctx.metrics.clone(),
+            status: self.ctx.status.clone(),
+        });
         let outcome = loop {
             if self.shutdown.is_stopping() {
                 break Restart::Stop;
             }
-            if let Err(e) = pipeline.failure() {
-                tracing::error!(connector = %connector, unit = %table, "{e}; reopening at the stored offset");
-                self.state(UnitState::Retrying, Some(&e));
-                break Restart::Reopen;
+            if let Err(failure) = pipeline.failure() {
+                break self.produce_failed(&failure, refusals);
             }
             opened.store.data_mut().begin_call();
             let polled = std::time::Instant::now();
@@ -203,19 +214,21 @@ impl UnitRunner {
                 let enqueued = std::time::Instant::now();
                 let deliveries = match enqueue(&self.producer, &batch).await {
                     Ok(d) => d,
-                    Err(e) => {
-                        tracing::error!(connector = %connector, unit = %table, "producing to Kafka failed, reopening at the stored offset: {e}");
-                        self.state(UnitState::Retrying, Some(&format!("producing to Kafka failed: {e}")));
-                        break Restart::Reopen;
-                    }
+                    Err(failure) => break self.produce_failed(&failure, refusals),
                 };
                 let enqueue_time = enqueued.elapsed();
                 let pending = Pending { deliveries, partition: offset.partition.clone(), position: offset.position.clone() };
                 let submitted = std::time::Instant::now();
-                if let Err(e) = pipeline.submit(pending).await {
-                    tracing::error!(connector = %connector, unit = %table, "{e}; reopening at the stored offset");
-                    self.state(UnitState::Retrying, Some(&e));
-                    break Restart::Reopen;
+                // While Kafka is away the pipeline is full and this waits: a shutdown must still get through.
+                let mut shutdown = self.shutdown.clone();
+                let submitted_or_stopped = tokio::select! {
+                    submitted = pipeline.submit(pending) => Some(submitted),
+                    () = shutdown.wait() => None,
+                };
+                match submitted_or_stopped {
+                    None => break Restart::Stop,
+                    Some(Err(failure)) => break self.produce_failed(&failure, refusals),
+                    Some(Ok(())) => {}
                 }
                 tracing::trace!(
                     connector = %connector,
@@ -244,6 +257,22 @@ impl UnitRunner {
                 outcome
             }
         }
+    }
+
+    /// After Kafka failed this unit's records: reopen at the stored offset, or park once the same
+    /// record was refused for good `component.trap.budget` times in a row.
+    fn produce_failed(&self, failure: &ProduceFailure, refusals: &mut RefusalBudget) -> Restart {
+        let (connector, table) = (self.ctx.name(), self.unit.name.as_str());
+        if let ProduceFailure::Refused(refusal) = failure {
+            self.ctx.metrics.counter_add("snow_source_kafka_refusals_total", 1, &labels(&[("connector", connector), ("table", table)]));
+            if let Some(why) = refusals.refused(&refusal.sys_id, &format!("table {table}: {refusal}")) {
+                self.park(&why);
+                return Restart::Parked;
+            }
+        }
+        tracing::error!(connector = %connector, unit = %table, "{failure}; reopening at the stored offset");
+        self.state(UnitState::Retrying, Some(&failure.to_string()));
+        Restart::Reopen
     }
 
     /// Counts a poll error and logs it if it is worth retrying.

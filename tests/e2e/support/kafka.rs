@@ -28,8 +28,17 @@ pub struct Read {
 
 /// Creates `topic` with `partitions`.
 pub async fn create_topic(bootstrap: &str, topic: &str, partitions: i32) {
+    create_topic_with(bootstrap, topic, partitions, &[]).await;
+}
+
+/// Creates `topic` with `partitions` and topic `config` (e.g. `message.timestamp.type`).
+pub async fn create_topic_with(bootstrap: &str, topic: &str, partitions: i32, config: &[(&str, &str)]) {
     let admin: AdminClient<DefaultClientContext> = ClientConfig::new().set("bootstrap.servers", bootstrap).create().unwrap();
-    let results = admin.create_topics(&[NewTopic::new(topic, partitions, TopicReplication::Fixed(1))], &AdminOptions::new()).await.unwrap();
+    let mut new = NewTopic::new(topic, partitions, TopicReplication::Fixed(1));
+    for (k, v) in config {
+        new = new.set(k, v);
+    }
+    let results = admin.create_topics(&[new], &AdminOptions::new()).await.unwrap();
     for r in results {
         r.unwrap_or_else(|(t, e)| panic!("creating {t}: {e}"));
     }

@@ -147,6 +147,40 @@ pub fn restart_duplicate_bound(stamps: &[String], stored_ts: &str, overlap_secon
     stamps.iter().filter(|s| s.as_str() >= from.as_str() && s.as_str() <= stored_ts).count() + 3 * batch
 }
 
+/// The address `--status-listen 127.0.0.1:0` bound, from the runner's log.
+pub fn status_address(runner: &mut Runner) -> String {
+    let log = runner.wait_for_log("status endpoint on http://", Duration::from_secs(60));
+    log.split("status endpoint on http://").nth(1).and_then(|r| r.split('/').next()).unwrap().to_string()
+}
+
+/// The status of `unit` in `/status` at `addr`, if it is listed.
+pub fn unit_status(addr: &str, unit: &str) -> Option<serde_json::Value> {
+    let (code, body) = http_get(addr, "/status");
+    assert_eq!(code, 200, "{body}");
+    let status: serde_json::Value = serde_json::from_str(&body).unwrap();
+    status["units"].as_array()?.iter().find(|u| u["unit"] == unit).cloned()
+}
+
+/// The value of the metric line `series` (name and labels as rendered) in `/metrics` at `addr`.
+pub fn metric(addr: &str, series: &str) -> Option<f64> {
+    let body = http_get(addr, "/metrics").1;
+    body.lines().find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
+}
+
+/// How many sweeps over `table` the fake has seen: each begins with the drain of its overlap start,
+/// a drain without a `sys_id>` term.
+pub fn sweep_starts(fake: &fake_snow::FakeSnow, table: &str) -> usize {
+    let path = format!("/api/now/table/{table}");
+    fake.journal()
+        .entries
+        .iter()
+        .filter(|e| {
+            e.path == path
+                && e.query.as_deref().is_some_and(|q| q.starts_with("sys_updated_on=") && !q.contains("sys_id>") && !q.contains("DESC"))
+        })
+        .count()
+}
+
 /// `GET path` from an HTTP/1.1 server at `addr`: the status code and the body.
 pub fn http_get(addr: &str, path: &str) -> (u16, String) {
     use std::io::{Read as _, Write as _};

@@ -92,6 +92,21 @@ impl KafkaBroker {
         self.pid
     }
 
+    /// Kills the broker process at once (SIGKILL, as a crash would), keeping its data directory and
+    /// ports so that [`KafkaBroker::restart`] brings the same broker back. Returns once it is gone.
+    pub fn kill(&mut self) {
+        process::kill(self.pid);
+    }
+
+    /// Starts the broker again in its directory, on the same ports and with the data it had; returns
+    /// once it is ready.
+    pub fn restart(&mut self) -> io::Result<()> {
+        let libs = ensure_jars()?;
+        let port = self.bootstrap.rsplit_once(':').and_then(|(_, p)| p.parse::<u16>().ok()).unwrap_or(0);
+        self.pid = process::spawn_broker(&libs, &self.dir, process::Lifetime::UntilDropped)?;
+        wait_ready(&self.dir, self.pid, port)
+    }
+
     fn launch(parent: &Path, lifetime: process::Lifetime) -> io::Result<Self> {
         let libs = ensure_jars()?;
         let dir = match lifetime {

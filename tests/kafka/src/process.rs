@@ -144,11 +144,26 @@ pub fn stop(pid: u32, grace: Duration) {
     }
 }
 
+/// Kills `pid` at once (SIGKILL) and waits until it is gone.
+pub fn kill(pid: u32) {
+    signal(pid, libc::SIGKILL);
+    while alive(pid) {
+        std::thread::sleep(Duration::from_millis(20));
+        signal(pid, 0);
+    }
+}
+
 /// Removes broker directories under `parent` whose process is gone (left by killed test runs).
+/// A directory is named `<starter pid>-<nanos>`: one whose starter still runs may be a broker being
+/// set up (no pid file yet) by another thread or process, and is kept.
 pub fn remove_stale(parent: &Path) {
     let Ok(entries) = fs::read_dir(parent) else { return };
     for entry in entries.flatten() {
         let dir: PathBuf = entry.path();
+        let starter = dir.file_name().and_then(|n| n.to_str()).and_then(|n| n.split('-').next()).and_then(|p| p.parse::<u32>().ok());
+        if starter.is_some_and(alive) {
+            continue;
+        }
         let pid = fs::read_to_string(dir.join("pid")).ok().and_then(|p| p.trim().parse::<u32>().ok());
         if pid.is_none_or(|p| !alive(p)) {
             let _ = fs::remove_dir_all(&dir);
