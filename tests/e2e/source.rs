@@ -138,7 +138,7 @@ fn killed_mid_table_the_host_resumes_from_the_stored_offset_without_losing_a_row
     let stamps: Vec<String> = fake.rows("incident").iter().filter_map(|r| r["sys_updated_on"].as_str().map(str::to_string)).collect();
     let bound = support::restart_duplicate_bound(&stamps, stored["ts"].as_str().unwrap(), 30, 100);
     let duplicates = records.len() - keys.len();
-    assert!(duplicates <= bound, "{duplicates} duplicates, stated bound {bound} (overlap rows + 3 batches of 100)");
+    assert!(duplicates <= bound, "{duplicates} duplicates, stated bound {bound} (overlap rows + 4 polls of 100)");
     assert!(!log.contains("opened at cursor 1970-01-01 00:00:00"), "the second run did not start over");
 }
 

@@ -140,11 +140,12 @@ impl Drop for Runner {
 
 /// The duplicates one restart may cause, as docs/delivery.md states them: the row versions whose
 /// timestamps (`stamps`, as the fake serves them) lie in the `overlap_seconds` before the stored
-/// position `stored_ts`, plus the batches not yet acknowledged (the one being produced and the two
-/// waiting in the pipeline: three of `batch`).
+/// position `stored_ts` the restart resumes from, plus the polls produced and not yet acknowledged
+/// when the run before it stopped ([`host_runner::source::pipeline::MAX_UNACKNOWLEDGED`] of `batch`).
 pub fn restart_duplicate_bound(stamps: &[String], stored_ts: &str, overlap_seconds: i64, batch: usize) -> usize {
     let from = snow_core::time::Timestamp::parse(stored_ts).unwrap().plus_seconds(-overlap_seconds).to_string();
-    stamps.iter().filter(|s| s.as_str() >= from.as_str() && s.as_str() <= stored_ts).count() + 3 * batch
+    stamps.iter().filter(|s| s.as_str() >= from.as_str() && s.as_str() <= stored_ts).count()
+        + host_runner::source::pipeline::MAX_UNACKNOWLEDGED * batch
 }
 
 /// The address `--status-listen 127.0.0.1:0` bound, from the runner's log.
