@@ -302,3 +302,38 @@ fn a_body_trickling_past_the_whole_body_timeout_is_cut_off_and_retried() {
     assert!((1000..2250).contains(&gap), "cut off at the 1 s whole-body deadline, before the 2.25 s body ended ({gap} ms)");
     assert!(!log.contains("poll failed"), "retried inside the component");
 }
+
+#[test]
+fn two_connectors_with_one_client_and_user_but_different_secrets_do_not_share_a_token() {
+    let now = now_secs();
+    let fake = oauth_fake(now);
+    let (right_tables, wrong_tables) = (vec!["right_t".to_string()], vec!["wrong_t".to_string()]);
+    let ids = seed_all(&fake, &right_tables, 40, now - 3600, 600);
+    seed_all(&fake, &wrong_tables, 40, now - 3600, 600);
+    let dir = work_dir("twosecrets");
+    let topic = unique("twosecrets");
+    let right_name = unique("right");
+    let right = connector_file(&dir, &right_name, &oauth_source(&fake, &right_name, &topic, &right_tables));
+    let wrong_name = unique("wrong");
+    let mut wrong = oauth_source(&fake, &wrong_name, &topic, &wrong_tables);
+    wrong.insert("snow.auth.client.secret".into(), "${env:E2E_WRONG_SECRET}".into());
+    let wrong = connector_file(&dir, &wrong_name, &wrong);
+    let env = [SECRETS_ENV[0], SECRETS_ENV[1], ("E2E_WRONG_SECRET", "Not-The-Secret-1")];
+    let mut runner = Runner::spawn(&dir, "run", &[&right, &wrong], support::DEFAULT_LOG, &env);
+    let records = read_until(kafka_harness::shared().bootstrap(), &topic, Duration::from_secs(120), |r| all_keys(r).len() >= ids.len());
+    let log = runner.wait_for_log("unit parked", Duration::from_secs(60));
+    runner.kill();
+
+    assert_eq!(all_keys(&records), ids, "the right secret works, and only its table's rows arrive");
+    let parked = log.lines().find(|l| l.contains("unit parked")).unwrap();
+    assert!(
+        parked.contains(&wrong_name) && parked.contains("unit=wrong_t") && parked.contains("401"),
+        "the wrong one is refused: {parked}"
+    );
+    let journal = fake.journal();
+    let wrong_reads: Vec<&JournalEntry> = journal.entries.iter().filter(|e| e.path == "/api/now/table/wrong_t").collect();
+    assert!(wrong_reads.iter().all(|e| e.status == 401 || e.auth == "none"), "the wrong secret never read a row with a token");
+    assert!(!wrong_reads.iter().any(|e| e.auth == "bearer" && e.status == 200), "{wrong_reads:?}");
+    let grants = token_grants(&fake);
+    assert!(grants.len() >= 2, "each secret asked for its own token: {grants:?}");
+}

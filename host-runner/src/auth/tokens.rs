@@ -1,5 +1,8 @@
-//! OAuth tokens for the whole process: one [`TokenProvider`] per token endpoint, client and user,
-//! shared by every task and connector that needs it.
+//! OAuth tokens for the whole process: one [`TokenProvider`] per credential — token endpoint,
+//! client id, user, and a SHA-256 digest of the client secret and password (never the secrets
+//! themselves) — shared by every task and connector that uses that same credential. Two
+//! connectors with the same client and user but different secrets get providers of their own, so
+//! a wrong secret is refused for the connector that has it and never borrows the other's token.
 //!
 //! Single-flight: a provider holds snow-core's [`TokenCache`] behind an async mutex that stays
 //! locked while a token is fetched, so however many callers need a token at once, one request
@@ -105,10 +108,40 @@ impl TokenProvider {
     }
 }
 
-/// Every provider of the process, by endpoint, client and user.
+/// What identifies a credential: endpoint, client id, user, and a digest of its secrets.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct CredentialKey {
+    token_url: String,
+    client_id: String,
+    user: String,
+    secrets_sha256: [u8; 32],
+}
+
+impl CredentialKey {
+    fn of(spec: &OAuthSpec) -> Self {
+        use sha2::{Digest, Sha256};
+        let mut digest = Sha256::new();
+        // Each secret with its length first, so no two pairs of secrets digest alike.
+        let mut add = |secret: &str| {
+            digest.update((secret.len() as u64).to_be_bytes());
+            digest.update(secret.as_bytes());
+        };
+        add(spec.client_secret.expose());
+        let user = match &spec.grant {
+            Grant::Password { username, password } => {
+                add(password.expose());
+                username.clone()
+            }
+            Grant::ClientCredentials => String::new(),
+        };
+        Self { token_url: spec.token_url.clone(), client_id: spec.client_id.clone(), user, secrets_sha256: digest.finalize().into() }
+    }
+}
+
+/// Every provider of the process, by credential.
 #[derive(Default)]
 pub struct TokenRegistry {
-    providers: Mutex<HashMap<(String, String, String), Arc<TokenProvider>>>,
+    providers: Mutex<HashMap<CredentialKey, Arc<TokenProvider>>>,
     metrics: Metrics,
 }
 
@@ -118,13 +151,9 @@ impl TokenRegistry {
         Self { providers: Mutex::default(), metrics }
     }
 
-    /// The provider of `spec`'s client, created on first use.
+    /// The provider of `spec`'s credential, created on first use.
     pub fn provider(&self, spec: &OAuthSpec) -> Arc<TokenProvider> {
-        let user = match &spec.grant {
-            Grant::Password { username, .. } => username.clone(),
-            Grant::ClientCredentials => String::new(),
-        };
-        let key = (spec.token_url.clone(), spec.client_id.clone(), user);
+        let key = CredentialKey::of(spec);
         let mut providers = self.providers.lock().unwrap_or_else(|e| e.into_inner());
         providers
             .entry(key)
@@ -145,5 +174,32 @@ impl TokenRegistry {
                 })
             })
             .clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use snow_core::auth::Secret;
+
+    fn spec(secret: &str, password: &str) -> OAuthSpec {
+        OAuthSpec {
+            token_url: "https://acme.service-now.com/oauth_token.do".into(),
+            client_id: "client".into(),
+            client_secret: Secret::new(secret),
+            grant: Grant::Password { username: "u".into(), password: Secret::new(password) },
+            refresh_margin: Duration::from_secs(60),
+        }
+    }
+
+    #[test]
+    fn one_provider_per_credential_secrets_included() {
+        let registry = TokenRegistry::default();
+        let a = registry.provider(&spec("right", "pw"));
+        assert!(Arc::ptr_eq(&a, &registry.provider(&spec("right", "pw"))), "the same credential shares one provider");
+        assert!(!Arc::ptr_eq(&a, &registry.provider(&spec("wrong", "pw"))), "another client secret is another credential");
+        assert!(!Arc::ptr_eq(&a, &registry.provider(&spec("right", "pw2"))), "another password is another credential");
+        assert_ne!(CredentialKey::of(&spec("ab", "c")), CredentialKey::of(&spec("a", "bc")), "no secret boundary can be forged");
+        assert!(!format!("{:?}", CredentialKey::of(&spec("right", "pw"))).contains("right"));
     }
 }
