@@ -67,7 +67,7 @@ pub fn describe(error: &SnowError) -> (ErrorClass, String) {
         SnowError::Denied(m) => (ErrorClass::Fatal, format!("denied: {m}")),
         SnowError::Data(f) => (f.class, f.message.clone()),
     };
-    (class, snow_core::redact::redact(&text))
+    (class, crate::redact::clean(&text))
 }
 
 /// The class as a metric label.

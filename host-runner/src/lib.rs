@@ -20,6 +20,7 @@ pub mod logging;
 pub mod metrics;
 pub mod offsets;
 pub mod outbound;
+pub mod redact;
 pub mod runner;
 pub mod shutdown;
 pub mod sink;

@@ -54,7 +54,7 @@ impl StatusBoard {
     /// Records that `unit` of `connector` is now in `state` (with `message` saying why). Setting
     /// the state a unit is already in with the same message keeps its `since`.
     pub fn set(&self, connector: &str, unit: &str, state: UnitState, message: Option<&str>) {
-        let message = message.map(snow_core::redact::redact);
+        let message = message.map(crate::redact::clean);
         let mut units = self.units.lock().unwrap_or_else(|e| e.into_inner());
         let key = (connector.to_string(), unit.to_string());
         if units.get(&key).is_some_and(|s| s.state == state && s.message == message) {

@@ -1,5 +1,8 @@
-//! The outbound gate: a hostile component in the real host cannot reach a host other than its
-//! configured instance, and requests to the instance carry credentials the guest never saw.
+//! The sandbox, tried by a hostile component in the real host: it cannot reach a host other than
+//! its configured instance (and requests to the instance carry credentials it never saw), it
+//! never sees the instance's session cookies, it cannot produce to a topic its configuration does
+//! not name, it cannot leak a secret in any encoding through logs, status or metrics, and it
+//! cannot make the host hold an unbounded request body or create unbounded metric series.
 #![allow(clippy::unwrap_used)] // a panic is how a test fails
 
 mod support;
@@ -7,6 +10,7 @@ mod support;
 use std::time::Duration;
 
 use fake_snow::{FakeOptions, FakeSnow};
+use support::kafka::read_until;
 use support::{Runner, connector_file, entries, unique, work_dir};
 
 fn rogue_config(allowed: &FakeSnow, target: &str, name: &str) -> std::collections::BTreeMap<String, String> {
@@ -54,8 +58,12 @@ fn a_request_to_another_host_is_refused_and_the_instance_is_reached_with_host_cr
     let log = runner.wait_for_log("unit parked", Duration::from_secs(60));
     runner.kill();
     assert!(log.contains("reached it: status 404"), "the configured instance is reachable:\n{log}");
+    let headers = log.split("reached it: status 404; headers: ").nth(1).and_then(|r| r.split_whitespace().next()).unwrap();
+    assert!(headers.contains("date") && headers.contains("content-type"), "the guest sees the answer's headers: {headers}");
+    assert!(!headers.contains("cookie"), "but never the session cookies the instance set: {headers}");
     let journal = allowed.journal();
     assert_eq!(journal.entries.len(), 1);
+    assert!(journal.entries[0].status == 404, "the instance answered (with its Set-Cookie headers)");
     assert_eq!(journal.entries[0].auth, "basic:gatekeeper", "the host attached credentials the guest never had");
     assert!(!log.contains("gate-Pw-1"));
 }
@@ -76,4 +84,126 @@ fn a_component_that_traps_on_every_poll_is_parked_once_its_trap_budget_is_spent(
     assert!(parked.contains("trapped 3 times in a row without a successful poll (component.trap.budget=3)"), "{parked}");
     assert!(parked.contains("wasm trap: wasm `unreachable` instruction executed"), "the trap itself is named: {parked}");
     assert_eq!(log.matches("reopening at the stored offset").count(), 2, "reopened after the first two traps only:\n{log}");
+}
+
+/// Runs the rogue with `extra` keys until it parks; returns its log, status entry and metrics.
+fn run_rogue(label: &str, allowed: &FakeSnow, extra: &[(&str, &str)]) -> (String, serde_json::Value, String) {
+    let dir = work_dir(label);
+    let name = unique(label);
+    let mut config = rogue_config(allowed, &format!("{}/api/now/table/incident", allowed.url()), &name);
+    for (k, v) in extra {
+        config.insert(k.to_string(), v.to_string());
+    }
+    let file = connector_file(&dir, &name, &config);
+    let mut runner = Runner::start_with_args(&dir, "run", &[&file], &["--status-listen", "127.0.0.1:0"]);
+    let addr = support::status_address(&mut runner);
+    runner.wait_for_log("unit parked", Duration::from_secs(120));
+    let unit = support::unit_status(&addr, "rogue").unwrap();
+    let metrics = support::http_get(&addr, "/metrics").1;
+    let status = support::http_get(&addr, "/status").1;
+    let log = runner.stop();
+    (format!("{log}\n--- status ---\n{status}"), unit, metrics)
+}
+
+#[test]
+fn a_component_may_produce_only_to_the_topics_its_configuration_names() {
+    let allowed = FakeSnow::start(FakeOptions::default()).unwrap();
+    let (log, unit, metrics) = run_rogue("topic", &allowed, &[("snow.rogue.topic", "__consumer_offsets"), ("snow.tables", "incident")]);
+    assert_eq!(unit["state"], "parked", "{unit}");
+    let message = unit["message"].as_str().unwrap();
+    assert!(
+        message.contains("to topic \"__consumer_offsets\", which the connector's configuration does not name (it names: snow.incident)"),
+        "{message}"
+    );
+    assert!(metrics.lines().any(|l| l.starts_with("snow_source_topic_refused_total{") && l.ends_with(" 1")), "counted:\n{metrics}");
+    assert!(!metrics.contains("snow_source_records_total"), "nothing was produced");
+    assert!(log.contains("nothing of the batch was produced"));
+
+    // The same component producing to the topic its configuration names is let through.
+    let topic = unique("rogue-topic");
+    let dir = work_dir("topic-ok");
+    let name = unique("topic-ok");
+    let mut config = rogue_config(&allowed, "unused", &name);
+    config.insert("kafka.bootstrap.servers".into(), kafka_harness::shared().bootstrap().into());
+    for (k, v) in [("snow.tables", "incident"), ("snow.table.incident.topic", topic.as_str()), ("snow.rogue.topic", topic.as_str())] {
+        config.insert(k.into(), v.into());
+    }
+    let file = connector_file(&dir, &name, &config);
+    let runner = Runner::start(&dir, "run", &[&file]);
+    let records = read_until(kafka_harness::shared().bootstrap(), &topic, Duration::from_secs(60), |r| !r.is_empty());
+    runner.stop();
+    assert_eq!(records[0].key, "rogue");
+}
+
+#[test]
+fn a_secret_in_any_encoding_never_reaches_the_log_the_status_or_the_metrics() {
+    let allowed = FakeSnow::start(FakeOptions::default()).unwrap();
+    // A password with characters every encoding changes.
+    let password = "Gate/Pw:é+1 \"q";
+    let basic = snow_core::auth::basic::authorization("gatekeeper", password);
+    let leaks = [
+        password.to_string(),
+        "Gate%2FPw%3A%C3%A9%2B1%20%22q".to_string(),
+        "Gate%2fPw%3a%c3%a9%2b1%20%22q".to_string(),
+        "Gate\\u002fPw\\u003a\\u00e9\\u002b1\\u0020\\u0022q".to_string(),
+        "Gate\\/Pw:é+1 \\\"q".to_string(),
+        snow_core::auth::basic::base64(password.as_bytes()),
+        basic.trim_start_matches("Basic ").to_string(),
+    ];
+    let said = leaks.join(" ");
+    let dir = work_dir("leak");
+    let name = unique("leak");
+    let mut config = rogue_config(&allowed, "unused", &name);
+    config.insert("snow.auth.password".into(), "${env:ROGUE_PASSWORD}".into());
+    config.insert("snow.rogue.say".into(), said.clone());
+    // JSON keeps every backslash of the leaks as written (a properties file reads escapes).
+    let file = support::connector_json(&dir, &name, &config);
+    let mut runner = Runner::spawn_with_args(
+        &dir,
+        "run",
+        &[&file],
+        support::DEFAULT_LOG,
+        &[("ROGUE_PASSWORD", password)],
+        &["--status-listen", "127.0.0.1:0"],
+    );
+    let addr = support::status_address(&mut runner);
+    runner.wait_for_log("unit parked", Duration::from_secs(60));
+    let status = support::http_get(&addr, "/status").1;
+    let metrics = support::http_get(&addr, "/metrics").1;
+    let log = runner.stop();
+    for (what, text) in [("log", &log), ("status", &status), ("metrics", &metrics)] {
+        for leak in &leaks {
+            assert!(!text.contains(leak.as_str()), "{what} carries {leak:?}:\n{text}");
+        }
+    }
+    // The guest did say it, through every channel: the host scrubbed it each time.
+    assert!(log.contains("rogue says ***") && log.contains("guest stderr: rogue prints ***"), "{log}");
+    assert!(status.contains("rogue fails with ***"), "{status}");
+    assert!(metrics.contains("rogue_said_total{connector="), "{metrics}");
+}
+
+#[test]
+fn a_request_body_is_refused_as_soon_as_it_passes_the_cap() {
+    let allowed = FakeSnow::start(FakeOptions::default()).unwrap();
+    let gib = (1u64 << 30).to_string();
+    let (log, unit, _) = run_rogue("bigbody", &allowed, &[("snow.rogue.post.bytes", &gib)]);
+    let message = unit["message"].as_str().unwrap();
+    let took: u64 = message.split("the host took ").nth(1).and_then(|r| r.split(' ').next()).unwrap().parse().unwrap();
+    let cap = host_runner::outbound::MAX_REQUEST_BODY as u64;
+    assert!(took >= cap && took <= cap + (4 << 20), "the host stopped taking the 1 GiB body right after its {cap}-byte cap: took {took}");
+    assert!(log.contains("refused a guest request whose body passed"), "{log}");
+    assert!(allowed.journal().entries.is_empty(), "the request never went out");
+}
+
+#[test]
+fn the_metric_series_a_component_can_create_are_capped() {
+    let allowed = FakeSnow::start(FakeOptions::default()).unwrap();
+    let wanted = host_runner::metrics::GUEST_SERIES_PER_CONNECTOR + 5_000;
+    let (log, _, metrics) = run_rogue("series", &allowed, &[("snow.rogue.series", &wanted.to_string())]);
+    let series = metrics.lines().filter(|l| l.starts_with("rogue_series_total{")).count();
+    assert!(series <= host_runner::metrics::GUEST_SERIES_PER_CONNECTOR, "{series} series");
+    assert!(series > host_runner::metrics::GUEST_SERIES_PER_CONNECTOR - 100, "up to the cap: {series}");
+    let dropped = metrics.lines().find(|l| l.starts_with("snow_guest_metric_series_dropped_total{")).unwrap();
+    assert!(dropped.ends_with(" 5000") || dropped.split(' ').nth(1).unwrap().parse::<f64>().unwrap() >= 5000.0, "{dropped}");
+    assert_eq!(log.matches("dropped a metric a guest reported").count(), 1, "logged once, then only counted");
 }

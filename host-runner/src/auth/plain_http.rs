@@ -29,14 +29,19 @@ pub async fn send(request: &Request) -> Result<Response, TransportError> {
         .await
         .map_err(|e| TransportError::new(TransportErrorKind::Connect, format!("{e}")))?;
     let (parts, body) = response.into_parts();
-    let body = tokio::time::timeout(Duration::from_millis(u64::from(request.timeouts.body_ms)), body.collect())
+    // Read at most the cap: a larger answer is refused as soon as it passes it, never held whole.
+    let capped = http_body_util::Limited::new(body, request.max_response_bytes).collect();
+    let body = tokio::time::timeout(Duration::from_millis(u64::from(request.timeouts.body_ms)), capped)
         .await
         .map_err(|_| TransportError::new(TransportErrorKind::AfterSend, "the answer body did not arrive in time"))?
-        .map_err(|e| TransportError::new(TransportErrorKind::AfterSend, format!("reading the answer: {e}")))?
+        .map_err(|e| {
+            if e.is::<http_body_util::LengthLimitError>() {
+                TransportError::new(TransportErrorKind::TooLarge, format!("the answer exceeds {} bytes", request.max_response_bytes))
+            } else {
+                TransportError::new(TransportErrorKind::AfterSend, format!("reading the answer: {e}"))
+            }
+        })?
         .to_bytes();
-    if body.len() > request.max_response_bytes {
-        return Err(TransportError::new(TransportErrorKind::TooLarge, format!("the answer exceeds {} bytes", request.max_response_bytes)));
-    }
     let headers = parts.headers.iter().map(|(k, v)| (k.to_string(), String::from_utf8_lossy(v.as_bytes()).into_owned())).collect();
     Ok(Response { status: parts.status.as_u16(), headers, body: body.to_vec() })
 }

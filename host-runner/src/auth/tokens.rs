@@ -68,6 +68,10 @@ impl TokenProvider {
             let error = match plain_http::send(&request).await {
                 Ok(response) => match cache.accept(grant, &response, self.now()) {
                     Ok(token) => {
+                        crate::redact::register(token.value.expose());
+                        if let Some(refresh) = cache.refresh_token() {
+                            crate::redact::register(refresh.expose());
+                        }
                         tracing::info!(endpoint = %self.endpoint, grant = %grant_label, "obtained an OAuth access token");
                         return Ok(token);
                     }

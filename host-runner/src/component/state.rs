@@ -10,7 +10,7 @@ use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
 use super::bindings::source::snow::connector::host::{self, Label, Level};
 use super::stderr::GuestStderr;
-use crate::metrics::Metrics;
+use crate::metrics::{GuestValue, Metrics};
 use crate::outbound::Gate;
 
 /// Limits for a store.
@@ -101,7 +101,7 @@ impl WasiHttpView for HostState {
 
 impl host::Host for HostState {
     fn log(&mut self, level: Level, message: String) {
-        let message = snow_core::redact::redact(&message);
+        let message = crate::redact::clean(&message);
         let unit = self.unit.as_str();
         match level {
             Level::Trace => tracing::trace!(unit, "{message}"),
@@ -113,10 +113,12 @@ impl host::Host for HostState {
     }
 
     fn counter_add(&mut self, name: String, value: u64, labels: Vec<Label>) {
-        self.metrics.counter_add(&name, value, &self.labels(labels));
+        let labels = self.labels(labels);
+        self.metrics.guest_record(&self.connector, &name, GuestValue::Add(value), &labels);
     }
 
     fn gauge_set(&mut self, name: String, value: f64, labels: Vec<Label>) {
-        self.metrics.gauge_set(&name, value, &self.labels(labels));
+        let labels = self.labels(labels);
+        self.metrics.guest_record(&self.connector, &name, GuestValue::Set(value), &labels);
     }
 }

@@ -1,5 +1,5 @@
-//! Guest stderr forwarded to the host's log, line by line, never blocking and never trapping the
-//! guest (a memory pipe traps it once full).
+//! Guest stderr forwarded to the host's log, line by line and redacted like every other log line,
+//! never blocking and never trapping the guest (a memory pipe traps it once full).
 
 use std::io;
 use std::pin::Pin;
@@ -45,7 +45,8 @@ struct LineLogger {
 impl LineLogger {
     fn emit(&mut self) {
         if !self.line.is_empty() {
-            tracing::warn!(unit = %self.unit, "guest stderr: {}", String::from_utf8_lossy(&self.line).trim_end());
+            let line = crate::redact::clean(String::from_utf8_lossy(&self.line).trim_end());
+            tracing::warn!(unit = %self.unit, "guest stderr: {line}");
             self.line.clear();
         }
     }

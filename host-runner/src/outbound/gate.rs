@@ -25,8 +25,9 @@ const MAX_BODY: Duration = Duration::from_secs(600);
 /// Used when the guest sets no timeout (wasmtime's own default is 600 s).
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
 /// Request bodies are buffered so a request can be re-sent after a 401; Table API bodies are one
-/// record, far below this.
-const MAX_REQUEST_BODY: usize = 16 << 20;
+/// record, far below this. A larger body is refused as soon as it passes this, while the guest is
+/// still writing it: the host never holds more.
+pub const MAX_REQUEST_BODY: usize = 16 << 20;
 /// Response bodies are read whole by the host and handed to the guest in one piece (a guest needs
 /// the whole page anyway, and one read across the boundary is far cheaper than dozens); larger
 /// answers are refused. The guests' own cap (`snow.http.max.response.bytes`) is at most this.
@@ -120,8 +121,9 @@ impl Gate {
                 continue;
             }
             // Read the whole body (within the request's body deadline) while holding the place in
-            // flight, then hand it over in one piece.
-            let (parts, body) = response.into_parts();
+            // flight, then hand it over in one piece, without what could carry a credential.
+            let (mut parts, body) = response.into_parts();
+            strip_credentials(&mut parts.headers);
             let limit = options.between_bytes_timeout.unwrap_or(DEFAULT_TIMEOUT);
             let body = match tokio::time::timeout(limit, http_body_util::Limited::new(body, MAX_RESPONSE_BODY).collect()).await {
                 Ok(Ok(collected)) => collected.to_bytes(),
@@ -157,6 +159,24 @@ fn credentials_failed(connector: &str, error: &snow_core::error::SnowError) -> (
     (response, Box::new(async { Ok(()) }) as IoFuture)
 }
 
+/// Response headers a guest never sees: cookies (the instance's session), and anything whose name
+/// says it carries a credential. The host sends credentials itself on every request; a session
+/// cookie, when the host uses one, stays with the host.
+fn is_credential_header(name: &str) -> bool {
+    const EXACT: [&str; 5] = ["set-cookie", "set-cookie2", "authorization", "proxy-authorization", "proxy-authenticate"];
+    const PARTS: [&str; 5] = ["cookie", "token", "secret", "password", "session"];
+    let name = name.to_ascii_lowercase();
+    EXACT.contains(&name.as_str()) || PARTS.iter().any(|p| name.contains(p))
+}
+
+/// Removes the headers [`is_credential_header`] names.
+fn strip_credentials(headers: &mut http::HeaderMap) {
+    let names: Vec<http::HeaderName> = headers.keys().filter(|n| is_credential_header(n.as_str())).cloned().collect();
+    for name in names {
+        headers.remove(name);
+    }
+}
+
 /// `host:443` for https and `host:80` for http are the same as `host`.
 fn normalize<'a>(authority: &'a str, scheme: &str) -> &'a str {
     let default_port = if scheme == "https" { ":443" } else { ":80" };
@@ -188,11 +208,46 @@ impl WasiHttpHooks for Gate {
         let gate = self.clone();
         Box::new(async move {
             let (parts, body) = request.into_parts();
-            let body = body.collect().await?.to_bytes();
-            if body.len() > MAX_REQUEST_BODY {
-                return Err(HttpError::HttpRequestBodySize(Some(body.len() as u64)));
-            }
+            // Refused as soon as it passes the cap, not after the guest wrote all of it.
+            let body = match http_body_util::Limited::new(body, MAX_REQUEST_BODY).collect().await {
+                Ok(collected) => collected.to_bytes(),
+                Err(e) => {
+                    return Err(match e.downcast::<HttpError>() {
+                        Ok(e) => *e,
+                        Err(_) => {
+                            tracing::warn!(connector = %gate.settings.connector, "refused a guest request whose body passed {MAX_REQUEST_BODY} bytes");
+                            HttpError::HttpRequestBodySize(Some(MAX_REQUEST_BODY as u64))
+                        }
+                    });
+                }
+            };
             gate.send(parts, body, options).await
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn credential_shaped_response_headers_are_removed() {
+        let mut headers = http::HeaderMap::new();
+        for (k, v) in [
+            ("set-cookie", "JSESSIONID=abc; Path=/"),
+            ("Set-Cookie", "glide_user_route=x"),
+            ("x-usertoken", "t"),
+            ("x-session-id", "s"),
+            ("x-total-count", "10"),
+            ("link", "<u>;rel=\"next\""),
+            ("date", "Mon, 01 Jan 2024 00:00:00 GMT"),
+            ("retry-after", "1"),
+        ] {
+            headers.append(http::HeaderName::from_bytes(k.as_bytes()).unwrap(), v.parse().unwrap());
+        }
+        strip_credentials(&mut headers);
+        let mut left: Vec<&str> = headers.keys().map(|k| k.as_str()).collect();
+        left.sort_unstable();
+        assert_eq!(left, ["date", "link", "retry-after", "x-total-count"]);
     }
 }

@@ -11,5 +11,5 @@ mod gate;
 mod limiter;
 pub mod pool;
 
-pub use gate::{Gate, GateSettings};
+pub use gate::{Gate, GateSettings, MAX_REQUEST_BODY};
 pub use limiter::{InstanceLimiter, LimiterRegistry};

@@ -1,7 +1,7 @@
 //! Running a source connector: validate the configuration in the guest, plan its tables over
 //! tasks, and run each table as a unit in its own guest instance ([`unit`]). Records are produced
-//! to Kafka and a table's offset is stored only after Kafka acknowledged every record up to it
-//! ([`produce`]).
+//! to Kafka — only to the topics the connector's configuration names — and a table's offset is
+//! stored only after Kafka acknowledged every record up to it ([`produce`], [`pipeline`]).
 
 mod budget;
 pub mod pipeline;
@@ -53,6 +53,9 @@ pub async fn run(
     shutdown: Shutdown,
 ) -> Result<()> {
     let producer = crate::kafka::producer(&ctx.spec.kafka)?;
+    // The only topics the component may produce to: those the connector's own configuration names
+    // (never what the component's plan or batches say).
+    let topics = Arc::new(snow_core::config::source::configured_topics(&ctx.spec.guest_config));
     let mut handles = Vec::new();
     for unit in units {
         let runner = unit::UnitRunner {
@@ -61,6 +64,7 @@ pub async fn run(
             unit,
             offsets: offsets.clone(),
             producer: producer.clone(),
+            topics: topics.clone(),
             shutdown: shutdown.clone(),
         };
         handles.push(tokio::spawn(runner.run()));

@@ -6,6 +6,7 @@
 //! the stored offset (records after it are read again: at-least-once). A transient guest error is
 //! retried with backoff on the same instance (its cursor did not move); a fatal one parks the unit.
 
+use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -37,6 +38,8 @@ pub struct UnitRunner {
     pub unit: WorkUnit,
     pub offsets: Arc<dyn OffsetStore>,
     pub producer: FutureProducer,
+    /// The topics the connector's configuration names: the only ones this unit may produce to.
+    pub topics: Arc<BTreeSet<String>>,
     pub shutdown: Shutdown,
 }
 
@@ -208,6 +211,22 @@ impl UnitRunner {
             self.state(UnitState::Running, batch.notice.as_deref());
             if let Err(broken) = check(&batch) {
                 self.park(&format!("the component returned a broken batch: {broken}"));
+                break Restart::Parked;
+            }
+            if !batch.records.is_empty() && !self.topics.contains(&batch.topic) {
+                self.ctx.metrics.counter_add(
+                    "snow_source_topic_refused_total",
+                    1,
+                    &labels(&[("connector", &connector), ("table", &table)]),
+                );
+                let named: Vec<&str> = self.topics.iter().map(String::as_str).collect();
+                self.park(&format!(
+                    "the component asked to produce {} records to topic {:?}, which the connector's configuration does not name \
+                     (it names: {}); nothing of the batch was produced",
+                    batch.records.len(),
+                    batch.topic,
+                    if named.is_empty() { "none".to_string() } else { named.join(", ") }
+                ));
                 break Restart::Parked;
             }
             if let Some(offset) = &batch.offset {

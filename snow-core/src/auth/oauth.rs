@@ -166,6 +166,11 @@ impl TokenCache {
     ///
     /// A refused refresh token is forgotten, so the next [`Self::next_grant`] is the primary grant;
     /// the error is then [`ErrorClass::Transient`] (asking again with the primary grant can work).
+    /// The refresh token held, if any (for the host's redaction of known secrets).
+    pub fn refresh_token(&self) -> Option<&Secret> {
+        self.refresh_token.as_ref()
+    }
+
     /// A refused primary grant is [`ErrorClass::Fatal`]; 429 and 5xx are transient.
     pub fn accept(&mut self, grant: NextGrant, response: &Response, now: Duration) -> Result<AccessToken, SnowError> {
         let answer: Option<TokenAnswer> = serde_json::from_slice(&response.body).ok();

@@ -98,6 +98,34 @@ pub struct TableConfig {
 /// The key listing the tables.
 pub const TABLES_KEY: &str = "snow.tables";
 
+/// The key of the prefix of tables' default topics.
+const TOPIC_PREFIX_KEY: &str = "snow.topic.prefix";
+
+/// Topics of tables without their own `topic` start with this.
+fn default_topic_prefix() -> &'static str {
+    "snow."
+}
+
+/// A table's topic: its own `snow.table.<t>.topic`, or `<prefix><t>`.
+fn table_topic(own: Option<String>, prefix: &str, table: &str) -> String {
+    own.unwrap_or_else(|| format!("{prefix}{table}"))
+}
+
+/// The topics a source connector's configuration names, one per table of `snow.tables` (its own
+/// `topic`, or `<snow.topic.prefix><table>`), read without validating anything else. The host lets
+/// a source component produce only to these.
+pub fn configured_topics(entries: &Entries) -> std::collections::BTreeSet<String> {
+    let value = |k: &str| entries.get(k).map(|v| v.trim().to_string()).filter(|v| !v.is_empty());
+    let prefix = value(TOPIC_PREFIX_KEY).unwrap_or_else(|| default_topic_prefix().into());
+    let tables = value(TABLES_KEY).unwrap_or_default();
+    tables
+        .split(',')
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+        .map(|t| table_topic(value(&format!("snow.table.{t}.topic")), &prefix, t))
+        .collect()
+}
+
 /// Rows written in the last seconds may still be in flight inside ServiceNow (a transaction
 /// commits rows stamped earlier); 5 s covers ordinary transactions. See docs/delivery.md.
 fn default_safety_lag_seconds() -> u32 {
@@ -158,7 +186,7 @@ impl SourceConfig {
         let mut r = ConfigReader::new(entries);
         let instance = InstanceConfig::read(&mut r);
         let safety_lag_seconds = r.bounded_u32("snow.safety.lag.seconds", default_safety_lag_seconds(), 0, 3600);
-        let topic_prefix = r.string("snow.topic.prefix").unwrap_or_else(|| "snow.".into());
+        let topic_prefix = r.string(TOPIC_PREFIX_KEY).unwrap_or_else(|| default_topic_prefix().into());
         let overlap_seconds = r.bounded_u32("snow.overlap.seconds", default_overlap_seconds(), 0, 86_400);
         let dedup_window_size = r.bounded_u32("snow.dedup.window.size", default_dedup_window_size(), 1, 10_000_000);
         let bad_row_behavior =
@@ -191,7 +219,7 @@ impl TableConfig {
         let key = |k: &str| format!("snow.table.{name}.{k}");
         // A per-table key wins over the connector-wide `snow.<k>`.
         let scoped = |r: &mut ConfigReader<'_>, k: &str| r.string(&key(k)).or_else(|| r.string(&format!("snow.{k}")));
-        let topic = r.string(&key("topic")).unwrap_or_else(|| format!("{topic_prefix}{name}"));
+        let topic = table_topic(r.string(&key("topic")), topic_prefix, name);
         let timestamp_field = scoped(r, "timestamp.field").unwrap_or_else(|| default_timestamp_field().into());
         let sys_id_field = scoped(r, "sys.id.field").unwrap_or_else(|| "sys_id".into());
         for (k, field) in [("timestamp.field", &timestamp_field), ("sys.id.field", &sys_id_field)] {
@@ -324,6 +352,24 @@ mod tests {
         ] {
             assert!(err.contains(expected), "missing {expected:?} in {err}");
         }
+    }
+
+    #[test]
+    fn configured_topics_follow_the_tables() {
+        let entries = entries_from_pairs([
+            ("snow.tables", " incident, change_request ,problem"),
+            ("snow.topic.prefix", "itsm."),
+            ("snow.table.incident.topic", "incidents"),
+        ])
+        .unwrap();
+        let topics: Vec<String> = configured_topics(&entries).into_iter().collect();
+        assert_eq!(topics, ["incidents", "itsm.change_request", "itsm.problem"]);
+        let parsed = SourceConfig::parse(
+            &entries_from_pairs([("snow.instance.url", "https://a.service-now.com"), ("snow.tables", "x"), ("snow.table.x.topic", "t")])
+                .unwrap(),
+        )
+        .unwrap();
+        assert_eq!(parsed.tables[0].topic, "t", "the same rule as the parsed configuration");
     }
 
     #[test]

@@ -38,6 +38,13 @@ pub fn connector_file(dir: &Path, name: &str, entries: &BTreeMap<String, String>
     path
 }
 
+/// Writes a JSON connector file (`{"name":..,"config":{..}}`): values exactly as given.
+pub fn connector_json(dir: &Path, name: &str, entries: &BTreeMap<String, String>) -> PathBuf {
+    let path = dir.join(format!("{name}.json"));
+    fs::write(&path, serde_json::json!({ "name": name, "config": entries }).to_string()).unwrap();
+    path
+}
+
 /// Builds entries from pairs.
 pub fn entries(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
     pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
@@ -69,7 +76,8 @@ impl Runner {
         Self::spawn_with_args(dir, label, files, DEFAULT_LOG, &[], args)
     }
 
-    fn spawn_with_args(dir: &Path, label: &str, files: &[&Path], filter: &str, env: &[(&str, &str)], args: &[&str]) -> Self {
+    /// Like [`Runner::spawn`] with extra command-line arguments after the files.
+    pub fn spawn_with_args(dir: &Path, label: &str, files: &[&Path], filter: &str, env: &[(&str, &str)], args: &[&str]) -> Self {
         let log = dir.join(format!("{label}.log"));
         let out = fs::File::create(&log).unwrap();
         let child = Command::new(env!("CARGO_BIN_EXE_snow-connect"))

@@ -39,6 +39,16 @@ pub enum FaultAction {
         /// Milliseconds to stall before closing.
         stall_ms: u64,
     },
+    /// Answers normally with `bytes` spaces appended to the body (still valid JSON: for size caps).
+    PadBody {
+        /// Spaces appended.
+        bytes: u64,
+    },
+    /// Answers 200 with this body instead (a page no instance would send).
+    ReplaceBody {
+        /// The body sent.
+        body: String,
+    },
 }
 
 /// A fault rule.

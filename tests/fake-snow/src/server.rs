@@ -352,6 +352,7 @@ impl hyper::body::Body for Trickle {
 
 async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Response<AnswerBody>, Hangup> {
     let in_flight = shared.journal.begin();
+    let seq = in_flight.seq;
     let method = req.method().as_str().to_string();
     let path = req.uri().path().to_string();
     let params = form_decode(req.uri().query().unwrap_or(""));
@@ -416,6 +417,11 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Response<
             answer.status = 200;
             answer.body.truncate(answer.body.len() / 2);
         }
+        Some(FaultAction::PadBody { bytes }) => answer.body.extend(std::iter::repeat_n(b' ', *bytes as usize)),
+        Some(FaultAction::ReplaceBody { body }) => {
+            answer.status = 200;
+            answer.body = body.clone().into_bytes();
+        }
         Some(FaultAction::TimeoutAfterWrite { stall_ms }) => {
             tokio::time::sleep(Duration::from_millis(*stall_ms)).await;
             shared.journal.record(entry);
@@ -431,6 +437,12 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Response<
     let mut response = Response::builder().status(answer.status).header("Date", http_date(shared.clock.now()));
     if let Some(id) = request_id {
         response = response.header("X-Request-Id", id);
+    }
+    if !is_admin {
+        // ServiceNow opens a session for every authenticated call and says so with cookies.
+        response = response
+            .header("Set-Cookie", format!("JSESSIONID={:032X}; Path=/; Secure; HttpOnly", seq.wrapping_mul(0x9e37_79b9_7f4a_7c15)))
+            .header("Set-Cookie", "glide_user_route=glide.fake-snow; Path=/; HttpOnly");
     }
     for (k, v) in &answer.headers {
         response = response.header(k, v);

@@ -1,10 +1,6 @@
-//! Redaction of secrets from anything that may reach a log, an error message, a metric or a
-//! reporter topic: whole values of credential headers, and inside text the members and pairs
+//! Redaction by shape: whole values of credential headers, and inside text the members and pairs
 //! whose name contains `password`, `secret`, `token` or `credential`, and inline `Bearer …` /
 //! `Basic …` credentials.
-//!
-//! Redaction is a last line of defence: secrets are held in [`crate::auth::Secret`] and kept out
-//! of messages in the first place.
 
 /// Headers whose whole value is a credential.
 pub const CREDENTIAL_HEADERS: [&str; 4] = ["authorization", "proxy-authorization", "cookie", "set-cookie"];
