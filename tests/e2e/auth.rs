@@ -337,3 +337,22 @@ fn two_connectors_with_one_client_and_user_but_different_secrets_do_not_share_a_
     let grants = token_grants(&fake);
     assert!(grants.len() >= 2, "each secret asked for its own token: {grants:?}");
 }
+
+#[test]
+fn an_oversized_token_answer_is_refused_at_its_cap() {
+    let now = now_secs();
+    let fake = oauth_fake(now);
+    let tables = vec!["capped_t".to_string()];
+    seed_all(&fake, &tables, 5, now - 3600, 600);
+    // A valid token answer followed by 50 MB of spaces (still valid JSON).
+    fake.add_fault(Fault::always(FaultAction::PadBody { bytes: 50 << 20 }).on_path("/oauth_token.do"));
+    let (name, topic) = (unique("bigtoken"), unique("bigtoken"));
+    let dir = work_dir("bigtoken");
+    let file = connector_file(&dir, &name, &oauth_source(&fake, &name, &topic, &tables));
+    let mut runner = start(&dir, "run", &file);
+    let log = runner.wait_for_log("OAuth token request failed", Duration::from_secs(120));
+    runner.kill();
+    let line = log.lines().find(|l| l.contains("OAuth token request failed")).unwrap();
+    assert!(line.contains("exceeds 65536 bytes"), "refused at the 64 KiB cap, not read whole: {line}");
+    assert!(fake.journal().entries.iter().all(|e| !(e.path.starts_with("/api/now/table/") && e.status == 200)), "no table was read");
+}
