@@ -207,3 +207,35 @@ fn the_metric_series_a_component_can_create_are_capped() {
     assert!(dropped.ends_with(" 5000") || dropped.split(' ').nth(1).unwrap().parse::<f64>().unwrap() >= 5000.0, "{dropped}");
     assert_eq!(log.matches("dropped a metric a guest reported").count(), 1, "logged once, then only counted");
 }
+
+#[test]
+fn a_page_nested_a_million_levels_deep_is_a_clear_error_not_a_trap() {
+    let now = support::now_secs();
+    let fake = FakeSnow::start(FakeOptions { frozen_at: Some(now), ..Default::default() }).unwrap();
+    let ids: std::collections::BTreeSet<String> = fake.shared().seed("incident", 50, now - 600, 100).into_iter().collect();
+    let deep = format!(r#"{{"result":[{{"sys_id":"a","x":{}1{}}}]}}"#, "[".repeat(1_000_000), "]".repeat(1_000_000));
+    let fault =
+        fake_snow::Fault::always(fake_snow::FaultAction::ReplaceBody { body: deep }).on_method("GET").on_path("/api/now/table/incident");
+    fake.add_fault(fault.times(2));
+    let (name, topic) = (unique("deep"), unique("deep"));
+    let dir = work_dir("deep");
+    let config = entries(&[
+        ("name", &name),
+        ("component.path", guest_artifacts::GUEST_SOURCE),
+        ("kafka.bootstrap.servers", kafka_harness::shared().bootstrap()),
+        ("offset.storage.file.filename", "offsets.json"),
+        ("snow.instance.url", &fake.url()),
+        ("snow.auth.type", "none"),
+        ("snow.tables", "incident"),
+        ("snow.table.incident.topic", &topic),
+        ("snow.startup.probe", "false"),
+        ("snow.safety.lag.seconds", "2"),
+    ]);
+    let file = connector_file(&dir, &name, &config);
+    let runner = Runner::start(&dir, "run", &[&file]);
+    let records = read_until(kafka_harness::shared().bootstrap(), &topic, Duration::from_secs(120), |r| r.len() >= ids.len());
+    let log = runner.stop();
+    assert_eq!(records.iter().map(|r| r.key.clone()).collect::<std::collections::BTreeSet<_>>(), ids, "it recovers once the page is sane");
+    assert!(log.contains("values nested deeper than 128 levels"), "the error says what is wrong:\n{}", support::tail(&log, 30));
+    assert!(!log.contains("trapped"), "no trap:\n{}", support::tail(&log, 30));
+}

@@ -81,7 +81,8 @@ pub struct ConnectorSpec {
     pub max_in_flight: usize,
     /// Credentials (`snow.auth.*`).
     pub auth: AuthSpec,
-    /// Everything the guest sees: `snow.*` keys except the credentials.
+    /// Everything the guest sees: `snow.*` keys except the credentials, and the memory it gets
+    /// (`component.memory.max.bytes`).
     pub guest_config: BTreeMap<String, String>,
 }
 
@@ -246,6 +247,9 @@ impl ConnectorSpec {
                 errors.push(format!("{k}: unknown key (check the spelling and docs/configuration.md)"));
             }
         }
+        // The component checks that its settings fit the memory it will get (snow-core's
+        // config::memory); another host passes its own limit, or none.
+        guest_config.insert(snow_core::config::memory::MEMORY_KEY.to_string(), memory_max_bytes.to_string());
         if !errors.is_empty() {
             let who = if name.is_empty() { "connector".to_string() } else { format!("connector {name}") };
             bail!("{who} has an invalid configuration:\n  {}", errors.join("\n  "));
@@ -298,7 +302,7 @@ mod tests {
             ("snow.tables", "incident"),
         ]))
         .unwrap();
-        assert_eq!(spec.guest_config.keys().collect::<Vec<_>>(), ["snow.instance.url", "snow.tables"]);
+        assert_eq!(spec.guest_config.keys().collect::<Vec<_>>(), ["component.memory.max.bytes", "snow.instance.url", "snow.tables"]);
         assert_eq!(spec.kafka.producer.get("linger.ms").map(String::as_str), Some("20"));
         assert!(!format!("{spec:?}").contains("hunter2"));
     }

@@ -4,9 +4,10 @@
 //! [`reader::ConfigReader`] reads keys, applies defaults (named functions with their reason) and
 //! collects every problem with the key it is about; unknown `snow.*` keys are reported by name.
 //! [`instance`] holds what every connector needs to reach ServiceNow, [`source`] and [`sink`] the
-//! rest. Secrets never appear here: the host resolves and keeps them.
+//! rest; [`memory`] checks that a source's settings fit the component's memory. Secrets never appear here: the host resolves and keeps them.
 
 pub mod instance;
+pub mod memory;
 pub mod reader;
 pub mod sink;
 pub mod source;

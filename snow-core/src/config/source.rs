@@ -208,6 +208,14 @@ impl SourceConfig {
                 tables.push(table);
             }
         }
+        for table in &tables {
+            let (window, key) = if table.hidden_window_max_rows > table.batch_size {
+                (table.hidden_window_max_rows, format!("snow.table.{}.hidden.window.max.rows", table.name))
+            } else {
+                (table.batch_size, format!("snow.table.{}.batch.size", table.name))
+            };
+            super::memory::check(&mut r, dedup_window_size, window, &key);
+        }
         r.finish(&["snow."])?;
         let instance = instance.ok_or_else(|| SnowError::config("snow.instance.url", "is invalid"))?;
         Ok(Self { instance, tables, safety_lag_seconds, overlap_seconds, dedup_window_size, bad_row_behavior, startup_probe, value_format })
@@ -370,6 +378,22 @@ mod tests {
         )
         .unwrap();
         assert_eq!(parsed.tables[0].topic, "t", "the same rule as the parsed configuration");
+    }
+
+    #[test]
+    fn settings_that_cannot_fit_the_components_memory_are_refused_naming_the_key() {
+        let base = [("snow.instance.url", "https://a.service-now.com"), ("snow.tables", "incident")];
+        let with = |extra: &[(&'static str, &'static str)]| parse(&[&base[..], extra].concat());
+        assert!(with(&[("component.memory.max.bytes", "268435456")]).is_ok(), "the defaults fit 256 MiB");
+        let err = with(&[("component.memory.max.bytes", "268435456"), ("snow.dedup.window.size", "5000000")]).unwrap_err().to_string();
+        assert!(
+            err.contains("snow.dedup.window.size: 5000000 dedup versions") && err.contains("component.memory.max.bytes=268435456"),
+            "{err}"
+        );
+        assert!(err.contains("set it to at most 804864, or raise component.memory.max.bytes"), "the largest that fits: {err}");
+        let err = with(&[("component.memory.max.bytes", "67108864"), ("snow.dedup.window.size", "1000")]).unwrap_err().to_string();
+        assert!(err.contains("snow.table.incident.hidden.window.max.rows:"), "the widest window takes most: {err}");
+        assert!(with(&[("snow.dedup.window.size", "5000000")]).is_ok(), "no cap given, no check");
     }
 
     #[test]

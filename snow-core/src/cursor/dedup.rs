@@ -45,6 +45,9 @@ impl Compact {
 /// One version: `(timestamp, sys_id, sys_mod_count)`.
 type Version = (Timestamp, Compact, Compact);
 
+/// Bytes one remembered version takes (ids and counts of the usual shape allocate nothing more).
+pub const VERSION_BYTES: usize = std::mem::size_of::<Version>();
+
 /// A bounded set of emitted row versions, ordered by timestamp.
 #[derive(Debug, Clone)]
 pub struct DedupWindow {

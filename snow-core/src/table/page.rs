@@ -26,14 +26,20 @@ pub struct PageRow<'a> {
 
 /// Splits a `{"result":[...]}` body into rows and decodes `id_field` and `timestamp_field` of each.
 pub fn parse_page<'a>(body: &'a [u8], id_field: &str, timestamp_field: &str) -> Result<Vec<PageRow<'a>>, String> {
-    let mut s = Scanner { b: body, i: 0 };
+    let mut s = Scanner { b: body, i: 0, depth: 0 };
     s.page(id_field, timestamp_field).map_err(|e| format!("not a Table API list answer: {e}"))
 }
 
 struct Scanner<'a> {
     b: &'a [u8],
     i: usize,
+    /// Objects and arrays open around the current position.
+    depth: u32,
 }
+
+/// Deepest nesting of objects and arrays a page may have (a row nests two or three levels; the
+/// limit keeps a hostile page from exhausting the stack, which would trap the component).
+pub const MAX_DEPTH: u32 = 128;
 
 type Scan<T> = Result<T, String>;
 
@@ -51,6 +57,15 @@ impl<'a> Scanner<'a> {
         while let Some(b' ' | b'\n' | b'\r' | b'\t') = self.b.get(self.i) {
             self.i += 1;
         }
+    }
+
+    /// Enters an object or array: fails past [`MAX_DEPTH`].
+    fn enter(&mut self) -> Scan<()> {
+        self.depth += 1;
+        if self.depth > MAX_DEPTH {
+            return self.fail(&format!("values nested deeper than {MAX_DEPTH} levels"));
+        }
+        Ok(())
     }
 
     #[inline(always)]
@@ -162,6 +177,7 @@ impl<'a> Scanner<'a> {
         match self.peek() {
             Some(b'"') => self.string().map(Some),
             Some(b'{') => {
+                self.enter()?;
                 self.i += 1;
                 let mut value = None;
                 if self.peek() != Some(b'}') {
@@ -179,6 +195,7 @@ impl<'a> Scanner<'a> {
                     }
                 }
                 self.eat(b'}')?;
+                self.depth -= 1;
                 Ok(value)
             }
             Some(b'n') => self.literal("null").map(|()| None),
@@ -197,6 +214,7 @@ impl<'a> Scanner<'a> {
         match self.peek() {
             Some(b'"') => self.skip_string(),
             Some(b'{') => {
+                self.enter()?;
                 self.i += 1;
                 if self.peek() != Some(b'}') {
                     loop {
@@ -208,9 +226,12 @@ impl<'a> Scanner<'a> {
                         }
                     }
                 }
-                self.eat(b'}')
+                self.eat(b'}')?;
+                self.depth -= 1;
+                Ok(())
             }
             Some(b'[') => {
+                self.enter()?;
                 self.i += 1;
                 if self.peek() != Some(b']') {
                     loop {
@@ -222,7 +243,9 @@ impl<'a> Scanner<'a> {
                         }
                     }
                 }
-                self.eat(b']')
+                self.eat(b']')?;
+                self.depth -= 1;
+                Ok(())
             }
             Some(b't') => self.literal("true"),
             Some(b'f') => self.literal("false"),
@@ -424,6 +447,19 @@ fn plain_run(bytes: &[u8]) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn nesting_past_the_limit_is_an_error_not_a_stack_overflow() {
+        for (open, close) in [("[", "]"), ("{\"a\":", "}")] {
+            let deep = format!(r#"{{"result":[{{"sys_id":"a","x":{}1{}}}]}}"#, open.repeat(1_000_000), close.repeat(1_000_000));
+            let err = parse_page(deep.as_bytes(), "sys_id", "sys_updated_on").unwrap_err();
+            assert!(err.contains("nested deeper than 128 levels"), "{}", &err[..err.len().min(200)]);
+        }
+        let deep_value = format!(r#"{{"result":[{{"sys_id":{}"a"{}}}]}}"#, r#"{"value":"#.repeat(200), "}".repeat(200));
+        assert!(parse_page(deep_value.as_bytes(), "sys_id", "t").unwrap_err().contains("nested deeper"));
+        let fine = format!(r#"{{"result":[{{"sys_id":"a","x":{}1{}}}]}}"#, "[".repeat(120), "]".repeat(120));
+        assert_eq!(parse_page(fine.as_bytes(), "sys_id", "t").unwrap().len(), 1, "within the limit");
+    }
 
     #[test]
     fn keeps_raw_rows_and_decodes_cursor_fields() {
