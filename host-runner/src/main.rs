@@ -63,13 +63,17 @@ struct Args {
 }
 
 impl Args {
-    fn parse(args: &[String]) -> Result<Self> {
+    /// Reads `args` of `command`, which takes the options `known` (each with a value); anything
+    /// else starting with `-` is an error with the usage.
+    fn parse(command: &str, args: &[String], known: &[&str]) -> Result<Self> {
         let (mut positional, mut named) = (Vec::new(), Vec::new());
         let mut it = args.iter();
         while let Some(a) = it.next() {
-            if let Some(name) = a.strip_prefix("--") {
-                let value = it.next().with_context(|| format!("--{name} needs a value"))?;
+            if let Some(name) = a.strip_prefix("--").filter(|n| known.contains(n)) {
+                let value = it.next().with_context(|| format!("--{name} needs a value\n{USAGE}"))?;
                 named.push((name.to_string(), value.clone()));
+            } else if a.starts_with('-') && a.len() > 1 {
+                bail!("unknown option {a:?} for `snow-connect {command}`\n{USAGE}");
             } else {
                 positional.push(a.clone());
             }
@@ -83,7 +87,8 @@ impl Args {
 }
 
 fn run(args: &[String], validate_only: bool) -> Result<()> {
-    let parsed = Args::parse(args)?;
+    let parsed =
+        if validate_only { Args::parse("validate", args, &[])? } else { Args::parse("run", args, &["for-seconds", "status-listen"])? };
     let files = &parsed.positional;
     if files.is_empty() {
         bail!("no connector file given\n{USAGE}");
@@ -136,7 +141,7 @@ fn run(args: &[String], validate_only: bool) -> Result<()> {
 /// connector rewrites the file with what it holds in memory.
 fn offsets(args: &[String]) -> Result<()> {
     use host_runner::offsets::FileOffsetStore;
-    let args = Args::parse(args)?;
+    let args = Args::parse("offsets", args, &["file", "connector", "table"])?;
     let file = PathBuf::from(args.option("file").context("--file (the connector's offset.storage.file.filename) is required")?);
     if !file.exists() {
         bail!("no offset file at {}", file.display());
@@ -168,7 +173,7 @@ fn offsets(args: &[String]) -> Result<()> {
 }
 
 fn inspect(args: &[String]) -> Result<()> {
-    let args = Args::parse(args)?;
+    let args = Args::parse("inspect", args, &["instantiations"])?;
     let path = PathBuf::from(args.positional.first().context("inspect needs a component path")?);
     let n: u32 = args.option("instantiations").map(str::parse).transpose().context("--instantiations must be a number")?.unwrap_or(200);
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
@@ -184,7 +189,7 @@ fn inspect(args: &[String]) -> Result<()> {
 }
 
 fn topic(args: &[String]) -> Result<()> {
-    let args = Args::parse(args)?;
+    let args = Args::parse("topic", args, &["bootstrap", "topic", "timeout-seconds", "key-field", "file"])?;
     let bootstrap = args.option("bootstrap").context("--bootstrap is required")?;
     let topic = args.option("topic").context("--topic is required")?;
     match args.positional.first().map(String::as_str) {

@@ -64,25 +64,37 @@ impl Runner {
         self.prepare(specs).await.map(drop)
     }
 
-    /// Runs `specs` until `shutdown` fires or every connector ended.
+    /// Runs `specs` until `shutdown` fires or every connector ended. A connector that ends with an
+    /// error is logged and shown on the status board (unit `connector`, parked) the moment it
+    /// ends, whatever the others do; the first such error is returned once all have ended.
     pub async fn run(&self, specs: &[ConnectorSpec], shutdown: Shutdown) -> Result<()> {
         let prepared = self.prepare(specs).await?;
-        let mut handles = Vec::new();
+        let mut running = tokio::task::JoinSet::new();
         for p in prepared {
             let shutdown = shutdown.clone();
-            handles.push(match p {
+            match p {
                 Prepared::Source { ctx, loaded: Loaded::Source(pre), units, offsets } => {
-                    tokio::spawn(crate::source::run(ctx, pre, units, offsets, shutdown))
+                    let name = ctx.name().to_string();
+                    running.spawn(async move { (name, crate::source::run(ctx, pre, units, offsets, shutdown).await) })
                 }
-                Prepared::Sink { ctx, loaded: Loaded::Sink(pre) } => tokio::spawn(crate::sink::run(ctx, pre, shutdown)),
+                Prepared::Sink { ctx, loaded: Loaded::Sink(pre) } => {
+                    let name = ctx.name().to_string();
+                    running.spawn(async move { (name, crate::sink::run(ctx, pre, shutdown).await) })
+                }
                 _ => unreachable!("prepare pairs each connector with its own kind"),
-            });
+            };
         }
         let mut first_error = None;
-        for handle in handles {
-            if let Err(e) = handle.await.context("a connector task panicked").and_then(|r| r) {
-                tracing::error!("{e:#}");
-                first_error.get_or_insert(e);
+        while let Some(ended) = running.join_next().await {
+            let (name, result) = match ended {
+                Ok(ended) => ended,
+                Err(e) => (String::from("?"), Err(anyhow::anyhow!("a connector task panicked: {e}"))),
+            };
+            if let Err(e) = result {
+                let message = format!("the connector ended with an error: {e:#}");
+                tracing::error!(connector = %name, "{message}");
+                self.status.set(&name, "connector", UnitState::Parked, Some(&message));
+                first_error.get_or_insert(e.context(format!("connector {name}")));
             }
         }
         first_error.map_or(Ok(()), Err)
@@ -111,18 +123,24 @@ impl Runner {
             });
             prepared.push(match &loaded {
                 Loaded::Source(pre) => {
+                    crate::kafka::check_producer(&spec.kafka).with_context(|| format!("connector {}", spec.name))?;
                     let units = crate::source::plan(&ctx, pre).await?;
-                    let offsets: Arc<dyn OffsetStore> = match offset_files.get(&spec.offsets_file) {
+                    // One store per file, however its path is spelled: two stores writing one file
+                    // would each replace the other's offsets.
+                    let path = crate::offsets::file::canonical_path(&spec.offsets_file);
+                    let offsets: Arc<dyn OffsetStore> = match offset_files.get(&path) {
                         Some(store) => store.clone(),
                         None => {
-                            let store = Arc::new(FileOffsetStore::open(&spec.offsets_file)?);
-                            offset_files.insert(spec.offsets_file.clone(), store.clone());
+                            let store = Arc::new(FileOffsetStore::open(&path)?);
+                            offset_files.insert(path, store.clone());
                             store
                         }
                     };
                     Prepared::Source { ctx, loaded, units, offsets }
                 }
                 Loaded::Sink(pre) => {
+                    crate::kafka::check_consumer(&spec.kafka, &format!("connect-{}", spec.name))
+                        .with_context(|| format!("connector {}", spec.name))?;
                     crate::sink::validate(&ctx, pre).await?;
                     Prepared::Sink { ctx, loaded }
                 }

@@ -1,5 +1,6 @@
-//! Reading connector files: `.properties` (one connector) or `.json` (`{"name":..,"config":{..}}`,
-//! or `{"worker":{..},"connectors":[..]}` whose worker keys apply to every connector).
+//! Reading connector files: `.properties` (one connector, read as Java reads it:
+//! [`super::properties`]) or `.json` (`{"name":..,"config":{..}}`, or
+//! `{"worker":{..},"connectors":[..]}` whose worker keys apply to every connector).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -15,8 +16,12 @@ pub fn load_files(paths: &[impl AsRef<Path>]) -> Result<Vec<ConnectorSpec>> {
     for path in paths {
         let path = path.as_ref();
         let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-        let maps = if path.extension().is_some_and(|e| e == "json") { parse_json(&text) } else { Ok(vec![parse_properties(&text)]) }
-            .with_context(|| format!("reading {}", path.display()))?;
+        let maps = if path.extension().is_some_and(|e| e == "json") {
+            parse_json(&text)
+        } else {
+            super::properties::parse(&text).map(|map| vec![map]).map_err(anyhow::Error::msg)
+        }
+        .with_context(|| format!("reading {}", path.display()))?;
         for mut map in maps {
             if let Err(errors) = super::providers::resolve(&mut map, |name| std::env::var(name).ok()) {
                 bail!("in {}: {}", path.display(), errors.join("; "));
@@ -30,18 +35,6 @@ pub fn load_files(paths: &[impl AsRef<Path>]) -> Result<Vec<ConnectorSpec>> {
         bail!("connector name {:?} is used twice", w[0]);
     }
     Ok(specs)
-}
-
-/// Java-properties subset: `key=value` or `key: value`, `#`/`!` comments, blank lines.
-pub fn parse_properties(text: &str) -> BTreeMap<String, String> {
-    text.lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty() && !l.starts_with('#') && !l.starts_with('!'))
-        .filter_map(|l| {
-            let at = l.find(['=', ':'])?;
-            Some((l[..at].trim().to_string(), l[at + 1..].trim().to_string()))
-        })
-        .collect()
 }
 
 fn parse_json(text: &str) -> Result<Vec<BTreeMap<String, String>>> {
@@ -88,10 +81,6 @@ mod tests {
 
     #[test]
     fn properties_and_json_shapes() {
-        let p = parse_properties("# c\nname = a\nsnow.tables: incident\n\n! x\nempty=\n");
-        assert_eq!(p.get("name").map(String::as_str), Some("a"));
-        assert_eq!(p.get("snow.tables").map(String::as_str), Some("incident"));
-        assert_eq!(p.get("empty").map(String::as_str), Some(""));
         let j = parse_json(r#"{"worker":{"kafka.bootstrap.servers":"b:1"},"connectors":[{"name":"x","config":{"tasks.max":2}}]}"#).unwrap();
         assert_eq!(j[0].get("kafka.bootstrap.servers").map(String::as_str), Some("b:1"));
         assert_eq!(j[0].get("name").map(String::as_str), Some("x"));

@@ -8,6 +8,7 @@
 //! `docs/configuration.md` lists every key.
 
 mod file;
+mod properties;
 mod providers;
 mod spec;
 

@@ -6,8 +6,6 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use super::file::parse_properties;
-
 /// Replaces every provider reference in `entries`; errors name the key and the reference.
 pub fn resolve(entries: &mut BTreeMap<String, String>, env: impl Fn(&str) -> Option<String>) -> Result<(), Vec<String>> {
     let mut errors = Vec::new();
@@ -31,7 +29,8 @@ fn resolve_value(value: &str, env: &impl Fn(&str) -> Option<String>) -> Result<O
     if let Some(rest) = inner.strip_prefix("file:") {
         let (path, key) = rest.rsplit_once(':').ok_or_else(|| format!("${{file:{rest}}}: expected ${{file:PATH:KEY}}"))?;
         let text = std::fs::read_to_string(Path::new(path)).map_err(|e| format!("${{file:{path}:{key}}}: cannot read {path}: {e}"))?;
-        return parse_properties(&text).remove(key).map(Some).ok_or_else(|| format!("${{file:{path}:{key}}}: {path} has no key {key}"));
+        let mut map = super::properties::parse(&text).map_err(|e| format!("${{file:{path}:{key}}}: {path}: {e}"))?;
+        return map.remove(key).map(Some).ok_or_else(|| format!("${{file:{path}:{key}}}: {path} has no key {key}"));
     }
     Err(format!("{value}: unknown provider (use ${{env:NAME}} or ${{file:PATH:KEY}})"))
 }

@@ -18,6 +18,8 @@ pub struct KafkaSpec {
     pub producer: BTreeMap<String, String>,
     /// `kafka.consumer.<librdkafka key>` overrides.
     pub consumer: BTreeMap<String, String>,
+    /// `kafka.producer.unsafe=true`: the user accepts producer settings that can lose records.
+    pub unsafe_producer: bool,
 }
 
 /// How the host authenticates to the instance.
@@ -220,7 +222,16 @@ impl ConnectorSpec {
         let prefixed = |prefix: &str| -> BTreeMap<String, String> {
             entries.iter().filter_map(|(k, v)| k.strip_prefix(prefix).map(|rest| (rest.to_string(), v.clone()))).collect()
         };
-        let kafka = KafkaSpec { bootstrap_servers, producer: prefixed("kafka.producer."), consumer: prefixed("kafka.consumer.") };
+        let mut producer = prefixed("kafka.producer.");
+        let unsafe_producer = match producer.remove("unsafe").as_deref().map(str::trim) {
+            None | Some("false") => false,
+            Some("true") => true,
+            Some(other) => {
+                errors.push(format!("kafka.producer.unsafe: must be true or false, got {other:?}"));
+                false
+            }
+        };
+        let kafka = KafkaSpec { bootstrap_servers, producer, consumer: prefixed("kafka.consumer."), unsafe_producer };
 
         let known_host_key = |k: &str| {
             matches!(
@@ -305,6 +316,21 @@ mod tests {
         assert_eq!(spec.guest_config.keys().collect::<Vec<_>>(), ["component.memory.max.bytes", "snow.instance.url", "snow.tables"]);
         assert_eq!(spec.kafka.producer.get("linger.ms").map(String::as_str), Some("20"));
         assert!(!format!("{spec:?}").contains("hunter2"));
+    }
+
+    #[test]
+    fn a_password_is_kept_as_written_trailing_space_included() {
+        let spec = ConnectorSpec::from_entries(entries(&[
+            ("name", "c"),
+            ("component.path", "x.wasm"),
+            ("kafka.bootstrap.servers", "127.0.0.1:9092"),
+            ("snow.instance.url", "https://acme.service-now.com"),
+            ("snow.auth.username", "u"),
+            ("snow.auth.password", " pass word "),
+        ]))
+        .unwrap();
+        let AuthSpec::Basic { password, .. } = spec.auth else { panic!("basic") };
+        assert_eq!(password.expose(), " pass word ");
     }
 
     #[test]

@@ -11,9 +11,10 @@ pub mod tools;
 
 use std::collections::BTreeMap;
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, bail};
 use rdkafka::ClientConfig;
 use rdkafka::consumer::StreamConsumer;
+use rdkafka::error::KafkaError;
 use rdkafka::producer::FutureProducer;
 
 use crate::config::KafkaSpec;
@@ -30,8 +31,8 @@ fn client_config(bootstrap: &str, defaults: &[(&str, &str)], overrides: &BTreeMa
     config
 }
 
-/// The producer of a source connector.
-pub fn producer(spec: &KafkaSpec) -> Result<FutureProducer> {
+/// The producer settings of a source connector: the defaults, then `kafka.producer.*`.
+fn producer_config(spec: &KafkaSpec) -> ClientConfig {
     let defaults = [
         ("enable.idempotence", "true"),
         ("acks", "all"),
@@ -42,11 +43,16 @@ pub fn producer(spec: &KafkaSpec) -> Result<FutureProducer> {
         ("reconnect.backoff.ms", "100"),
         ("reconnect.backoff.max.ms", "1000"),
     ];
-    client_config(&spec.bootstrap_servers, &defaults, &spec.producer).create().context("creating the Kafka producer")
+    client_config(&spec.bootstrap_servers, &defaults, &spec.producer)
 }
 
-/// The consumer of a sink connector, in consumer group `group`.
-pub fn consumer(spec: &KafkaSpec, group: &str) -> Result<StreamConsumer> {
+/// The producer of a source connector.
+pub fn producer(spec: &KafkaSpec) -> Result<FutureProducer> {
+    producer_config(spec).create().context("creating the Kafka producer")
+}
+
+/// The consumer settings of a sink connector in group `group`: the defaults, then `kafka.consumer.*`.
+fn consumer_config(spec: &KafkaSpec, group: &str) -> ClientConfig {
     let defaults = [
         ("group.id", group),
         ("enable.auto.commit", "true"),
@@ -57,5 +63,85 @@ pub fn consumer(spec: &KafkaSpec, group: &str) -> Result<StreamConsumer> {
         ("reconnect.backoff.ms", "100"),
         ("reconnect.backoff.max.ms", "1000"),
     ];
-    client_config(&spec.bootstrap_servers, &defaults, &spec.consumer).create().context("creating the Kafka consumer")
+    client_config(&spec.bootstrap_servers, &defaults, &spec.consumer)
+}
+
+/// The consumer of a sink connector, in consumer group `group`.
+pub fn consumer(spec: &KafkaSpec, group: &str) -> Result<StreamConsumer> {
+    consumer_config(spec, group).create().context("creating the Kafka consumer")
+}
+
+/// Checks a source's producer settings without creating a client (nothing connects): librdkafka
+/// takes every key and value, and nothing lets Kafka lose records it acknowledged — `acks` other
+/// than `all` or `enable.idempotence=false` — unless `kafka.producer.unsafe=true` says the user
+/// accepts that loss.
+pub fn check_producer(spec: &KafkaSpec) -> Result<()> {
+    let config = producer_config(spec);
+    native(&config, "kafka.producer.")?;
+    if !spec.unsafe_producer {
+        if let Some(acks) = config.get("acks").filter(|a| !matches!(a.trim(), "all" | "-1")) {
+            bail!(
+                "kafka.producer.acks={acks}: a source stores a table's offset once Kafka acknowledged its records, and acks other than \
+                 all lets a broker failure lose acknowledged records; use acks=all, or set kafka.producer.unsafe=true to accept the loss"
+            );
+        }
+        if let Some(off) = config.get("enable.idempotence").filter(|v| v.trim() == "false") {
+            bail!(
+                "kafka.producer.enable.idempotence={off}: without idempotence a retried send can reorder or repeat records; keep it \
+                 true, or set kafka.producer.unsafe=true to accept that"
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Checks a sink's consumer settings without creating a client.
+pub fn check_consumer(spec: &KafkaSpec, group: &str) -> Result<()> {
+    native(&consumer_config(spec, group), "kafka.consumer.")
+}
+
+/// Builds librdkafka's configuration from `config` (each key and value checked, nothing started);
+/// an error names the key as the connector file writes it (`prefix` + the librdkafka key).
+fn native(config: &ClientConfig, prefix: &str) -> Result<()> {
+    match config.create_native_config() {
+        Ok(_) => Ok(()),
+        Err(KafkaError::ClientConfig(_, description, key, value)) => {
+            let shown = if key == "bootstrap.servers" { "kafka.bootstrap.servers".to_string() } else { format!("{prefix}{key}") };
+            bail!("{shown}={value}: {description}")
+        }
+        Err(e) => Err(e).context("checking the Kafka client settings"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(producer: &[(&str, &str)], unsafe_producer: bool) -> KafkaSpec {
+        KafkaSpec {
+            bootstrap_servers: "127.0.0.1:9092".into(),
+            producer: producer.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+            consumer: BTreeMap::new(),
+            unsafe_producer,
+        }
+    }
+
+    #[test]
+    fn producer_settings_are_checked_without_connecting() {
+        assert!(check_producer(&spec(&[("linger.ms", "20")], false)).is_ok());
+        let err = check_producer(&spec(&[("linger.ms", "soon")], false)).unwrap_err().to_string();
+        assert!(err.starts_with("kafka.producer.linger.ms=soon: "), "{err}");
+        let err = check_producer(&spec(&[("no.such.key", "1")], false)).unwrap_err().to_string();
+        assert!(err.starts_with("kafka.producer.no.such.key=1: "), "{err}");
+        let err = check_producer(&spec(&[("acks", "1")], false)).unwrap_err().to_string();
+        assert!(err.starts_with("kafka.producer.acks=1: ") && err.contains("kafka.producer.unsafe=true"), "{err}");
+        assert!(check_producer(&spec(&[("acks", "-1")], false)).is_ok());
+        let err = check_producer(&spec(&[("enable.idempotence", "false")], false)).unwrap_err().to_string();
+        assert!(err.starts_with("kafka.producer.enable.idempotence=false"), "{err}");
+        assert!(check_producer(&spec(&[("acks", "1"), ("enable.idempotence", "false")], true)).is_ok(), "the user accepts the loss");
+        let err = check_consumer(&KafkaSpec { consumer: [("fetch.wait.max.ms".into(), "x".into())].into(), ..spec(&[], false) }, "g")
+            .unwrap_err()
+            .to_string();
+        assert!(err.starts_with("kafka.consumer.fetch.wait.max.ms=x"), "{err}");
+    }
 }

@@ -58,6 +58,46 @@ impl FileOffsetStore {
     }
 }
 
+/// The one path of the file `path` names, however it is spelled: relative paths resolved against
+/// the working directory, `.`, `..` and symbolic links resolved (the file itself when it exists,
+/// else its directory), so two spellings of one file give one store.
+pub fn canonical_path(path: &Path) -> PathBuf {
+    let absolute = if path.is_absolute() {
+        path.to_path_buf()
+    } else {
+        std::env::current_dir().map(|d| d.join(path)).unwrap_or_else(|_| path.to_path_buf())
+    };
+    if let Ok(real) = fs::canonicalize(&absolute) {
+        return real;
+    }
+    let name = absolute.file_name().map(std::ffi::OsStr::to_os_string);
+    let dir = absolute.parent().map(Path::to_path_buf).unwrap_or_default();
+    let dir = fs::canonicalize(&dir).unwrap_or_else(|_| {
+        let normal = lexically_normal(&dir);
+        fs::canonicalize(&normal).unwrap_or(normal)
+    });
+    match name {
+        Some(name) => dir.join(name),
+        None => dir,
+    }
+}
+
+/// `path` with `.` removed and `..` applied to the part before it, without touching the disk.
+fn lexically_normal(path: &Path) -> PathBuf {
+    use std::path::Component;
+    let mut out = PathBuf::new();
+    for part in path.components() {
+        match part {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other.as_os_str()),
+        }
+    }
+    out
+}
+
 impl FileOffsetStore {
     /// Every `(connector, partition, position)` in the file.
     pub fn entries(&self) -> Vec<(String, String, String)> {
@@ -98,6 +138,18 @@ impl OffsetStore for FileOffsetStore {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn one_file_has_one_canonical_path_however_it_is_spelled() {
+        let dir = std::env::temp_dir().join(format!("snow-canonical-{}", std::process::id()));
+        fs::create_dir_all(dir.join("sub")).unwrap();
+        let plain = canonical_path(&dir.join("o.json"));
+        assert_eq!(canonical_path(&dir.join("sub/../o.json")), plain, "before the file exists");
+        assert_eq!(canonical_path(&dir.join("./nope/../o.json")), plain, "through a directory that does not exist");
+        fs::write(dir.join("o.json"), "{}").unwrap();
+        assert_eq!(canonical_path(&dir.join("sub/./../o.json")), plain, "once it exists");
+        let _ = fs::remove_dir_all(&dir);
+    }
 
     #[test]
     fn commits_survive_reopening_and_corruption_is_refused() {

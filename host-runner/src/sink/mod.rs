@@ -54,18 +54,37 @@ pub async fn run(ctx: SharedContext, pre: SinkPre<HostState>, mut shutdown: Shut
     tracing::info!(connector = ctx.name(), group, "consuming {}", topics.join(","));
     let mut lanes: HashMap<(String, i32), Lane> = HashMap::new();
     let mut backoff = Backoff::new(Duration::from_millis(500), Duration::from_secs(30));
+    let mut consumer_failing = false;
     'consume: loop {
         let first = tokio::select! {
             m = consumer.recv() => m,
             _ = shutdown.wait() => break,
         };
-        let mut batch = vec![owned(&first.context("consuming")?)];
-        // Take what is already buffered, without waiting, up to a batch.
+        let first = match first {
+            Ok(m) => owned(&m),
+            Err(e) => {
+                // Shown and logged at once; the consumer keeps trying (a topic may yet be created,
+                // a broker come back).
+                consumer_failing = true;
+                let message = format!("the Kafka consumer failed: {e}; retrying");
+                tracing::error!(connector = ctx.name(), "{message}");
+                ctx.status.set(ctx.name(), "consumer", UnitState::Retrying, Some(&message));
+                if !shutdown.sleep(backoff.next_delay()).await {
+                    break;
+                }
+                continue;
+            }
+        };
+        if std::mem::take(&mut consumer_failing) {
+            tracing::info!(connector = ctx.name(), "the Kafka consumer works again");
+            ctx.status.set(ctx.name(), "consumer", UnitState::Running, None);
+        }
+        let mut batch = vec![first];
+        // Take what is already buffered, without waiting, up to a batch; an error waits for the next round.
         while batch.len() < MAX_BATCH {
             match tokio::time::timeout(Duration::ZERO, consumer.recv()).await {
                 Ok(Ok(m)) => batch.push(owned(&m)),
-                Ok(Err(e)) => return Err(e).context("consuming"),
-                Err(_) => break,
+                Ok(Err(_)) | Err(_) => break,
             }
         }
         for ((topic, partition), mut records) in group_by_partition(batch) {
@@ -124,6 +143,9 @@ pub async fn run(ctx: SharedContext, pre: SinkPre<HostState>, mut shutdown: Shut
     }
     for (topic, partition) in lanes.keys() {
         ctx.status.set(ctx.name(), &format!("{topic}-{partition}"), UnitState::Stopped, None);
+    }
+    if consumer_failing {
+        ctx.status.set(ctx.name(), "consumer", UnitState::Stopped, None);
     }
     lanes.clear();
     // Commit what was stored; the records after it will be consumed again by the next run.

@@ -164,10 +164,20 @@ pub fn status_address(runner: &mut Runner) -> String {
 
 /// The status of `unit` in `/status` at `addr`, if it is listed.
 pub fn unit_status(addr: &str, unit: &str) -> Option<serde_json::Value> {
+    units(addr).into_iter().find(|u| u["unit"] == unit)
+}
+
+/// The status of `unit` of `connector` in `/status` at `addr`, if it is listed.
+pub fn unit_status_of(addr: &str, connector: &str, unit: &str) -> Option<serde_json::Value> {
+    units(addr).into_iter().find(|u| u["connector"] == connector && u["unit"] == unit)
+}
+
+/// Every unit in `/status` at `addr`.
+fn units(addr: &str) -> Vec<serde_json::Value> {
     let (code, body) = http_get(addr, "/status");
     assert_eq!(code, 200, "{body}");
     let status: serde_json::Value = serde_json::from_str(&body).unwrap();
-    status["units"].as_array()?.iter().find(|u| u["unit"] == unit).cloned()
+    status["units"].as_array().cloned().unwrap_or_default()
 }
 
 /// The value of the metric line `series` (name and labels as rendered) in `/metrics` at `addr`.
