@@ -93,6 +93,8 @@ impl std::fmt::Display for ProduceFailure {
     }
 }
 
+impl std::error::Error for ProduceFailure {}
+
 /// True for errors that refuse one record for good: sending the same bytes again cannot succeed.
 fn refuses_for_good(code: RDKafkaErrorCode) -> bool {
     matches!(

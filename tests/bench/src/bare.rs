@@ -11,8 +11,9 @@ use host_runner::component::bindings::types::{PollBatch, SourceRecord, Span};
 use host_runner::config::KafkaSpec;
 use host_runner::metrics::Metrics;
 use host_runner::offsets::OffsetStore;
-use host_runner::source::pipeline::{Pending, Pipeline};
+use host_runner::source::pipeline::{Owner, Pending, Pipeline};
 use host_runner::source::produce::enqueue;
+use host_runner::status::StatusBoard;
 use snow_core::http::native::NativeTransport;
 use snow_core::http::transport::Timeouts;
 use snow_core::http::url::encode;
@@ -36,9 +37,20 @@ impl OffsetStore for NoOffsets {
 /// Reads `rows` rows of table incident from `fake` into `topic`, 1,000 per page.
 pub async fn run(fake: &str, bootstrap: &str, topic: &str, rows: u64) -> Result<Outcome> {
     let started = Instant::now();
-    let spec = KafkaSpec { bootstrap_servers: bootstrap.to_string(), producer: Default::default(), consumer: Default::default() };
+    let spec = KafkaSpec {
+        bootstrap_servers: bootstrap.to_string(),
+        producer: Default::default(),
+        consumer: Default::default(),
+        unsafe_producer: false,
+    };
     let producer = host_runner::kafka::producer(&spec)?;
-    let mut pipeline = Pipeline::start("bench-bare".into(), "incident".into(), Arc::new(NoOffsets), Metrics::default());
+    let mut pipeline = Pipeline::start(Owner {
+        connector: "bench-bare".into(),
+        table: "incident".into(),
+        offsets: Arc::new(NoOffsets),
+        metrics: Metrics::default(),
+        status: StatusBoard::default(),
+    });
     let mut transport = NativeTransport::default();
     let (mut produced, mut after, mut first, mut reads, mut enqueues) = (0u64, String::new(), None, Vec::new(), Vec::new());
     let request = |after: &str| {

@@ -9,8 +9,9 @@ use host_runner::component::bindings::types::{Header, HeaderSpan, PollBatch, Sou
 use host_runner::config::KafkaSpec;
 use host_runner::metrics::Metrics;
 use host_runner::offsets::FileOffsetStore;
-use host_runner::source::pipeline::{Pending, Pipeline};
+use host_runner::source::pipeline::{Owner, Pending, Pipeline};
 use host_runner::source::produce::enqueue;
+use host_runner::status::StatusBoard;
 use snow_core::clock::SystemClock;
 use snow_core::config::reader::entries_from_pairs;
 use snow_core::http::native::NativeTransport;
@@ -55,11 +56,22 @@ pub async fn run(fake: &str, bootstrap: &str, topic: &str, rows: u64) -> Result<
     ])
     .map_err(|e| anyhow!("{e}"))?;
     let mut task = SourceTask::open(&entries, &[], NativeTransport::default(), SystemClock::default()).map_err(|e| anyhow!("{e}"))?;
-    let spec = KafkaSpec { bootstrap_servers: bootstrap.to_string(), producer: Default::default(), consumer: Default::default() };
+    let spec = KafkaSpec {
+        bootstrap_servers: bootstrap.to_string(),
+        producer: Default::default(),
+        consumer: Default::default(),
+        unsafe_producer: false,
+    };
     let producer = host_runner::kafka::producer(&spec)?;
     let offsets_file = std::env::temp_dir().join(format!("snow-bench-native-{}.json", std::process::id()));
     let offsets = Arc::new(FileOffsetStore::open(&offsets_file)?);
-    let mut pipeline = Pipeline::start("bench-native".into(), "incident".into(), offsets, Metrics::default());
+    let mut pipeline = Pipeline::start(Owner {
+        connector: "bench-native".into(),
+        table: "incident".into(),
+        offsets,
+        metrics: Metrics::default(),
+        status: StatusBoard::default(),
+    });
     let (mut produced, mut first, mut reads, mut enqueues) = (0u64, None, Vec::new(), Vec::new());
     while produced < rows {
         let read = Instant::now();
