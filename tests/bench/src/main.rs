@@ -8,8 +8,10 @@
 //!   produce with the same producer settings.
 //!
 //! Each scenario runs in its own process, so its CPU time and peak RSS are its own.
+//! `snow-bench hidden` measures the source through rows hidden by ACLs ([`hidden`]).
 
 mod bare;
+mod hidden;
 mod measure;
 mod native;
 mod orchestrate;
@@ -22,6 +24,7 @@ fn main() -> Result<()> {
     let opt = |name: &str| args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).cloned();
     match args.first().map(String::as_str) {
         Some("run") => orchestrate::run(opt("--rows").map(|v| v.parse()).transpose()?.unwrap_or(1_000_000)),
+        Some("hidden") => hidden::run(),
         Some(mode @ ("native" | "bare")) => {
             let fake = opt("--fake").unwrap_or_default();
             let bootstrap = opt("--bootstrap").unwrap_or_default();
@@ -38,6 +41,6 @@ fn main() -> Result<()> {
             println!("{}", outcome.to_json());
             Ok(())
         }
-        _ => bail!("usage: snow-bench run [--rows N] | native|bare --fake URL --bootstrap B --topic T --rows N"),
+        _ => bail!("usage: snow-bench run [--rows N] | hidden | native|bare --fake URL --bootstrap B --topic T --rows N"),
     }
 }

@@ -130,7 +130,7 @@ impl Runs {
 }
 
 /// (a): `snow-connect run` until `rows` records are in `topic`.
-fn wasm(dir: &Path, fake: &str, bootstrap: &str, topic: &str, rows: u64) -> Result<Outcome> {
+pub(crate) fn wasm(dir: &Path, fake: &str, bootstrap: &str, topic: &str, rows: u64) -> Result<Outcome> {
     let config = dir.join(format!("{topic}.properties"));
     std::fs::write(
         &config,

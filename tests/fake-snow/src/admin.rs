@@ -12,7 +12,7 @@
 //! | `DELETE /__fake/tables/{t}/hidden` | | every row readable again |
 //! | `POST /__fake/settings` | `{"pagination_headers":false}` | never send `X-Total-Count` or `Link` (an instance or proxy that strips them) |
 //! | `GET /__fake/tables/{t}` | | `{"count":N,"rows":[...]}` |
-//! | `GET /__fake/tables/{t}/count` | | `{"count":N}` |
+//! | `GET /__fake/tables/{t}/count` | | `{"count":N,"readable":M}` (M: rows no ACL hides) |
 //! | `GET /__fake/clock` | | `{"now":"ts","frozen":bool}` |
 //! | `POST /__fake/clock` | `{"set":"ts"}` / `{"advance_seconds":n}` / `{"follow":true}` | move the clock |
 //! | `POST /__fake/faults` | a fault rule (see [`crate::faults`]) | inject a fault |
@@ -163,7 +163,15 @@ fn try_route(shared: &Shared, method: &str, path: &str, body: &[u8]) -> Result<A
             let rows: Vec<&Row> = table.rows_in_order().collect();
             ok(json!({ "count": rows.len(), "rows": rows }))
         }
-        ("GET", ["tables", t, "count"]) => ok(json!({ "count": shared.store().table(t).map_or(0, |t| t.len()) })),
+        ("GET", ["tables", t, "count"]) => {
+            let store = shared.store();
+            let (count, readable) = store.table(t).map_or((0, 0), |t| {
+                let readable =
+                    t.rows_in_order().filter(|r| !t.acl().hides(r.get("sys_id").and_then(Value::as_str).unwrap_or(""), r)).count();
+                (t.len(), readable)
+            });
+            ok(json!({ "count": count, "readable": readable }))
+        }
         ("GET", ["clock"]) => ok(json!({ "now": format_ts(shared.clock.now()), "frozen": shared.clock.is_frozen() })),
         ("POST", ["clock"]) => {
             let change: ClockChange = parse(body)?;

@@ -1,0 +1,216 @@
+//! `snow-bench hidden`: the source through rows hidden by ACLs (issue 8), with the real component
+//! and host (release builds) against fake-snow, which reads each window before it drops hidden
+//! rows as ServiceNow does. Two shapes, each with the instance's `X-Total-Count`/`Link` and
+//! without them:
+//!
+//! * **spread**: 200,000 rows over a day plus 12,000 in one second, one row in seven hidden
+//!   (`state=3`), against the same table with nothing hidden;
+//! * **block**: 40,000 rows in one second whose 2,500-odd rows with a sys_id starting with `3` —
+//!   contiguous in cursor order — are hidden: the time and requests to cross them.
+//!
+//! Results go to `docs/benchmarks.md` between the `bench-hidden` markers.
+
+use std::io::{Read as _, Write as _};
+use std::net::TcpStream;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use serde_json::Value;
+
+use crate::measure::Outcome;
+use crate::orchestrate::wasm;
+use crate::paths::{release_bin, workspace};
+
+/// A fake-snow process, stopped on drop.
+struct Fake {
+    child: Child,
+    addr: String,
+}
+
+impl Fake {
+    fn start(dir: &Path, label: &str) -> Result<Self> {
+        let port_file = dir.join(format!("{label}.port"));
+        let child = Command::new(release_bin("fake-snow"))
+            .args(["--port", "0", "--port-file"])
+            .arg(&port_file)
+            .args(["--table", "incident"])
+            .stdout(Stdio::null())
+            .spawn()
+            .context("starting fake-snow")?;
+        let started = Instant::now();
+        while !port_file.exists() {
+            if started.elapsed() > Duration::from_secs(30) {
+                bail!("fake-snow did not start");
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+        Ok(Self { child, addr: format!("127.0.0.1:{}", std::fs::read_to_string(&port_file)?.trim()) })
+    }
+
+    fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// One admin call; the JSON answer.
+    fn admin(&self, method: &str, path: &str, body: &str) -> Result<Value> {
+        let mut stream = TcpStream::connect(&self.addr)?;
+        write!(
+            stream,
+            "{method} /__fake/{path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        )?;
+        let mut answer = Vec::new();
+        stream.read_to_end(&mut answer)?;
+        let text = String::from_utf8_lossy(&answer);
+        let body = text.split_once("\r\n\r\n").map(|(_, b)| b).unwrap_or("");
+        serde_json::from_str(body).with_context(|| format!("{method} /__fake/{path}: {}", &body[..body.len().min(200)]))
+    }
+
+    fn seed(&self, count: u64, at: &str, spread_seconds: u64) -> Result<()> {
+        let body = if spread_seconds == 0 {
+            format!(r#"{{"count":{count},"at":"{at}"}}"#)
+        } else {
+            format!(r#"{{"count":{count},"start":"{at}","spread_seconds":{spread_seconds}}}"#)
+        };
+        self.admin("POST", "tables/incident/seed", &body).map(drop)
+    }
+
+    fn readable(&self) -> Result<u64> {
+        self.admin("GET", "tables/incident/count", "")?["readable"].as_u64().context("readable count")
+    }
+}
+
+impl Drop for Fake {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `YYYY-MM-DD HH:MM:SS` of `secs` since the epoch.
+fn stamp(secs: i64) -> String {
+    snow_core::time::Timestamp(secs).to_string()
+}
+
+fn now() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs() as i64).unwrap_or(0)
+}
+
+/// What one scenario measured.
+struct Measured {
+    name: String,
+    readable: u64,
+    outcome: Outcome,
+    requests: usize,
+    /// For the block: requests and milliseconds from the window at the block to the rows after it.
+    crossing: Option<(usize, u64)>,
+}
+
+/// Runs every scenario and writes the report.
+pub fn run() -> Result<()> {
+    let dir = workspace().join("target/bench-hidden");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir)?;
+    eprintln!("starting Apache Kafka");
+    let broker = kafka_harness::KafkaBroker::start()?;
+    let bootstrap = broker.bootstrap().to_string();
+    let mut results = Vec::new();
+    for (name, hide, headers) in [
+        ("spread, nothing hidden", false, true),
+        ("spread, 1 in 7 hidden", true, true),
+        ("spread, 1 in 7 hidden, no count/Link", true, false),
+    ] {
+        let fake = Fake::start(&dir, &format!("spread-{}", results.len()))?;
+        let t = now();
+        fake.seed(200_000, &stamp(t - 86_400), 80_000)?;
+        fake.seed(12_000, &stamp(t - 3_600), 0)?;
+        if hide {
+            fake.admin("POST", "tables/incident/hidden", r#"{"query":"state=3"}"#)?;
+        }
+        results.push(scenario(&dir, &bootstrap, &fake, name, headers, false)?);
+    }
+    for (name, headers) in [("block of ~2,500 hidden in one second", true), ("block of ~2,500 hidden, no count/Link", false)] {
+        let fake = Fake::start(&dir, &format!("block-{}", results.len()))?;
+        let t = now();
+        fake.seed(1_000, &stamp(t - 7_200), 600)?;
+        fake.seed(40_000, &stamp(t - 3_600), 0)?;
+        fake.seed(1_000, &stamp(t - 3_000), 600)?;
+        fake.admin("POST", "tables/incident/hidden", &format!(r#"{{"query":"sys_updated_on={}^sys_idSTARTSWITH3"}}"#, stamp(t - 3_600)))?;
+        results.push(scenario(&dir, &bootstrap, &fake, name, headers, true)?);
+    }
+    drop(broker);
+    let report = report(&results);
+    println!("{report}");
+    write_report(&report)
+}
+
+fn scenario(dir: &Path, bootstrap: &str, fake: &Fake, name: &str, headers: bool, block: bool) -> Result<Measured> {
+    fake.admin("POST", "settings", &format!(r#"{{"pagination_headers":{headers}}}"#))?;
+    let readable = fake.readable()?;
+    let topic = format!("bench.hidden.{}", name.replace([' ', ',', '/', '~'], "-"));
+    eprintln!("hidden rows: {name}: {readable} readable rows");
+    let outcome = wasm(dir, &fake.url(), bootstrap, &topic, readable)?;
+    let journal = fake.admin("GET", "journal", "")?;
+    let entries = journal["entries"].as_array().cloned().unwrap_or_default();
+    let requests = entries.iter().filter(|e| e["path"] == "/api/now/table/incident").count();
+    let crossing = if block { crossing(&entries) } else { None };
+    Ok(Measured { name: name.to_string(), readable, outcome, requests, crossing })
+}
+
+/// From the first drain window that came back empty (the block starts there) to the first later
+/// window (not a look above) that returned rows.
+fn crossing(entries: &[Value]) -> Option<(usize, u64)> {
+    let is_list = |e: &Value| e["path"] == "/api/now/table/incident";
+    let query = |e: &Value| e["query"].as_str().unwrap_or("").to_string();
+    let start = entries.iter().position(|e| is_list(e) && query(e).contains("sys_id>") && e["returned"] == 0)?;
+    let found = entries[start + 1..]
+        .iter()
+        .position(|e| is_list(e) && !query(e).contains("ORDERBYDESC") && e["returned"].as_u64().is_some_and(|n| n > 0))?
+        + start
+        + 1;
+    let ms = entries[found]["at_ms"].as_u64()?.saturating_sub(entries[start]["at_ms"].as_u64()?);
+    Some((found - start + 1, ms))
+}
+
+fn report(results: &[Measured]) -> String {
+    let mut out = String::from(
+        "Run by `make bench` (`target/release/snow-bench hidden`): the release `snow-connect` with `guest_source.wasm` \
+         against the release fake-snow, which reads each window (`sysparm_limit` from `sysparm_offset`) before it drops \
+         hidden rows, as ServiceNow does; `batch.size=1000`, the other settings at their defaults. \"Requests\" counts \
+         the Table API reads of the whole run, the look above the cursor included.\n\n\
+         | scenario | readable rows | rows/s | CPU µs/row | requests | requests per 1,000 readable rows | crossing the block |\n\
+         |---|---|---|---|---|---|---|\n",
+    );
+    for m in results {
+        let crossing = m.crossing.map(|(n, ms)| format!("{n} requests, {ms} ms")).unwrap_or_else(|| "-".into());
+        out.push_str(&format!(
+            "| {} | {} | {:.0} | {:.1} | {} | {:.2} | {} |\n",
+            m.name,
+            m.readable,
+            m.outcome.rows_per_second(),
+            m.outcome.cpu_us_per_row(),
+            m.requests,
+            m.requests as f64 * 1000.0 / m.readable.max(1) as f64,
+            crossing
+        ));
+    }
+    out
+}
+
+const BEGIN: &str = "<!-- bench-hidden:begin -->";
+const END: &str = "<!-- bench-hidden:end -->";
+
+fn write_report(report: &str) -> Result<()> {
+    let path = workspace().join("docs/benchmarks.md");
+    let text = std::fs::read_to_string(&path).unwrap_or_default();
+    let (before, after) = match (text.find(BEGIN), text.find(END)) {
+        (Some(b), Some(e)) if b < e => (text[..b].to_string(), text[e + END.len()..].to_string()),
+        _ => (format!("{text}\n## Rows hidden by ACLs (make bench)\n\n"), String::new()),
+    };
+    std::fs::write(&path, format!("{before}{BEGIN}\n{report}{END}{after}"))?;
+    eprintln!("wrote {}", path.display());
+    Ok(())
+}
