@@ -24,21 +24,22 @@ fn snow_connect(dir: &Path, args: &[&str]) -> (bool, String, String) {
 }
 
 fn source(fake_url: &str, name: &str, extra: &[(&str, &str)]) -> BTreeMap<String, String> {
-    let mut c = entries(&[
+    let mut c = support::source_entries(fake_url, name, &format!("snow.{name}"), &["incident"], &[("snow.auth.type", "none")]);
+    c.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+    c
+}
+
+/// A sink connector on the fake at `fake_url` consuming `topics`.
+fn sink(fake_url: &str, name: &str, topics: &str) -> BTreeMap<String, String> {
+    entries(&[
         ("name", name),
-        ("component.path", guest_artifacts::GUEST_SOURCE),
+        ("component.path", guest_artifacts::GUEST_SINK),
         ("kafka.bootstrap.servers", kafka_harness::shared().bootstrap()),
-        ("offset.storage.file.filename", "offsets.json"),
+        ("topics", topics),
         ("snow.instance.url", fake_url),
         ("snow.auth.type", "none"),
-        ("snow.tables", "incident"),
-        ("snow.poll.interval.ms", "200"),
-        ("snow.safety.lag.seconds", "2"),
-    ]);
-    for (k, v) in extra {
-        c.insert(k.to_string(), v.to_string());
-    }
-    c
+        ("snow.sink.table", "incident"),
+    ])
 }
 
 #[test]
@@ -138,17 +139,7 @@ fn a_failing_sink_consumer_is_shown_at_once_whatever_the_order_of_the_connectors
     let (source_name, sink_name) = (unique("first"), unique("second"));
     // A source that runs on (listed first), then a sink whose topic does not exist.
     let source_file = connector_file(&dir, &source_name, &source(&fake.url(), &source_name, &[]));
-    let missing = unique("no-such-topic");
-    let sink = entries(&[
-        ("name", &sink_name),
-        ("component.path", guest_artifacts::GUEST_SINK),
-        ("kafka.bootstrap.servers", kafka_harness::shared().bootstrap()),
-        ("topics", &missing),
-        ("snow.instance.url", &fake.url()),
-        ("snow.auth.type", "none"),
-        ("snow.sink.table", "incident"),
-    ]);
-    let sink_file = connector_file(&dir, &sink_name, &sink);
+    let sink_file = connector_file(&dir, &sink_name, &sink(&fake.url(), &sink_name, &unique("no-such-topic")));
     let mut runner = Runner::start_with_args(&dir, "run", &[&source_file, &sink_file], &["--status-listen", "127.0.0.1:0"]);
     let addr = support::status_address(&mut runner);
     let unit = wait_until("the sink's consumer failure in /status", Duration::from_secs(60), || {
@@ -169,16 +160,7 @@ fn a_connector_that_ends_with_an_error_is_shown_and_logged_at_once() {
     let (source_name, sink_name) = (unique("first"), unique("broken"));
     let source_file = connector_file(&dir, &source_name, &source(&fake.url(), &source_name, &[]));
     // A topic regex librdkafka cannot compile: subscribing fails when the sink starts.
-    let sink = entries(&[
-        ("name", &sink_name),
-        ("component.path", guest_artifacts::GUEST_SINK),
-        ("kafka.bootstrap.servers", kafka_harness::shared().bootstrap()),
-        ("topics", "^(unclosed"),
-        ("snow.instance.url", &fake.url()),
-        ("snow.auth.type", "none"),
-        ("snow.sink.table", "incident"),
-    ]);
-    let sink_file = connector_file(&dir, &sink_name, &sink);
+    let sink_file = connector_file(&dir, &sink_name, &sink(&fake.url(), &sink_name, "^(unclosed"));
     let mut runner = Runner::start_with_args(&dir, "run", &[&source_file, &sink_file], &["--status-listen", "127.0.0.1:0"]);
     let addr = support::status_address(&mut runner);
     let unit =

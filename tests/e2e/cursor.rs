@@ -13,7 +13,7 @@ use std::time::Duration;
 use fake_snow::{FakeOptions, FakeSnow, Fault, FaultAction};
 use serde_json::Value;
 use support::kafka::{Read, read_until};
-use support::{Runner, connector_file, entries, now_secs, tail, unique, wait_until, work_dir};
+use support::{Runner, connector_file, now_secs, tail, unique, wait_until, work_dir};
 
 const USER: &str = "cursor-user";
 const PASSWORD: &str = "Cursor-Pw-31";
@@ -23,24 +23,9 @@ fn fake(frozen_at: Option<i64>) -> FakeSnow {
 }
 
 fn config(fake: &FakeSnow, name: &str, topic: &str, tables: &[&str], extra: &[(&str, &str)]) -> BTreeMap<String, String> {
-    let mut c = entries(&[
-        ("name", name),
-        ("component.path", guest_artifacts::GUEST_SOURCE),
-        ("kafka.bootstrap.servers", kafka_harness::shared().bootstrap()),
-        ("offset.storage.file.filename", "offsets.json"),
-        ("snow.instance.url", &fake.url()),
-        ("snow.auth.username", USER),
-        ("snow.auth.password", PASSWORD),
-        ("snow.tables", &tables.join(",")),
-        ("snow.poll.interval.ms", "200"),
-        ("snow.safety.lag.seconds", "2"),
-    ]);
-    for t in tables {
-        c.insert(format!("snow.table.{t}.topic"), topic.to_string());
-    }
-    for (k, v) in extra {
-        c.insert(k.to_string(), v.to_string());
-    }
+    let mut c =
+        support::source_entries(&fake.url(), name, topic, tables, &[("snow.auth.username", USER), ("snow.auth.password", PASSWORD)]);
+    c.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
     c
 }
 

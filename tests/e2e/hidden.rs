@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use fake_snow::{FakeOptions, FakeSnow, JournalEntry};
 use support::kafka::{Read, read_until};
-use support::{Runner, connector_file, entries, now_secs, tail, unique, wait_until, work_dir};
+use support::{Runner, connector_file, now_secs, tail, unique, wait_until, work_dir};
 
 const USER: &str = "acl-user";
 const PASSWORD: &str = "Acl-Pw-77";
@@ -24,22 +24,9 @@ fn fake(now: i64, pagination_headers: bool) -> FakeSnow {
 }
 
 fn config(fake: &FakeSnow, name: &str, topic: &str, extra: &[(&str, &str)]) -> BTreeMap<String, String> {
-    let mut c = entries(&[
-        ("name", name),
-        ("component.path", guest_artifacts::GUEST_SOURCE),
-        ("kafka.bootstrap.servers", kafka_harness::shared().bootstrap()),
-        ("offset.storage.file.filename", "offsets.json"),
-        ("snow.instance.url", &fake.url()),
-        ("snow.auth.username", USER),
-        ("snow.auth.password", PASSWORD),
-        ("snow.tables", "incident"),
-        ("snow.table.incident.topic", topic),
-        ("snow.poll.interval.ms", "200"),
-        ("snow.safety.lag.seconds", "2"),
-    ]);
-    for (k, v) in extra {
-        c.insert(k.to_string(), v.to_string());
-    }
+    let mut c =
+        support::source_entries(&fake.url(), name, topic, &["incident"], &[("snow.auth.username", USER), ("snow.auth.password", PASSWORD)]);
+    c.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
     c
 }
 

@@ -14,28 +14,15 @@ use fake_snow::{FakeOptions, FakeSnow, Fault, FaultAction};
 use kafka_harness::KafkaBroker;
 use serde_json::Value;
 use support::kafka::{Read, create_topic_with, read_until};
-use support::{Runner, connector_file, entries, now_secs, tail, unique, wait_until, work_dir};
+use support::{Runner, connector_file, now_secs, tail, unique, wait_until, work_dir};
 
 const USER: &str = "kafka-failures-user";
 const PASSWORD: &str = "Kf-Pw-5150";
 
 fn config(fake: &FakeSnow, bootstrap: &str, name: &str, topic: &str, extra: &[(&str, &str)]) -> BTreeMap<String, String> {
-    let mut c = entries(&[
-        ("name", name),
-        ("component.path", guest_artifacts::GUEST_SOURCE),
-        ("kafka.bootstrap.servers", bootstrap),
-        ("offset.storage.file.filename", "offsets.json"),
-        ("snow.instance.url", &fake.url()),
-        ("snow.auth.username", USER),
-        ("snow.auth.password", PASSWORD),
-        ("snow.tables", "incident"),
-        ("snow.table.incident.topic", topic),
-        ("snow.poll.interval.ms", "200"),
-        ("snow.safety.lag.seconds", "2"),
-    ]);
-    for (k, v) in extra {
-        c.insert(k.to_string(), v.to_string());
-    }
+    let credentials = [("snow.auth.username", USER), ("snow.auth.password", PASSWORD), ("kafka.bootstrap.servers", bootstrap)];
+    let mut c = support::source_entries(&fake.url(), name, topic, &["incident"], &credentials);
+    c.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
     c
 }
 

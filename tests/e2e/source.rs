@@ -11,7 +11,7 @@ use std::time::Duration;
 use fake_snow::{FakeOptions, FakeSnow, Fault, FaultAction};
 use serde_json::Value;
 use support::kafka::read_until;
-use support::{Runner, connector_file, entries, now_secs, tail, unique, wait_until, work_dir};
+use support::{Runner, connector_file, now_secs, tail, unique, wait_until, work_dir};
 
 const USER: &str = "snow-e2e";
 const PASSWORD: &str = "e2e-Secret-Pw-42";
@@ -21,20 +21,8 @@ fn fake(now: i64) -> FakeSnow {
 }
 
 fn source_config(fake: &FakeSnow, name: &str, topic: &str, batch: &str) -> BTreeMap<String, String> {
-    entries(&[
-        ("name", name),
-        ("component.path", guest_artifacts::GUEST_SOURCE),
-        ("kafka.bootstrap.servers", kafka_harness::shared().bootstrap()),
-        ("offset.storage.file.filename", "offsets.json"),
-        ("snow.instance.url", &fake.url()),
-        ("snow.auth.username", USER),
-        ("snow.auth.password", PASSWORD),
-        ("snow.tables", "incident"),
-        ("snow.table.incident.topic", topic),
-        ("snow.batch.size", batch),
-        ("snow.poll.interval.ms", "200"),
-        ("snow.safety.lag.seconds", "2"),
-    ])
+    let extra = [("snow.auth.username", USER), ("snow.auth.password", PASSWORD), ("snow.batch.size", batch)];
+    support::source_entries(&fake.url(), name, topic, &["incident"], &extra)
 }
 
 /// The single stored position of `connector` in the offset file, once there is one.

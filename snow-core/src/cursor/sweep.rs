@@ -13,8 +13,10 @@
 //! can come back short, or empty, while readable rows follow it ([`super::window`]). A window that
 //! came back full, or that the answer says rows follow (`X-Total-Count`, `Link`), goes on after its
 //! last readable row; one that is known to end the step's range ends the step (drain → advance,
-//! advance → the sweep is done). Requests chained after a full window skip the count (it costs the
-//! instance a count query); every other request asks for it. A full (or followed) advance window
+//! advance → the sweep is done). The count costs the instance a count query over the rest of the
+//! range, so only the first window of a step, a window asked again after it came back empty, and
+//! the windows of a crossing ask for it; windows chained after one that returned rows do not (an
+//! empty one is asked again with the count). A full (or followed) advance window
 //! that spans several seconds is emitted up to the end of its second-to-last second (those seconds
 //! are complete: rows come ordered by timestamp) and the sweep advances from there, so its last
 //! second is read again whole by the next advance window instead of costing a drain request; one
@@ -246,8 +248,9 @@ impl Sweep {
             }
         }
         if !rows.is_empty() && follow != Some(false) {
-            // Rows follow the window, or may: go on after its last readable row.
-            self.count = !full;
+            // Rows follow the window, or may: go on after its last readable row. The next window
+            // skips the count: should it come back empty, it is asked again with the count.
+            self.count = false;
             self.window = Window::first(self.sizes);
             self.crossing = None;
             return Ok(self.window_read(rows));
@@ -407,8 +410,11 @@ mod tests {
         // A full page inside one second (a bulk second) is drained by sys_id.
         assert_eq!(observe(&mut s, &[(ts(7), "a"), (ts(7), "c")], None, None), Observed { emit: 2, done: false });
         assert_eq!(query(&s), format!("sys_updated_on={}^sys_id>c^ORDERBYsys_id", ts(7)));
-        // A short page without a count may still be followed by rows: go on, asking this time.
+        // A short page without a count may still be followed by rows: go on, still without it.
         assert_eq!(observe(&mut s, &[(ts(7), "d")], None, Some(ts(200))), Observed { emit: 1, done: false });
+        assert_eq!((s.step(), window(&s)), (SweepStep::Drain, (2, 0, false)));
+        // An empty window without a count is asked again, with it.
+        assert_eq!(observe(&mut s, &[], None, None), Observed { emit: 0, done: false });
         assert_eq!((s.step(), window(&s)), (SweepStep::Drain, (2, 0, true)));
         assert_eq!(observe(&mut s, &[], Some(0), None), Observed { emit: 0, done: false }, "the second is drained");
         assert_eq!(s.high_water(), Some(ts(95)), "the HWM stays fixed for the whole sweep");
@@ -438,7 +444,7 @@ mod tests {
         let mut s = Sweep::new(Cursor::before(ts(0)), 0, sizes());
         assert_eq!(observe(&mut s, &[(ts(0), "b")], Some(5), Some(ts(10))), Observed { emit: 1, done: false });
         assert_eq!((s.step(), s.cursor().id.as_str()), (SweepStep::Drain, "b"), "still draining second 0, after b");
-        assert_eq!(window(&s), (2, 0, true));
+        assert_eq!(window(&s), (2, 0, false), "the next window skips the count");
         // The Link header says the same when there is no count.
         let followed = Answer { returned: 1, total: None, has_next: Some(true), server_time: None };
         assert_eq!(s.observe(&[(ts(0), "d")], followed).unwrap(), Observed { emit: 1, done: false });
@@ -464,7 +470,7 @@ mod tests {
         assert_eq!(observe(&mut s, &[(ts(0), "x")], Some(28), None), Observed { emit: 0, done: false });
         assert_eq!(window(&s), (8, 14, true));
         assert_eq!(observe(&mut s, &[(ts(0), "v"), (ts(0), "x")], Some(28), None), Observed { emit: 2, done: false });
-        assert_eq!((s.cursor().id.as_str(), window(&s)), ("x", (2, 0, true)), "found: back to the usual window after them");
+        assert_eq!((s.cursor().id.as_str(), window(&s)), ("x", (2, 0, false)), "found: back to the usual window after them");
     }
 
     #[test]

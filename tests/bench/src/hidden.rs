@@ -21,7 +21,7 @@ use serde_json::Value;
 
 use crate::measure::Outcome;
 use crate::orchestrate::wasm;
-use crate::paths::{release_bin, workspace};
+use crate::paths::{release_bin, workspace, write_report};
 
 /// A fake-snow process, stopped on drop.
 struct Fake {
@@ -144,7 +144,7 @@ pub fn run() -> Result<()> {
     drop(broker);
     let report = report(&results);
     println!("{report}");
-    write_report(&report)
+    write_report("bench-hidden", "Rows hidden by ACLs (make bench)", &report)
 }
 
 fn scenario(dir: &Path, bootstrap: &str, fake: &Fake, name: &str, headers: bool, block: bool) -> Result<Measured> {
@@ -198,19 +198,4 @@ fn report(results: &[Measured]) -> String {
         ));
     }
     out
-}
-
-const BEGIN: &str = "<!-- bench-hidden:begin -->";
-const END: &str = "<!-- bench-hidden:end -->";
-
-fn write_report(report: &str) -> Result<()> {
-    let path = workspace().join("docs/benchmarks.md");
-    let text = std::fs::read_to_string(&path).unwrap_or_default();
-    let (before, after) = match (text.find(BEGIN), text.find(END)) {
-        (Some(b), Some(e)) if b < e => (text[..b].to_string(), text[e + END.len()..].to_string()),
-        _ => (format!("{text}\n## Rows hidden by ACLs (make bench)\n\n"), String::new()),
-    };
-    std::fs::write(&path, format!("{before}{BEGIN}\n{report}{END}{after}"))?;
-    eprintln!("wrote {}", path.display());
-    Ok(())
 }

@@ -1,7 +1,7 @@
 //! `snow-bench run`: one broker, one fake seeded once, a warm-up pass, then the three scenarios
 //! taking turns for a few rounds, each in its own process, then the report in `docs/benchmarks.md` (between the bench markers).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -10,7 +10,7 @@ use rdkafka::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 
 use crate::measure::{Outcome, cpu_of, median, peak_rss_kb};
-use crate::paths::{release_bin, source_component, workspace};
+use crate::paths::{release_bin, source_component, workspace, write_report};
 
 /// Runs the suite over a table of `rows` rows.
 pub fn run(rows: u64) -> Result<()> {
@@ -86,7 +86,7 @@ pub fn run(rows: u64) -> Result<()> {
         &ratios,
     );
     println!("{report}");
-    write_report(&report)
+    write_report("bench", "Source backfill (make bench)", &report)
 }
 
 /// Rounds of each 1M-row scenario.
@@ -262,19 +262,4 @@ fn report(rows: u64, seeded: Duration, lines: &[(&str, u64, &Runs)], wasm: &Outc
         wasm.rows_per_second()
     ));
     out
-}
-
-const BEGIN: &str = "<!-- bench:begin -->";
-const END: &str = "<!-- bench:end -->";
-
-fn write_report(report: &str) -> Result<()> {
-    let path: PathBuf = workspace().join("docs/benchmarks.md");
-    let text = std::fs::read_to_string(&path).unwrap_or_default();
-    let (before, after) = match (text.find(BEGIN), text.find(END)) {
-        (Some(b), Some(e)) if b < e => (text[..b].to_string(), text[e + END.len()..].to_string()),
-        _ => (format!("{text}\n## Source backfill (make bench)\n\n"), String::new()),
-    };
-    std::fs::write(&path, format!("{before}{BEGIN}\n{report}{END}{after}"))?;
-    eprintln!("wrote {}", path.display());
-    Ok(())
 }

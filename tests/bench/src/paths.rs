@@ -1,4 +1,4 @@
-//! Where the release binaries and components are.
+//! Where the release binaries and components are, and where results go.
 
 use std::path::PathBuf;
 
@@ -15,4 +15,19 @@ pub fn release_bin(name: &str) -> PathBuf {
 /// The source component.
 pub fn source_component() -> PathBuf {
     workspace().join("target/guests/wasm32-wasip2/wasm-release/guest_source.wasm")
+}
+
+/// Writes `report` into `docs/benchmarks.md` between the markers `<!-- {marker}:begin -->` and
+/// `<!-- {marker}:end -->`, or appends it under `heading` with the markers when they are absent.
+pub fn write_report(marker: &str, heading: &str, report: &str) -> anyhow::Result<()> {
+    let (begin, end) = (format!("<!-- {marker}:begin -->"), format!("<!-- {marker}:end -->"));
+    let path = workspace().join("docs/benchmarks.md");
+    let text = std::fs::read_to_string(&path).unwrap_or_default();
+    let (before, after) = match (text.find(&begin), text.find(&end)) {
+        (Some(b), Some(e)) if b < e => (text[..b].to_string(), text[e + end.len()..].to_string()),
+        _ => (format!("{text}\n## {heading}\n\n"), String::new()),
+    };
+    std::fs::write(&path, format!("{before}{begin}\n{report}{end}{after}"))?;
+    eprintln!("wrote {}", path.display());
+    Ok(())
 }

@@ -45,6 +45,28 @@ pub fn connector_json(dir: &Path, name: &str, entries: &BTreeMap<String, String>
     path
 }
 
+/// A source connector on the fake at `fake_url` reading `tables` into `topic`, through the shared
+/// broker, polling every 200 ms with a 2 s safety lag; `extra` (credentials, overrides) last.
+pub fn source_entries(fake_url: &str, name: &str, topic: &str, tables: &[&str], extra: &[(&str, &str)]) -> BTreeMap<String, String> {
+    let mut c = entries(&[
+        ("name", name),
+        ("component.path", guest_artifacts::GUEST_SOURCE),
+        ("kafka.bootstrap.servers", kafka_harness::shared().bootstrap()),
+        ("offset.storage.file.filename", "offsets.json"),
+        ("snow.instance.url", fake_url),
+        ("snow.tables", &tables.join(",")),
+        ("snow.poll.interval.ms", "200"),
+        ("snow.safety.lag.seconds", "2"),
+    ]);
+    for t in tables {
+        c.insert(format!("snow.table.{t}.topic"), topic.to_string());
+    }
+    for (k, v) in extra {
+        c.insert(k.to_string(), v.to_string());
+    }
+    c
+}
+
 /// Builds entries from pairs.
 pub fn entries(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
     pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
