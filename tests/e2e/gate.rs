@@ -190,6 +190,7 @@ fn a_request_body_is_refused_as_soon_as_it_passes_the_cap() {
     let message = unit["message"].as_str().unwrap();
     let took: u64 = message.split("the host took ").nth(1).and_then(|r| r.split(' ').next()).unwrap().parse().unwrap();
     let cap = host_runner::outbound::MAX_REQUEST_BODY as u64;
+    eprintln!("a 1 GiB request body: the host took {took} bytes ({:.2} MiB) before refusing it", took as f64 / 1048576.0);
     assert!(took >= cap && took <= cap + (4 << 20), "the host stopped taking the 1 GiB body right after its {cap}-byte cap: took {took}");
     assert!(log.contains("refused a guest request whose body passed"), "{log}");
     assert!(allowed.journal().entries.is_empty(), "the request never went out");
