@@ -272,7 +272,7 @@ impl Sweep {
                 self.window = window.crossed(self.sizes);
                 Ok(Observed { emit: 0, done: false })
             }
-            // Chained after a full window without the count: ask again, with it.
+            // Chained after a window that returned rows, so asked without the count: again, with it.
             None if !asked => {
                 self.count = true;
                 Ok(Observed { emit: 0, done: false })
