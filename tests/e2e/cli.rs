@@ -156,6 +156,8 @@ fn a_failing_sink_consumer_is_shown_at_once_whatever_the_order_of_the_connectors
 fn a_connector_that_ends_with_an_error_is_shown_and_logged_at_once() {
     let now = now_secs();
     let fake = FakeSnow::start(FakeOptions { frozen_at: Some(now), ..Default::default() }).unwrap();
+    // A table to read, so the source runs on (the process ends once every connector has ended).
+    fake.shared().seed("incident", 10, now - 600, 10);
     let dir = work_dir("cli-ended");
     let (source_name, sink_name) = (unique("first"), unique("broken"));
     let source_file = connector_file(&dir, &source_name, &source(&fake.url(), &source_name, &[]));
