@@ -106,6 +106,7 @@ fn run(args: &[String], validate_only: bool) -> Result<()> {
             return Ok(());
         }
         let (trigger, watch) = shutdown::channel();
+        let serving_status = parsed.option("status-listen").is_some();
         if let Some(addr) = parsed.option("status-listen") {
             let admin = Admin { status: runner.status().clone(), metrics: runner.metrics().clone() };
             let bound = admin::serve(addr, admin, watch.clone()).await?;
@@ -113,24 +114,34 @@ fn run(args: &[String], validate_only: bool) -> Result<()> {
         }
         let run = runner.run(&specs, watch);
         tokio::pin!(run);
-        let stop_after = async {
-            match for_seconds {
-                Some(s) => tokio::time::sleep(Duration::from_secs(s)).await,
-                None => std::future::pending().await,
-            }
-        };
-        let signals = async {
+        // The process stops at --for-seconds or on SIGINT/SIGTERM, whichever comes first.
+        let stop = async {
             let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+            let after = async {
+                match for_seconds {
+                    Some(s) => tokio::time::sleep(Duration::from_secs(s)).await,
+                    None => std::future::pending().await,
+                }
+            };
             tokio::select! {
-                _ = tokio::signal::ctrl_c() => {},
-                _ = term.recv() => {},
+                _ = tokio::signal::ctrl_c() => tracing::info!("signal received, stopping"),
+                _ = term.recv() => tracing::info!("signal received, stopping"),
+                () = after => tracing::info!("--for-seconds reached, stopping"),
             }
             Ok::<(), std::io::Error>(())
         };
+        tokio::pin!(stop);
         let result = tokio::select! {
-            r = &mut run => r,
-            _ = stop_after => { tracing::info!("--for-seconds reached, stopping"); trigger.fire(); run.await }
-            _ = signals => { tracing::info!("signal received, stopping"); trigger.fire(); run.await }
+            r = &mut run => {
+                // Every connector ended (parked, or ended with an error): with a status endpoint,
+                // the board stays up for the operator until the process is stopped.
+                if serving_status {
+                    tracing::warn!("every connector has ended; the status endpoint stays up until the process is stopped");
+                    let _ = (&mut stop).await;
+                }
+                r
+            }
+            _ = &mut stop => { trigger.fire(); run.await }
         };
         println!("{}", runner.summary());
         result
