@@ -19,8 +19,15 @@ pub const GUEST_SERIES_PER_CONNECTOR: usize = 10_000;
 #[derive(Clone, Default, Debug)]
 pub struct Metrics {
     values: Arc<Mutex<BTreeMap<Key, f64>>>,
-    /// Series created by each connector's guests.
-    guest_series: Arc<Mutex<HashMap<String, usize>>>,
+    /// Series created, and reports dropped, by each connector's guests.
+    guest_series: Arc<Mutex<HashMap<String, GuestSeries>>>,
+}
+
+/// What the guests of one connector created and had dropped.
+#[derive(Debug, Default)]
+struct GuestSeries {
+    created: usize,
+    dropped: u64,
 }
 
 /// What a guest reports.
@@ -77,13 +84,13 @@ impl Metrics {
             let mut values = self.values.lock().unwrap_or_else(|e| e.into_inner());
             if !values.contains_key(&key) {
                 let mut series = self.guest_series.lock().unwrap_or_else(|e| e.into_inner());
-                let count = series.entry(connector.to_string()).or_default();
-                if *count >= GUEST_SERIES_PER_CONNECTOR {
+                let mine = series.entry(connector.to_string()).or_default();
+                if mine.created >= GUEST_SERIES_PER_CONNECTOR {
                     drop((series, values));
                     self.guest_dropped(connector, "the connector's guests reached their series cap");
                     return false;
                 }
-                *count += 1;
+                mine.created += 1;
             }
             let slot = values.entry(key).or_default();
             match value {
@@ -94,10 +101,15 @@ impl Metrics {
         true
     }
 
+    /// Counts a dropped report of `connector`'s guests; logs the first one.
     fn guest_dropped(&self, connector: &str, why: &str) {
-        let l = labels(&[("connector", connector)]);
-        let first = self.sum("snow_guest_metric_series_dropped_total", &[("connector", connector)]) == 0.0;
-        self.counter_add("snow_guest_metric_series_dropped_total", 1, &l);
+        let first = {
+            let mut series = self.guest_series.lock().unwrap_or_else(|e| e.into_inner());
+            let mine = series.entry(connector.to_string()).or_default();
+            mine.dropped += 1;
+            mine.dropped == 1
+        };
+        self.counter_add("snow_guest_metric_series_dropped_total", 1, &labels(&[("connector", connector)]));
         if first {
             tracing::warn!(
                 connector,
