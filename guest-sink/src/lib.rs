@@ -1,7 +1,8 @@
 //! The ServiceNow sink connector as a WASI 0.2 component (world `sink` of `wit/`).
 //!
-//! Thin by design: it converts WIT values to snow-core values and back. Operation resolution and
-//! the Table API are snow-core's; ServiceNow is reached only through `wasi:http`.
+//! Thin by design: it converts WIT values to snow-core values and back. Routing, operation
+//! resolution, body mapping and the Table API are snow-core's; ServiceNow is reached only through
+//! `wasi:http`.
 #![cfg(all(target_arch = "wasm32", target_os = "wasi"))]
 
 mod bindings;
@@ -15,7 +16,7 @@ use bindings::snow::connector::types as wit;
 use snow_core::clock::WasiClock;
 use snow_core::config::SinkConfig;
 use snow_core::http::wasi::WasiTransport;
-use snow_core::record::{Operation, SinkRecord};
+use snow_core::record::{Operation, Outcome, SinkRecord, SkipReason};
 use snow_core::sink::SinkTask;
 
 pub(crate) struct Component;
@@ -56,17 +57,24 @@ impl GuestSinkTask for Lane {
             .collect();
         let mut task = self.inner.borrow_mut();
         let outcomes = task.put(&records);
-        convert::report_rate_limit(task.table(), task.rate_limit());
+        convert::report_rate_limit(task.label(), task.rate_limit());
         outcomes
             .into_iter()
             .map(|outcome| match outcome {
-                Ok(w) => wit::Outcome::Written(wit::Written {
+                Outcome::Written(w) => wit::Outcome::Written(wit::Written {
                     operation: operation(w.operation),
                     table: w.table,
                     sys_id: w.sys_id,
                     status: w.status,
                 }),
-                Err(e) => wit::Outcome::Failed(convert::error(e)),
+                Outcome::Skipped(s) => wit::Outcome::Skipped(wit::Skipped {
+                    table: s.table,
+                    sys_id: s.sys_id,
+                    reason: match s.reason {
+                        SkipReason::NotFound => wit::SkipReason::NotFound,
+                    },
+                }),
+                Outcome::Failed(e) => wit::Outcome::Failed(convert::error(e)),
             })
             .collect()
     }

@@ -188,10 +188,13 @@ impl Runner {
                     c("snow_source_duplicates_suppressed_total", &[]),
                 ),
                 ComponentKind::Sink => format!(
-                    "  {name:<24} sink    {} records written ({} created, {} patched), {} failed, {} requests to ServiceNow",
+                    "  {name:<24} sink    {} records written ({} created, {} patched, {} replaced, {} deleted), {} skipped, {} failed, {} requests to ServiceNow",
                     c("snow_sink_records_total", &[("outcome", "written")]),
                     c("snow_sink_records_total", &[("operation", "create")]),
                     c("snow_sink_records_total", &[("operation", "patch")]),
+                    c("snow_sink_records_total", &[("operation", "put")]),
+                    c("snow_sink_records_total", &[("operation", "delete")]),
+                    c("snow_sink_records_total", &[("outcome", "skipped")]),
                     c("snow_sink_records_total", &[("outcome", "failed")]),
                     c("snow_outbound_requests_total", &[])
                 ),

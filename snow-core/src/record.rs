@@ -288,7 +288,41 @@ pub struct Written {
 }
 
 /// The final word on one sink record.
-pub type Outcome = Result<Written, SnowError>;
+/// Why a record was skipped without a write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SkipReason {
+    /// A patch, put or delete of a row that does not exist (`snow.sink.not.found=ignore`).
+    NotFound,
+}
+
+/// A record that needed no write.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Skipped {
+    /// The table it was for.
+    pub table: String,
+    /// The row it named.
+    pub sys_id: String,
+    /// Why nothing was written.
+    pub reason: SkipReason,
+}
+
+/// The final word on one sink record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// ServiceNow accepted the write.
+    Written(Written),
+    /// Nothing needed writing.
+    Skipped(Skipped),
+    /// The write failed; the error says whether trying again can help.
+    Failed(SnowError),
+}
+
+impl Outcome {
+    /// True for a failure that trying again may cure (the partition is held there).
+    pub fn is_retryable(&self) -> bool {
+        matches!(self, Self::Failed(e) if e.is_retryable())
+    }
+}
 
 #[cfg(test)]
 mod tests {

@@ -62,7 +62,104 @@ fn five_hundred_records_are_written_to_servicenow() {
         assert_eq!((row["state"].as_str(), row["sys_mod_count"].as_str()), (Some("7"), Some("1")), "{id} patched once");
     }
     assert!(fake.journal().entries.iter().all(|e| e.auth == "basic:sinker"));
-    assert!(log.contains("500 records written (400 created, 100 patched), 0 failed"), "summary:\n{}", tail(&log, 5));
+    assert!(
+        log.contains("500 records written (400 created, 100 patched, 0 replaced, 0 deleted), 0 skipped, 0 failed"),
+        "summary:\n{}",
+        tail(&log, 5)
+    );
     let offsets = committed(bootstrap, &format!("connect-{name}"), &topic, 3);
     assert_eq!(offsets.iter().sum::<i64>(), 500, "the group committed past every written record: {offsets:?}");
+}
+
+#[test]
+fn tombstones_delete_headers_choose_operations_and_tables_and_bodies_are_mapped() {
+    use support::kafka::{Produced, produce_records};
+    let now = now_secs();
+    let fake = FakeSnow::start(FakeOptions::default()).unwrap();
+    let existing = fake.shared().seed("incident", 4, now - 600, 60);
+    fake.create_table("problem");
+    let missing = "0123456789abcdef0123456789abcdef";
+    let also_missing = "fedcba9876543210fedcba9876543210";
+    let (name, topic) = (unique("sinkops"), unique("ops"));
+    let bootstrap = kafka_harness::shared().bootstrap();
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    rt.block_on(create_topic(bootstrap, &topic, 1));
+    let header = |k: &str, v: &str| (k.to_string(), v.to_string());
+    let records = vec![
+        // A tombstone keyed by a sys_id deletes that row.
+        Produced { key: Some(existing[0].clone()), value: None, headers: vec![] },
+        // A renamed field; a field the deny list drops; a system field that is never written.
+        Produced {
+            key: Some(existing[1].clone()),
+            value: Some(r#"{"desc":"renamed","secret":"s","sys_created_by":"x"}"#.into()),
+            headers: vec![],
+        },
+        // An upsert of a row that does not exist creates it under that sys_id.
+        Produced {
+            key: Some(missing.into()),
+            value: Some(r#"{"desc":"upserted"}"#.into()),
+            headers: vec![header("snow.operation", "upsert")],
+        },
+        // A patch of a row that does not exist is skipped (snow.sink.not.found=ignore).
+        Produced { key: Some(also_missing.into()), value: Some(r#"{"desc":"nowhere"}"#.into()), headers: vec![] },
+        // A header routes to a table of the allow-list.
+        Produced { key: None, value: Some(r#"{"desc":"a problem"}"#.into()), headers: vec![header("snow.table", "problem")] },
+        // ... but never to one outside it: the record fails, the partition goes on.
+        Produced { key: None, value: Some(r#"{"desc":"escape"}"#.into()), headers: vec![header("snow.table", "sys_user")] },
+        // A PUT replaces the row.
+        Produced {
+            key: Some(existing[2].clone()),
+            value: Some(r#"{"desc":"replaced"}"#.into()),
+            headers: vec![header("snow.operation", "put")],
+        },
+    ];
+    rt.block_on(produce_records(bootstrap, &topic, &records));
+
+    let dir = work_dir("sinkops");
+    let config: BTreeMap<String, String> = entries(&[
+        ("name", &name),
+        ("component.path", guest_artifacts::GUEST_SINK),
+        ("kafka.bootstrap.servers", bootstrap),
+        ("topics", &topic),
+        ("snow.instance.url", &fake.url()),
+        ("snow.auth.type", "none"),
+        ("snow.sink.table", "incident"),
+        ("snow.sink.table.header", "snow.table"),
+        ("snow.sink.table.header.allowed", "incident,problem"),
+        ("snow.sink.fields.rename", "desc:short_description"),
+        ("snow.sink.fields.deny", "secret"),
+        ("snow.sink.not.found", "ignore"),
+    ]);
+    let file = connector_file(&dir, &name, &config);
+    let runner = Runner::start(&dir, "run", &[&file]);
+    wait_until("every record with an outcome", Duration::from_secs(120), || {
+        (committed(bootstrap, &format!("connect-{name}"), &topic, 1)[0] >= records.len() as i64).then_some(())
+    });
+    let log = runner.stop();
+
+    let incidents = fake.rows("incident");
+    let row = |id: &str| incidents.iter().find(|r| r["sys_id"] == id).cloned();
+    let field = |r: &fake_snow::store::Row, k: &str| r.get(k).and_then(|v| v.as_str()).unwrap_or("").to_string();
+    assert!(row(&existing[0]).is_none(), "the tombstone deleted its row");
+    let renamed = row(&existing[1]).unwrap();
+    assert_eq!(field(&renamed, "short_description"), "renamed");
+    assert!(
+        !renamed.contains_key("secret") && !renamed.contains_key("desc") && field(&renamed, "sys_created_by") == "admin",
+        "{renamed:?}"
+    );
+    assert_eq!(field(&row(missing).unwrap(), "short_description"), "upserted", "created under the sys_id it named");
+    assert!(row(also_missing).is_none(), "the patch of a missing row created nothing");
+    let problems = fake.rows("problem");
+    assert_eq!(problems.len(), 1);
+    assert_eq!(field(&problems[0], "short_description"), "a problem");
+    let replaced = row(&existing[2]).unwrap();
+    assert_eq!(field(&replaced, "short_description"), "replaced");
+    assert_eq!(field(&replaced, "number"), "", "a PUT replaced the row's other fields");
+    assert!(!fake.journal().entries.iter().any(|e| e.path.contains("sys_user")), "no request to a table outside the allow-list");
+    assert!(log.contains("which snow.sink.table.header.allowed does not allow"), "{}", tail(&log, 20));
+    assert!(
+        log.contains("5 records written (2 created, 1 patched, 1 replaced, 1 deleted), 1 skipped, 1 failed"),
+        "every record has one outcome; summary:\n{}",
+        tail(&log, 5)
+    );
 }

@@ -171,6 +171,22 @@ fn settle(ctx: &SharedContext, records: &[SinkRecord], outcomes: &[Outcome]) -> 
                     &labels(&[("connector", connector), ("outcome", "written"), ("operation", operation_label(w.operation))]),
                 );
             }
+            Outcome::Skipped(skipped) => {
+                tracing::info!(
+                    connector,
+                    "record {}-{}@{} skipped: row {} of table {} does not exist (snow.sink.not.found=ignore)",
+                    record.topic,
+                    record.partition,
+                    record.offset,
+                    skipped.sys_id,
+                    skipped.table
+                );
+                ctx.metrics.counter_add(
+                    "snow_sink_records_total",
+                    1,
+                    &labels(&[("connector", connector), ("outcome", "skipped"), ("reason", "not_found")]),
+                );
+            }
             Outcome::Failed(error) => {
                 let (class, message) = describe(error);
                 if class == ErrorClass::Transient {

@@ -1,20 +1,154 @@
-//! Sink connector configuration: where records are written and how a record names its row.
+//! Sink connector configuration: which table a record goes to, which operation it asks for, how its
+//! row is named, and how its value becomes the body ServiceNow receives.
+//!
+//! `docs/configuration.md` lists every key with its default.
+
+use std::collections::BTreeMap;
 
 use super::instance::InstanceConfig;
 use super::reader::{ConfigReader, Entries};
 use crate::error::SnowError;
 use crate::table::query::{is_valid_field_name, is_valid_table_name};
 
+/// Where a record is written: a header naming the table (only from an allow-list), else the table
+/// its topic maps to, else one fixed table.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Routing {
+    /// `snow.sink.table`.
+    pub table: Option<String>,
+    /// `snow.sink.table.map`: topic → table.
+    pub by_topic: BTreeMap<String, String>,
+    /// `snow.sink.table.header` and the tables it may name (`snow.sink.table.header.allowed`).
+    pub header: Option<(String, Vec<String>)>,
+}
+
+/// The operation a record asks for when no header names one (`snow.sink.operation`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OperationMode {
+    /// From the record: a tombstone deletes, a record without a sys_id creates, one with a sys_id
+    /// updates (by [`UpdateMethod`]).
+    Auto,
+    /// Always create.
+    Create,
+    /// Always patch the named row.
+    Patch,
+    /// Always replace the named row.
+    Put,
+    /// Always delete the named row.
+    Delete,
+    /// Update the named row, creating it when it does not exist (or when no row is named).
+    Upsert,
+}
+
+/// How a record updates an existing row (`snow.sink.update.method`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UpdateMethod {
+    /// PATCH: the fields given, the rest unchanged.
+    Patch,
+    /// PUT: the row replaced by the fields given.
+    Put,
+}
+
+/// Whether a record's key names its row (`snow.sink.sys.id.key`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeySysId {
+    /// A key that is a sys_id (text, or a JSON string), or a JSON object with the sys_id field.
+    Auto,
+    /// Keys never name the row.
+    Ignore,
+}
+
+/// What a null field value becomes (`snow.sink.null.policy`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NullPolicy {
+    /// Left out of the body (the field keeps its value).
+    Omit,
+    /// Sent as `""` (ServiceNow clears the field).
+    Clear,
+    /// The record fails.
+    Reject,
+}
+
+/// What a nested object or array value becomes (`snow.sink.nested.policy`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NestedPolicy {
+    /// The record fails.
+    Reject,
+    /// Its members become fields of their own, named with the delimiter (`a` → `b` is `a_b`).
+    Flatten,
+    /// Sent as its JSON text.
+    Stringify,
+}
+
+/// What a patch, put or delete of a row that does not exist does (`snow.sink.not.found`). A delete
+/// of a missing row is a success whatever this says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NotFound {
+    /// The record fails (not retryable).
+    Fail,
+    /// The record is skipped and reported as such.
+    Ignore,
+    /// The row is created instead.
+    Create,
+}
+
+/// How a record's value becomes the body.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BodyMapping {
+    /// `snow.sink.fields.rename`: record field → table field.
+    pub rename: BTreeMap<String, String>,
+    /// `snow.sink.fields.allow`: when set, only these (table) fields are written.
+    pub allow: Option<Vec<String>>,
+    /// `snow.sink.fields.deny`: never written.
+    pub deny: Vec<String>,
+    /// `snow.sink.fields.system.allow`: the `sys_*` fields that may be written (none by default).
+    pub system_allow: Vec<String>,
+    /// `snow.sink.null.policy`.
+    pub null: NullPolicy,
+    /// `snow.sink.nested.policy`.
+    pub nested: NestedPolicy,
+    /// `snow.sink.nested.delimiter`.
+    pub delimiter: String,
+}
+
 /// The whole sink connector configuration.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SinkConfig {
     /// The instance to write to.
     pub instance: InstanceConfig,
-    /// Target table (`snow.sink.table`).
-    pub table: String,
-    /// Field of the record value holding the target row's sys_id (`snow.sink.sys.id.field`).
-    /// A record with it is patched; a record without it creates a row.
+    /// Where records go.
+    pub routing: Routing,
+    /// `snow.sink.operation`.
+    pub operation: OperationMode,
+    /// `snow.sink.operation.header`: the header that names a record's operation (none: ignored).
+    pub operation_header: Option<String>,
+    /// `snow.sink.update.method`.
+    pub update: UpdateMethod,
+    /// `snow.sink.sys.id.field`: the value member naming the row.
     pub sys_id_field: String,
+    /// `snow.sink.sys.id.header`: the header naming the row (none: ignored).
+    pub sys_id_header: Option<String>,
+    /// `snow.sink.sys.id.key`.
+    pub sys_id_key: KeySysId,
+    /// How values become bodies.
+    pub body: BodyMapping,
+    /// `snow.sink.not.found`.
+    pub not_found: NotFound,
+}
+
+/// Records name their operation in this header unless configured otherwise.
+fn default_operation_header() -> &'static str {
+    "snow.operation"
+}
+
+/// Records name their row in this header unless configured otherwise.
+fn default_sys_id_header() -> &'static str {
+    "snow.sys_id"
+}
+
+/// `a.b` cannot be written (ServiceNow reads dots as dot-walking), so flattening joins with `_`.
+fn default_delimiter() -> &'static str {
+    "_"
 }
 
 impl SinkConfig {
@@ -22,16 +156,187 @@ impl SinkConfig {
     pub fn parse(entries: &Entries) -> Result<Self, SnowError> {
         let mut r = ConfigReader::new(entries);
         let instance = InstanceConfig::read(&mut r);
-        let table = r.required("snow.sink.table", "the table records are written to, e.g. incident").unwrap_or_default();
-        if !table.is_empty() && !is_valid_table_name(&table) {
-            r.error("snow.sink.table", format!("{table:?} is not a table name"));
-        }
+        let routing = read_routing(&mut r);
+        let operation = r.choice(
+            "snow.sink.operation",
+            OperationMode::Auto,
+            &[
+                ("auto", OperationMode::Auto),
+                ("create", OperationMode::Create),
+                ("patch", OperationMode::Patch),
+                ("put", OperationMode::Put),
+                ("delete", OperationMode::Delete),
+                ("upsert", OperationMode::Upsert),
+            ],
+        );
+        let operation_header = header_key(&mut r, "snow.sink.operation.header", default_operation_header());
+        let update =
+            r.choice("snow.sink.update.method", UpdateMethod::Patch, &[("patch", UpdateMethod::Patch), ("put", UpdateMethod::Put)]);
         let sys_id_field = r.string("snow.sink.sys.id.field").unwrap_or_else(|| "sys_id".into());
         if !is_valid_field_name(&sys_id_field) {
             r.error("snow.sink.sys.id.field", format!("{sys_id_field:?} is not a field name"));
         }
+        let sys_id_header = header_key(&mut r, "snow.sink.sys.id.header", default_sys_id_header());
+        let sys_id_key = r.choice("snow.sink.sys.id.key", KeySysId::Auto, &[("auto", KeySysId::Auto), ("ignore", KeySysId::Ignore)]);
+        let body = read_body(&mut r);
+        let not_found = r.choice(
+            "snow.sink.not.found",
+            NotFound::Fail,
+            &[("fail", NotFound::Fail), ("ignore", NotFound::Ignore), ("create", NotFound::Create)],
+        );
         r.finish(&["snow."])?;
         let instance = instance.ok_or_else(|| SnowError::config("snow.instance.url", "is invalid"))?;
-        Ok(Self { instance, table, sys_id_field })
+        Ok(Self { instance, routing, operation, operation_header, update, sys_id_field, sys_id_header, sys_id_key, body, not_found })
+    }
+}
+
+/// A header name under `key`, `default` when absent, none when set to `none`.
+fn header_key(r: &mut ConfigReader<'_>, key: &str, default: &str) -> Option<String> {
+    match r.string(key) {
+        Some(v) if v == "none" => None,
+        Some(v) => Some(v),
+        None => Some(default.to_string()),
+    }
+}
+
+/// `a:b,c:d` under `key` as pairs; a malformed pair is an error naming the key.
+fn pairs(r: &mut ConfigReader<'_>, key: &str) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    for item in r.list(key) {
+        match item.split_once(':').map(|(a, b)| (a.trim(), b.trim())) {
+            Some((a, b)) if !a.is_empty() && !b.is_empty() => {
+                out.insert(a.to_string(), b.to_string());
+            }
+            _ => r.error(key, format!("{item:?} is not from:to (a comma-separated list of from:to pairs)")),
+        }
+    }
+    out
+}
+
+fn read_routing(r: &mut ConfigReader<'_>) -> Routing {
+    let table = r.string("snow.sink.table");
+    let by_topic = pairs(r, "snow.sink.table.map");
+    let header = r.string("snow.sink.table.header").map(|name| {
+        let allowed = r.list("snow.sink.table.header.allowed");
+        if allowed.is_empty() {
+            r.error("snow.sink.table.header.allowed", "is required with snow.sink.table.header: the tables a header may name");
+        }
+        (name, allowed)
+    });
+    let check = |r: &mut ConfigReader<'_>, key: &str, t: &str| {
+        if !is_valid_table_name(t) {
+            r.error(key, format!("{t:?} is not a table name (lower-case letters, digits and _ only)"));
+        }
+    };
+    if let Some(t) = &table {
+        check(r, "snow.sink.table", t);
+    }
+    for t in by_topic.values() {
+        check(r, "snow.sink.table.map", t);
+    }
+    if let Some((_, allowed)) = &header {
+        for t in allowed {
+            check(r, "snow.sink.table.header.allowed", t);
+        }
+    }
+    if table.is_none() && by_topic.is_empty() && header.is_none() {
+        r.error("snow.sink.table", "is required (the table records are written to, e.g. incident), unless snow.sink.table.map or snow.sink.table.header routes them");
+    }
+    Routing { table, by_topic, header }
+}
+
+fn read_body(r: &mut ConfigReader<'_>) -> BodyMapping {
+    let rename = pairs(r, "snow.sink.fields.rename");
+    if let Some(bad) = rename.values().find(|name| !is_valid_field_name(name) || name.contains('.')) {
+        r.error("snow.sink.fields.rename", format!("{bad:?} is not a field name that can be written"));
+    }
+    let allow = {
+        let list = r.list("snow.sink.fields.allow");
+        (!list.is_empty()).then_some(list)
+    };
+    let deny = r.list("snow.sink.fields.deny");
+    let system_allow = r.list("snow.sink.fields.system.allow");
+    if let Some(bad) = system_allow.iter().find(|f| !f.starts_with("sys_") || *f == "sys_id") {
+        r.error("snow.sink.fields.system.allow", format!("{bad:?}: only sys_* fields other than sys_id belong here"));
+    }
+    let null = r.choice(
+        "snow.sink.null.policy",
+        NullPolicy::Omit,
+        &[("omit", NullPolicy::Omit), ("clear", NullPolicy::Clear), ("reject", NullPolicy::Reject)],
+    );
+    let nested = r.choice(
+        "snow.sink.nested.policy",
+        NestedPolicy::Reject,
+        &[("reject", NestedPolicy::Reject), ("flatten", NestedPolicy::Flatten), ("stringify", NestedPolicy::Stringify)],
+    );
+    let delimiter = r.string("snow.sink.nested.delimiter").unwrap_or_else(|| default_delimiter().into());
+    if !delimiter.chars().all(|c| c == '_' || c.is_ascii_alphanumeric()) {
+        r.error("snow.sink.nested.delimiter", format!("{delimiter:?} would not make field names (letters, digits and _)"));
+    }
+    BodyMapping { rename, allow, deny, system_allow, null, nested, delimiter }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::reader::entries_from_pairs;
+
+    fn parse(pairs: &[(&str, &str)]) -> Result<SinkConfig, SnowError> {
+        let mut all = vec![("snow.instance.url", "https://acme.service-now.com")];
+        all.extend_from_slice(pairs);
+        SinkConfig::parse(&entries_from_pairs(all).unwrap())
+    }
+
+    #[test]
+    fn defaults() {
+        let c = parse(&[("snow.sink.table", "incident")]).unwrap();
+        assert_eq!(c.routing.table.as_deref(), Some("incident"));
+        assert_eq!(
+            (c.operation, c.update, c.sys_id_key, c.not_found),
+            (OperationMode::Auto, UpdateMethod::Patch, KeySysId::Auto, NotFound::Fail)
+        );
+        assert_eq!((c.operation_header.as_deref(), c.sys_id_header.as_deref()), (Some("snow.operation"), Some("snow.sys_id")));
+        assert_eq!((c.body.null, c.body.nested, c.body.delimiter.as_str()), (NullPolicy::Omit, NestedPolicy::Reject, "_"));
+    }
+
+    #[test]
+    fn routing_and_mapping_keys() {
+        let c = parse(&[
+            ("snow.sink.table.map", "a:incident, b : change_request"),
+            ("snow.sink.table.header", "x-table"),
+            ("snow.sink.table.header.allowed", "incident,problem"),
+            ("snow.sink.fields.rename", "desc:short_description"),
+            ("snow.sink.fields.system.allow", "sys_domain"),
+            ("snow.sink.operation.header", "none"),
+        ])
+        .unwrap();
+        assert_eq!(c.routing.by_topic.get("b").map(String::as_str), Some("change_request"));
+        assert_eq!(c.routing.header, Some(("x-table".into(), vec!["incident".into(), "problem".into()])));
+        assert_eq!(c.body.rename.get("desc").map(String::as_str), Some("short_description"));
+        assert_eq!(c.operation_header, None);
+    }
+
+    #[test]
+    fn every_problem_names_its_key() {
+        let err = parse(&[
+            ("snow.sink.table.map", "a:Inc/ident,broken"),
+            ("snow.sink.table.header", "x-table"),
+            ("snow.sink.fields.system.allow", "sys_id,state"),
+            ("snow.sink.nested.delimiter", "."),
+            ("snow.sink.operation", "merge"),
+        ])
+        .unwrap_err()
+        .to_string();
+        for expected in [
+            "snow.sink.table.map: \"broken\" is not from:to",
+            "snow.sink.table.map: \"Inc/ident\" is not a table name",
+            "snow.sink.table.header.allowed: is required",
+            "snow.sink.fields.system.allow: \"sys_id\"",
+            "snow.sink.nested.delimiter:",
+            "snow.sink.operation: must be one of",
+        ] {
+            assert!(err.contains(expected), "missing {expected:?} in {err}");
+        }
+        assert!(parse(&[]).unwrap_err().to_string().contains("snow.sink.table: is required"));
     }
 }

@@ -1,7 +1,10 @@
-//! The sink side: [`operation`] decides what a Kafka record asks of ServiceNow, [`task::SinkTask`]
-//! performs it and reports one outcome per record.
+//! The sink side: [`value`] decodes what a Kafka record carries, [`resolve`] decides what it asks
+//! of ServiceNow (table, row, operation) with [`body`] mapping its value to the fields written, and
+//! [`task::SinkTask`] performs it and reports one outcome per record.
 
-pub mod operation;
+pub mod body;
+pub mod resolve;
 pub mod task;
+pub mod value;
 
 pub use task::SinkTask;

@@ -46,16 +46,41 @@ pub async fn create_topic_with(bootstrap: &str, topic: &str, partitions: i32, co
 
 /// Produces `(key, value)` records to `topic` and waits for every acknowledgement.
 pub async fn produce(bootstrap: &str, topic: &str, records: &[(Option<String>, String)]) {
+    let records: Vec<Produced> =
+        records.iter().map(|(k, v)| Produced { key: k.clone(), value: Some(v.clone()), headers: vec![] }).collect();
+    produce_records(bootstrap, topic, &records).await;
+}
+
+/// A record to produce: key, value (`None`: a tombstone) and headers.
+#[derive(Debug, Clone, Default)]
+pub struct Produced {
+    /// Key.
+    pub key: Option<String>,
+    /// Value; `None` is a tombstone.
+    pub value: Option<String>,
+    /// Headers.
+    pub headers: Vec<(String, String)>,
+}
+
+/// Produces `records` to `topic`, in order, and waits for every acknowledgement.
+pub async fn produce_records(bootstrap: &str, topic: &str, records: &[Produced]) {
+    use rdkafka::message::{Header, OwnedHeaders};
     let producer: FutureProducer =
         ClientConfig::new().set("bootstrap.servers", bootstrap).set("enable.idempotence", "true").create().unwrap();
     let futures: Vec<_> = records
         .iter()
-        .map(|(k, v)| {
-            let r = FutureRecord::to(topic).payload(v.as_str());
-            let r = match k {
-                Some(k) => r.key(k.as_str()),
-                None => r,
-            };
+        .map(|p| {
+            let mut headers = OwnedHeaders::new();
+            for (k, v) in &p.headers {
+                headers = headers.insert(Header { key: k, value: Some(v.as_bytes()) });
+            }
+            let mut r: FutureRecord<'_, str, str> = FutureRecord::to(topic).headers(headers);
+            if let Some(k) = &p.key {
+                r = r.key(k.as_str());
+            }
+            if let Some(v) = &p.value {
+                r = r.payload(v.as_str());
+            }
             producer.send(r, Duration::from_secs(30))
         })
         .collect();
