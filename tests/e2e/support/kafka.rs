@@ -161,16 +161,22 @@ pub fn read_until(bootstrap: &str, topic: &str, timeout: Duration, mut done: imp
 
 /// The committed offset of each partition of `topic` for `group` (scoped so no list outlives the consumer).
 pub fn committed(bootstrap: &str, group: &str, topic: &str, partitions: i32) -> Vec<i64> {
+    try_committed(bootstrap, group, topic, partitions).unwrap_or_else(|e| panic!("reading the committed offsets of {group}: {e}"))
+}
+
+/// Like [`committed`], for polling while the group's coordinator may still be loading: an error
+/// (`NotCoordinator`, a timeout) comes back instead of failing the test.
+pub fn try_committed(bootstrap: &str, group: &str, topic: &str, partitions: i32) -> Result<Vec<i64>, rdkafka::error::KafkaError> {
     let consumer: BaseConsumer =
-        ClientConfig::new().set("bootstrap.servers", bootstrap).set("group.id", group).set("enable.auto.commit", "false").create().unwrap();
+        ClientConfig::new().set("bootstrap.servers", bootstrap).set("group.id", group).set("enable.auto.commit", "false").create()?;
     let offsets = {
         let mut tpl = TopicPartitionList::new();
         for p in 0..partitions {
             tpl.add_partition(topic, p);
         }
-        let committed = consumer.committed_offsets(tpl, Duration::from_secs(10)).unwrap();
+        let committed = consumer.committed_offsets(tpl, Duration::from_secs(10))?;
         (0..partitions).map(|p| committed.find_partition(topic, p).map(|e| e.offset().to_raw().unwrap_or(-1)).unwrap_or(-1)).collect()
     };
     drop(consumer);
-    offsets
+    Ok(offsets)
 }
