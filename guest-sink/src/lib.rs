@@ -56,8 +56,17 @@ impl GuestSinkTask for Lane {
             })
             .collect();
         let mut task = self.inner.borrow_mut();
+        let before = task.counters();
         let outcomes = task.put(&records);
         convert::report_rate_limit(task.label(), task.rate_limit());
+        let after = task.counters();
+        for (name, n) in [
+            ("snow_sink_unknown_outcomes_total", after.unknown_outcomes - before.unknown_outcomes),
+            ("snow_sink_found_after_unknown_total", after.found_after_unknown - before.found_after_unknown),
+            ("snow_sink_resent_blind_total", after.resent_blind - before.resent_blind),
+        ] {
+            convert::count(task.label(), name, n);
+        }
         outcomes
             .into_iter()
             .map(|outcome| match outcome {

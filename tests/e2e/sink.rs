@@ -164,3 +164,95 @@ fn tombstones_delete_headers_choose_operations_and_tables_and_bodies_are_mapped(
         tail(&log, 5)
     );
 }
+
+#[test]
+fn each_unknown_outcome_policy_under_answers_cut_off_after_the_create_committed() {
+    use support::kafka::{Produced, produce_records};
+    const RECORDS: usize = 20;
+    const CUT: u32 = 3;
+    let fake = FakeSnow::start(FakeOptions::default()).unwrap();
+    let bootstrap = kafka_harness::shared().bootstrap();
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let dir = work_dir("unknown");
+    // One connector per policy, each writing its own table; the first CUT creates of each table
+    // are committed by the fake, whose answer is then cut off.
+    let policies: [(&str, &[(&str, &str)]); 4] = [
+        ("fail", &[]),
+        ("retry", &[("snow.sink.unknown.outcome", "retry")]),
+        ("lookup", &[("snow.sink.unknown.outcome", "correlation_lookup"), ("snow.sink.correlation.field", "u_ref")]),
+        ("natural", &[("snow.sink.natural.key.fields", "u_ref")]),
+    ];
+    let mut files = Vec::new();
+    let mut names = Vec::new();
+    for (policy, extra) in &policies {
+        let table = format!("u_{policy}");
+        fake.create_table(&table);
+        fake.add_fault(
+            fake_snow::Fault::always(fake_snow::FaultAction::TimeoutAfterWrite { stall_ms: 50 })
+                .on_method("POST")
+                .on_path(&format!("/api/now/table/{table}"))
+                .times(CUT),
+        );
+        let topic = unique(&format!("unknown-{policy}"));
+        rt.block_on(create_topic(bootstrap, &topic, 1));
+        let records: Vec<Produced> = (0..RECORDS)
+            .map(|i| Produced {
+                key: Some(format!("k{i}")),
+                value: Some(format!(r#"{{"u_ref":"{policy}-{i}","short_description":"x"}}"#)),
+                headers: vec![],
+            })
+            .collect();
+        rt.block_on(produce_records(bootstrap, &topic, &records));
+        let name = unique(&format!("unknown-{policy}"));
+        let mut config: BTreeMap<String, String> = entries(&[
+            ("name", &name),
+            ("component.path", guest_artifacts::GUEST_SINK),
+            ("kafka.bootstrap.servers", bootstrap),
+            ("topics", &topic),
+            ("snow.instance.url", &fake.url()),
+            ("snow.auth.type", "none"),
+            ("snow.sink.table", &table),
+            ("snow.http.request.timeout.ms", "2000"),
+        ]);
+        config.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+        files.push(connector_file(&dir, &name, &config));
+        names.push((name, topic));
+    }
+    let refs: Vec<&std::path::Path> = files.iter().map(|p| p.as_path()).collect();
+    let mut runner = Runner::start_with_args(&dir, "run", &refs, &["--status-listen", "127.0.0.1:0"]);
+    let addr = support::status_address(&mut runner);
+    wait_until("every record of every policy with an outcome", Duration::from_secs(180), || {
+        names
+            .iter()
+            .all(|(name, topic)| {
+                support::kafka::try_committed(bootstrap, &format!("connect-{name}"), topic, 1).is_ok_and(|o| o[0] >= RECORDS as i64)
+            })
+            .then_some(())
+    });
+    let metrics = support::http_get(&addr, "/metrics").1;
+    let log = runner.stop();
+    let rows = |policy: &str| fake.rows(&format!("u_{policy}"));
+    let refs_of = |policy: &str| -> Vec<String> { rows(policy).iter().filter_map(|r| r["u_ref"].as_str().map(str::to_string)).collect() };
+    let metric = |name: &str, connector: &str| {
+        metrics
+            .lines()
+            .find(|l| l.starts_with(&format!("{name}{{connector=\"{connector}\"")))
+            .and_then(|l| l.rsplit(' ').next())
+            .and_then(|v| v.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    // fail: the cut creates did land; the records are reported ambiguous, nothing is sent again.
+    assert_eq!(rows("fail").len(), RECORDS, "{}", tail(&log, 20));
+    assert_eq!(log.matches("failed (ambiguous)").count(), CUT as usize, "fail reports each as ambiguous");
+    // retry: each cut create is sent again: a duplicate each, counted.
+    assert_eq!(rows("retry").len(), RECORDS + CUT as usize, "retry may duplicate");
+    assert_eq!(metric("snow_sink_resent_blind_total", &names[1].0), f64::from(CUT), "counted:\n{metrics}");
+    // correlation_lookup and deterministic creates: exactly one row per record.
+    for (i, policy) in ["lookup", "natural"].iter().enumerate() {
+        let mut seen = refs_of(policy);
+        seen.sort();
+        seen.dedup();
+        assert_eq!((rows(policy).len(), seen.len()), (RECORDS, RECORDS), "{policy}: exactly one row each");
+        assert_eq!(metric("snow_sink_found_after_unknown_total", &names[2 + i].0), f64::from(CUT), "{policy}: found, not sent again");
+    }
+}

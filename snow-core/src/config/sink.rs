@@ -92,6 +92,19 @@ pub enum NotFound {
     Create,
 }
 
+/// What a create whose outcome is unknown (answered 5xx, or cut off after it was sent) does when
+/// the record names no row (`snow.sink.unknown.outcome`). A create that names its row (a sys_id,
+/// or one derived from `snow.sink.natural.key.fields`) is looked up by it instead.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UnknownOutcome {
+    /// The record fails, reported as ambiguous.
+    Fail,
+    /// The create is sent again: a possible duplicate, counted.
+    Retry,
+    /// The row is looked up by `snow.sink.correlation.field` first; sent again only if absent.
+    CorrelationLookup,
+}
+
 /// How a record's value becomes the body.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BodyMapping {
@@ -134,6 +147,13 @@ pub struct SinkConfig {
     pub body: BodyMapping,
     /// `snow.sink.not.found`.
     pub not_found: NotFound,
+    /// `snow.sink.unknown.outcome`.
+    pub unknown_outcome: UnknownOutcome,
+    /// `snow.sink.correlation.field`: the field a `correlation_lookup` finds a created row by.
+    pub correlation_field: Option<String>,
+    /// `snow.sink.natural.key.fields`: value fields whose values name a new row; a create without
+    /// a sys_id gets one derived from them (deterministic creates).
+    pub natural_key: Vec<String>,
 }
 
 /// Records name their operation in this header unless configured otherwise.
@@ -184,9 +204,44 @@ impl SinkConfig {
             NotFound::Fail,
             &[("fail", NotFound::Fail), ("ignore", NotFound::Ignore), ("create", NotFound::Create)],
         );
+        let unknown_outcome = r.choice(
+            "snow.sink.unknown.outcome",
+            UnknownOutcome::Fail,
+            &[("fail", UnknownOutcome::Fail), ("retry", UnknownOutcome::Retry), ("correlation_lookup", UnknownOutcome::CorrelationLookup)],
+        );
+        let correlation_field = r.string("snow.sink.correlation.field");
+        if let Some(field) = &correlation_field
+            && !is_valid_field_name(field)
+        {
+            r.error("snow.sink.correlation.field", format!("{field:?} is not a field name"));
+        }
+        if unknown_outcome == UnknownOutcome::CorrelationLookup && correlation_field.is_none() {
+            r.error(
+                "snow.sink.correlation.field",
+                "is required with snow.sink.unknown.outcome=correlation_lookup: the field a created row is found by",
+            );
+        }
+        let natural_key = r.list("snow.sink.natural.key.fields");
+        if let Some(bad) = natural_key.iter().find(|f| !is_valid_field_name(f)) {
+            r.error("snow.sink.natural.key.fields", format!("{bad:?} is not a field name"));
+        }
         r.finish(&["snow."])?;
         let instance = instance.ok_or_else(|| SnowError::config("snow.instance.url", "is invalid"))?;
-        Ok(Self { instance, routing, operation, operation_header, update, sys_id_field, sys_id_header, sys_id_key, body, not_found })
+        Ok(Self {
+            instance,
+            routing,
+            operation,
+            operation_header,
+            update,
+            sys_id_field,
+            sys_id_header,
+            sys_id_key,
+            body,
+            not_found,
+            unknown_outcome,
+            correlation_field,
+            natural_key,
+        })
     }
 }
 

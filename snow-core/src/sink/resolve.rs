@@ -97,7 +97,10 @@ pub fn resolve(record: &SinkRecord, config: &SinkConfig) -> Result<Plan, SnowErr
         (OperationMode::Auto, Some(sys_id)) if value.is_none() => Write::Delete { sys_id },
         (OperationMode::Auto, None) if value.is_none() => return Err(needs_row("a delete (the record is a tombstone)")),
         (OperationMode::Auto, None) | (OperationMode::Create, None) | (OperationMode::Upsert, None) => {
-            Write::Create { sys_id: None, body: body(value, "create")? }
+            match derived_sys_id(&table, value.as_ref(), &config.natural_key).map_err(&fail)? {
+                Some(sys_id) => create_as(sys_id, value)?,
+                None => Write::Create { sys_id: None, body: body(value, "create")? },
+            }
         }
         (OperationMode::Create, Some(sys_id)) => create_as(sys_id, value)?,
         (OperationMode::Auto, Some(sys_id)) => update(sys_id, config.update, false, value)?,
@@ -117,6 +120,30 @@ pub fn with_sys_id(body: &[u8], sys_id: &str) -> Result<Vec<u8>, String> {
     let mut fields: serde_json::Map<String, Value> = serde_json::from_slice(body).map_err(|e| e.to_string())?;
     fields.insert("sys_id".into(), Value::String(sys_id.to_string()));
     serde_json::to_vec(&fields).map_err(|e| e.to_string())
+}
+
+/// The sys_id a new row of `table` gets from the values of the natural key `fields` of `value`
+/// (deterministic creates: the same record always names the same row), or none without a natural
+/// key. A missing or null key field is an error naming it.
+pub fn derived_sys_id(table: &str, value: Option<&serde_json::Map<String, Value>>, fields: &[String]) -> Result<Option<String>, String> {
+    use sha2::{Digest, Sha256};
+    let Some(value) = value.filter(|_| !fields.is_empty()) else { return Ok(None) };
+    let mut digest = Sha256::new();
+    digest.update(b"snow-connect natural key v1\0");
+    digest.update(table.as_bytes());
+    for field in fields {
+        let text = match value.get(field) {
+            None | Some(Value::Null) => return Err(format!("natural key field {field} is missing (snow.sink.natural.key.fields)")),
+            Some(Value::String(s)) => s.clone(),
+            Some(other) => other.to_string(),
+        };
+        digest.update([0]);
+        digest.update(field.as_bytes());
+        digest.update([0]);
+        digest.update(text.as_bytes());
+    }
+    let bytes = digest.finalize();
+    Ok(Some(bytes[..16].iter().map(|b| format!("{b:02x}")).collect()))
 }
 
 /// The table `record` goes to.
@@ -269,6 +296,26 @@ mod tests {
         assert!(
             matches!(write(Some(ID), Some(value), &[("snow.operation", "delete")], &no_header), Ok(Write::Update { .. })),
             "headers ignored"
+        );
+    }
+
+    #[test]
+    fn a_natural_key_makes_creates_deterministic() {
+        let c = config(&[("snow.sink.natural.key.fields", "u_external_id")]);
+        let create = |v: &str| write(Some("business-key"), Some(v), &[], &c);
+        let first = create(r#"{"u_external_id":"E-1","a":"1"}"#).unwrap();
+        let again = create(r#"{"u_external_id":"E-1","a":"2"}"#).unwrap();
+        let (Write::Create { sys_id: Some(a), .. }, Write::Create { sys_id: Some(b), body }) = (first, again) else { panic!("creates") };
+        assert_eq!(a, b, "the same natural key names the same row");
+        assert!(is_sys_id(&a));
+        assert!(String::from_utf8(body).unwrap().contains(&format!(r#""sys_id":"{a}""#)), "sent with the create");
+        let Write::Create { sys_id: Some(other), .. } = create(r#"{"u_external_id":"E-2"}"#).unwrap() else { panic!() };
+        assert_ne!(a, other);
+        assert!(create(r#"{"a":"1"}"#).unwrap_err().contains("natural key field u_external_id is missing"));
+        assert_ne!(
+            derived_sys_id("incident", Some(&serde_json::from_str(r#"{"k":"ab"}"#).unwrap()), &["k".into()]),
+            derived_sys_id("problem", Some(&serde_json::from_str(r#"{"k":"ab"}"#).unwrap()), &["k".into()]),
+            "per table"
         );
     }
 

@@ -5,27 +5,53 @@
 //! `snow.sink.not.found` (an upsert creates it; a delete of a missing row is a success). After a
 //! retryable failure the rest of the records are not attempted, so the host holds the partition
 //! at the first one.
+//!
+//! A create whose outcome is unknown (answered 5xx, or cut off after it was sent) is resolved
+//! before anything is sent again: a create that names its row (a sys_id, or one derived from the
+//! natural key) looks it up by that sys_id; one that does not follows `snow.sink.unknown.outcome`
+//! — fail (reported ambiguous), look the row up by the correlation field, or send again (a
+//! possible duplicate, counted). Re-sends are bounded by `snow.retry.max.attempts`.
+
+use serde_json::Value;
 
 use super::resolve::{Plan, Write, resolve, with_sys_id};
 use crate::clock::Clock;
-use crate::config::sink::{NotFound, UpdateMethod};
+use crate::config::sink::{NotFound, UnknownOutcome, UpdateMethod};
 use crate::config::{Entries, SinkConfig};
 use crate::error::{Failure, SnowError};
 use crate::http::Transport;
 use crate::record::{Operation, Outcome, SinkRecord, SkipReason, Skipped, Written};
-use crate::table::{TableClient, WriteResponse};
+use crate::table::query::{Op, Term};
+use crate::table::{DisplayValue, ListParams, TableClient, WriteResponse};
+
+/// Counters of one lane.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SinkCounters {
+    /// Creates whose outcome was unknown.
+    pub unknown_outcomes: u64,
+    /// ... found to have landed (by sys_id or correlation field): nothing sent again.
+    pub found_after_unknown: u64,
+    /// Creates sent again with no way to know whether the first landed (possible duplicates).
+    pub resent_blind: u64,
+}
 
 /// Writes records to ServiceNow tables.
 pub struct SinkTask<T, C> {
     client: TableClient<T, C>,
     config: SinkConfig,
+    counters: SinkCounters,
 }
 
 impl<T: Transport, C: Clock> SinkTask<T, C> {
     /// Opens a lane for the sink configured by `entries`; retries sleep on `clock`.
     pub fn open(entries: &Entries, transport: T, clock: C) -> Result<Self, SnowError> {
         let config = SinkConfig::parse(entries)?;
-        Ok(Self { client: TableClient::new(&config.instance, transport, clock), config })
+        Ok(Self { client: TableClient::new(&config.instance, transport, clock), config, counters: SinkCounters::default() })
+    }
+
+    /// Counters since the lane was opened.
+    pub fn counters(&self) -> SinkCounters {
+        self.counters
     }
 
     /// The `X-RateLimit-*` headers of the latest answer that carried them.
@@ -79,7 +105,10 @@ impl<T: Transport, C: Clock> SinkTask<T, C> {
             })
         };
         Ok(match write {
-            Write::Create { sys_id, body } => written(Operation::Create, self.client.create(&table, body)?, sys_id),
+            Write::Create { sys_id, body } => {
+                let (response, sys_id) = self.create(&table, sys_id, body)?;
+                written(Operation::Create, response, sys_id)
+            }
             Write::Delete { sys_id } => match self.client.delete(&table, &sys_id) {
                 Ok(response) => written(Operation::Delete, response, Some(sys_id)),
                 // Already gone: what the delete asked for is true.
@@ -101,8 +130,8 @@ impl<T: Transport, C: Clock> SinkTask<T, C> {
                             NotFound::Create => {
                                 // Created under the sys_id the record named, so it is the same row next time.
                                 let body = with_sys_id(&body, &sys_id).map_err(SnowError::data)?;
-                                let response = self.client.create(&table, body)?;
-                                written(Operation::Create, response, Some(sys_id))
+                                let (response, sys_id) = self.create(&table, Some(sys_id), body)?;
+                                written(Operation::Create, response, sys_id)
                             }
                         }
                     }
@@ -110,6 +139,91 @@ impl<T: Transport, C: Clock> SinkTask<T, C> {
                 }
             }
         })
+    }
+}
+
+impl<T: Transport, C: Clock> SinkTask<T, C> {
+    /// Creates a row of `table` (under `sys_id`, when the record named one), resolving an unknown
+    /// outcome before sending again. Returns the answer and the row's sys_id.
+    fn create(&mut self, table: &str, sys_id: Option<String>, body: Vec<u8>) -> Result<(WriteResponse, Option<String>), SnowError> {
+        let max = self.config.instance.retry.max_attempts.max(1);
+        let mut attempt = 1;
+        loop {
+            let error = match self.client.create(table, body.clone()) {
+                Ok(response) => return Ok((response, sys_id)),
+                Err(e) if e.is_ambiguous() => e,
+                Err(e) => return Err(e),
+            };
+            self.counters.unknown_outcomes += 1;
+            // Did it land?
+            let found = match (&sys_id, self.config.unknown_outcome) {
+                (Some(id), _) => self.exists(table, id)?.then(|| id.clone()),
+                (None, UnknownOutcome::CorrelationLookup) => self.correlate(table, &body, &error)?,
+                (None, UnknownOutcome::Fail) => return Err(error),
+                (None, UnknownOutcome::Retry) => {
+                    self.counters.resent_blind += 1;
+                    None
+                }
+            };
+            if let Some(id) = found {
+                self.counters.found_after_unknown += 1;
+                // The status of the look-up that found it: the create's own answer never arrived.
+                return Ok((WriteResponse { status: 200, sys_id: Some(id.clone()), body: Vec::new() }, Some(id)));
+            }
+            if attempt >= max {
+                return Err(error);
+            }
+            attempt += 1;
+        }
+    }
+
+    /// True when row `sys_id` of `table` exists (readable by the integration user).
+    fn exists(&mut self, table: &str, sys_id: &str) -> Result<bool, SnowError> {
+        match self.client.get(table, sys_id) {
+            Ok(_) => Ok(true),
+            Err(e) if is_not_found(&e) => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The row of `table` whose correlation field holds the value `body` gives it, if one exists.
+    /// A record without that field, or with a value the encoded query cannot carry, keeps the
+    /// unknown outcome (`unknown`, reported ambiguous).
+    fn correlate(&mut self, table: &str, body: &[u8], unknown: &SnowError) -> Result<Option<String>, SnowError> {
+        let field = self.config.correlation_field.clone().unwrap_or_default();
+        let fields: serde_json::Map<String, Value> = serde_json::from_slice(body).unwrap_or_default();
+        let Some(value) = fields.get(&field).and_then(Value::as_str).filter(|v| !v.is_empty()) else {
+            return Err(with_reason(unknown.clone(), &format!("no {field} value to look the row up by (snow.sink.correlation.field)")));
+        };
+        let term = Term::new(&field, Op::Eq, value).map_err(|e| with_reason(unknown.clone(), &e))?;
+        let query = term.as_str().to_string();
+        let keys = ["sys_id".to_string()];
+        let params = ListParams {
+            query: &query,
+            fields: Some(&keys),
+            limit: 1,
+            offset: 0,
+            count: false,
+            display_value: DisplayValue::Raw,
+            exclude_reference_link: true,
+            no_domain: false,
+            category: None,
+        };
+        let page = self.client.list(table, &params)?;
+        let found: Value = serde_json::from_slice(&page.body).unwrap_or(Value::Null);
+        Ok(found["result"].get(0).and_then(|row| row["sys_id"].as_str()).map(str::to_string))
+    }
+}
+
+/// `error` with `reason` added to its message.
+fn with_reason(error: SnowError, reason: &str) -> SnowError {
+    match error {
+        SnowError::Http(mut h) => {
+            h.message = format!("{}; {reason}", h.message);
+            SnowError::Http(h)
+        }
+        SnowError::Transport(f) => SnowError::Transport(Failure { message: format!("{}; {reason}", f.message), class: f.class }),
+        other => other,
     }
 }
 
@@ -169,17 +283,71 @@ mod tests {
         }
     }
 
-    fn put(not_found: &str, answers: Vec<(u16, &'static str)>, records: &[SinkRecord]) -> (Vec<Outcome>, Vec<(Method, String, String)>) {
-        let entries = entries_from_pairs([
-            ("snow.instance.url", "https://acme.service-now.com"),
-            ("snow.sink.table", "incident"),
-            ("snow.sink.not.found", not_found),
-            ("snow.retry.max.attempts", "1"),
-        ])
-        .unwrap();
+    type Sent = Vec<(Method, String, String)>;
+
+    fn put(not_found: &str, answers: Vec<(u16, &'static str)>, records: &[SinkRecord]) -> (Vec<Outcome>, Sent) {
+        let (outcomes, sent, _) = put_with(&[("snow.sink.not.found", not_found)], answers, records);
+        (outcomes, sent)
+    }
+
+    fn put_with(extra: &[(&str, &str)], answers: Vec<(u16, &'static str)>, records: &[SinkRecord]) -> (Vec<Outcome>, Sent, SinkCounters) {
+        let mut pairs =
+            vec![("snow.instance.url", "https://acme.service-now.com"), ("snow.sink.table", "incident"), ("snow.retry.max.attempts", "3")];
+        pairs.extend_from_slice(extra);
+        let entries = entries_from_pairs(pairs).unwrap();
         let mut script = Script { answers, sent: vec![] };
-        let outcomes = SinkTask::open(&entries, &mut script, ManualClock::default()).unwrap().put(records);
-        (outcomes, script.sent)
+        let mut task = SinkTask::open(&entries, &mut script, ManualClock::default()).unwrap();
+        let outcomes = task.put(records);
+        let counters = task.counters();
+        drop(task);
+        (outcomes, script.sent, counters)
+    }
+
+    fn create_record(key: Option<&str>, value: &str) -> SinkRecord {
+        SinkRecord {
+            key: key.map(|k| k.as_bytes().to_vec()),
+            value: Some(value.as_bytes().to_vec()),
+            headers: vec![],
+            ..record(None, None)
+        }
+    }
+
+    const CREATED: &str = r#"{"result":{"sys_id":"fedcba9876543210fedcba9876543210"}}"#;
+
+    #[test]
+    fn an_unknown_create_outcome_follows_the_policy() {
+        let new = create_record(None, r#"{"u_ref":"R-1","a":"1"}"#);
+        let (outcomes, sent, _) = put_with(&[], vec![(502, "")], std::slice::from_ref(&new));
+        assert!(matches!(&outcomes[0], Outcome::Failed(e) if e.is_ambiguous()), "fail: reported ambiguous: {outcomes:?}");
+        assert_eq!(sent.len(), 1, "nothing sent again");
+        let (outcomes, sent, counters) =
+            put_with(&[("snow.sink.unknown.outcome", "retry")], vec![(502, ""), (201, CREATED)], std::slice::from_ref(&new));
+        assert!(matches!(&outcomes[0], Outcome::Written(w) if w.operation == Operation::Create));
+        assert_eq!((sent.len(), counters.resent_blind), (2, 1), "retry: sent again, a possible duplicate counted");
+        let lookup = [("snow.sink.unknown.outcome", "correlation_lookup"), ("snow.sink.correlation.field", "u_ref")];
+        let found = r#"{"result":[{"sys_id":"0123456789abcdef0123456789abcdef"}]}"#;
+        let (outcomes, sent, counters) = put_with(&lookup, vec![(502, ""), (200, found)], std::slice::from_ref(&new));
+        assert!(matches!(&outcomes[0], Outcome::Written(w) if w.sys_id == ID), "found by the correlation field: {outcomes:?}");
+        assert_eq!((sent.len(), sent[1].0, counters.found_after_unknown), (2, Method::Get, 1));
+        assert!(sent[1].1.contains("sysparm_query=u_ref%3DR-1"), "{}", sent[1].1);
+        let (outcomes, sent, _) = put_with(&lookup, vec![(502, ""), (200, r#"{"result":[]}"#), (201, CREATED)], std::slice::from_ref(&new));
+        assert!(matches!(&outcomes[0], Outcome::Written(_)));
+        assert_eq!(sent.iter().map(|s| s.0).collect::<Vec<_>>(), [Method::Post, Method::Get, Method::Post], "not found: sent again");
+        let no_ref = create_record(None, r#"{"a":"1"}"#);
+        let (outcomes, _, _) = put_with(&lookup, vec![(502, "")], &[no_ref]);
+        assert!(matches!(&outcomes[0], Outcome::Failed(e) if e.is_ambiguous() && e.to_string().contains("no u_ref value")), "{outcomes:?}");
+    }
+
+    #[test]
+    fn a_create_that_names_its_row_is_looked_up_by_it() {
+        let named = SinkRecord {
+            headers: vec![Header { key: "snow.operation".into(), value: b"create".to_vec() }],
+            ..create_record(Some(ID), r#"{"a":"1"}"#)
+        };
+        let (outcomes, sent, counters) =
+            put_with(&[], vec![(502, ""), (200, r#"{"result":{"sys_id":"0123456789abcdef0123456789abcdef"}}"#)], &[named]);
+        assert!(matches!(&outcomes[0], Outcome::Written(w) if w.sys_id == ID && w.operation == Operation::Create), "{outcomes:?}");
+        assert_eq!((sent.len(), sent[1].0, counters.found_after_unknown), (2, Method::Get, 1), "looked up, not sent again");
     }
 
     #[test]
@@ -210,8 +378,9 @@ mod tests {
     #[test]
     fn after_a_retryable_failure_the_rest_is_held() {
         let records = [record(Some(r#"{"a":"1"}"#), None), record(Some(r#"{"a":"2"}"#), None)];
-        let (outcomes, sent) = put("fail", vec![(503, "")], &records);
+        let (outcomes, sent) = put("fail", vec![(503, ""); 3], &records);
         assert!(outcomes.iter().all(Outcome::is_retryable), "{outcomes:?}");
-        assert_eq!(sent.len(), 1, "the second record was not attempted");
+        assert_eq!(sent.len(), 3, "the first record's attempts (snow.retry.max.attempts=3)");
+        assert!(sent.iter().all(|(_, _, body)| body == r#"{"a":"1"}"#), "the second record was not attempted");
     }
 }
