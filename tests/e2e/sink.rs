@@ -11,6 +11,20 @@ use fake_snow::{FakeOptions, FakeSnow};
 use support::kafka::{committed, create_topic, produce};
 use support::{Runner, connector_file, entries, now_secs, tail, unique, wait_until, work_dir};
 
+/// A sink connector on `fake` consuming `topic` into `table`; `extra` (credentials, overrides) last.
+fn sink_config(fake: &FakeSnow, name: &str, topic: &str, table: &str, extra: &[(&str, &str)]) -> BTreeMap<String, String> {
+    let mut config = entries(&[
+        ("name", name),
+        ("component.path", guest_artifacts::GUEST_SINK),
+        ("kafka.bootstrap.servers", kafka_harness::shared().bootstrap()),
+        ("topics", topic),
+        ("snow.instance.url", &fake.url()),
+        ("snow.sink.table", table),
+    ]);
+    config.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+    config
+}
+
 #[test]
 fn five_hundred_records_are_written_to_servicenow() {
     let now = now_secs();
@@ -26,16 +40,7 @@ fn five_hundred_records_are_written_to_servicenow() {
     rt.block_on(produce(bootstrap, &topic, &records));
 
     let dir = work_dir("sink");
-    let config: BTreeMap<String, String> = entries(&[
-        ("name", &name),
-        ("component.path", guest_artifacts::GUEST_SINK),
-        ("kafka.bootstrap.servers", bootstrap),
-        ("topics", &topic),
-        ("snow.instance.url", &fake.url()),
-        ("snow.auth.username", "sinker"),
-        ("snow.auth.password", "sink-Pw-7"),
-        ("snow.sink.table", "incident"),
-    ]);
+    let config = sink_config(&fake, &name, &topic, "incident", &[("snow.auth.username", "sinker"), ("snow.auth.password", "sink-Pw-7")]);
     let file = connector_file(&dir, &name, &config);
     let runner = Runner::start(&dir, "run", &[&file]);
     wait_until("500 writes in the fake", Duration::from_secs(180), || {
@@ -116,20 +121,20 @@ fn tombstones_delete_headers_choose_operations_and_tables_and_bodies_are_mapped(
     rt.block_on(produce_records(bootstrap, &topic, &records));
 
     let dir = work_dir("sinkops");
-    let config: BTreeMap<String, String> = entries(&[
-        ("name", &name),
-        ("component.path", guest_artifacts::GUEST_SINK),
-        ("kafka.bootstrap.servers", bootstrap),
-        ("topics", &topic),
-        ("snow.instance.url", &fake.url()),
-        ("snow.auth.type", "none"),
-        ("snow.sink.table", "incident"),
-        ("snow.sink.table.header", "snow.table"),
-        ("snow.sink.table.header.allowed", "incident,problem"),
-        ("snow.sink.fields.rename", "desc:short_description"),
-        ("snow.sink.fields.deny", "secret"),
-        ("snow.sink.not.found", "ignore"),
-    ]);
+    let config = sink_config(
+        &fake,
+        &name,
+        &topic,
+        "incident",
+        &[
+            ("snow.auth.type", "none"),
+            ("snow.sink.table.header", "snow.table"),
+            ("snow.sink.table.header.allowed", "incident,problem"),
+            ("snow.sink.fields.rename", "desc:short_description"),
+            ("snow.sink.fields.deny", "secret"),
+            ("snow.sink.not.found", "ignore"),
+        ],
+    );
     let file = connector_file(&dir, &name, &config);
     let runner = Runner::start(&dir, "run", &[&file]);
     wait_until("every record with an outcome", Duration::from_secs(120), || {
@@ -204,16 +209,7 @@ fn each_unknown_outcome_policy_under_answers_cut_off_after_the_create_committed(
             .collect();
         rt.block_on(produce_records(bootstrap, &topic, &records));
         let name = unique(&format!("unknown-{policy}"));
-        let mut config: BTreeMap<String, String> = entries(&[
-            ("name", &name),
-            ("component.path", guest_artifacts::GUEST_SINK),
-            ("kafka.bootstrap.servers", bootstrap),
-            ("topics", &topic),
-            ("snow.instance.url", &fake.url()),
-            ("snow.auth.type", "none"),
-            ("snow.sink.table", &table),
-            ("snow.http.request.timeout.ms", "2000"),
-        ]);
+        let mut config = sink_config(&fake, &name, &topic, &table, &[("snow.auth.type", "none")]);
         config.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
         files.push(connector_file(&dir, &name, &config));
         names.push((name, topic));
