@@ -205,7 +205,7 @@ fn operation_named(text: &str) -> Option<OperationMode> {
 mod tests {
     use super::*;
     use crate::config::reader::entries_from_pairs;
-    use crate::record::Header;
+    use crate::sink::value::tests::record;
 
     const ID: &str = "0123456789abcdef0123456789abcdef";
     const OTHER: &str = "fedcba9876543210fedcba9876543210";
@@ -214,18 +214,6 @@ mod tests {
         let mut all = vec![("snow.instance.url", "https://acme.service-now.com"), ("snow.sink.table", "incident")];
         all.extend_from_slice(pairs);
         SinkConfig::parse(&entries_from_pairs(all).unwrap()).unwrap()
-    }
-
-    fn record(key: Option<&str>, value: Option<&str>, headers: &[(&str, &str)]) -> SinkRecord {
-        SinkRecord {
-            topic: "t".into(),
-            partition: 0,
-            offset: 7,
-            key: key.map(|k| k.as_bytes().to_vec()),
-            value: value.map(|v| v.as_bytes().to_vec()),
-            headers: headers.iter().map(|(k, v)| Header { key: k.to_string(), value: v.as_bytes().to_vec() }).collect(),
-            timestamp_ms: None,
-        }
     }
 
     fn write(key: Option<&str>, value: Option<&str>, headers: &[(&str, &str)], c: &SinkConfig) -> Result<Write, String> {

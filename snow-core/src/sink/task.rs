@@ -252,7 +252,6 @@ mod tests {
     use crate::clock::ManualClock;
     use crate::config::reader::entries_from_pairs;
     use crate::http::transport::{Method, Request, Response, TransportError};
-    use crate::record::Header;
 
     /// Answers each request with the next scripted (status, body) and keeps what was sent.
     struct Script {
@@ -271,16 +270,10 @@ mod tests {
     const ID: &str = "0123456789abcdef0123456789abcdef";
     const MISSING: &str = r#"{"error":{"message":"No Record found","detail":"Record doesn't exist or ACL restricts the record retrieval"},"status":"failure"}"#;
 
+    /// A record keyed by `ID`, with an operation header when given.
     fn record(value: Option<&str>, operation: Option<&str>) -> SinkRecord {
-        SinkRecord {
-            topic: "t".into(),
-            partition: 0,
-            offset: 3,
-            key: Some(ID.as_bytes().to_vec()),
-            value: value.map(|v| v.as_bytes().to_vec()),
-            headers: operation.map(|o| Header { key: "snow.operation".into(), value: o.as_bytes().to_vec() }).into_iter().collect(),
-            timestamp_ms: None,
-        }
+        let headers: Vec<(&str, &str)> = operation.map(|o| ("snow.operation", o)).into_iter().collect();
+        crate::sink::value::tests::record(Some(ID), value, &headers)
     }
 
     type Sent = Vec<(Method, String, String)>;
@@ -304,12 +297,7 @@ mod tests {
     }
 
     fn create_record(key: Option<&str>, value: &str) -> SinkRecord {
-        SinkRecord {
-            key: key.map(|k| k.as_bytes().to_vec()),
-            value: Some(value.as_bytes().to_vec()),
-            headers: vec![],
-            ..record(None, None)
-        }
+        crate::sink::value::tests::record(key, Some(value), &[])
     }
 
     const CREATED: &str = r#"{"result":{"sys_id":"fedcba9876543210fedcba9876543210"}}"#;
@@ -340,10 +328,7 @@ mod tests {
 
     #[test]
     fn a_create_that_names_its_row_is_looked_up_by_it() {
-        let named = SinkRecord {
-            headers: vec![Header { key: "snow.operation".into(), value: b"create".to_vec() }],
-            ..create_record(Some(ID), r#"{"a":"1"}"#)
-        };
+        let named = record(Some(r#"{"a":"1"}"#), Some("create"));
         let (outcomes, sent, counters) =
             put_with(&[], vec![(502, ""), (200, r#"{"result":{"sys_id":"0123456789abcdef0123456789abcdef"}}"#)], &[named]);
         assert!(matches!(&outcomes[0], Outcome::Written(w) if w.sys_id == ID && w.operation == Operation::Create), "{outcomes:?}");
@@ -354,7 +339,7 @@ mod tests {
     fn a_missing_row_fails_is_skipped_or_is_created_under_its_sys_id() {
         let patch = record(Some(r#"{"a":"1"}"#), None);
         let (outcomes, _) = put("fail", vec![(404, MISSING)], std::slice::from_ref(&patch));
-        assert!(matches!(&outcomes[0], Outcome::Failed(e) if !e.is_retryable() && e.to_string().contains("record t-0@3")), "{outcomes:?}");
+        assert!(matches!(&outcomes[0], Outcome::Failed(e) if !e.is_retryable() && e.to_string().contains("record t-0@7")), "{outcomes:?}");
         let (outcomes, _) = put("ignore", vec![(404, MISSING)], std::slice::from_ref(&patch));
         assert_eq!(outcomes[0], Outcome::Skipped(Skipped { table: "incident".into(), sys_id: ID.into(), reason: SkipReason::NotFound }));
         let created = r#"{"result":{"sys_id":"0123456789abcdef0123456789abcdef"}}"#;

@@ -71,10 +71,11 @@ pub fn is_sys_id(id: &str) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::record::Header;
 
+    /// A record of topic `t`, partition 0, offset 7 (the sink tests' builder).
     pub(crate) fn record(key: Option<&str>, value: Option<&str>, headers: &[(&str, &str)]) -> SinkRecord {
         SinkRecord {
             topic: "t".into(),
