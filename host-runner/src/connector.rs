@@ -32,10 +32,10 @@ impl ConnectorContext {
         &self.spec.name
     }
 
-    /// A fresh store for the guest instance running `unit`.
+    /// A fresh store for the guest instance running `unit`, with ServiceNow sessions of its own.
     pub fn new_store(&self, unit: &str) -> Store<HostState> {
         let options = StoreOptions { memory_max_bytes: self.spec.memory_max_bytes, call_timeout: self.spec.call_timeout };
-        HostState::new_store(&self.engine, &self.spec.name, unit, self.gate.clone(), self.metrics.clone(), options)
+        HostState::new_store(&self.engine, &self.spec.name, unit, self.gate.for_store(), self.metrics.clone(), options)
     }
 
     /// The configuration handed to the guest.

@@ -114,6 +114,12 @@ fn detail_suffix(failure: &HttpFailure) -> String {
 }
 
 impl SnowError {
+    /// Whether this is the record's own failure (its value, routing or mapping; a refusal of the
+    /// host's gate) rather than ServiceNow's answer or the network.
+    pub fn is_record_error(&self) -> bool {
+        matches!(self, SnowError::Data(_) | SnowError::Config(_) | SnowError::Denied(_))
+    }
+
     /// A single configuration problem.
     pub fn config(key: impl Into<String>, message: impl Into<String>) -> Self {
         Self::Config(vec![ConfigError::new(key, message)])

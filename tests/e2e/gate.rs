@@ -81,7 +81,7 @@ fn a_component_that_traps_on_every_poll_is_parked_once_its_trap_budget_is_spent(
     runner.kill();
     assert_eq!(log.matches("ERROR the component trapped in poll:").count(), 3, "three traps, each logged whole:\n{log}");
     let parked = log.lines().find(|l| l.contains("unit parked")).unwrap();
-    assert!(parked.contains("trapped 3 times in a row without a successful poll (component.trap.budget=3)"), "{parked}");
+    assert!(parked.contains("trapped 3 times in a row without a successful call (component.trap.budget=3)"), "{parked}");
     assert!(parked.contains("wasm trap: wasm `unreachable` instruction executed"), "the trap itself is named: {parked}");
     assert_eq!(log.matches("reopening at the stored offset").count(), 2, "reopened after the first two traps only:\n{log}");
 }

@@ -4,26 +4,11 @@
 
 mod support;
 
-use std::collections::BTreeMap;
 use std::time::Duration;
 
 use fake_snow::{FakeOptions, FakeSnow};
 use support::kafka::{committed, create_topic, produce};
-use support::{Runner, connector_file, entries, now_secs, tail, unique, wait_until, work_dir};
-
-/// A sink connector on `fake` consuming `topic` into `table`; `extra` (credentials, overrides) last.
-fn sink_config(fake: &FakeSnow, name: &str, topic: &str, table: &str, extra: &[(&str, &str)]) -> BTreeMap<String, String> {
-    let mut config = entries(&[
-        ("name", name),
-        ("component.path", guest_artifacts::GUEST_SINK),
-        ("kafka.bootstrap.servers", kafka_harness::shared().bootstrap()),
-        ("topics", topic),
-        ("snow.instance.url", &fake.url()),
-        ("snow.sink.table", table),
-    ]);
-    config.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
-    config
-}
+use support::{Runner, connector_file, now_secs, sink_entries, tail, unique, wait_until, work_dir};
 
 #[test]
 fn five_hundred_records_are_written_to_servicenow() {
@@ -40,7 +25,8 @@ fn five_hundred_records_are_written_to_servicenow() {
     rt.block_on(produce(bootstrap, &topic, &records));
 
     let dir = work_dir("sink");
-    let config = sink_config(&fake, &name, &topic, "incident", &[("snow.auth.username", "sinker"), ("snow.auth.password", "sink-Pw-7")]);
+    let config =
+        sink_entries(&fake.url(), &name, &topic, "incident", &[("snow.auth.username", "sinker"), ("snow.auth.password", "sink-Pw-7")]);
     let file = connector_file(&dir, &name, &config);
     let runner = Runner::start(&dir, "run", &[&file]);
     wait_until("500 writes in the fake", Duration::from_secs(180), || {
@@ -121,8 +107,8 @@ fn tombstones_delete_headers_choose_operations_and_tables_and_bodies_are_mapped(
     rt.block_on(produce_records(bootstrap, &topic, &records));
 
     let dir = work_dir("sinkops");
-    let config = sink_config(
-        &fake,
+    let config = sink_entries(
+        &fake.url(),
         &name,
         &topic,
         "incident",
@@ -133,6 +119,8 @@ fn tombstones_delete_headers_choose_operations_and_tables_and_bodies_are_mapped(
             ("snow.sink.fields.rename", "desc:short_description"),
             ("snow.sink.fields.deny", "secret"),
             ("snow.sink.not.found", "ignore"),
+            // The record routed outside the allow-list fails and its partition goes on.
+            ("errors.tolerance", "all"),
         ],
     );
     let file = connector_file(&dir, &name, &config);
@@ -209,7 +197,8 @@ fn each_unknown_outcome_policy_under_answers_cut_off_after_the_create_committed(
             .collect();
         rt.block_on(produce_records(bootstrap, &topic, &records));
         let name = unique(&format!("unknown-{policy}"));
-        let mut config = sink_config(&fake, &name, &topic, &table, &[("snow.auth.type", "none")]);
+        // Reported and logged, and the partition goes on (the default, fail, would stop it).
+        let mut config = sink_entries(&fake.url(), &name, &topic, &table, &[("snow.auth.type", "none"), ("behavior.on.api.errors", "log")]);
         config.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
         files.push(connector_file(&dir, &name, &config));
         names.push((name, topic));
@@ -239,7 +228,7 @@ fn each_unknown_outcome_policy_under_answers_cut_off_after_the_create_committed(
     };
     // fail: the cut creates did land; the records are reported ambiguous, nothing is sent again.
     assert_eq!(rows("fail").len(), RECORDS, "{}", tail(&log, 20));
-    assert_eq!(log.matches("failed (ambiguous)").count(), CUT as usize, "fail reports each as ambiguous");
+    assert_eq!(log.matches("failed (api error, ambiguous)").count(), CUT as usize, "fail reports each as ambiguous");
     // retry: each cut create is sent again: a duplicate each, counted.
     assert_eq!(rows("retry").len(), RECORDS + CUT as usize, "retry may duplicate");
     assert_eq!(metric("snow_sink_resent_blind_total", &names[1].0), f64::from(CUT), "counted:\n{metrics}");

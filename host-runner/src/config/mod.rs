@@ -1,8 +1,9 @@
 //! Runner configuration: connector files (Java properties or JSON, Kafka Connect style) read into
 //! [`ConnectorSpec`]s.
 //!
-//! The host owns `name`, `tasks.max`, `component.*`, `kafka.*`, `topics`, `offset.storage.*` and
-//! the credentials under `snow.auth.*`; every other `snow.*` key is handed to the guest, which
+//! The host owns `name`, `tasks.max`, `component.*`, `kafka.*`, `topics`, `offset.storage.*`, a
+//! sink's `topics.regex`, `errors.*`, `reporter.*`, `behavior.on.api.errors` and
+//! `snow.sink.max.in.flight` ([`sink`]), and the credentials under `snow.auth.*`; every other `snow.*` key is handed to the guest, which
 //! validates it. Credentials never reach the guest. Values may be `${env:NAME}` or
 //! `${file:PATH:KEY}` references, resolved by the host first ([`providers`]).
 //! `docs/configuration.md` lists every key.
@@ -10,8 +11,10 @@
 mod file;
 mod properties;
 mod providers;
+mod sink;
 mod spec;
 
 pub use file::load_files;
+pub use sink::{OnFailure, SinkSpec};
 pub use snow_core::auth::Secret;
 pub use spec::{AuthSpec, ConnectorSpec, KafkaSpec, OAuthSpec};

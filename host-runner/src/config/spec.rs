@@ -9,6 +9,8 @@ use snow_core::auth::Secret;
 use snow_core::auth::oauth::Grant;
 use snow_core::config::instance::{INSTANCE_URL_KEY, parse_base_url};
 
+use super::sink::SinkSpec;
+
 /// Kafka client settings of a connector.
 #[derive(Debug, Clone)]
 pub struct KafkaSpec {
@@ -73,6 +75,8 @@ pub struct ConnectorSpec {
     pub kafka: KafkaSpec,
     /// `topics` (sink only).
     pub topics: Vec<String>,
+    /// The sink's host-side settings (unused by a source).
+    pub sink: SinkSpec,
     /// `offset.storage.file.filename` (source only).
     pub offsets_file: PathBuf,
     /// Scheme of `snow.instance.url`.
@@ -115,7 +119,7 @@ fn default_refresh_margin_seconds() -> u64 {
 }
 
 /// Keys read by the host and never given to the guest.
-const HOST_ONLY_SNOW_KEYS: [&str; 8] = [
+const HOST_ONLY_SNOW_KEYS: [&str; 9] = [
     "snow.auth.type",
     "snow.auth.username",
     "snow.auth.password",
@@ -124,6 +128,7 @@ const HOST_ONLY_SNOW_KEYS: [&str; 8] = [
     "snow.auth.token.url",
     "snow.auth.token.refresh.margin.seconds",
     "snow.instance.max.in.flight",
+    "snow.sink.max.in.flight",
 ];
 
 impl ConnectorSpec {
@@ -218,6 +223,7 @@ impl ConnectorSpec {
         };
         let topics: Vec<String> =
             get("topics").map(|t| t.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect()).unwrap_or_default();
+        let sink = SinkSpec::from_entries(&entries, &name, &mut errors);
         let offsets_file = get("offset.storage.file.filename").map(PathBuf::from).unwrap_or_else(default_offsets_file);
         let prefixed = |prefix: &str| -> BTreeMap<String, String> {
             entries.iter().filter_map(|(k, v)| k.strip_prefix(prefix).map(|rest| (rest.to_string(), v.clone()))).collect()
@@ -245,7 +251,8 @@ impl ConnectorSpec {
                     | "kafka.bootstrap.servers"
                     | "topics"
                     | "offset.storage.file.filename"
-            ) || k.starts_with("kafka.producer.")
+            ) || super::sink::KEYS.contains(&k)
+                || k.starts_with("kafka.producer.")
                 || k.starts_with("kafka.consumer.")
         };
         let mut guest_config = BTreeMap::new();
@@ -261,6 +268,12 @@ impl ConnectorSpec {
         // The component checks that its settings fit the memory it will get (snow-core's
         // config::memory); another host passes its own limit, or none.
         guest_config.insert(snow_core::config::memory::MEMORY_KEY.to_string(), memory_max_bytes.to_string());
+        // A sink component stops a batch at the failures that stop the partition here, so that
+        // nothing after such a record is written.
+        let is_sink = !topics.is_empty() || sink.topics_regex.is_some();
+        if let Some(halt_on) = sink.halt_on().filter(|_| is_sink) {
+            guest_config.insert("snow.sink.halt.on".to_string(), halt_on);
+        }
         if !errors.is_empty() {
             let who = if name.is_empty() { "connector".to_string() } else { format!("connector {name}") };
             bail!("{who} has an invalid configuration:\n  {}", errors.join("\n  "));
@@ -274,6 +287,7 @@ impl ConnectorSpec {
             trap_budget,
             kafka,
             topics,
+            sink,
             offsets_file,
             instance_scheme,
             instance_authority,

@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 
 use anyhow::{Context, Result, bail};
 use rdkafka::ClientConfig;
-use rdkafka::consumer::StreamConsumer;
+use rdkafka::consumer::{ConsumerContext, StreamConsumer};
 use rdkafka::error::KafkaError;
 use rdkafka::producer::FutureProducer;
 
@@ -66,9 +66,9 @@ fn consumer_config(spec: &KafkaSpec, group: &str) -> ClientConfig {
     client_config(&spec.bootstrap_servers, &defaults, &spec.consumer)
 }
 
-/// The consumer of a sink connector, in consumer group `group`.
-pub fn consumer(spec: &KafkaSpec, group: &str) -> Result<StreamConsumer> {
-    consumer_config(spec, group).create().context("creating the Kafka consumer")
+/// The consumer of a sink connector, in consumer group `group`, with `context` told of rebalances.
+pub fn consumer<C: ConsumerContext + 'static>(spec: &KafkaSpec, group: &str, context: C) -> Result<StreamConsumer<C>> {
+    consumer_config(spec, group).create_with_context(context).context("creating the Kafka consumer")
 }
 
 /// Checks a source's producer settings without creating a client (nothing connects): librdkafka

@@ -12,6 +12,7 @@ use wasmtime_wasi_http::{DEFAULT_FORBIDDEN_HEADERS, Error as HttpError, Forbidde
 
 use super::limiter::InstanceLimiter;
 use super::pool::ConnectionPool;
+use super::session::SessionPool;
 use crate::auth::Credentials;
 use crate::metrics::{Metrics, labels};
 
@@ -52,12 +53,19 @@ pub struct Gate {
     settings: Arc<GateSettings>,
     limiter: Arc<InstanceLimiter>,
     metrics: Metrics,
+    sessions: SessionPool,
 }
 
 impl Gate {
     /// A gate enforcing `settings`, sharing `limiter` with every gate of the same instance.
     pub fn new(settings: GateSettings, limiter: Arc<InstanceLimiter>, metrics: Metrics) -> Self {
-        Self { settings: Arc::new(settings), limiter, metrics }
+        Self { settings: Arc::new(settings), limiter, metrics, sessions: SessionPool::default() }
+    }
+
+    /// The same gate with sessions of its own: every store gets one, so that no two stores (two
+    /// sink lanes, two source units) ever share a ServiceNow session.
+    pub fn for_store(&self) -> Self {
+        Self { sessions: SessionPool::default(), ..self.clone() }
     }
 
     fn allows(&self, uri: &http::Uri) -> bool {
@@ -102,6 +110,10 @@ impl Gate {
             if let Some(a) = &authorization {
                 builder = builder.header(AUTHORIZATION, a.value.clone());
             }
+            let mut session = self.sessions.check_out();
+            if let Some(cookie) = session.header() {
+                builder = builder.header(COOKIE, cookie);
+            }
             let request = builder
                 .body(Full::new(body.clone()).map_err(|never| match never {}).boxed_unsync())
                 .map_err(|e| HttpError::InternalError(Some(format!("rebuilding the request: {e}"))))?;
@@ -123,6 +135,7 @@ impl Gate {
             // Read the whole body (within the request's body deadline) while holding the place in
             // flight, then hand it over in one piece, without what could carry a credential.
             let (mut parts, body) = response.into_parts();
+            session.absorb(&parts.headers);
             strip_credentials(&mut parts.headers);
             let limit = options.between_bytes_timeout.unwrap_or(DEFAULT_TIMEOUT);
             let body = match tokio::time::timeout(limit, http_body_util::Limited::new(body, MAX_RESPONSE_BODY).collect()).await {
@@ -136,6 +149,11 @@ impl Gate {
                 Err(_) => return Err(HttpError::ConnectionReadTimeout),
             };
             drop(permit);
+            // Given back once the answer is in: the instance is done with the request. A 401 may
+            // be the session's doing (expired, or opened for a token since replaced): dropped.
+            if status != 401 {
+                self.sessions.check_in(session);
+            }
             let response = http::Response::from_parts(parts, Full::new(body).map_err(|never| match never {}).boxed_unsync());
             return Ok((response, io));
         }

@@ -4,12 +4,13 @@
 //! It allows only the connector's configured instance (scheme and authority), attaches the
 //! credentials the host holds (guests may not set `Authorization` or `Cookie` themselves), caps
 //! requests in flight per instance host across every connector of the process, clamps timeouts,
-//! and logs each refusal. Retry policy is not here: it depends on the request's meaning and stays
+//! keeps each store's ServiceNow sessions apart ([`session`]), and logs each refusal. Retry policy is not here: it depends on the request's meaning and stays
 //! in the guest.
 
 mod gate;
 mod limiter;
 pub mod pool;
+mod session;
 
 pub use gate::{Gate, GateSettings, MAX_REQUEST_BODY};
 pub use limiter::{InstanceLimiter, LimiterRegistry};

@@ -1,40 +1,285 @@
-//! One partition lane: a guest instance with an opened `sink-task`.
+//! One partition lane: a task that writes one partition's records in offset order through its own
+//! guest instance (so its own ServiceNow sessions), at most `snow.sink.max.in.flight` lanes writing
+//! at once. A lane takes what its queue holds (up to [`MAX_BATCH`]) into one `put`, judges each
+//! outcome ([`super::verdict`]), reports the final ones ([`super::report`]) and only then stores
+//! the partition's offset past them. A retryable failure holds this partition only; a failure the
+//! policy does not tolerate, or a component that keeps trapping (`component.trap.budget`), parks it.
 
-use anyhow::{Result, anyhow};
-use wasmtime::Store;
-use wasmtime::component::ResourceAny;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
 
+use rdkafka::consumer::{Consumer, StreamConsumer};
+use tokio::sync::{Semaphore, mpsc};
+
+use super::instance::Instance;
+use super::rebalance::SinkContext;
+use super::report::Reporter;
+use super::verdict::{Final, Verdict, judge};
+use crate::backoff::Backoff;
 use crate::component::HostState;
-use crate::component::bindings::sink::{Sink, SinkPre};
-use crate::component::bindings::types::{Outcome, SinkRecord};
-use crate::connector::{SharedContext, describe};
+use crate::component::bindings::sink::SinkPre;
+use crate::component::bindings::types::SinkRecord;
+use crate::component::trap::{TrapBudget, one_line};
+use crate::connector::SharedContext;
+use crate::metrics::labels;
+use crate::shutdown::Shutdown;
+use crate::status::UnitState;
 
-/// A lane's guest instance.
+/// Most records handed to one `put`.
+pub const MAX_BATCH: usize = 500;
+
+/// What every lane of a connector shares.
+pub struct LaneShared {
+    /// The connector.
+    pub ctx: SharedContext,
+    /// The sink component, pre-instantiated.
+    pub pre: SinkPre<HostState>,
+    /// The consumer whose offsets the lanes store.
+    pub consumer: Arc<StreamConsumer<SinkContext>>,
+    /// One permit per lane writing (`snow.sink.max.in.flight`).
+    pub writers: Arc<Semaphore>,
+    /// Reports and dead letters, when configured.
+    pub reporter: Option<Reporter>,
+}
+
+/// A lane as the consumer loop sees it.
+pub struct LaneIo {
+    /// Records for the lane, in offset order.
+    pub queue: mpsc::UnboundedSender<SinkRecord>,
+    /// Records handed to the lane and not yet taken into a `put` (counted before they are sent).
+    pub buffered: Arc<AtomicUsize>,
+}
+
+/// One lane's task state.
 pub struct Lane {
-    store: Store<HostState>,
-    instance: Sink,
-    task: ResourceAny,
+    shared: Arc<LaneShared>,
+    topic: String,
+    partition: i32,
+    unit: String,
+    queue: mpsc::UnboundedReceiver<SinkRecord>,
+    buffered: Arc<AtomicUsize>,
+    stop: Shutdown,
+    instance: Option<Instance>,
+    traps: TrapBudget,
+    backoff: Backoff,
 }
 
 impl Lane {
-    /// Instantiates the component and opens a sink task for `topic`-`partition`.
-    pub async fn open(ctx: &SharedContext, pre: &SinkPre<HostState>, topic: &str, partition: i32) -> Result<Self> {
-        let mut store = ctx.new_store(&format!("{topic}-{partition}"));
-        let instance = pre.instantiate_async(&mut store).await.map_err(|e| anyhow!("instantiating: {e:#}"))?;
-        store.data_mut().begin_call();
-        let task = instance
-            .snow_connector_sink_api()
-            .sink_task()
-            .call_open(&mut store, &ctx.guest_config())
-            .await
-            .map_err(|e| anyhow!("the component trapped in open: {e:#}"))?
-            .map_err(|e| anyhow!("{}", describe(&e).1))?;
-        Ok(Self { store, instance, task })
+    /// A lane for `topic`-`partition` that ends when `stop` fires (shutdown, or the partition was
+    /// revoked) or its queue closes; and the consumer loop's end of it.
+    pub fn new(shared: Arc<LaneShared>, topic: &str, partition: i32, stop: Shutdown) -> (Self, LaneIo) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let buffered = Arc::new(AtomicUsize::new(0));
+        let traps = TrapBudget::new(shared.ctx.spec.trap_budget);
+        let lane = Self {
+            shared,
+            topic: topic.to_string(),
+            partition,
+            unit: format!("{topic}-{partition}"),
+            queue: rx,
+            buffered: buffered.clone(),
+            stop,
+            instance: None,
+            traps,
+            backoff: Backoff::new(Duration::from_millis(500), Duration::from_secs(30)),
+        };
+        (lane, LaneIo { queue: tx, buffered })
     }
 
-    /// Writes `records`; an `Err` is a trap (the lane must be reopened).
-    pub async fn put(&mut self, records: &[SinkRecord]) -> wasmtime::Result<Vec<Outcome>> {
-        self.store.data_mut().begin_call();
-        self.instance.snow_connector_sink_api().sink_task().call_put(&mut self.store, self.task, records).await
+    fn state(&self, state: UnitState, message: Option<&str>) {
+        self.shared.ctx.status.set(self.shared.ctx.name(), &self.unit, state, message);
     }
+
+    /// Writes until stopped.
+    pub async fn run(mut self) {
+        let mut pending: Vec<SinkRecord> = Vec::new();
+        loop {
+            if pending.is_empty() {
+                let first = tokio::select! {
+                    r = self.queue.recv() => r,
+                    _ = self.stop.wait() => None,
+                };
+                match first {
+                    Some(r) => {
+                        pending.push(r);
+                        self.buffered.fetch_sub(1, Ordering::Relaxed);
+                    }
+                    None => break,
+                }
+            }
+            while pending.len() < MAX_BATCH {
+                match self.queue.try_recv() {
+                    Ok(r) => {
+                        pending.push(r);
+                        self.buffered.fetch_sub(1, Ordering::Relaxed);
+                    }
+                    Err(_) => break,
+                }
+            }
+            let Some(step) = self.write(&pending).await else { break };
+            pending.drain(..step.done);
+            match step.then {
+                Then::GoOn => {
+                    self.backoff.reset();
+                    self.state(UnitState::Running, None);
+                }
+                Then::Retry(why) => {
+                    self.state(UnitState::Retrying, Some(&why));
+                    if !self.stop.sleep(self.backoff.next_delay()).await {
+                        break;
+                    }
+                }
+                Then::Park(why) => {
+                    tracing::error!(connector = self.shared.ctx.name(), "lane {} parked: {why}", self.unit);
+                    self.state(UnitState::Parked, Some(&why));
+                    // Nothing more is written or committed here until the connector restarts; the
+                    // consumer loop pauses the partition once its queue fills.
+                    self.stop.wait().await;
+                    return;
+                }
+            }
+        }
+        self.state(UnitState::Stopped, None);
+    }
+
+    /// One `put` of `records` and what follows from it; none when stopped before writing.
+    async fn write(&mut self, records: &[SinkRecord]) -> Option<Step> {
+        let permit = tokio::select! {
+            p = self.shared.writers.clone().acquire_owned() => p.ok()?,
+            _ = self.stop.wait() => return None,
+        };
+        if self.instance.is_none() {
+            self.state(UnitState::Starting, None);
+            match Instance::open(&self.shared.ctx, &self.shared.pre, &self.topic, self.partition).await {
+                Ok(instance) => self.instance = Some(instance),
+                Err(e) => {
+                    tracing::error!(connector = self.shared.ctx.name(), "opening the lane of {} failed, retrying: {e:#}", self.unit);
+                    return Some(Step { done: 0, then: Then::Retry(format!("opening the lane failed: {e:#}")) });
+                }
+            }
+        }
+        let instance = self.instance.as_mut()?;
+        let result = instance.put(records).await;
+        drop(permit);
+        let outcomes = match result {
+            Ok(outcomes) => {
+                self.traps.succeeded();
+                outcomes
+            }
+            Err(trap) => {
+                tracing::error!(
+                    connector = self.shared.ctx.name(),
+                    "the component trapped in put for {}, reopening the lane: {trap:#}",
+                    self.unit
+                );
+                self.instance = None;
+                let line = one_line(&trap);
+                return Some(Step {
+                    done: 0,
+                    then: match self.traps.trapped(&line) {
+                        Some(why) => Then::Park(why),
+                        None => Then::Retry(format!("the component trapped in put: {line}")),
+                    },
+                });
+            }
+        };
+        let mut finals: Vec<(&SinkRecord, Final)> = Vec::new();
+        let mut then = Then::GoOn;
+        for (record, outcome) in records.iter().zip(&outcomes) {
+            match judge(&self.shared.ctx.spec.sink, outcome) {
+                Verdict::Final(f) => finals.push((record, f)),
+                Verdict::Hold(why) => {
+                    tracing::warn!(connector = self.shared.ctx.name(), "holding {} at offset {}: {why}", self.unit, record.offset);
+                    then = Then::Retry(format!("a retryable failure holds the partition at offset {}: {why}", record.offset));
+                    break;
+                }
+                Verdict::Stop(why) => {
+                    then = Then::Park(format!("record {}@{} failed: {why}", self.unit, record.offset));
+                    break;
+                }
+            }
+        }
+        if matches!(then, Then::GoOn) && outcomes.len() < records.len() {
+            let why = format!("the component returned {} outcomes for {} records; holding the rest", outcomes.len(), records.len());
+            tracing::error!(connector = self.shared.ctx.name(), "{why}");
+            then = Then::Retry(why);
+        }
+        let done = finals.len();
+        if done > 0 && !self.settle(&finals).await {
+            return None;
+        }
+        Some(Step { done, then })
+    }
+
+    /// Reports `finals` (waiting for Kafka as long as it takes), counts and logs them, and stores
+    /// the offset past them; false when stopped before the reports were acknowledged (nothing is
+    /// stored then: the records are written again by whoever consumes the partition next).
+    async fn settle(&mut self, finals: &[(&SinkRecord, Final)]) -> bool {
+        if let Some(reporter) = &self.shared.reporter {
+            let mut backoff = Backoff::new(Duration::from_millis(200), Duration::from_secs(10));
+            loop {
+                match reporter.send(finals).await {
+                    Ok(()) => break,
+                    Err(e) => {
+                        let why = format!("waiting for Kafka to take the reports: {e:#}");
+                        tracing::warn!(connector = self.shared.ctx.name(), "lane {}: {why}", self.unit);
+                        self.state(UnitState::Waiting, Some(&why));
+                        if !self.stop.sleep(backoff.next_delay()).await {
+                            return false;
+                        }
+                    }
+                }
+            }
+        }
+        for (record, outcome) in finals {
+            self.account(record, outcome);
+        }
+        if let Some((last, _)) = finals.last()
+            && let Err(e) = self.shared.consumer.store_offset(&self.topic, self.partition, last.offset)
+        {
+            // The partition was revoked meanwhile: its next owner writes these records again.
+            tracing::warn!(connector = self.shared.ctx.name(), "storing the offset of {}@{}: {e}", self.unit, last.offset);
+        }
+        true
+    }
+
+    /// Counts one final outcome and logs it as the policy says.
+    fn account(&self, record: &SinkRecord, outcome: &Final) {
+        let connector = self.shared.ctx.name();
+        let at = format!("{}-{}@{}", record.topic, record.partition, record.offset);
+        let series = match outcome {
+            Final::Written { operation, .. } => vec![("outcome", "written"), ("operation", *operation)],
+            Final::Skipped { table, sys_id, reason } => {
+                tracing::info!(connector, "record {at} skipped ({reason}): row {sys_id} of table {table}");
+                vec![("outcome", "skipped"), ("reason", *reason)]
+            }
+            Final::Failed { kind, class, message, log, dead_letter, .. } => {
+                if *log {
+                    let dlq = if *dead_letter { "; sent to the dead letter queue" } else { "" };
+                    tracing::error!(connector, "record {at} failed ({kind} error, {class}): {message}{dlq}");
+                }
+                vec![("outcome", "failed"), ("class", *class)]
+            }
+        };
+        let mut all = vec![("connector", connector)];
+        all.extend(series);
+        self.shared.ctx.metrics.counter_add("snow_sink_records_total", 1, &labels(&all));
+    }
+}
+
+/// What a `put` settled and what the lane does next.
+struct Step {
+    /// Leading records with a final outcome (reported, counted, committed past).
+    done: usize,
+    then: Then,
+}
+
+enum Then {
+    /// Everything given was final.
+    GoOn,
+    /// Try the rest again after a pause.
+    Retry(String),
+    /// Stop writing this partition until the connector restarts.
+    Park(String),
 }

@@ -1,35 +1,43 @@
-//! Running a sink connector: a consumer in group `connect-<name>` feeds records to partition lanes
-//! ([`lane`]), each its own guest instance, in offset order. A partition's offset advances only past
-//! records with a final outcome; a retryable failure holds the partition and is retried with backoff.
+//! Running a sink connector: a consumer in group `connect-<name>` hands records to partition
+//! lanes ([`lane`]), each its own guest instance writing its partition in offset order, up to
+//! `snow.sink.max.in.flight` at once. Each outcome is judged ([`verdict`]) and reported
+//! ([`report`]); a partition's offset advances only past records with a final outcome whose
+//! reports Kafka acknowledged. Rebalances are followed ([`rebalance`]).
 
+mod instance;
 mod lane;
+mod rebalance;
+mod report;
+mod verdict;
 
 use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use anyhow::{Context, Result, anyhow, bail};
-use rdkafka::consumer::{CommitMode, Consumer};
+use rdkafka::TopicPartitionList;
+use rdkafka::consumer::{CommitMode, Consumer, StreamConsumer};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::message::{Headers, Message};
+use tokio::sync::Semaphore;
+use tokio::task::JoinHandle;
 
 use crate::backoff::Backoff;
 use crate::component::HostState;
 use crate::component::bindings::sink::SinkPre;
-use crate::component::bindings::types::{ErrorClass, Header, Operation, Outcome, SinkRecord};
-use crate::component::trap::one_line;
-use crate::connector::{SharedContext, class_label, config_errors_text, describe};
-use crate::metrics::labels;
-use crate::shutdown::Shutdown;
+use crate::component::bindings::types::{Header, SinkRecord};
+use crate::connector::{SharedContext, config_errors_text};
+use crate::shutdown::{Shutdown, ShutdownTrigger};
 use crate::status::UnitState;
-use lane::Lane;
-
-/// Most records handed to one `put`.
-const MAX_BATCH: usize = 500;
+use lane::{Lane, LaneIo, LaneShared, MAX_BATCH};
+use rebalance::{Change, SinkContext};
+use report::Reporter;
 
 /// Asks the guest to validate the configuration.
 pub async fn validate(ctx: &SharedContext, pre: &SinkPre<HostState>) -> Result<()> {
-    if ctx.spec.topics.is_empty() {
-        bail!("connector {}: topics: is required for a sink (comma-separated topic names)", ctx.name());
+    if ctx.spec.topics.is_empty() && ctx.spec.sink.topics_regex.is_none() {
+        bail!("connector {}: topics: is required for a sink (comma-separated topic names), or topics.regex", ctx.name());
     }
     let mut store = ctx.new_store("validate");
     let instance = pre.instantiate_async(&mut store).await.map_err(|e| anyhow!("instantiating the sink component: {e:#}"))?;
@@ -45,24 +53,73 @@ pub async fn validate(ctx: &SharedContext, pre: &SinkPre<HostState>) -> Result<(
     Ok(())
 }
 
-/// Consumes and writes until shutdown.
+/// A lane's queue above this pauses its partition (the consumer fetches nothing more for it);
+/// below [`RESUME_BELOW`] it is resumed. librdkafka drops what it had fetched for a paused
+/// partition and fetches again from the next record the lane has not been given.
+const PAUSE_ABOVE: usize = 2 * MAX_BATCH;
+const RESUME_BELOW: usize = MAX_BATCH / 2;
+
+/// The consumer loop's view of a running lane.
+struct LaneEntry {
+    io: LaneIo,
+    stop: ShutdownTrigger,
+    task: JoinHandle<()>,
+    /// The last offset handed to the lane (a record at or below it is not handed again).
+    last: i64,
+    paused: bool,
+}
+
+/// Consumes and writes until shutdown: the consumer loop hands each record to its partition's
+/// lane ([`lane`]), pauses partitions whose lane is behind, and stops the lanes of partitions a
+/// rebalance took away.
 pub async fn run(ctx: SharedContext, pre: SinkPre<HostState>, mut shutdown: Shutdown) -> Result<()> {
     let group = format!("connect-{}", ctx.name());
-    let consumer = crate::kafka::consumer(&ctx.spec.kafka, &group)?;
-    let topics: Vec<&str> = ctx.spec.topics.iter().map(String::as_str).collect();
-    consumer.subscribe(&topics).with_context(|| format!("subscribing to {}", topics.join(",")))?;
-    tracing::info!(connector = ctx.name(), group, "consuming {}", topics.join(","));
-    let mut lanes: HashMap<(String, i32), Lane> = HashMap::new();
+    let consumer = Arc::new(crate::kafka::consumer(&ctx.spec.kafka, &group, SinkContext::default())?);
+    let mut topics: Vec<String> = ctx.spec.topics.clone();
+    if let Some(pattern) = &ctx.spec.sink.topics_regex {
+        // librdkafka takes a subscription starting with ^ as a pattern; Connect matches whole names.
+        topics.push(format!("^({pattern})$"));
+    }
+    let names: Vec<&str> = topics.iter().map(String::as_str).collect();
+    consumer.subscribe(&names).with_context(|| format!("subscribing to {}", names.join(",")))?;
+    tracing::info!(connector = ctx.name(), group, max_in_flight = ctx.spec.sink.max_in_flight, "consuming {}", names.join(","));
+    let shared = Arc::new(LaneShared {
+        ctx: ctx.clone(),
+        pre,
+        consumer: consumer.clone(),
+        writers: Arc::new(Semaphore::new(ctx.spec.sink.max_in_flight)),
+        reporter: Reporter::new(&ctx.spec)?,
+    });
+    let mut lanes: HashMap<(String, i32), LaneEntry> = HashMap::new();
     let mut backoff = Backoff::new(Duration::from_millis(500), Duration::from_secs(30));
     let mut consumer_failing = false;
-    'consume: loop {
-        let first = tokio::select! {
-            m = consumer.recv() => m,
+    let mut tick = tokio::time::interval(Duration::from_millis(50));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        let received = tokio::select! {
+            m = consumer.recv() => Some(m.map(|m| owned(&m))),
+            _ = tick.tick() => None,
             _ = shutdown.wait() => break,
         };
-        let first = match first {
-            Ok(m) => owned(&m),
-            Err(e) => {
+        match received {
+            Some(Ok(record)) => {
+                if std::mem::take(&mut consumer_failing) {
+                    tracing::info!(connector = ctx.name(), "the Kafka consumer works again");
+                    ctx.status.set(ctx.name(), "consumer", UnitState::Running, None);
+                }
+                backoff.reset();
+                let key = (record.topic.clone(), record.partition);
+                let entry = lanes.entry(key.clone()).or_insert_with(|| start_lane(&shared, &key.0, key.1));
+                if record.offset <= entry.last {
+                    continue;
+                }
+                entry.last = record.offset;
+                entry.io.buffered.fetch_add(1, Ordering::Relaxed);
+                if entry.io.queue.send(record).is_err() {
+                    tracing::warn!(connector = ctx.name(), "the lane of {}-{} is gone; its records are consumed again later", key.0, key.1);
+                }
+            }
+            Some(Err(e)) => {
                 // Shown and logged at once; the consumer keeps trying (a topic may yet be created,
                 // a broker come back).
                 consumer_failing = true;
@@ -72,82 +129,23 @@ pub async fn run(ctx: SharedContext, pre: SinkPre<HostState>, mut shutdown: Shut
                 if !shutdown.sleep(backoff.next_delay()).await {
                     break;
                 }
-                continue;
             }
-        };
-        if std::mem::take(&mut consumer_failing) {
-            tracing::info!(connector = ctx.name(), "the Kafka consumer works again");
-            ctx.status.set(ctx.name(), "consumer", UnitState::Running, None);
+            None => {}
         }
-        let mut batch = vec![first];
-        // Take what is already buffered, without waiting, up to a batch; an error waits for the next round.
-        while batch.len() < MAX_BATCH {
-            match tokio::time::timeout(Duration::ZERO, consumer.recv()).await {
-                Ok(Ok(m)) => batch.push(owned(&m)),
-                Ok(Err(_)) | Err(_) => break,
-            }
+        for change in consumer.context().take_changes() {
+            apply(&ctx, &consumer, &mut lanes, change);
         }
-        for ((topic, partition), mut records) in group_by_partition(batch) {
-            let key = (topic.clone(), partition);
-            let unit = format!("{topic}-{partition}");
-            let state = |state: UnitState, message: Option<&str>| ctx.status.set(ctx.name(), &unit, state, message);
-            loop {
-                let lane = match lanes.get_mut(&key) {
-                    Some(lane) => lane,
-                    None => match Lane::open(&ctx, &pre, &topic, partition).await {
-                        Ok(lane) => lanes.entry(key.clone()).or_insert(lane),
-                        Err(e) => {
-                            tracing::error!(connector = ctx.name(), "opening the lane of {topic}-{partition} failed, retrying: {e:#}");
-                            state(UnitState::Retrying, Some(&format!("opening the lane failed: {e:#}")));
-                            if !shutdown.sleep(backoff.next_delay()).await {
-                                break 'consume;
-                            }
-                            continue;
-                        }
-                    },
-                };
-                let outcomes = match lane.put(&records).await {
-                    Ok(outcomes) => outcomes,
-                    Err(trap) => {
-                        tracing::error!(
-                            connector = ctx.name(),
-                            "the component trapped in put for {topic}-{partition}, reopening the lane: {trap:#}"
-                        );
-                        lanes.remove(&key);
-                        state(UnitState::Retrying, Some(&format!("the component trapped in put: {}", one_line(&trap))));
-                        if !shutdown.sleep(backoff.next_delay()).await {
-                            break 'consume;
-                        }
-                        continue;
-                    }
-                };
-                let (done, held) = settle(&ctx, &records, &outcomes);
-                if let Some(last) = done.checked_sub(1).map(|i| &records[i]) {
-                    consumer
-                        .store_offset(&topic, partition, last.offset)
-                        .with_context(|| format!("storing the offset of {topic}-{partition}@{}", last.offset))?;
-                }
-                if !held {
-                    state(UnitState::Running, None);
-                    backoff.reset();
-                    break;
-                }
-                let at = records.get(done).map_or(0, |r| r.offset);
-                state(UnitState::Retrying, Some(&format!("a retryable failure holds the partition at offset {at}")));
-                records.drain(..done);
-                if !shutdown.sleep(backoff.next_delay()).await {
-                    break 'consume;
-                }
-            }
-        }
+        flow_control(&ctx, &consumer, &mut lanes);
     }
-    for (topic, partition) in lanes.keys() {
-        ctx.status.set(ctx.name(), &format!("{topic}-{partition}"), UnitState::Stopped, None);
+    for entry in lanes.values() {
+        entry.stop.fire();
+    }
+    for (_, entry) in lanes.drain() {
+        let _ = entry.task.await;
     }
     if consumer_failing {
         ctx.status.set(ctx.name(), "consumer", UnitState::Stopped, None);
     }
-    lanes.clear();
     // Commit what was stored; the records after it will be consumed again by the next run.
     match consumer.commit_consumer_state(CommitMode::Sync) {
         Ok(()) => {}
@@ -158,72 +156,55 @@ pub async fn run(ctx: SharedContext, pre: SinkPre<HostState>, mut shutdown: Shut
     Ok(())
 }
 
-/// Accounts for the outcomes of a `put`: how many leading records are final, and whether the
-/// partition is held at the next one (a retryable failure).
-fn settle(ctx: &SharedContext, records: &[SinkRecord], outcomes: &[Outcome]) -> (usize, bool) {
-    let connector = ctx.name();
-    for (i, (record, outcome)) in records.iter().zip(outcomes).enumerate() {
-        match outcome {
-            Outcome::Written(w) => {
-                ctx.metrics.counter_add(
-                    "snow_sink_records_total",
-                    1,
-                    &labels(&[("connector", connector), ("outcome", "written"), ("operation", operation_label(w.operation))]),
-                );
-            }
-            Outcome::Skipped(skipped) => {
-                tracing::info!(
-                    connector,
-                    "record {}-{}@{} skipped: row {} of table {} does not exist (snow.sink.not.found=ignore)",
-                    record.topic,
-                    record.partition,
-                    record.offset,
-                    skipped.sys_id,
-                    skipped.table
-                );
-                ctx.metrics.counter_add(
-                    "snow_sink_records_total",
-                    1,
-                    &labels(&[("connector", connector), ("outcome", "skipped"), ("reason", "not_found")]),
-                );
-            }
-            Outcome::Failed(error) => {
-                let (class, message) = describe(error);
-                if class == ErrorClass::Transient {
-                    tracing::warn!(connector, "holding {}-{} at offset {}: {message}", record.topic, record.partition, record.offset);
-                    return (i, true);
+fn start_lane(shared: &Arc<LaneShared>, topic: &str, partition: i32) -> LaneEntry {
+    let (stop, watch) = crate::shutdown::channel();
+    let (lane, io) = Lane::new(shared.clone(), topic, partition, watch);
+    LaneEntry { io, stop, task: tokio::spawn(lane.run()), last: -1, paused: false }
+}
+
+/// Acts on a rebalance: revoked partitions' lanes stop (a `put` in flight finishes; what it wrote
+/// past the committed offset is written again by the partition's next owner), and assigned
+/// partitions are resumed (librdkafka keeps a partition paused across a reassignment).
+fn apply(ctx: &SharedContext, consumer: &StreamConsumer<SinkContext>, lanes: &mut HashMap<(String, i32), LaneEntry>, change: Change) {
+    match change {
+        Change::Revoked(partitions) => {
+            for key in partitions {
+                if let Some(entry) = lanes.remove(&key) {
+                    tracing::info!(connector = ctx.name(), "partition {}-{} was revoked; its lane stops", key.0, key.1);
+                    entry.stop.fire();
+                    ctx.status.set(ctx.name(), &format!("{}-{}", key.0, key.1), UnitState::Stopped, Some("revoked by a rebalance"));
                 }
-                // No dead letter queue yet: the failure is logged with the record's coordinates.
-                tracing::error!(
-                    connector,
-                    "record {}-{}@{} failed ({}): {message}",
-                    record.topic,
-                    record.partition,
-                    record.offset,
-                    class_label(class)
-                );
-                ctx.metrics.counter_add(
-                    "snow_sink_records_total",
-                    1,
-                    &labels(&[("connector", connector), ("outcome", "failed"), ("class", class_label(class))]),
-                );
+            }
+        }
+        Change::Assigned(partitions) => {
+            tracing::info!(connector = ctx.name(), "assigned {} partition(s)", partitions.len());
+            let mut list = TopicPartitionList::new();
+            for (topic, partition) in &partitions {
+                list.add_partition(topic, *partition);
+            }
+            if let Err(e) = consumer.resume(&list) {
+                tracing::warn!(connector = ctx.name(), "resuming the assigned partitions: {e}");
             }
         }
     }
-    if outcomes.len() < records.len() {
-        tracing::error!(connector, "the component returned {} outcomes for {} records; holding the rest", outcomes.len(), records.len());
-        return (outcomes.len(), true);
-    }
-    (records.len(), false)
 }
 
-/// The operation as a metric label.
-fn operation_label(op: Operation) -> &'static str {
-    match op {
-        Operation::Create => "create",
-        Operation::Patch => "patch",
-        Operation::Put => "put",
-        Operation::Delete => "delete",
+/// Pauses partitions whose lane has [`PAUSE_ABOVE`] records waiting, resumes them below
+/// [`RESUME_BELOW`]: a slow or held partition never makes the consumer stop the others.
+fn flow_control(ctx: &SharedContext, consumer: &StreamConsumer<SinkContext>, lanes: &mut HashMap<(String, i32), LaneEntry>) {
+    for ((topic, partition), entry) in lanes.iter_mut() {
+        let waiting = entry.io.buffered.load(Ordering::Relaxed);
+        let flip = if entry.paused { waiting < RESUME_BELOW } else { waiting > PAUSE_ABOVE };
+        if !flip {
+            continue;
+        }
+        let mut list = TopicPartitionList::new();
+        list.add_partition(topic, *partition);
+        let result = if entry.paused { consumer.resume(&list) } else { consumer.pause(&list) };
+        match result {
+            Ok(()) => entry.paused = !entry.paused,
+            Err(e) => tracing::warn!(connector = ctx.name(), "pausing or resuming {topic}-{partition}: {e}"),
+        }
     }
 }
 
@@ -241,17 +222,4 @@ fn owned(m: &rdkafka::message::BorrowedMessage<'_>) -> SinkRecord {
         headers,
         timestamp_ms: m.timestamp().to_millis(),
     }
-}
-
-/// Groups records by topic-partition, keeping offset order within each.
-fn group_by_partition(batch: Vec<SinkRecord>) -> Vec<((String, i32), Vec<SinkRecord>)> {
-    let mut groups: Vec<((String, i32), Vec<SinkRecord>)> = Vec::new();
-    for record in batch {
-        let key = (record.topic.clone(), record.partition);
-        match groups.iter_mut().find(|(k, _)| *k == key) {
-            Some((_, list)) => list.push(record),
-            None => groups.push((key, vec![record])),
-        }
-    }
-    groups
 }

@@ -14,13 +14,14 @@ use rdkafka::producer::FutureProducer;
 use wasmtime::Store;
 use wasmtime::component::ResourceAny;
 
-use super::budget::{RefusalBudget, TrapBudget};
+use super::budget::RefusalBudget;
 use super::pipeline::{Owner, Pending, Pipeline};
 use super::produce::{ProduceFailure, check, enqueue};
 use crate::backoff::Backoff;
 use crate::component::HostState;
 use crate::component::bindings::source::{Source, SourcePre};
 use crate::component::bindings::types::{ErrorClass, PollBatch, SnowError, SourceOffset, WorkUnit};
+use crate::component::trap::TrapBudget;
 use crate::component::trap::one_line;
 use crate::connector::{SharedContext, class_label, describe, to_entries};
 use crate::metrics::labels;

@@ -154,6 +154,25 @@ pub struct SinkConfig {
     /// `snow.sink.natural.key.fields`: value fields whose values name a new row; a create without
     /// a sys_id gets one derived from them (deterministic creates).
     pub natural_key: Vec<String>,
+    /// `snow.sink.halt.on`: the failures after which the rest of a `put` is not attempted, because
+    /// the host stops the partition at them (set by the host from its error policies).
+    pub halt_on: HaltOn,
+}
+
+/// Which final failures stop a lane's batch (`snow.sink.halt.on`: `record`, `api`, both, or none).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct HaltOn {
+    /// A record the lane could not make a write of (bad value, routing, mapping).
+    pub record: bool,
+    /// A write ServiceNow refused, or whose outcome stayed unknown.
+    pub api: bool,
+}
+
+impl HaltOn {
+    /// Whether `error`, a final failure, stops the batch.
+    pub fn halts(&self, error: &SnowError) -> bool {
+        if error.is_record_error() { self.record } else { self.api }
+    }
 }
 
 /// Records name their operation in this header unless configured otherwise.
@@ -225,6 +244,14 @@ impl SinkConfig {
         if let Some(bad) = natural_key.iter().find(|f| !is_valid_field_name(f)) {
             r.error("snow.sink.natural.key.fields", format!("{bad:?} is not a field name"));
         }
+        let mut halt_on = HaltOn::default();
+        for kind in r.list("snow.sink.halt.on") {
+            match kind.as_str() {
+                "record" => halt_on.record = true,
+                "api" => halt_on.api = true,
+                other => r.error("snow.sink.halt.on", format!("{other:?} is not record or api")),
+            }
+        }
         r.finish(&["snow."])?;
         let instance = instance.ok_or_else(|| SnowError::config("snow.instance.url", "is invalid"))?;
         Ok(Self {
@@ -241,6 +268,7 @@ impl SinkConfig {
             unknown_outcome,
             correlation_field,
             natural_key,
+            halt_on,
         })
     }
 }

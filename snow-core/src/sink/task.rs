@@ -69,16 +69,17 @@ impl<T: Transport, C: Clock> SinkTask<T, C> {
             .unwrap_or("routed")
     }
 
-    /// Writes `records` in order. After a retryable failure the rest are not attempted and get a
-    /// retryable failure too, so the host holds the partition at the first one.
+    /// Writes `records` in order. After a retryable failure, or a failure `snow.sink.halt.on`
+    /// names, the rest are not attempted and get a retryable failure, so the host holds (or stops)
+    /// the partition at the first one.
     pub fn put(&mut self, records: &[SinkRecord]) -> Vec<Outcome> {
         let mut held: Option<String> = None;
         records
             .iter()
             .map(|record| {
-                if let Some(first) = &held {
+                if let Some(why) = &held {
                     return Outcome::Failed(SnowError::transport(
-                        format!("record {} not attempted: {first} failed with a retryable error", record.coordinates()),
+                        format!("record {} not attempted: {why}", record.coordinates()),
                         crate::ErrorClass::Transient,
                     ));
                 }
@@ -86,8 +87,14 @@ impl<T: Transport, C: Clock> SinkTask<T, C> {
                     Ok(plan) => self.perform(plan).unwrap_or_else(|e| Outcome::Failed(name_record(e, record))),
                     Err(e) => Outcome::Failed(e),
                 };
-                if outcome.is_retryable() {
-                    held = Some(record.coordinates());
+                match &outcome {
+                    Outcome::Failed(e) if e.is_retryable() => {
+                        held = Some(format!("{} failed with a retryable error", record.coordinates()));
+                    }
+                    Outcome::Failed(e) if self.config.halt_on.halts(e) => {
+                        held = Some(format!("{} failed and stops the partition (snow.sink.halt.on)", record.coordinates()));
+                    }
+                    _ => {}
                 }
                 outcome
             })
@@ -367,5 +374,16 @@ mod tests {
         assert!(outcomes.iter().all(Outcome::is_retryable), "{outcomes:?}");
         assert_eq!(sent.len(), 3, "the first record's attempts (snow.retry.max.attempts=3)");
         assert!(sent.iter().all(|(_, _, body)| body == r#"{"a":"1"}"#), "the second record was not attempted");
+    }
+
+    #[test]
+    fn a_failure_halt_on_names_stops_the_rest_of_the_batch() {
+        let records = [record(Some("{not json"), None), record(Some(r#"{"a":"2"}"#), None)];
+        let ok = r#"{"result":{"sys_id":"0123456789abcdef0123456789abcdef"}}"#;
+        let (outcomes, sent, _) = put_with(&[("snow.sink.halt.on", "record")], vec![(200, ok)], &records);
+        assert!(matches!(&outcomes[0], Outcome::Failed(e) if e.is_record_error() && !e.is_retryable()), "{outcomes:?}");
+        assert!(outcomes[1].is_retryable() && sent.is_empty(), "the second record was not attempted: {outcomes:?}");
+        let (outcomes, sent, _) = put_with(&[("snow.sink.halt.on", "api")], vec![(200, ok)], &records);
+        assert!(matches!(&outcomes[1], Outcome::Written(_)) && sent.len() == 1, "only API failures halt: {outcomes:?}");
     }
 }

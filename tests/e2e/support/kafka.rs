@@ -62,30 +62,43 @@ pub struct Produced {
     pub headers: Vec<(String, String)>,
 }
 
-/// Produces `records` to `topic`, in order, and waits for every acknowledgement.
+/// Produces `records` to `topic`, in order, and waits for every acknowledgement. Records are
+/// handed to the producer at once (`send` would wait for each before starting the next).
 pub async fn produce_records(bootstrap: &str, topic: &str, records: &[Produced]) {
+    use rdkafka::error::{KafkaError, RDKafkaErrorCode};
     use rdkafka::message::{Header, OwnedHeaders};
     let producer: FutureProducer =
         ClientConfig::new().set("bootstrap.servers", bootstrap).set("enable.idempotence", "true").create().unwrap();
-    let futures: Vec<_> = records
-        .iter()
-        .map(|p| {
-            let mut headers = OwnedHeaders::new();
-            for (k, v) in &p.headers {
-                headers = headers.insert(Header { key: k, value: Some(v.as_bytes()) });
+    let mut pending = std::collections::VecDeque::new();
+    for p in records {
+        let mut headers = OwnedHeaders::new();
+        for (k, v) in &p.headers {
+            headers = headers.insert(Header { key: k, value: Some(v.as_bytes()) });
+        }
+        let mut r: FutureRecord<'_, str, str> = FutureRecord::to(topic).headers(headers);
+        if let Some(k) = &p.key {
+            r = r.key(k.as_str());
+        }
+        if let Some(v) = &p.value {
+            r = r.payload(v.as_str());
+        }
+        loop {
+            match producer.send_result(r) {
+                Ok(delivery) => {
+                    pending.push_back(delivery);
+                    break;
+                }
+                Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), back)) => {
+                    r = back;
+                    let oldest = pending.pop_front().expect("a full queue holds a record");
+                    oldest.await.unwrap().unwrap_or_else(|(e, _)| panic!("producing: {e}"));
+                }
+                Err((e, _)) => panic!("producing: {e}"),
             }
-            let mut r: FutureRecord<'_, str, str> = FutureRecord::to(topic).headers(headers);
-            if let Some(k) = &p.key {
-                r = r.key(k.as_str());
-            }
-            if let Some(v) = &p.value {
-                r = r.payload(v.as_str());
-            }
-            producer.send(r, Duration::from_secs(30))
-        })
-        .collect();
-    for f in futures {
-        f.await.unwrap_or_else(|(e, _)| panic!("producing: {e}"));
+        }
+    }
+    for delivery in pending {
+        delivery.await.unwrap().unwrap_or_else(|(e, _)| panic!("producing: {e}"));
     }
 }
 

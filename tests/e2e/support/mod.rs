@@ -67,6 +67,21 @@ pub fn source_entries(fake_url: &str, name: &str, topic: &str, tables: &[&str], 
     c
 }
 
+/// A sink connector on the fake at `fake_url` consuming `topic` into `table`, through the shared
+/// broker; `extra` (credentials, policies, overrides) last.
+pub fn sink_entries(fake_url: &str, name: &str, topic: &str, table: &str, extra: &[(&str, &str)]) -> BTreeMap<String, String> {
+    let mut c = entries(&[
+        ("name", name),
+        ("component.path", guest_artifacts::GUEST_SINK),
+        ("kafka.bootstrap.servers", kafka_harness::shared().bootstrap()),
+        ("topics", topic),
+        ("snow.instance.url", fake_url),
+        ("snow.sink.table", table),
+    ]);
+    c.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+    c
+}
+
 /// Builds entries from pairs.
 pub fn entries(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
     pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()

@@ -11,6 +11,7 @@
 //! | `POST /__fake/tables/{t}/hidden` | `{"sys_ids":[...]}` and/or `{"query":"encoded query"}` | hide rows from the API's users (a row-level read ACL: the window is read first, hidden rows dropped after) |
 //! | `DELETE /__fake/tables/{t}/hidden` | | every row readable again |
 //! | `POST /__fake/settings` | `{"pagination_headers":false}` | never send `X-Total-Count` or `Link` (an instance or proxy that strips them) |
+//! | `POST /__fake/settings` | `{"latency":{"request_ms":40,"write_ms":10}}` | as slow as an instance: every request waits `request_ms`, every executed write `write_ms` more |
 //! | `GET /__fake/tables/{t}` | | `{"count":N,"rows":[...]}` |
 //! | `GET /__fake/tables/{t}/count` | | `{"count":N,"readable":M}` (M: rows no ACL hides) |
 //! | `GET /__fake/clock` | | `{"now":"ts","frozen":bool}` |
@@ -69,6 +70,7 @@ struct Hide {
 #[derive(Deserialize)]
 struct Settings {
     pagination_headers: Option<bool>,
+    latency: Option<crate::server::Latency>,
 }
 
 #[derive(Deserialize)]
@@ -155,7 +157,10 @@ fn try_route(shared: &Shared, method: &str, path: &str, body: &[u8]) -> Result<A
             if let Some(on) = settings.pagination_headers {
                 shared.set_pagination_headers(on);
             }
-            ok(json!({ "pagination_headers": shared.pagination_headers() }))
+            if let Some(latency) = settings.latency {
+                shared.set_latency(latency);
+            }
+            ok(json!({ "pagination_headers": shared.pagination_headers(), "latency": shared.latency() }))
         }
         ("GET", ["tables", t]) => {
             let store = shared.store();

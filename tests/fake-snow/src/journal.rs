@@ -36,6 +36,15 @@ pub struct JournalEntry {
     pub offset: Option<u32>,
     /// Rows a list answer held (after ACLs dropped the hidden ones).
     pub returned: Option<usize>,
+    /// The session the request ran in (its `JSESSIONID`); none for admin and token requests.
+    pub session: Option<String>,
+    /// Requests of that session in flight when this one arrived (itself included): above one,
+    /// two requests shared a session and the instance served them one after another.
+    pub session_in_flight: usize,
+    /// When the answer was ready, in ms since the fake started (with `at_ms`: the request's span).
+    pub done_ms: u64,
+    /// The first 512 bytes of an API write's body (POST, PATCH, PUT under `/api/`), as text.
+    pub body: Option<String>,
 }
 
 /// Everything recorded since the last reset.
@@ -99,8 +108,14 @@ impl Recorder {
         }
     }
 
+    /// Milliseconds since the fake started.
+    pub fn now_ms(&self) -> u64 {
+        self.started.elapsed().as_millis() as u64
+    }
+
     /// Records a finished request.
-    pub fn record(&self, entry: JournalEntry) {
+    pub fn record(&self, mut entry: JournalEntry) {
+        entry.done_ms = self.now_ms();
         self.entries.lock().unwrap_or_else(|e| e.into_inner()).push(entry);
     }
 

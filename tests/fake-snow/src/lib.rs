@@ -5,7 +5,8 @@
 //! `sysparm_limit`, `sysparm_offset`, `sysparm_display_value`; system fields set from a
 //! controllable clock; the `Date` header; ServiceNow's error envelope; Basic auth and an OAuth
 //! token endpoint. Under `/__fake/` an admin API seeds rows, moves the clock, injects faults and
-//! reads a request journal with the most requests ever in flight ([`admin`]).
+//! reads a request journal with the most requests ever in flight ([`admin`]). Sessions are kept as the
+//! instance keeps them ([`session`]); a latency model makes it as slow as an instance for benchmarks.
 //!
 //! Use it as a library ([`FakeSnow::start`] binds 127.0.0.1 on a free port and runs on its own
 //! thread) or as the `fake-snow` binary. It shares no code with snow-connect, so a bug in the
@@ -19,6 +20,7 @@ pub mod oauth;
 pub mod query;
 pub mod seed;
 pub mod server;
+pub mod session;
 pub mod store;
 pub mod table_api;
 pub mod time;

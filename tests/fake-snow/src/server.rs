@@ -22,6 +22,7 @@ use crate::clock::Clock;
 use crate::faults::{Fault, FaultAction, Faults};
 use crate::journal::{Journal, JournalEntry, Recorder};
 use crate::oauth::{Credentials, Principal};
+use crate::session::Sessions;
 use crate::store::{Row, Store};
 use crate::table_api::{self, Version, envelope};
 use crate::time::http_date;
@@ -82,6 +83,20 @@ pub struct Shared {
     pub base_url: String,
     /// Whether list answers may carry `X-Total-Count` and `Link` (on by default).
     pagination_headers: std::sync::atomic::AtomicBool,
+    /// The sessions opened so far.
+    pub sessions: Sessions,
+    /// How slow the fake is on purpose (none by default).
+    latency: Mutex<Latency>,
+}
+
+/// A latency model of an instance: every request costs `request_ms`, and every write it executes
+/// `write_ms` more (the items of a batch one after another).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct Latency {
+    /// Milliseconds every request takes before it is answered.
+    pub request_ms: u64,
+    /// Milliseconds every executed write (create, update, delete) adds.
+    pub write_ms: u64,
 }
 
 impl Shared {
@@ -99,6 +114,16 @@ impl Shared {
     /// proxy in front of it, that never sends them).
     pub fn set_pagination_headers(&self, on: bool) {
         self.pagination_headers.store(on, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// The latency model in force.
+    pub fn latency(&self) -> Latency {
+        *self.latency.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Makes the fake as slow as `latency` says from the next request on.
+    pub fn set_latency(&self, latency: Latency) {
+        *self.latency.lock().unwrap_or_else(|e| e.into_inner()) = latency;
     }
 
     /// Hides the rows `ids` of `table` from the API's users (a row-level read ACL).
@@ -182,6 +207,8 @@ impl FakeSnow {
             credentials: Mutex::new(credentials),
             base_url: format!("http://{addr}"),
             pagination_headers: std::sync::atomic::AtomicBool::new(true),
+            sessions: Sessions::default(),
+            latency: Mutex::default(),
         });
         let (stop, stopped) = oneshot::channel();
         let serving = shared.clone();
@@ -352,12 +379,11 @@ impl hyper::body::Body for Trickle {
 
 async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Response<AnswerBody>, Hangup> {
     let in_flight = shared.journal.begin();
-    let seq = in_flight.seq;
     let method = req.method().as_str().to_string();
     let path = req.uri().path().to_string();
     let params = form_decode(req.uri().query().unwrap_or(""));
     let header = |name: &str| req.headers().get(name).and_then(|v| v.to_str().ok()).map(String::from);
-    let (authorization, request_id) = (header("authorization"), header("x-request-id"));
+    let (authorization, request_id, cookie) = (header("authorization"), header("x-request-id"), header("cookie"));
     let body = match req.into_body().collect().await {
         Ok(b) => b.to_bytes(),
         Err(_) => return Err(Hangup),
@@ -379,6 +405,11 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Response<
         limit: params.get("sysparm_limit").and_then(|l| l.parse().ok()),
         offset: params.get("sysparm_offset").and_then(|o| o.parse().ok()),
         returned: None,
+        session: None,
+        session_in_flight: 0,
+        done_ms: 0,
+        body: (path.starts_with("/api/") && matches!(method.as_str(), "POST" | "PATCH" | "PUT"))
+            .then(|| String::from_utf8_lossy(&body[..body.len().min(512)]).into_owned()),
     };
     // Who is asking is recorded before any fault, so the journal shows what every request carried.
     let principal = if is_admin { Principal::Nobody } else { authenticate(&shared, authorization.as_deref()) };
@@ -387,6 +418,22 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Response<
         Principal::Bearer(_) => "bearer".into(),
         Principal::Nobody => "none".into(),
     };
+    // API calls run in a session (a token request does not: it authenticates the client).
+    let session = match &principal {
+        Principal::User(_) | Principal::Bearer(_) if path != "/oauth_token.do" => Some(shared.sessions.enter(cookie.as_deref()).await),
+        _ => None,
+    };
+    if let Some(s) = &session {
+        entry.session = Some(s.id.clone());
+        entry.session_in_flight = s.in_flight_at_start;
+    }
+    let latency = if is_admin { Latency::default() } else { shared.latency() };
+    if latency.request_ms > 0 {
+        tokio::time::sleep(Duration::from_millis(latency.request_ms)).await;
+    }
+    if latency.write_ms > 0 && matches!(method.as_str(), "POST" | "PATCH" | "PUT" | "DELETE") && path.contains("/table/") {
+        tokio::time::sleep(Duration::from_millis(latency.write_ms)).await;
+    }
     if let Some(FaultAction::Latency { ms }) = &fault {
         tokio::time::sleep(Duration::from_millis(*ms)).await;
     }
@@ -438,12 +485,13 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Response<
     if let Some(id) = request_id {
         response = response.header("X-Request-Id", id);
     }
-    if !is_admin {
-        // ServiceNow opens a session for every authenticated call and says so with cookies.
+    if let Some(s) = session.as_ref().filter(|s| s.opened) {
+        // ServiceNow says so with cookies when it opens a session for a call.
         response = response
-            .header("Set-Cookie", format!("JSESSIONID={:032X}; Path=/; Secure; HttpOnly", seq.wrapping_mul(0x9e37_79b9_7f4a_7c15)))
+            .header("Set-Cookie", format!("JSESSIONID={}; Path=/; Secure; HttpOnly", s.id))
             .header("Set-Cookie", "glide_user_route=glide.fake-snow; Path=/; HttpOnly");
     }
+    drop(session);
     for (k, v) in &answer.headers {
         response = response.header(k, v);
     }

@@ -1,0 +1,178 @@
+//! The host-side settings of a sink connector: what it consumes, how many partitions it writes at
+//! once, and what happens to a record that fails for good (Kafka Connect's `errors.*` keys, the
+//! Confluent ServiceNow sink's `behavior.on.api.errors` and reporter topics).
+
+use std::collections::BTreeMap;
+
+/// What a record that failed for good does to its partition.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OnFailure {
+    /// The partition stops at the record (nothing after it is written or committed) until the
+    /// connector is restarted; the lane shows `failed` with the record and the reason.
+    Stop,
+    /// The failure is reported (error topic, dead letter queue) and logged; the partition goes on.
+    Log,
+    /// As `Log`, without the log line.
+    Ignore,
+}
+
+/// A sink's host-side settings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SinkSpec {
+    /// `topics.regex`: a pattern (librdkafka's POSIX-style regular expressions) whose matching
+    /// topics are consumed besides `topics`; a topic created later is picked up.
+    pub topics_regex: Option<String>,
+    /// `snow.sink.max.in.flight`: partitions written at once (each lane one request at a time).
+    pub max_in_flight: usize,
+    /// `errors.tolerance=all` lets a record the component cannot write (bad JSON, unknown table,
+    /// forbidden field) go to the error topic and dead letter queue instead of stopping its partition.
+    pub tolerate_record_errors: bool,
+    /// `behavior.on.api.errors`: what a write ServiceNow refused (or whose outcome stayed unknown) does.
+    pub on_api_error: OnFailure,
+    /// `errors.deadletterqueue.topic.name`: the failed records themselves, under `errors.tolerance=all`.
+    pub dlq_topic: Option<String>,
+    /// `errors.deadletterqueue.context.headers.enable`: the `__connect.errors.*` headers on them.
+    pub dlq_context_headers: bool,
+    /// `reporter.result.topic.name`: one report per record written or skipped.
+    pub result_topic: Option<String>,
+    /// `reporter.error.topic.name`: one report per record that failed for good.
+    pub error_topic: Option<String>,
+}
+
+/// Keys this module reads.
+pub const KEYS: [&str; 8] = [
+    "topics.regex",
+    "snow.sink.max.in.flight",
+    "errors.tolerance",
+    "behavior.on.api.errors",
+    "errors.deadletterqueue.topic.name",
+    "errors.deadletterqueue.context.headers.enable",
+    "reporter.result.topic.name",
+    "reporter.error.topic.name",
+];
+
+/// Lanes written at once unless configured: the instance cap's default.
+const DEFAULT_MAX_IN_FLIGHT: usize = 8;
+
+impl SinkSpec {
+    /// Reads the keys of [`KEYS`] from `entries`, pushing one message per bad key to `errors`.
+    /// `${connector}` in a topic name is the connector's name.
+    pub fn from_entries(entries: &BTreeMap<String, String>, connector: &str, errors: &mut Vec<String>) -> Self {
+        let get = |k: &str| entries.get(k).map(|v| v.trim().to_string()).filter(|v| !v.is_empty());
+        let mut choice = |k: &str, options: &[&str], default: &str| -> String {
+            match get(k) {
+                None => default.to_string(),
+                Some(v) if options.contains(&v.as_str()) => v,
+                Some(v) => {
+                    errors.push(format!("{k}: must be one of {}, got {v:?}", options.join(", ")));
+                    default.to_string()
+                }
+            }
+        };
+        let tolerate_record_errors = choice("errors.tolerance", &["none", "all"], "none") == "all";
+        let on_api_error = match choice("behavior.on.api.errors", &["fail", "log", "ignore"], "fail").as_str() {
+            "log" => OnFailure::Log,
+            "ignore" => OnFailure::Ignore,
+            _ => OnFailure::Stop,
+        };
+        let dlq_context_headers = choice("errors.deadletterqueue.context.headers.enable", &["true", "false"], "true") == "true";
+        let max_in_flight = match get("snow.sink.max.in.flight").map(|v| v.parse::<usize>()) {
+            None => DEFAULT_MAX_IN_FLIGHT,
+            Some(Ok(n)) if (1..=256).contains(&n) => n,
+            Some(_) => {
+                errors.push("snow.sink.max.in.flight: must be a whole number between 1 and 256".into());
+                DEFAULT_MAX_IN_FLIGHT
+            }
+        };
+        let mut topic = |k: &str| -> Option<String> {
+            let name = get(k)?.replace("${connector}", connector);
+            if name.len() > 249 || !name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-')) {
+                errors.push(format!("{k}: {name:?} is not a Kafka topic name (letters, digits, '.', '_', '-'; at most 249)"));
+                return None;
+            }
+            Some(name)
+        };
+        let dlq_topic = topic("errors.deadletterqueue.topic.name");
+        let result_topic = topic("reporter.result.topic.name");
+        let error_topic = topic("reporter.error.topic.name");
+        if dlq_topic.is_some() && !tolerate_record_errors {
+            errors.push(
+                "errors.deadletterqueue.topic.name: needs errors.tolerance=all (with none, a failed record stops its partition and \
+                 nothing is sent to the dead letter queue)"
+                    .into(),
+            );
+        }
+        let topics_regex = get("topics.regex");
+        Self {
+            topics_regex,
+            max_in_flight,
+            tolerate_record_errors,
+            on_api_error,
+            dlq_topic,
+            dlq_context_headers,
+            result_topic,
+            error_topic,
+        }
+    }
+
+    /// `snow.sink.halt.on` for the component: the failures that stop a partition, so that it
+    /// attempts nothing after one (the caller sets it for sinks only).
+    pub fn halt_on(&self) -> Option<String> {
+        let kinds: Vec<&str> =
+            [(!self.tolerate_record_errors).then_some("record"), (self.on_api_error == OnFailure::Stop).then_some("api")]
+                .into_iter()
+                .flatten()
+                .collect();
+        (!kinds.is_empty()).then(|| kinds.join(","))
+    }
+
+    /// Whether any record is ever produced to Kafka (a report or a dead letter).
+    pub fn produces(&self) -> bool {
+        self.dlq_topic.is_some() || self.result_topic.is_some() || self.error_topic.is_some()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(pairs: &[(&str, &str)]) -> (SinkSpec, Vec<String>) {
+        let entries = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let mut errors = Vec::new();
+        (SinkSpec::from_entries(&entries, "orders", &mut errors), errors)
+    }
+
+    #[test]
+    fn defaults_stop_a_partition_at_a_failed_record_and_report_nothing() {
+        let (spec, errors) = read(&[]);
+        assert!(errors.is_empty());
+        assert_eq!((spec.tolerate_record_errors, spec.on_api_error, spec.max_in_flight), (false, OnFailure::Stop, 8));
+        assert!(!spec.produces());
+    }
+
+    #[test]
+    fn topics_name_the_connector_and_every_bad_key_is_named() {
+        let (spec, errors) = read(&[
+            ("errors.tolerance", "all"),
+            ("errors.deadletterqueue.topic.name", "${connector}-dlq"),
+            ("reporter.result.topic.name", "${connector}-success"),
+            ("behavior.on.api.errors", "log"),
+        ]);
+        assert!(errors.is_empty(), "{errors:?}");
+        assert_eq!(spec.dlq_topic.as_deref(), Some("orders-dlq"));
+        assert_eq!(spec.result_topic.as_deref(), Some("orders-success"));
+        assert_eq!(spec.on_api_error, OnFailure::Log);
+        let (_, errors) = read(&[
+            ("errors.tolerance", "some"),
+            ("errors.deadletterqueue.topic.name", "dlq"),
+            ("reporter.error.topic.name", "bad topic"),
+            ("snow.sink.max.in.flight", "0"),
+        ]);
+        let text = errors.join("\n");
+        for key in ["errors.tolerance: must be one of none, all", "needs errors.tolerance=all", "reporter.error.topic.name: \"bad topic\""]
+        {
+            assert!(text.contains(key), "{key} in {text}");
+        }
+        assert!(text.contains("snow.sink.max.in.flight: must be"), "{text}");
+    }
+}

@@ -1,0 +1,206 @@
+//! Sink lanes end to end: partitions written in parallel within the cap, each key's writes in
+//! offset order, each lane in its own ServiceNow session, every record with exactly one outcome on
+//! the reporter topics; poison records to the dead letter queue with Kafka Connect's headers while
+//! their partition goes on; and a partition stopped by the default policy while the others go on.
+#![allow(clippy::unwrap_used)] // a panic is how a test fails
+
+mod support;
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::time::Duration;
+
+use fake_snow::{FakeOptions, FakeSnow};
+use support::kafka::{Produced, Read, create_topic, produce, produce_records, read_until, try_committed};
+use support::{Runner, connector_file, now_secs, sink_entries, tail, unique, wait_until, work_dir};
+
+/// Waits until `group` committed `expected` records of `topic` in all.
+fn wait_committed(group: &str, topic: &str, partitions: i32, expected: i64, timeout: Duration) {
+    let bootstrap = kafka_harness::shared().bootstrap();
+    wait_until(&format!("{group} committed {expected} records of {topic}"), timeout, || {
+        let offsets = try_committed(bootstrap, group, topic, partitions).ok()?;
+        (offsets.iter().map(|o| (*o).max(0)).sum::<i64>() >= expected).then_some(())
+    });
+}
+
+fn json(read: &Read) -> serde_json::Value {
+    serde_json::from_slice(&read.value).unwrap()
+}
+
+#[test]
+fn ten_thousand_records_over_eight_partitions_keep_each_keys_order_within_the_cap() {
+    const RECORDS: usize = 10_000;
+    const KEYS: usize = 1_000;
+    const CAP: usize = 8;
+    let now = now_secs();
+    let fake = FakeSnow::start(FakeOptions::default()).unwrap();
+    let ids = fake.shared().seed("incident", KEYS as u64, now - 3600, 600);
+    // A little latency per request, so that lanes overlap as they would against an instance.
+    fake.shared().set_latency(fake_snow::server::Latency { request_ms: 2, write_ms: 1 });
+    let (name, topic) = (unique("lanes"), unique("updates"));
+    let bootstrap = kafka_harness::shared().bootstrap();
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    rt.block_on(create_topic(bootstrap, &topic, 8));
+    // Each key is updated ten times, its updates spread over the whole run; u_seq orders them.
+    let records: Vec<(Option<String>, String)> =
+        (0..RECORDS).map(|i| (Some(ids[(i * 7919) % KEYS].clone()), format!(r#"{{"u_seq":"{i}","short_description":"v{i}"}}"#))).collect();
+    rt.block_on(produce(bootstrap, &topic, &records));
+
+    let dir = work_dir("lanes");
+    let config = sink_entries(
+        &fake.url(),
+        &name,
+        &topic,
+        "incident",
+        &[
+            ("snow.auth.type", "none"),
+            ("snow.sink.max.in.flight", &CAP.to_string()),
+            ("reporter.result.topic.name", "${connector}-ok"),
+            ("reporter.error.topic.name", "${connector}-errors"),
+        ],
+    );
+    let runner = Runner::start(&dir, "run", &[&connector_file(&dir, &name, &config)]);
+    wait_committed(&format!("connect-{name}"), &topic, 8, RECORDS as i64, Duration::from_secs(300));
+    let log = runner.stop();
+
+    let journal = fake.journal();
+    let writes: Vec<&fake_snow::JournalEntry> = journal.entries.iter().filter(|e| e.method == "PATCH").collect();
+    assert_eq!(writes.len(), RECORDS, "one PATCH per record, none repeated; log:\n{}", tail(&log, 20));
+    // Every key's writes arrived in offset order (u_seq grows with the offset within a partition).
+    let mut last_seq: HashMap<&str, i64> = HashMap::new();
+    for w in &writes {
+        let body: serde_json::Value = serde_json::from_str(w.body.as_deref().unwrap()).unwrap();
+        let seq: i64 = body["u_seq"].as_str().unwrap().parse().unwrap();
+        let previous = last_seq.insert(w.path.as_str(), seq).unwrap_or(-1);
+        assert!(seq > previous, "{}: u_seq {seq} written after {previous}", w.path);
+    }
+    assert!(journal.max_in_flight <= CAP, "never more than {CAP} requests in flight, saw {}", journal.max_in_flight);
+    assert!(journal.max_in_flight >= 4, "partitions were written in parallel: at most {} in flight", journal.max_in_flight);
+    // No two requests ever shared a session, and sessions were kept (not one per request).
+    assert!(journal.entries.iter().all(|e| e.session_in_flight <= 1), "a session carried two requests at once");
+    let sessions: HashSet<&str> = journal.entries.iter().filter_map(|e| e.session.as_deref()).collect();
+    assert!((CAP..=4 * CAP).contains(&sessions.len()), "{} sessions for {} requests", sessions.len(), journal.entries.len());
+    // Each row ends at its key's last update, applied once per record.
+    for row in fake.rows("incident") {
+        let id = row["sys_id"].as_str().unwrap();
+        let last = (0..RECORDS).filter(|i| ids[(i * 7919) % KEYS] == id).max().unwrap();
+        assert_eq!(row["u_seq"].as_str(), Some(last.to_string().as_str()), "{id}");
+        assert_eq!(row["sys_mod_count"].as_str(), Some("10"), "{id}: ten updates applied once each");
+    }
+    // Exactly one report per record, each for its own partition and offset.
+    let reports = read_until(bootstrap, &format!("{name}-ok"), Duration::from_secs(60), |r| r.len() >= RECORDS);
+    let mut seen = HashSet::new();
+    for r in &reports {
+        let v = json(r);
+        assert_eq!((v["outcome"].as_str(), v["operation"].as_str(), v["status"].as_u64()), (Some("written"), Some("patch"), Some(200)));
+        assert_eq!(v["key"].as_str(), v["sys_id"].as_str());
+        assert!(seen.insert((v["partition"].as_i64().unwrap(), v["offset"].as_i64().unwrap())), "a second report of {v}");
+    }
+    assert_eq!(seen.len(), RECORDS);
+    assert!(log.contains(&format!("{RECORDS} records written (0 created, {RECORDS} patched")), "{}", tail(&log, 5));
+}
+
+#[test]
+fn poison_records_go_to_the_dead_letter_queue_and_their_partition_goes_on() {
+    let fake = FakeSnow::start(FakeOptions::default()).unwrap();
+    fake.create_table("incident");
+    let (name, topic) = (unique("poison"), unique("mixed"));
+    let bootstrap = kafka_harness::shared().bootstrap();
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    rt.block_on(create_topic(bootstrap, &topic, 1));
+    let header = |k: &str, v: &str| vec![(k.to_string(), v.to_string())];
+    let record = |value: &str, headers: Vec<(String, String)>| Produced { key: None, value: Some(value.into()), headers };
+    let records = vec![
+        record(r#"{"short_description":"first"}"#, vec![]),
+        // Not JSON.
+        record(r#"{"short_description": "#, header("trace", "t-1")),
+        // A table outside the allow-list.
+        record(r#"{"short_description":"escape"}"#, header("snow.table", "sys_user")),
+        // A table the instance does not have: ServiceNow refuses the write.
+        record(r#"{"short_description":"nowhere"}"#, header("snow.table", "u_missing")),
+        // A nested object, which snow.sink.nested.policy=reject forbids.
+        record(r#"{"short_description":"nested","caller_id":{"name":"x"}}"#, vec![]),
+        record(r#"{"short_description":"last"}"#, vec![]),
+    ];
+    rt.block_on(produce_records(bootstrap, &topic, &records));
+
+    let dir = work_dir("poison");
+    let config = sink_entries(
+        &fake.url(),
+        &name,
+        &topic,
+        "incident",
+        &[
+            ("snow.auth.type", "none"),
+            ("snow.sink.table.header", "snow.table"),
+            ("snow.sink.table.header.allowed", "incident,u_missing"),
+            ("snow.sink.nested.policy", "reject"),
+            ("errors.tolerance", "all"),
+            ("behavior.on.api.errors", "log"),
+            ("errors.deadletterqueue.topic.name", "${connector}-dlq"),
+            ("reporter.error.topic.name", "${connector}-errors"),
+        ],
+    );
+    let runner = Runner::start(&dir, "run", &[&connector_file(&dir, &name, &config)]);
+    wait_committed(&format!("connect-{name}"), &topic, 1, records.len() as i64, Duration::from_secs(120));
+    let log = runner.stop();
+
+    let written: Vec<String> = fake.rows("incident").iter().filter_map(|r| r["short_description"].as_str().map(String::from)).collect();
+    assert_eq!(written, ["first", "last"], "the partition went on past each poison record; log:\n{}", tail(&log, 20));
+    let dead = read_until(bootstrap, &format!("{name}-dlq"), Duration::from_secs(60), |r| r.len() >= 4);
+    assert_eq!(dead.len(), 4);
+    for (read, offset) in dead.iter().zip(1..) {
+        let h = |k: &str| read.headers.get(&format!("__connect.errors.{k}")).cloned().unwrap_or_default();
+        assert_eq!((h("topic"), h("partition"), h("offset")), (topic.clone(), "0".into(), offset.to_string()));
+        assert_eq!((h("connector.name"), h("stage")), (name.clone(), "TASK_PUT".into()));
+        assert_eq!(read.value, records[offset as usize].value.as_deref().unwrap().as_bytes(), "the record itself, unchanged");
+        let (class, message) = (h("exception.class.name"), h("exception.message"));
+        let expected = match offset {
+            1 => ("snow_connect.RecordError", "not JSON"),
+            2 => ("snow_connect.RecordError", "snow.sink.table.header.allowed"),
+            3 => ("snow_connect.ApiError", "400"),
+            _ => ("snow_connect.RecordError", "caller_id"),
+        };
+        assert_eq!(class, expected.0, "offset {offset}: {message}");
+        assert!(message.contains(expected.1), "offset {offset}: {message}");
+    }
+    assert_eq!(dead[0].headers.get("trace").map(String::as_str), Some("t-1"), "the record's own headers are kept");
+    let errors = read_until(bootstrap, &format!("{name}-errors"), Duration::from_secs(60), |r| r.len() >= 4);
+    let offsets: Vec<i64> = errors.iter().map(|r| json(r)["offset"].as_i64().unwrap()).collect();
+    assert_eq!(offsets, [1, 2, 3, 4], "one error report per poison record");
+    assert!(errors.iter().all(|r| json(r)["outcome"] == "failed"));
+}
+
+#[test]
+fn by_default_a_failed_record_stops_its_partition_and_the_others_go_on() {
+    let fake = FakeSnow::start(FakeOptions::default()).unwrap();
+    fake.create_table("incident");
+    let (name, bad, good) = (unique("strict"), unique("strict-bad"), unique("strict-good"));
+    let bootstrap = kafka_harness::shared().bootstrap();
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    rt.block_on(create_topic(bootstrap, &bad, 1));
+    rt.block_on(create_topic(bootstrap, &good, 1));
+    let value = |d: &str| (None, format!(r#"{{"short_description":"{d}"}}"#));
+    rt.block_on(produce(bootstrap, &bad, &[value("bad-0"), (None, "{oops".into()), value("bad-2")]));
+    rt.block_on(produce(bootstrap, &good, &[value("good-0"), value("good-1"), value("good-2")]));
+
+    let dir = work_dir("strict");
+    let mut config: BTreeMap<String, String> = sink_entries(&fake.url(), &name, &bad, "incident", &[("snow.auth.type", "none")]);
+    config.insert("topics".into(), format!("{bad},{good}"));
+    let mut runner = Runner::start_with_args(&dir, "run", &[&connector_file(&dir, &name, &config)], &["--status-listen", "127.0.0.1:0"]);
+    let addr = support::status_address(&mut runner);
+    let unit = format!("{bad}-0");
+    let parked = wait_until("the bad partition parked", Duration::from_secs(120), || {
+        support::unit_status_of(&addr, &name, &unit).filter(|u| u["state"] == "parked")
+    });
+    wait_committed(&format!("connect-{name}"), &good, 1, 3, Duration::from_secs(60));
+    let log = runner.stop();
+    // Read after the runner's final commit: nothing stored past the failed record.
+    let committed_bad = support::kafka::committed(bootstrap, &format!("connect-{name}"), &bad, 1);
+
+    let message = parked["message"].as_str().unwrap();
+    assert!(message.contains(&format!("record {unit}@1 failed")) && message.contains("errors.tolerance=none"), "{message}");
+    assert_eq!(committed_bad, [1], "committed up to the failed record, not past it");
+    let mut written: Vec<String> = fake.rows("incident").iter().filter_map(|r| r["short_description"].as_str().map(String::from)).collect();
+    written.sort();
+    assert_eq!(written, ["bad-0", "good-0", "good-1", "good-2"], "nothing after the failed record; log:\n{}", tail(&log, 20));
+}
