@@ -81,6 +81,7 @@ impl GuestSinkTask for Lane {
                     sys_id: s.sys_id,
                     reason: match s.reason {
                         SkipReason::NotFound => wit::SkipReason::NotFound,
+                        SkipReason::Stale => wit::SkipReason::Stale,
                     },
                 }),
                 Outcome::Failed(e) => wit::Outcome::Failed(convert::error(e)),

@@ -293,6 +293,8 @@ pub struct Written {
 pub enum SkipReason {
     /// A patch, put or delete of a row that does not exist (`snow.sink.not.found=ignore`).
     NotFound,
+    /// A write older than the version the row already holds (the stale-write guard).
+    Stale,
 }
 
 /// A record that needed no write.

@@ -89,6 +89,7 @@ pub fn judge(spec: &SinkSpec, outcome: &Outcome) -> Verdict {
             sys_id: s.sys_id.clone(),
             reason: match s.reason {
                 SkipReason::NotFound => "not_found",
+                SkipReason::Stale => "stale",
             },
         }),
         Outcome::Failed(error) => {

@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use super::instance::InstanceConfig;
 use super::reader::{ConfigReader, Entries};
 use crate::error::SnowError;
+use crate::sink::guard::{GuardConfig, VersionSource};
 use crate::table::query::{is_valid_field_name, is_valid_table_name};
 
 /// Where a record is written: a header naming the table (only from an allow-list), else the table
@@ -157,6 +158,8 @@ pub struct SinkConfig {
     /// `snow.sink.halt.on`: the failures after which the rest of a `put` is not attempted, because
     /// the host stops the partition at them (set by the host from its error policies).
     pub halt_on: HaltOn,
+    /// The stale-write guard (`snow.sink.version.*`), when a version source is configured.
+    pub guard: Option<GuardConfig>,
 }
 
 /// Which final failures stop a lane's batch (`snow.sink.halt.on`: `record`, `api`, both, or none).
@@ -252,6 +255,7 @@ impl SinkConfig {
                 other => r.error("snow.sink.halt.on", format!("{other:?} is not record or api")),
             }
         }
+        let guard = read_guard(&mut r);
         r.finish(&["snow."])?;
         let instance = instance.ok_or_else(|| SnowError::config("snow.instance.url", "is invalid"))?;
         Ok(Self {
@@ -269,8 +273,51 @@ impl SinkConfig {
             correlation_field,
             natural_key,
             halt_on,
+            guard,
         })
     }
+}
+
+/// The stale-write guard: at most one version source, and the row field that keeps the newest
+/// version written (the version field's own name by default; required with a header or offsets).
+fn read_guard(r: &mut ConfigReader<'_>) -> Option<GuardConfig> {
+    let field = r.string("snow.sink.version.field");
+    let header = r.string("snow.sink.version.header");
+    let offset = r.choice("snow.sink.version.offset", false, &[("true", true), ("false", false)]);
+    let row_field = r.string("snow.sink.version.row.field");
+    let source = match (field, header, offset) {
+        (None, None, false) => {
+            if row_field.is_some() {
+                r.error("snow.sink.version.row.field", "needs a version source: snow.sink.version.field, .header or .offset=true");
+            }
+            return None;
+        }
+        (Some(f), None, false) => VersionSource::Field(f),
+        (None, Some(h), false) => VersionSource::Header(h),
+        (None, None, true) => VersionSource::Offset,
+        _ => {
+            r.error("snow.sink.version.field", "only one of snow.sink.version.field, .header and .offset=true may be set");
+            return None;
+        }
+    };
+    let row_field = match (&source, row_field) {
+        (_, Some(f)) => f,
+        (VersionSource::Field(f), None) => f.clone(),
+        (_, None) => {
+            r.error("snow.sink.version.row.field", "is required with a version header or offsets: the row field that keeps the version");
+            return None;
+        }
+    };
+    if let VersionSource::Field(f) = &source
+        && !is_valid_field_name(f)
+    {
+        r.error("snow.sink.version.field", format!("{f:?} is not a field name"));
+    }
+    if !is_valid_field_name(&row_field) || row_field.starts_with("sys_") {
+        r.error("snow.sink.version.row.field", format!("{row_field:?} is not a field a record may write"));
+        return None;
+    }
+    Some(GuardConfig { source, row_field })
 }
 
 /// A header name under `key`, `default` when absent, none when set to `none`.

@@ -1,8 +1,10 @@
 //! The sink side: [`value`] decodes what a Kafka record carries, [`resolve`] decides what it asks
 //! of ServiceNow (table, row, operation) with [`body`] mapping its value to the fields written, and
-//! [`task::SinkTask`] performs it and reports one outcome per record.
+//! [`task::SinkTask`] performs it and reports one outcome per record; [`guard`] skips writes older
+//! than what a row already holds.
 
 pub mod body;
+pub mod guard;
 pub mod resolve;
 pub mod task;
 pub mod value;

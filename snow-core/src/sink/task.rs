@@ -11,9 +11,12 @@
 //! natural key) looks it up by that sys_id; one that does not follows `snow.sink.unknown.outcome`
 //! — fail (reported ambiguous), look the row up by the correlation field, or send again (a
 //! possible duplicate, counted). Re-sends are bounded by `snow.retry.max.attempts`.
+//!
+//! With a version source configured, writes go through the stale-write [`guard`](super::guard).
 
 use serde_json::Value;
 
+use super::guard::{StaleGuard, Version};
 use super::resolve::{Plan, Write, resolve, with_sys_id};
 use crate::clock::Clock;
 use crate::config::sink::{NotFound, UnknownOutcome, UpdateMethod};
@@ -40,13 +43,15 @@ pub struct SinkTask<T, C> {
     client: TableClient<T, C>,
     config: SinkConfig,
     counters: SinkCounters,
+    guard: Option<StaleGuard>,
 }
 
 impl<T: Transport, C: Clock> SinkTask<T, C> {
     /// Opens a lane for the sink configured by `entries`; retries sleep on `clock`.
     pub fn open(entries: &Entries, transport: T, clock: C) -> Result<Self, SnowError> {
         let config = SinkConfig::parse(entries)?;
-        Ok(Self { client: TableClient::new(&config.instance, transport, clock), config, counters: SinkCounters::default() })
+        let guard = config.guard.clone().map(StaleGuard::new);
+        Ok(Self { client: TableClient::new(&config.instance, transport, clock), config, counters: SinkCounters::default(), guard })
     }
 
     /// Counters since the lane was opened.
@@ -84,7 +89,7 @@ impl<T: Transport, C: Clock> SinkTask<T, C> {
                     ));
                 }
                 let outcome = match resolve(record, &self.config) {
-                    Ok(plan) => self.perform(plan).unwrap_or_else(|e| Outcome::Failed(name_record(e, record))),
+                    Ok(plan) => self.guarded(record, plan).unwrap_or_else(|e| Outcome::Failed(name_record(e, record))),
                     Err(e) => Outcome::Failed(e),
                 };
                 match &outcome {
@@ -99,6 +104,67 @@ impl<T: Transport, C: Clock> SinkTask<T, C> {
                 outcome
             })
             .collect()
+    }
+
+    /// Performs `plan` under the stale-write guard, when one is configured: a write of a named row
+    /// older than the version the row holds is skipped; every write carries its version.
+    fn guarded(&mut self, record: &SinkRecord, plan: Plan) -> Result<Outcome, SnowError> {
+        let Some(guard) = &self.guard else { return self.perform(plan) };
+        let version = match guard.version_of(record, super::value::object(record)?.as_ref()) {
+            Ok(v) => v,
+            // A tombstone carries no value to take a version from: the delete is not guarded.
+            Err(_) if matches!(plan.write, Write::Delete { .. }) && record.value.is_none() => return self.perform(plan),
+            Err(e) => return Err(e),
+        };
+        let Plan { table, write } = plan;
+        let named = match &write {
+            Write::Update { sys_id, .. } | Write::Delete { sys_id } => Some(sys_id.clone()),
+            Write::Create { .. } => None,
+        };
+        if let Some(sys_id) = &named
+            && let Some(newest) = self.newest_version(&table, sys_id)?
+            && version.compare(&newest) == std::cmp::Ordering::Less
+        {
+            return Ok(Outcome::Skipped(Skipped { table, sys_id: sys_id.clone(), reason: SkipReason::Stale }));
+        }
+        let guard = self.guard.as_ref().ok_or_else(|| SnowError::data("the guard went away"))?;
+        let write = match write {
+            Write::Create { sys_id, body } => Write::Create { sys_id, body: guard.stamp(&body, &version)? },
+            Write::Update { sys_id, method, body, upsert } => Write::Update { sys_id, method, body: guard.stamp(&body, &version)?, upsert },
+            delete => delete,
+        };
+        let outcome = self.perform(Plan { table, write })?;
+        if let (Outcome::Written(w), Some(guard)) = (&outcome, self.guard.as_mut())
+            && !w.sys_id.is_empty()
+        {
+            guard.remember(&w.table, &w.sys_id, version);
+        }
+        Ok(outcome)
+    }
+
+    /// The newest version row `sys_id` of `table` holds: remembered from this lane's own writes,
+    /// else read from the row (none when the row or its version field is empty or missing).
+    fn newest_version(&mut self, table: &str, sys_id: &str) -> Result<Option<Version>, SnowError> {
+        let Some(guard) = &self.guard else { return Ok(None) };
+        if let Some(v) = guard.remembered(table, sys_id) {
+            return Ok(Some(v.clone()));
+        }
+        let field = guard.row_field().to_string();
+        let row = match self.client.get_fields(table, sys_id, &[&field]) {
+            Ok(response) => response,
+            Err(e) if is_not_found(&e) => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        let found: Value = serde_json::from_slice(&row.body).unwrap_or(Value::Null);
+        let version = match &found["result"][&field] {
+            Value::String(s) if !s.trim().is_empty() => Some(Version(s.trim().to_string())),
+            Value::Number(n) => Some(Version(n.to_string())),
+            _ => None,
+        };
+        if let (Some(v), Some(guard)) = (&version, self.guard.as_mut()) {
+            guard.remember(table, sys_id, v.clone());
+        }
+        Ok(version)
     }
 
     fn perform(&mut self, plan: Plan) -> Result<Outcome, SnowError> {
@@ -385,5 +451,25 @@ mod tests {
         assert!(outcomes[1].is_retryable() && sent.is_empty(), "the second record was not attempted: {outcomes:?}");
         let (outcomes, sent, _) = put_with(&[("snow.sink.halt.on", "api")], vec![(200, ok)], &records);
         assert!(matches!(&outcomes[1], Outcome::Written(_)) && sent.len() == 1, "only API failures halt: {outcomes:?}");
+    }
+
+    #[test]
+    fn the_guard_skips_writes_older_than_the_row_and_remembers_what_it_wrote() {
+        let records = [
+            record(Some(r#"{"v":5,"a":"old"}"#), None),
+            record(Some(r#"{"v":9,"a":"new"}"#), None),
+            record(Some(r#"{"v":8,"a":"late"}"#), None),
+        ];
+        let row = r#"{"result":{"u_version":"7"}}"#;
+        let patched = r#"{"result":{"sys_id":"0123456789abcdef0123456789abcdef"}}"#;
+        let extra = [("snow.sink.version.field", "v"), ("snow.sink.version.row.field", "u_version")];
+        let (outcomes, sent, _) = put_with(&extra, vec![(200, row), (200, patched)], &records);
+        let stale = |o: &Outcome| matches!(o, Outcome::Skipped(s) if s.reason == SkipReason::Stale);
+        assert!(stale(&outcomes[0]), "5 < 7 held by the row: {outcomes:?}");
+        assert!(matches!(&outcomes[1], Outcome::Written(w) if w.operation == Operation::Patch), "{outcomes:?}");
+        assert!(stale(&outcomes[2]), "8 < 9 written by this lane, known without asking: {outcomes:?}");
+        assert_eq!(sent.len(), 2, "one read of the row, one write: {sent:?}");
+        assert!(sent[0].1.contains("sysparm_fields=u_version"), "{}", sent[0].1);
+        assert_eq!(sent[1].2, r#"{"a":"new","u_version":"9","v":9}"#, "the write carries its version");
     }
 }

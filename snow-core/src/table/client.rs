@@ -195,6 +195,19 @@ impl<T: Transport, C: Clock> TableClient<T, C> {
         self.write(Method::Get, url, Vec::new(), table, &[200])
     }
 
+    /// `GET /api/now/table/{table}/{sys_id}?sysparm_fields=...`: only `fields` of the row; expects 200.
+    pub fn get_fields(&mut self, table: &str, sys_id: &str, fields: &[&str]) -> Result<WriteResponse, SnowError> {
+        let fields = fields.join(",");
+        let url = format!(
+            "{}/api/now/table/{}/{}{}",
+            self.base_url,
+            encode(table),
+            encode(sys_id),
+            query_string(vec![("sysparm_fields", fields.as_str()), ("sysparm_exclude_reference_link", "true")])
+        );
+        self.write(Method::Get, url, Vec::new(), table, &[200])
+    }
+
     /// `POST /api/now/table/{table}` with a JSON object body; expects 201.
     pub fn create(&mut self, table: &str, body: Vec<u8>) -> Result<WriteResponse, SnowError> {
         let url = format!("{}/api/now/table/{}", self.base_url, encode(table));
