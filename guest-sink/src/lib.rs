@@ -64,8 +64,16 @@ impl GuestSinkTask for Lane {
             ("snow_sink_unknown_outcomes_total", after.unknown_outcomes - before.unknown_outcomes),
             ("snow_sink_found_after_unknown_total", after.found_after_unknown - before.found_after_unknown),
             ("snow_sink_resent_blind_total", after.resent_blind - before.resent_blind),
+            ("snow_sink_batches_total", after.batches - before.batches),
+            ("snow_sink_batch_refused_total", after.batch_refused - before.batch_refused),
         ] {
             convert::count(task.label(), name, n);
+        }
+        if after.batch_refused > before.batch_refused {
+            convert::log(
+                bindings::snow::connector::host::Level::Warn,
+                &format!("{}: the instance refused the Batch API; writing through the Table API", task.label()),
+            );
         }
         outcomes
             .into_iter()

@@ -35,7 +35,7 @@ fn ten_thousand_records_over_eight_partitions_keep_each_keys_order_within_the_ca
     let fake = FakeSnow::start(FakeOptions::default()).unwrap();
     let ids = fake.shared().seed("incident", KEYS as u64, now - 3600, 600);
     // A little latency per request, so that lanes overlap as they would against an instance.
-    fake.shared().set_latency(fake_snow::server::Latency { request_ms: 2, write_ms: 1 });
+    fake.shared().set_latency(fake_snow::server::Latency { request_ms: 2, write_ms: 1, batch_quota_ms: None });
     let (name, topic) = (unique("lanes"), unique("updates"));
     let bootstrap = kafka_harness::shared().bootstrap();
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();

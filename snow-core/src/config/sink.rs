@@ -160,6 +160,22 @@ pub struct SinkConfig {
     pub halt_on: HaltOn,
     /// The stale-write guard (`snow.sink.version.*`), when a version source is configured.
     pub guard: Option<GuardConfig>,
+    /// `snow.sink.write.mode`.
+    pub write_mode: WriteMode,
+    /// `snow.sink.batch.size`: most items in one Batch API request.
+    pub batch_size: usize,
+    /// `snow.sink.batch.target.ms`: the execution time a batch is sized for.
+    pub batch_target_ms: u64,
+}
+
+/// How writes reach the instance (`snow.sink.write.mode`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WriteMode {
+    /// One Table API request per write.
+    Table,
+    /// Writes packed into Batch API requests (`POST /api/now/v1/batch`), falling back to the
+    /// Table API when the instance refuses the Batch API.
+    Batch,
 }
 
 /// Which final failures stop a lane's batch (`snow.sink.halt.on`: `record`, `api`, both, or none).
@@ -256,6 +272,10 @@ impl SinkConfig {
             }
         }
         let guard = read_guard(&mut r);
+        let write_mode = r.choice("snow.sink.write.mode", WriteMode::Table, &[("table", WriteMode::Table), ("batch", WriteMode::Batch)]);
+        let batch_size = r.bounded_u32("snow.sink.batch.size", 100, 1, 1000) as usize;
+        // A third of the instance's 30 s batch quota by default, so a slow spell still fits.
+        let batch_target_ms = u64::from(r.bounded_u32("snow.sink.batch.target.ms", 10_000, 100, 25_000));
         r.finish(&["snow."])?;
         let instance = instance.ok_or_else(|| SnowError::config("snow.instance.url", "is invalid"))?;
         Ok(Self {
@@ -274,6 +294,9 @@ impl SinkConfig {
             natural_key,
             halt_on,
             guard,
+            write_mode,
+            batch_size,
+            batch_target_ms,
         })
     }
 }

@@ -109,6 +109,11 @@ impl StaleGuard {
         self.newest.insert((table.to_string(), sys_id.to_string()), version);
     }
 
+    /// Forgets what is remembered of `table`/`sys_id` (a version planned but never written).
+    pub fn forget(&mut self, table: &str, sys_id: &str) {
+        self.newest.remove(&(table.to_string(), sys_id.to_string()));
+    }
+
     /// `body` (a JSON object) with the row field set to `version`.
     pub fn stamp(&self, body: &[u8], version: &Version) -> Result<Vec<u8>, SnowError> {
         let mut fields: Map<String, Value> =

@@ -3,6 +3,7 @@
 //! [`task::SinkTask`] performs it and reports one outcome per record; [`guard`] skips writes older
 //! than what a row already holds.
 
+pub mod batch;
 pub mod body;
 pub mod guard;
 pub mod resolve;

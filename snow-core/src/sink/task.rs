@@ -16,10 +16,12 @@
 
 use serde_json::Value;
 
+mod batched;
+
 use super::guard::{StaleGuard, Version};
 use super::resolve::{Plan, Write, resolve, with_sys_id};
 use crate::clock::Clock;
-use crate::config::sink::{NotFound, UnknownOutcome, UpdateMethod};
+use crate::config::sink::{NotFound, UnknownOutcome, UpdateMethod, WriteMode};
 use crate::config::{Entries, SinkConfig};
 use crate::error::{Failure, SnowError};
 use crate::http::Transport;
@@ -36,6 +38,17 @@ pub struct SinkCounters {
     pub found_after_unknown: u64,
     /// Creates sent again with no way to know whether the first landed (possible duplicates).
     pub resent_blind: u64,
+    /// Batch API requests sent.
+    pub batches: u64,
+    /// Times the instance refused the Batch API (the lane then uses the Table API).
+    pub batch_refused: u64,
+}
+
+/// A record checked against the guard: already settled (stale), or a write to make with the
+/// version it carries.
+enum Prepared {
+    Done(Outcome),
+    Write(Plan, Option<Version>),
 }
 
 /// Writes records to ServiceNow tables.
@@ -44,6 +57,7 @@ pub struct SinkTask<T, C> {
     config: SinkConfig,
     counters: SinkCounters,
     guard: Option<StaleGuard>,
+    batch: batched::BatchLane,
 }
 
 impl<T: Transport, C: Clock> SinkTask<T, C> {
@@ -51,7 +65,8 @@ impl<T: Transport, C: Clock> SinkTask<T, C> {
     pub fn open(entries: &Entries, transport: T, clock: C) -> Result<Self, SnowError> {
         let config = SinkConfig::parse(entries)?;
         let guard = config.guard.clone().map(StaleGuard::new);
-        Ok(Self { client: TableClient::new(&config.instance, transport, clock), config, counters: SinkCounters::default(), guard })
+        let batch = batched::BatchLane::new(config.batch_size, config.batch_target_ms);
+        Ok(Self { client: TableClient::new(&config.instance, transport, clock), config, counters: SinkCounters::default(), guard, batch })
     }
 
     /// Counters since the lane was opened.
@@ -78,6 +93,13 @@ impl<T: Transport, C: Clock> SinkTask<T, C> {
     /// names, the rest are not attempted and get a retryable failure, so the host holds (or stops)
     /// the partition at the first one.
     pub fn put(&mut self, records: &[SinkRecord]) -> Vec<Outcome> {
+        if self.config.write_mode == WriteMode::Batch {
+            match self.batch_usable(records) {
+                Ok(true) => return self.put_batched(records),
+                Ok(false) => {}
+                Err(e) => return records.iter().map(|r| Outcome::Failed(name_record(e.clone(), r))).collect(),
+            }
+        }
         let mut held: Option<String> = None;
         records
             .iter()
@@ -109,11 +131,27 @@ impl<T: Transport, C: Clock> SinkTask<T, C> {
     /// Performs `plan` under the stale-write guard, when one is configured: a write of a named row
     /// older than the version the row holds is skipped; every write carries its version.
     fn guarded(&mut self, record: &SinkRecord, plan: Plan) -> Result<Outcome, SnowError> {
-        let Some(guard) = &self.guard else { return self.perform(plan) };
+        let (plan, version) = match self.prepare(record, plan)? {
+            Prepared::Done(outcome) => return Ok(outcome),
+            Prepared::Write(plan, version) => (plan, version),
+        };
+        let outcome = self.perform(plan)?;
+        if let (Outcome::Written(w), Some(version), Some(guard)) = (&outcome, version, self.guard.as_mut())
+            && !w.sys_id.is_empty()
+        {
+            guard.remember(&w.table, &w.sys_id, version);
+        }
+        Ok(outcome)
+    }
+
+    /// Checks `plan` against the stale-write guard: skipped when older than the row, else the plan
+    /// with its body carrying the record's version (unchanged without a guard).
+    fn prepare(&mut self, record: &SinkRecord, plan: Plan) -> Result<Prepared, SnowError> {
+        let Some(guard) = &self.guard else { return Ok(Prepared::Write(plan, None)) };
         let version = match guard.version_of(record, super::value::object(record)?.as_ref()) {
             Ok(v) => v,
             // A tombstone carries no value to take a version from: the delete is not guarded.
-            Err(_) if matches!(plan.write, Write::Delete { .. }) && record.value.is_none() => return self.perform(plan),
+            Err(_) if matches!(plan.write, Write::Delete { .. }) && record.value.is_none() => return Ok(Prepared::Write(plan, None)),
             Err(e) => return Err(e),
         };
         let Plan { table, write } = plan;
@@ -125,7 +163,7 @@ impl<T: Transport, C: Clock> SinkTask<T, C> {
             && let Some(newest) = self.newest_version(&table, sys_id)?
             && version.compare(&newest) == std::cmp::Ordering::Less
         {
-            return Ok(Outcome::Skipped(Skipped { table, sys_id: sys_id.clone(), reason: SkipReason::Stale }));
+            return Ok(Prepared::Done(Outcome::Skipped(Skipped { table, sys_id: sys_id.clone(), reason: SkipReason::Stale })));
         }
         let guard = self.guard.as_ref().ok_or_else(|| SnowError::data("the guard went away"))?;
         let write = match write {
@@ -133,13 +171,7 @@ impl<T: Transport, C: Clock> SinkTask<T, C> {
             Write::Update { sys_id, method, body, upsert } => Write::Update { sys_id, method, body: guard.stamp(&body, &version)?, upsert },
             delete => delete,
         };
-        let outcome = self.perform(Plan { table, write })?;
-        if let (Outcome::Written(w), Some(guard)) = (&outcome, self.guard.as_mut())
-            && !w.sys_id.is_empty()
-        {
-            guard.remember(&w.table, &w.sys_id, version);
-        }
-        Ok(outcome)
+        Ok(Prepared::Write(Plan { table, write }, Some(version)))
     }
 
     /// The newest version row `sys_id` of `table` holds: remembered from this lane's own writes,
@@ -219,13 +251,28 @@ impl<T: Transport, C: Clock> SinkTask<T, C> {
     /// Creates a row of `table` (under `sys_id`, when the record named one), resolving an unknown
     /// outcome before sending again. Returns the answer and the row's sys_id.
     fn create(&mut self, table: &str, sys_id: Option<String>, body: Vec<u8>) -> Result<(WriteResponse, Option<String>), SnowError> {
+        self.create_after(table, sys_id, body, None)
+    }
+
+    /// [`Self::create`], when the first attempt was already made and its outcome is `unknown`
+    /// (none: nothing was sent yet).
+    fn create_after(
+        &mut self,
+        table: &str,
+        sys_id: Option<String>,
+        body: Vec<u8>,
+        mut unknown: Option<SnowError>,
+    ) -> Result<(WriteResponse, Option<String>), SnowError> {
         let max = self.config.instance.retry.max_attempts.max(1);
         let mut attempt = 1;
         loop {
-            let error = match self.client.create(table, body.clone()) {
-                Ok(response) => return Ok((response, sys_id)),
-                Err(e) if e.is_ambiguous() => e,
-                Err(e) => return Err(e),
+            let error = match unknown.take() {
+                Some(e) => e,
+                None => match self.client.create(table, body.clone()) {
+                    Ok(response) => return Ok((response, sys_id)),
+                    Err(e) if e.is_ambiguous() => e,
+                    Err(e) => return Err(e),
+                },
             };
             self.counters.unknown_outcomes += 1;
             // Did it land?
@@ -471,5 +518,76 @@ mod tests {
         assert_eq!(sent.len(), 2, "one read of the row, one write: {sent:?}");
         assert!(sent[0].1.contains("sysparm_fields=u_version"), "{}", sent[0].1);
         assert_eq!(sent[1].2, r#"{"a":"new","u_version":"9","v":9}"#, "the write carries its version");
+    }
+
+    /// A Batch API answer: (status, body) per serviced item, and the unserviced ids.
+    fn batch_answer(items: &[(u32, u16, &str)], unserviced: &[u32]) -> &'static str {
+        use base64::Engine;
+        let serviced: Vec<serde_json::Value> = items
+            .iter()
+            .map(|(id, status, body)| {
+                serde_json::json!({"id": id.to_string(), "status_code": status, "execution_time": 20,
+                    "body": base64::engine::general_purpose::STANDARD.encode(body)})
+            })
+            .collect();
+        let unserviced: Vec<String> = unserviced.iter().map(u32::to_string).collect();
+        let text = serde_json::json!({"batch_request_id":"1","serviced_requests":serviced,"unserviced_requests":unserviced}).to_string();
+        Box::leak(text.into_boxed_str())
+    }
+
+    fn keyed(id: &str, value: &str, offset: i64) -> SinkRecord {
+        let mut r = crate::sink::value::tests::record(Some(id), Some(value), &[]);
+        r.offset = offset;
+        r
+    }
+
+    #[test]
+    fn batches_merge_consecutive_patches_of_a_row_and_resend_what_was_not_serviced() {
+        const OTHER: &str = "fedcba9876543210fedcba9876543210";
+        let records = [keyed(ID, r#"{"a":"1"}"#, 10), keyed(ID, r#"{"b":"2"}"#, 11), keyed(OTHER, r#"{"c":"3"}"#, 12)];
+        let ok = r#"{"result":{"sys_id":"x"}}"#;
+        let answers = vec![
+            (200, batch_answer(&[(0, 200, "{}")], &[])), // the probe
+            (200, batch_answer(&[(0, 200, ok)], &[1])),  // the merged patch; OTHER's left unserviced
+            (200, batch_answer(&[(0, 200, ok)], &[])),   // OTHER again
+        ];
+        let (outcomes, sent, counters) = put_with(&[("snow.sink.write.mode", "batch")], answers, &records);
+        assert!(outcomes.iter().all(|o| matches!(o, Outcome::Written(w) if w.operation == Operation::Patch)), "{outcomes:?}");
+        assert_eq!(sent.len(), 3);
+        assert!(sent.iter().all(|(m, url, _)| *m == Method::Post && url.ends_with("/api/now/v1/batch")));
+        let batch: serde_json::Value = serde_json::from_str(&sent[1].2).unwrap();
+        let items = batch["rest_requests"].as_array().unwrap();
+        assert_eq!(items.len(), 2, "two patches of one row merged into one item: {batch}");
+        use base64::Engine;
+        let merged = base64::engine::general_purpose::STANDARD.decode(items[0]["body"].as_str().unwrap()).unwrap();
+        assert_eq!(merged, br#"{"a":"1","b":"2"}"#);
+        let again: serde_json::Value = serde_json::from_str(&sent[2].2).unwrap();
+        assert!(again["rest_requests"][0]["url"].as_str().unwrap().contains(OTHER), "the unserviced item was sent again");
+        assert_eq!(counters.batches, 2);
+    }
+
+    #[test]
+    fn a_refused_batch_api_falls_back_to_the_table_api() {
+        let refused = r#"{"error":{"message":"Requested URI does not represent any resource"},"status":"failure"}"#;
+        let records = [keyed(ID, r#"{"a":"1"}"#, 1)];
+        let (outcomes, sent, counters) =
+            put_with(&[("snow.sink.write.mode", "batch")], vec![(400, refused), (200, r#"{"result":{"sys_id":"x"}}"#)], &records);
+        assert!(matches!(&outcomes[0], Outcome::Written(_)), "{outcomes:?}");
+        assert_eq!((sent[1].0, counters.batch_refused), (Method::Patch, 1), "the write went by the Table API");
+    }
+
+    #[test]
+    fn a_lost_batch_answer_resends_patches_and_resolves_creates_by_policy() {
+        let records = [keyed(ID, r#"{"a":"1"}"#, 1), crate::sink::value::tests::record(None, Some(r#"{"n":"new"}"#), &[])];
+        let ok = r#"{"result":{"sys_id":"x"}}"#;
+        let answers = vec![
+            (200, batch_answer(&[(0, 200, "{}")], &[])),
+            (500, "upstream cut"),                     // lost: both unknown
+            (200, batch_answer(&[(0, 200, ok)], &[])), // the patch, sent again
+        ];
+        let (outcomes, sent, counters) = put_with(&[("snow.sink.write.mode", "batch")], answers, &records);
+        assert!(matches!(&outcomes[0], Outcome::Written(_)), "{outcomes:?}");
+        assert!(matches!(&outcomes[1], Outcome::Failed(e) if e.is_ambiguous()), "fail: the create is reported ambiguous: {outcomes:?}");
+        assert_eq!((sent.len(), counters.unknown_outcomes), (3, 1));
     }
 }

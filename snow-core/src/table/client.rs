@@ -208,6 +208,13 @@ impl<T: Transport, C: Clock> TableClient<T, C> {
         self.write(Method::Get, url, Vec::new(), table, &[200])
     }
 
+    /// `POST /api/now/v1/batch` with a batch request body; expects 200 (each item has its own
+    /// status). Not retried after it was sent: its writes may have run (ambiguous).
+    pub fn batch(&mut self, body: Vec<u8>) -> Result<WriteResponse, SnowError> {
+        let url = format!("{}/api/now/v1/batch", self.base_url);
+        self.write(Method::Post, url, body, "batch", &[200])
+    }
+
     /// `POST /api/now/table/{table}` with a JSON object body; expects 201.
     pub fn create(&mut self, table: &str, body: Vec<u8>) -> Result<WriteResponse, SnowError> {
         let url = format!("{}/api/now/table/{}", self.base_url, encode(table));
@@ -350,7 +357,7 @@ fn gave_up(error: SnowError, bound: &str) -> SnowError {
     }
 }
 
-fn http_failure(response: &Response, method: Method, table: &str, request_id: &str) -> SnowError {
+pub(crate) fn http_failure(response: &Response, method: Method, table: &str, request_id: &str) -> SnowError {
     #[derive(Deserialize)]
     struct Envelope {
         error: Option<EnvelopeError>,

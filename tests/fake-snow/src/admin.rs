@@ -11,7 +11,8 @@
 //! | `POST /__fake/tables/{t}/hidden` | `{"sys_ids":[...]}` and/or `{"query":"encoded query"}` | hide rows from the API's users (a row-level read ACL: the window is read first, hidden rows dropped after) |
 //! | `DELETE /__fake/tables/{t}/hidden` | | every row readable again |
 //! | `POST /__fake/settings` | `{"pagination_headers":false}` | never send `X-Total-Count` or `Link` (an instance or proxy that strips them) |
-//! | `POST /__fake/settings` | `{"latency":{"request_ms":40,"write_ms":10}}` | as slow as an instance: every request waits `request_ms`, every executed write `write_ms` more |
+//! | `POST /__fake/settings` | `{"latency":{"request_ms":40,"write_ms":10,"batch_quota_ms":30000}}` | as slow as an instance: every request waits `request_ms`, every executed write `write_ms` more (a batch's items one after another); a batch leaves items unserviced past its quota |
+//! | `POST /__fake/settings` | `{"batch_api":false}` | `POST /api/now/v1/batch` answers 400, as an instance without the Batch API |
 //! | `GET /__fake/tables/{t}` | | `{"count":N,"rows":[...]}` |
 //! | `GET /__fake/tables/{t}/count` | | `{"count":N,"readable":M}` (M: rows no ACL hides) |
 //! | `GET /__fake/clock` | | `{"now":"ts","frozen":bool}` |
@@ -71,6 +72,7 @@ struct Hide {
 struct Settings {
     pagination_headers: Option<bool>,
     latency: Option<crate::server::Latency>,
+    batch_api: Option<bool>,
 }
 
 #[derive(Deserialize)]
@@ -160,7 +162,10 @@ fn try_route(shared: &Shared, method: &str, path: &str, body: &[u8]) -> Result<A
             if let Some(latency) = settings.latency {
                 shared.set_latency(latency);
             }
-            ok(json!({ "pagination_headers": shared.pagination_headers(), "latency": shared.latency() }))
+            if let Some(on) = settings.batch_api {
+                shared.set_batch_api(on);
+            }
+            ok(json!({ "pagination_headers": shared.pagination_headers(), "latency": shared.latency(), "batch_api": shared.batch_api() }))
         }
         ("GET", ["tables", t]) => {
             let store = shared.store();

@@ -43,6 +43,11 @@ pub struct JournalEntry {
     pub session_in_flight: usize,
     /// When the answer was ready, in ms since the fake started (with `at_ms`: the request's span).
     pub done_ms: u64,
+    /// For an item of a Batch API request: its position in the batch (the batch's own entry has
+    /// none, and shares its `seq`).
+    pub batch_item: Option<u32>,
+    /// For a Batch API request: how many of its items the quota left unserviced.
+    pub unserviced: Option<usize>,
     /// The first 512 bytes of an API write's body (POST, PATCH, PUT under `/api/`), as text.
     pub body: Option<String>,
 }

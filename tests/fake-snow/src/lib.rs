@@ -1,6 +1,6 @@
 //! A fake ServiceNow instance for tests and the demo, reachable over real HTTP.
 //!
-//! It serves the Table API (list, get, create, patch, put, delete) over in-memory tables with the
+//! It serves the Table API (list, get, create, patch, put, delete) and the Batch API ([`batch`]) over in-memory tables with the
 //! encoded-query subset in `shared/servicenow-facts.md` (`ORDERBY` included), `sysparm_fields`,
 //! `sysparm_limit`, `sysparm_offset`, `sysparm_display_value`; system fields set from a
 //! controllable clock; the `Date` header; ServiceNow's error envelope; Basic auth and an OAuth
@@ -13,6 +13,7 @@
 //! connector's parsing or time handling cannot hide behind the same bug here.
 
 pub mod admin;
+pub mod batch;
 pub mod clock;
 pub mod faults;
 pub mod journal;

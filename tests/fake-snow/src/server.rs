@@ -87,6 +87,8 @@ pub struct Shared {
     pub sessions: Sessions,
     /// How slow the fake is on purpose (none by default).
     latency: Mutex<Latency>,
+    /// Whether the Batch API answers (on by default).
+    batch_api: std::sync::atomic::AtomicBool,
 }
 
 /// A latency model of an instance: every request costs `request_ms`, and every write it executes
@@ -97,6 +99,8 @@ pub struct Latency {
     pub request_ms: u64,
     /// Milliseconds every executed write (create, update, delete) adds.
     pub write_ms: u64,
+    /// How long a batch may run before the rest of its items are left unserviced (30 s if unset).
+    pub batch_quota_ms: Option<u64>,
 }
 
 impl Shared {
@@ -119,6 +123,16 @@ impl Shared {
     /// The latency model in force.
     pub fn latency(&self) -> Latency {
         *self.latency.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Whether the Batch API answers.
+    pub fn batch_api(&self) -> bool {
+        self.batch_api.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Turns the Batch API on or off (off: answered 400, as an instance without it).
+    pub fn set_batch_api(&self, on: bool) {
+        self.batch_api.store(on, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// Makes the fake as slow as `latency` says from the next request on.
@@ -209,6 +223,7 @@ impl FakeSnow {
             pagination_headers: std::sync::atomic::AtomicBool::new(true),
             sessions: Sessions::default(),
             latency: Mutex::default(),
+            batch_api: std::sync::atomic::AtomicBool::new(true),
         });
         let (stop, stopped) = oneshot::channel();
         let serving = shared.clone();
@@ -408,6 +423,8 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Response<
         session: None,
         session_in_flight: 0,
         done_ms: 0,
+        batch_item: None,
+        unserviced: None,
         body: (path.starts_with("/api/") && matches!(method.as_str(), "POST" | "PATCH" | "PUT"))
             .then(|| String::from_utf8_lossy(&body[..body.len().min(512)]).into_owned()),
     };
@@ -457,6 +474,9 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Response<
             a
         }
         _ if is_admin => crate::admin::route(&shared, &method, &path, &body).await,
+        _ if method == "POST" && path == "/api/now/v1/batch" && !matches!(principal, Principal::Nobody) => {
+            crate::batch::serve(&shared, &principal, &body, &mut entry).await
+        }
         _ => route(&shared, &method, &path, &params, &principal, &body, &mut entry),
     };
     match &fault {
@@ -513,7 +533,8 @@ fn authenticate(shared: &Shared, authorization: Option<&str>) -> Principal {
     if credentials.required() { credentials.check(authorization, shared.clock.now()) } else { Principal::User("guest".into()) }
 }
 
-fn route(
+/// Routes one API call (a request, or an item of a batch).
+pub(crate) fn route(
     shared: &Shared,
     method: &str,
     path: &str,
