@@ -30,11 +30,12 @@ test: setup
 	$(CARGO) build -p snow-core --target wasm32-wasip2
 	$(CARGO) test
 
-## Benchmarks: the source backfill three ways, through rows hidden by ACLs, component costs (results in docs/benchmarks.md).
+## Benchmarks: the source backfill three ways, through rows hidden by ACLs, component costs, the sink's write paths (results in docs/benchmarks.md).
 bench: wasm
 	$(CARGO) build --release -p host-runner -p fake-snow -p snow-bench
 	target/release/snow-bench run --rows $(BENCH_ROWS)
 	target/release/snow-bench hidden
+	target/release/snow-bench sink
 	@for w in guest_source guest_sink; do target/release/snow-connect inspect target/guests/wasm32-wasip2/wasm-release/$$w.wasm --instantiations 1000; done
 
 ## A broker for local work (target/kafka/local); prints its bootstrap address.

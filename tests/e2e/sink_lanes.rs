@@ -204,3 +204,94 @@ fn by_default_a_failed_record_stops_its_partition_and_the_others_go_on() {
     written.sort();
     assert_eq!(written, ["bad-0", "good-0", "good-1", "good-2"], "nothing after the failed record; log:\n{}", tail(&log, 20));
 }
+
+#[test]
+fn killed_at_random_points_while_writing_every_record_gets_an_outcome_and_commits_never_pass_one() {
+    const ROWS: usize = 1_000;
+    const PATCHES: usize = 18_000;
+    const CREATES: usize = 2_000;
+    const KILLS: usize = 4;
+    let total = PATCHES + CREATES;
+    let now = now_secs();
+    let fake = FakeSnow::start(FakeOptions::default()).unwrap();
+    let ids = fake.shared().seed("incident", ROWS as u64, now - 3600, 600);
+    fake.shared().set_latency(fake_snow::server::Latency { request_ms: 1, write_ms: 0, batch_quota_ms: None });
+    let (name, topic) = (unique("killed"), unique("killed"));
+    let bootstrap = kafka_harness::shared().bootstrap();
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    rt.block_on(create_topic(bootstrap, &topic, 4));
+    // Patches (repeatable) and creates named by a natural key (deterministic: never a second row).
+    let mut records: Vec<(Option<String>, String)> =
+        (0..PATCHES).map(|i| (Some(ids[(i * 13) % ROWS].clone()), format!(r#"{{"u_seq":"{i}"}}"#))).collect();
+    records.extend((0..CREATES).map(|i| (None, format!(r#"{{"u_ref":"r{i}","short_description":"created"}}"#))));
+    rt.block_on(produce(bootstrap, &topic, &records));
+    rt.block_on(create_topic(bootstrap, &format!("{name}-ok"), 1));
+
+    let dir = work_dir("killed");
+    let config = sink_entries(
+        &fake.url(),
+        &name,
+        &topic,
+        "incident",
+        &[("snow.auth.type", "none"), ("snow.sink.natural.key.fields", "u_ref"), ("reporter.result.topic.name", "${connector}-ok")],
+    );
+    let file = connector_file(&dir, &name, &config);
+    let group = format!("connect-{name}");
+    let writes = || fake.journal().entries.iter().filter(|e| matches!(e.method.as_str(), "PATCH" | "POST")).count();
+    let mut seed = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64 | 1;
+    eprintln!("kill points seeded with {seed}");
+    let mut random = move |below: usize| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        (seed % below as u64) as usize
+    };
+    for kill in 0..KILLS {
+        let before = writes();
+        // Somewhere between 300 and 2,300 writes into this run.
+        let at = before + 300 + random(2_000);
+        let runner = Runner::start(&dir, "run", &[&file]);
+        wait_until(&format!("run {kill} reached write {at}"), Duration::from_secs(120), || (writes() >= at).then_some(()));
+        runner.kill();
+        assert!(writes() > before, "run {kill}: the kill landed after writes flowed");
+        // Committed offsets never passed a record without its report.
+        let committed = wait_until("the committed offsets", Duration::from_secs(30), || try_committed(bootstrap, &group, &topic, 4).ok());
+        let reports = read_until(bootstrap, &format!("{name}-ok"), Duration::from_secs(60), |_| true);
+        let reported: HashSet<(i64, i64)> =
+            reports.iter().map(|r| json(r)).map(|v| (v["partition"].as_i64().unwrap(), v["offset"].as_i64().unwrap())).collect();
+        for (p, c) in committed.iter().enumerate() {
+            for offset in 0..*c {
+                assert!(reported.contains(&(p as i64, offset)), "run {kill}: {topic}-{p}@{offset} committed without an outcome");
+            }
+        }
+        eprintln!("run {kill}: killed at {} writes, committed {committed:?}", writes());
+    }
+    let runner = Runner::start(&dir, "run", &[&file]);
+    wait_committed(&group, &topic, 4, total as i64, Duration::from_secs(300));
+    let log = runner.stop();
+
+    // Every record has an outcome; repeats only from restarts, counted.
+    let reports = read_until(bootstrap, &format!("{name}-ok"), Duration::from_secs(60), |r| r.len() >= total);
+    let mut per_record: HashMap<(i64, i64), usize> = HashMap::new();
+    for r in &reports {
+        let v = json(r);
+        assert_eq!(v["outcome"], "written", "{v}");
+        *per_record.entry((v["partition"].as_i64().unwrap(), v["offset"].as_i64().unwrap())).or_default() += 1;
+    }
+    assert_eq!(per_record.len(), total, "every record has an outcome; log:\n{}", tail(&log, 20));
+    let repeated: usize = per_record.values().map(|n| n - 1).sum();
+    let executed = writes();
+    eprintln!("{KILLS} kills: {repeated} records reported twice or more, {} writes executed for {total} records", executed);
+    // No partition skipped a record: each row holds its last update; each create made one row.
+    let rows = fake.rows("incident");
+    for (k, id) in ids.iter().enumerate() {
+        let last = (0..PATCHES).filter(|i| (i * 13) % ROWS == k).max().unwrap();
+        let row = rows.iter().find(|r| r["sys_id"] == id.as_str()).unwrap();
+        assert_eq!(row["u_seq"].as_str(), Some(last.to_string().as_str()), "{id}");
+    }
+    let created: Vec<&str> = rows.iter().filter_map(|r| r.get("u_ref").and_then(|v| v.as_str())).collect();
+    assert_eq!((created.len(), created.iter().collect::<HashSet<_>>().len()), (CREATES, CREATES), "one row per create");
+    // A record written but killed before its report was acknowledged is written again without a
+    // second report: repeated writes are at least the repeated reports.
+    assert!(executed - total >= repeated, "{executed} writes, {repeated} repeated reports");
+}

@@ -10,94 +10,15 @@
 //!
 //! Results go to `docs/benchmarks.md` between the `bench-hidden` markers.
 
-use std::io::{Read as _, Write as _};
-use std::net::TcpStream;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result, bail};
+use anyhow::Result;
 use serde_json::Value;
 
+use crate::fake::{Fake, now, stamp};
 use crate::measure::Outcome;
 use crate::orchestrate::wasm;
-use crate::paths::{release_bin, workspace, write_report};
-
-/// A fake-snow process, stopped on drop.
-struct Fake {
-    child: Child,
-    addr: String,
-}
-
-impl Fake {
-    fn start(dir: &Path, label: &str) -> Result<Self> {
-        let port_file = dir.join(format!("{label}.port"));
-        let child = Command::new(release_bin("fake-snow"))
-            .args(["--port", "0", "--port-file"])
-            .arg(&port_file)
-            .args(["--table", "incident"])
-            .stdout(Stdio::null())
-            .spawn()
-            .context("starting fake-snow")?;
-        let started = Instant::now();
-        while !port_file.exists() {
-            if started.elapsed() > Duration::from_secs(30) {
-                bail!("fake-snow did not start");
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        std::thread::sleep(Duration::from_millis(50));
-        Ok(Self { child, addr: format!("127.0.0.1:{}", std::fs::read_to_string(&port_file)?.trim()) })
-    }
-
-    fn url(&self) -> String {
-        format!("http://{}", self.addr)
-    }
-
-    /// One admin call; the JSON answer.
-    fn admin(&self, method: &str, path: &str, body: &str) -> Result<Value> {
-        let mut stream = TcpStream::connect(&self.addr)?;
-        write!(
-            stream,
-            "{method} /__fake/{path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
-            body.len()
-        )?;
-        let mut answer = Vec::new();
-        stream.read_to_end(&mut answer)?;
-        let text = String::from_utf8_lossy(&answer);
-        let body = text.split_once("\r\n\r\n").map(|(_, b)| b).unwrap_or("");
-        serde_json::from_str(body).with_context(|| format!("{method} /__fake/{path}: {}", &body[..body.len().min(200)]))
-    }
-
-    fn seed(&self, count: u64, at: &str, spread_seconds: u64) -> Result<()> {
-        let body = if spread_seconds == 0 {
-            format!(r#"{{"count":{count},"at":"{at}"}}"#)
-        } else {
-            format!(r#"{{"count":{count},"start":"{at}","spread_seconds":{spread_seconds}}}"#)
-        };
-        self.admin("POST", "tables/incident/seed", &body).map(drop)
-    }
-
-    fn readable(&self) -> Result<u64> {
-        self.admin("GET", "tables/incident/count", "")?["readable"].as_u64().context("readable count")
-    }
-}
-
-impl Drop for Fake {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// `YYYY-MM-DD HH:MM:SS` of `secs` since the epoch.
-fn stamp(secs: i64) -> String {
-    snow_core::time::Timestamp(secs).to_string()
-}
-
-fn now() -> i64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs() as i64).unwrap_or(0)
-}
+use crate::paths::{workspace, write_report};
 
 /// What one scenario measured.
 struct Measured {

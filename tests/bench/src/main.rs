@@ -8,14 +8,17 @@
 //!   produce with the same producer settings.
 //!
 //! Each scenario runs in its own process, so its CPU time and peak RSS are its own.
-//! `snow-bench hidden` measures the source through rows hidden by ACLs ([`hidden`]).
+//! `snow-bench hidden` measures the source through rows hidden by ACLs ([`hidden`]); `snow-bench
+//! sink` the sink's Table API and Batch API paths against an instance's latency ([`sink`]).
 
 mod bare;
+mod fake;
 mod hidden;
 mod measure;
 mod native;
 mod orchestrate;
 mod paths;
+mod sink;
 
 use anyhow::{Result, bail};
 
@@ -25,6 +28,7 @@ fn main() -> Result<()> {
     match args.first().map(String::as_str) {
         Some("run") => orchestrate::run(opt("--rows").map(|v| v.parse()).transpose()?.unwrap_or(1_000_000)),
         Some("hidden") => hidden::run(),
+        Some("sink") => sink::run(),
         Some(mode @ ("native" | "bare")) => {
             let fake = opt("--fake").unwrap_or_default();
             let bootstrap = opt("--bootstrap").unwrap_or_default();
@@ -41,6 +45,6 @@ fn main() -> Result<()> {
             println!("{}", outcome.to_json());
             Ok(())
         }
-        _ => bail!("usage: snow-bench run [--rows N] | hidden | native|bare --fake URL --bootstrap B --topic T --rows N"),
+        _ => bail!("usage: snow-bench run [--rows N] | hidden | sink | native|bare --fake URL --bootstrap B --topic T --rows N"),
     }
 }

@@ -1,0 +1,216 @@
+//! `snow-bench sink`: the sink's two write paths against fake-snow made as slow as an instance —
+//! 40 ms per HTTP request plus 10 ms per write it executes, a batch's items one after another — with
+//! the real `guest_sink.wasm` in the release host, `snow.sink.max.in.flight=8`, over 8 partitions.
+//!
+//! The limits follow from the model: the Table API path sends one write per request, so 8 lanes
+//! make at most 8 / 0.05 s = 160 writes/s; batches of n items take 0.04 + 0.01·n s, so at most
+//! 8·n / (0.04 + 0.01·n) writes/s (769/s at n = 100). Each path is reported against its limit,
+//! with the ratio of the two, the host's CPU time per record and its peak RSS. Records patch 2,000
+//! rows in turn, so no batch holds two writes of one row (nothing is merged: every record is one
+//! executed write). Results go to `docs/benchmarks.md` between the `bench-sink` markers.
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use rdkafka::ClientConfig;
+use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+use rdkafka::client::DefaultClientContext;
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::producer::{FutureProducer, FutureRecord};
+use serde_json::Value;
+
+use crate::fake::{Fake, now, stamp};
+use crate::measure::{cpu_of, peak_rss_kb};
+use crate::paths::{release_bin, workspace, write_report};
+
+const LANES: u32 = 8;
+const ROWS: u64 = 2_000;
+const REQUEST_MS: f64 = 40.0;
+const WRITE_MS: f64 = 10.0;
+const BATCH: u32 = 100;
+
+/// One path's measurement.
+struct Measured {
+    path: &'static str,
+    records: u64,
+    /// Executed writes per second, first write to last answer (from the fake's journal).
+    writes_per_second: f64,
+    limit: f64,
+    requests: usize,
+    cpu_us_per_record: f64,
+    peak_rss_mb: f64,
+}
+
+/// Runs both paths and writes the report.
+pub fn run() -> Result<()> {
+    let component = workspace().join("target/guests/wasm32-wasip2/wasm-release/guest_sink.wasm");
+    for needed in [release_bin("snow-connect"), release_bin("fake-snow"), component.clone()] {
+        if !needed.exists() {
+            bail!("{} is missing: run `make bench`, which builds it", needed.display());
+        }
+    }
+    let dir = workspace().join("target/bench-sink");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir)?;
+    eprintln!("starting Apache Kafka");
+    let broker = kafka_harness::KafkaBroker::start()?;
+    let bootstrap = broker.bootstrap().to_string();
+    let table_limit = f64::from(LANES) / ((REQUEST_MS + WRITE_MS) / 1000.0);
+    let n = f64::from(BATCH);
+    let batch_limit = f64::from(LANES) * n / ((REQUEST_MS + WRITE_MS * n) / 1000.0);
+    let table = measure(&dir, &bootstrap, &component, "table", 4_000, table_limit)?;
+    let batch = measure(&dir, &bootstrap, &component, "batch", 20_000, batch_limit)?;
+    drop(broker);
+    let report = report(&[table, batch]);
+    println!("{report}");
+    write_report("bench-sink", "Sink write paths (make bench)", &report)
+}
+
+/// One path over `records` records.
+fn measure(dir: &Path, bootstrap: &str, component: &Path, mode: &'static str, records: u64, limit: f64) -> Result<Measured> {
+    let fake = Fake::start(dir, &format!("sink-{mode}"))?;
+    fake.seed(ROWS, &stamp(now() - 7200), 3600)?;
+    let rows: Vec<String> = fake.admin("GET", "tables/incident", "")?["rows"]
+        .as_array()
+        .context("rows")?
+        .iter()
+        .filter_map(|r| r["sys_id"].as_str().map(str::to_string))
+        .collect();
+    fake.admin("POST", "settings", &format!(r#"{{"latency":{{"request_ms":{REQUEST_MS},"write_ms":{WRITE_MS}}}}}"#))?;
+    let topic = format!("bench.sink.{mode}");
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    eprintln!("{mode}: producing {records} records over {LANES} partitions");
+    rt.block_on(produce(bootstrap, &topic, &rows, records))?;
+    let config = dir.join(format!("{mode}.properties"));
+    std::fs::write(
+        &config,
+        format!(
+            "name=bench-sink-{mode}\ncomponent.path={}\nkafka.bootstrap.servers={bootstrap}\ntopics={topic}\n\
+             snow.instance.url={}\nsnow.auth.type=none\nsnow.sink.table=incident\nsnow.sink.max.in.flight={LANES}\n\
+             snow.sink.write.mode={mode}\nsnow.sink.batch.size={BATCH}\n",
+            component.display(),
+            fake.url()
+        ),
+    )?;
+    let log = dir.join(format!("{mode}.log"));
+    eprintln!("{mode}: writing");
+    let mut child = Command::new(release_bin("snow-connect"))
+        .arg("run")
+        .arg(&config)
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log)?)
+        .spawn()?;
+    let pid = child.id();
+    let group = format!("connect-bench-sink-{mode}");
+    let watch: BaseConsumer = ClientConfig::new().set("bootstrap.servers", bootstrap).set("group.id", &group).create()?;
+    let started = Instant::now();
+    let (cpu, rss) = loop {
+        let mut tpl = rdkafka::TopicPartitionList::new();
+        for p in 0..LANES as i32 {
+            tpl.add_partition(&topic, p);
+        }
+        let done: i64 = watch
+            .committed_offsets(tpl, Duration::from_secs(5))
+            .map(|c| c.elements().iter().map(|e| e.offset().to_raw().unwrap_or(0).max(0)).sum())
+            .unwrap_or(0);
+        if done as u64 >= records {
+            break (cpu_of(pid), peak_rss_kb(pid));
+        }
+        if child.try_wait()?.is_some() {
+            bail!("snow-connect exited early; see {}", log.display());
+        }
+        if started.elapsed() > Duration::from_secs(900) {
+            bail!("{mode}: not done in 15 minutes ({done} of {records} committed); see {}", log.display());
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let _ = Command::new("kill").arg("-TERM").arg(pid.to_string()).status();
+    let _ = child.wait();
+    let journal = fake.admin("GET", "journal", "")?;
+    let entries = journal["entries"].as_array().context("journal")?;
+    let writes: Vec<&Value> = entries.iter().filter(|e| e["method"] == "PATCH").collect();
+    if writes.len() as u64 != records {
+        bail!("{mode}: {} writes executed for {records} records", writes.len());
+    }
+    // From the first request that carried a write to the last answer.
+    let carriers: Vec<&Value> =
+        entries.iter().filter(|e| e["batch_item"].is_null() && (e["method"] == "PATCH" || e["path"] == "/api/now/v1/batch")).collect();
+    let first = carriers.iter().filter_map(|e| e["at_ms"].as_u64()).min().unwrap_or(0);
+    let last = carriers.iter().filter_map(|e| e["done_ms"].as_u64()).max().unwrap_or(0);
+    let seconds = (last.saturating_sub(first)) as f64 / 1000.0;
+    Ok(Measured {
+        path: if mode == "table" { "Table API (one write per request)" } else { "Batch API (n = 100)" },
+        records,
+        writes_per_second: records as f64 / seconds.max(1e-9),
+        limit,
+        requests: carriers.len(),
+        cpu_us_per_record: cpu.as_secs_f64() * 1e6 / records as f64,
+        peak_rss_mb: rss as f64 / 1024.0,
+    })
+}
+
+/// Produces `records` patches of `rows` in turn to a new topic of [`LANES`] partitions.
+async fn produce(bootstrap: &str, topic: &str, rows: &[String], records: u64) -> Result<()> {
+    let admin: AdminClient<DefaultClientContext> = ClientConfig::new().set("bootstrap.servers", bootstrap).create()?;
+    admin.create_topics(&[NewTopic::new(topic, LANES as i32, TopicReplication::Fixed(1))], &AdminOptions::new()).await?;
+    let producer: FutureProducer = ClientConfig::new().set("bootstrap.servers", bootstrap).set("linger.ms", "5").create()?;
+    let mut pending = Vec::new();
+    for i in 0..records {
+        let key = &rows[(i % rows.len() as u64) as usize];
+        let value = format!(r#"{{"short_description":"bench {i}","u_seq":"{i}"}}"#);
+        let record = FutureRecord::to(topic).key(key.as_str()).payload(value.as_str());
+        match producer.send_result(record) {
+            Ok(delivery) => pending.push(delivery),
+            Err((e, _)) => bail!("producing: {e}"),
+        }
+        if pending.len() >= 10_000 {
+            for d in pending.drain(..) {
+                d.await.context("delivery")?.map_err(|(e, _)| anyhow::anyhow!("delivery: {e}"))?;
+            }
+        }
+    }
+    for d in pending {
+        d.await.context("delivery")?.map_err(|(e, _)| anyhow::anyhow!("delivery: {e}"))?;
+    }
+    Ok(())
+}
+
+fn report(results: &[Measured]) -> String {
+    let machine = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|c| c.lines().find(|l| l.starts_with("model name")).map(|l| l.split(':').nth(1).unwrap_or("").trim().to_string()))
+        .unwrap_or_default();
+    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0);
+    let mut out = format!(
+        "Run by `make bench` (`target/release/snow-bench sink`) on {cores} cores ({machine}); the broker, fake-snow and \
+         the host share them. fake-snow answers each request after {REQUEST_MS:.0} ms and spends {WRITE_MS:.0} ms on each \
+         write it executes (a batch's items one after another); `snow.sink.max.in.flight={LANES}` over {LANES} partitions; \
+         every record patches one of {ROWS} rows (no batch holds two writes of a row). Writes/s from the first request \
+         that carried a write to the last answer (the fake's journal); CPU and peak RSS of the `snow-connect` process.\n\n\
+         | path | records | requests | writes/s | limit | of limit | CPU µs/record | peak RSS |\n|---|---|---|---|---|---|---|---|\n"
+    );
+    for m in results {
+        out.push_str(&format!(
+            "| {} | {} | {} | {:.0} | {:.0} | {:.2} | {:.0} | {:.1} MB |\n",
+            m.path,
+            m.records,
+            m.requests,
+            m.writes_per_second,
+            m.limit,
+            m.writes_per_second / m.limit,
+            m.cpu_us_per_record,
+            m.peak_rss_mb
+        ));
+    }
+    if let [table, batch] = results {
+        out.push_str(&format!(
+            "\nBatch / Table API: **{:.1}×** (target ≥ 4 at n = 100); each path at **{:.2}** and **{:.2}** of its limit (target ≥ 0.9).\n",
+            batch.writes_per_second / table.writes_per_second,
+            table.writes_per_second / table.limit,
+            batch.writes_per_second / batch.limit
+        ));
+    }
+    out
+}
