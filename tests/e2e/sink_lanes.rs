@@ -258,7 +258,7 @@ fn killed_at_random_points_while_writing_every_record_gets_an_outcome_and_commit
         let committed = wait_until("the committed offsets", Duration::from_secs(30), || try_committed(bootstrap, &group, &topic, 4).ok());
         let reports = read_until(bootstrap, &format!("{name}-ok"), Duration::from_secs(60), |_| true);
         let reported: HashSet<(i64, i64)> =
-            reports.iter().map(|r| json(r)).map(|v| (v["partition"].as_i64().unwrap(), v["offset"].as_i64().unwrap())).collect();
+            reports.iter().map(json).map(|v| (v["partition"].as_i64().unwrap(), v["offset"].as_i64().unwrap())).collect();
         for (p, c) in committed.iter().enumerate() {
             for offset in 0..*c {
                 assert!(reported.contains(&(p as i64, offset)), "run {kill}: {topic}-{p}@{offset} committed without an outcome");
