@@ -66,8 +66,13 @@ impl GuestSinkTask for Lane {
             ("snow_sink_resent_blind_total", after.resent_blind - before.resent_blind),
             ("snow_sink_batches_total", after.batches - before.batches),
             ("snow_sink_batch_refused_total", after.batch_refused - before.batch_refused),
+            ("snow_sink_unknown_fields_dropped_total", after.unknown_fields_dropped - before.unknown_fields_dropped),
+            ("snow_sink_unknown_fields_reported_total", after.unknown_fields_reported - before.unknown_fields_reported),
         ] {
             convert::count(task.label(), name, n);
+        }
+        for notice in task.take_notices() {
+            convert::log(bindings::snow::connector::host::Level::Warn, &notice);
         }
         if after.batch_refused > before.batch_refused {
             convert::log(

@@ -301,3 +301,46 @@ fn the_stale_guard_keeps_each_row_at_its_highest_version_across_restarts() {
         tail(&second, 5)
     );
 }
+
+#[test]
+fn fields_a_table_does_not_have_fail_or_are_dropped_instead_of_vanishing() {
+    let fake = FakeSnow::start(FakeOptions::default()).unwrap();
+    // incident extends task; ServiceNow drops fields neither has, silently.
+    fake.shared().store().set_dictionary("task", &["state".into(), "short_description".into()], None, now_secs());
+    fake.shared().store().set_dictionary("incident", &["caller_id".into()], Some("task"), now_secs());
+    let bootstrap = kafka_harness::shared().bootstrap();
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let dir = work_dir("fields");
+    let mut files = Vec::new();
+    let mut names = Vec::new();
+    for policy in ["fail", "drop"] {
+        let (name, topic) = (unique(&format!("fields-{policy}")), unique(&format!("fields-{policy}")));
+        rt.block_on(create_topic(bootstrap, &topic, 1));
+        let records = [
+            (None, format!(r#"{{"short_description":"{policy}-ok","state":"2","caller_id":"c"}}"#)),
+            (None, format!(r#"{{"short_description":"{policy}-typo","u_stat":"7"}}"#)),
+        ];
+        rt.block_on(produce(bootstrap, &topic, &records));
+        let extra = [("snow.auth.type", "none"), ("snow.sink.unknown.fields", policy), ("errors.tolerance", "all")];
+        files.push(connector_file(&dir, &name, &sink_entries(&fake.url(), &name, &topic, "incident", &extra)));
+        names.push((name, topic));
+    }
+    let refs: Vec<&std::path::Path> = files.iter().map(|p| p.as_path()).collect();
+    let runner = Runner::start(&dir, "run", &refs);
+    wait_until("both connectors done", Duration::from_secs(120), || {
+        names
+            .iter()
+            .all(|(name, topic)| support::kafka::try_committed(bootstrap, &format!("connect-{name}"), topic, 1).is_ok_and(|o| o[0] >= 2))
+            .then_some(())
+    });
+    let log = runner.stop();
+    let written: Vec<String> = fake.rows("incident").iter().filter_map(|r| r["short_description"].as_str().map(String::from)).collect();
+    assert!(written.contains(&"fail-ok".to_string()) && written.contains(&"drop-ok".to_string()), "{written:?}");
+    assert!(!written.contains(&"fail-typo".to_string()), "fail: the record with an unknown field was not written");
+    assert!(log.contains("table incident has no field u_stat (snow.sink.unknown.fields=fail)"), "{}", tail(&log, 20));
+    assert!(written.contains(&"drop-typo".to_string()), "drop: written without the field");
+    assert!(log.contains("table incident has no field u_stat: left out of every write"), "{}", tail(&log, 20));
+    let sent: Vec<String> = fake.journal().entries.iter().filter(|e| e.method == "POST").filter_map(|e| e.body.clone()).collect();
+    assert!(sent.iter().all(|b| !b.contains("u_stat")), "the unknown field was never sent: {sent:?}");
+    assert!(sent.iter().any(|b| b.contains("caller_id")), "an inherited table's own field passes: {sent:?}");
+}

@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use super::instance::InstanceConfig;
 use super::reader::{ConfigReader, Entries};
 use crate::error::SnowError;
+pub use crate::sink::dictionary::UnknownFields;
 use crate::sink::guard::{GuardConfig, VersionSource};
 use crate::table::query::{is_valid_field_name, is_valid_table_name};
 
@@ -166,6 +167,10 @@ pub struct SinkConfig {
     pub batch_size: usize,
     /// `snow.sink.batch.target.ms`: the execution time a batch is sized for.
     pub batch_target_ms: u64,
+    /// `snow.sink.unknown.fields`.
+    pub unknown_fields: UnknownFields,
+    /// `snow.sink.dictionary.ttl.seconds`: how long a table's fields are trusted before read again.
+    pub dictionary_ttl: std::time::Duration,
 }
 
 /// How writes reach the instance (`snow.sink.write.mode`).
@@ -276,6 +281,17 @@ impl SinkConfig {
         let batch_size = r.bounded_u32("snow.sink.batch.size", 100, 1, 1000) as usize;
         // A third of the instance's 30 s batch quota by default, so a slow spell still fits.
         let batch_target_ms = u64::from(r.bounded_u32("snow.sink.batch.target.ms", 10_000, 100, 25_000));
+        let unknown_fields = r.choice(
+            "snow.sink.unknown.fields",
+            UnknownFields::Pass,
+            &[
+                ("pass", UnknownFields::Pass),
+                ("fail", UnknownFields::Fail),
+                ("drop", UnknownFields::Drop),
+                ("report", UnknownFields::Report),
+            ],
+        );
+        let dictionary_ttl = std::time::Duration::from_secs(u64::from(r.bounded_u32("snow.sink.dictionary.ttl.seconds", 300, 1, 86_400)));
         r.finish(&["snow."])?;
         let instance = instance.ok_or_else(|| SnowError::config("snow.instance.url", "is invalid"))?;
         Ok(Self {
@@ -297,6 +313,8 @@ impl SinkConfig {
             write_mode,
             batch_size,
             batch_target_ms,
+            unknown_fields,
+            dictionary_ttl,
         })
     }
 }

@@ -18,16 +18,17 @@ use serde_json::Value;
 
 mod batched;
 
+use super::dictionary::{self, Dictionary};
 use super::guard::{StaleGuard, Version};
 use super::resolve::{Plan, Write, resolve, with_sys_id};
 use crate::clock::Clock;
-use crate::config::sink::{NotFound, UnknownOutcome, UpdateMethod, WriteMode};
+use crate::config::sink::{NotFound, UnknownFields, UnknownOutcome, UpdateMethod, WriteMode};
 use crate::config::{Entries, SinkConfig};
 use crate::error::{Failure, SnowError};
 use crate::http::Transport;
 use crate::record::{Operation, Outcome, SinkRecord, SkipReason, Skipped, Written};
 use crate::table::query::{Op, Term};
-use crate::table::{DisplayValue, ListParams, TableClient, WriteResponse};
+use crate::table::{ListParams, TableClient, WriteResponse};
 
 /// Counters of one lane.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -42,6 +43,10 @@ pub struct SinkCounters {
     pub batches: u64,
     /// Times the instance refused the Batch API (the lane then uses the Table API).
     pub batch_refused: u64,
+    /// Fields left out of writes because the table does not have them (`drop`).
+    pub unknown_fields_dropped: u64,
+    /// Fields written although the table does not have them (`report`; ServiceNow ignores them).
+    pub unknown_fields_reported: u64,
 }
 
 /// A record checked against the guard: already settled (stale), or a write to make with the
@@ -58,6 +63,10 @@ pub struct SinkTask<T, C> {
     counters: SinkCounters,
     guard: Option<StaleGuard>,
     batch: batched::BatchLane,
+    dictionary: Dictionary,
+    /// Unknown fields already told about (`table.field`), so each is logged once.
+    told: std::collections::BTreeSet<String>,
+    notices: Vec<String>,
 }
 
 impl<T: Transport, C: Clock> SinkTask<T, C> {
@@ -66,7 +75,23 @@ impl<T: Transport, C: Clock> SinkTask<T, C> {
         let config = SinkConfig::parse(entries)?;
         let guard = config.guard.clone().map(StaleGuard::new);
         let batch = batched::BatchLane::new(config.batch_size, config.batch_target_ms);
-        Ok(Self { client: TableClient::new(&config.instance, transport, clock), config, counters: SinkCounters::default(), guard, batch })
+        let dictionary = Dictionary::new(config.dictionary_ttl);
+        Ok(Self {
+            client: TableClient::new(&config.instance, transport, clock),
+            config,
+            counters: SinkCounters::default(),
+            guard,
+            batch,
+            dictionary,
+            told: Default::default(),
+            notices: Vec::new(),
+        })
+    }
+
+    /// What the lane has to tell the operator since the last call (an unknown field written or
+    /// dropped, once per table and field).
+    pub fn take_notices(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.notices)
     }
 
     /// Counters since the lane was opened.
@@ -147,6 +172,7 @@ impl<T: Transport, C: Clock> SinkTask<T, C> {
     /// Checks `plan` against the stale-write guard: skipped when older than the row, else the plan
     /// with its body carrying the record's version (unchanged without a guard).
     fn prepare(&mut self, record: &SinkRecord, plan: Plan) -> Result<Prepared, SnowError> {
+        let plan = self.check_fields(plan)?;
         let Some(guard) = &self.guard else { return Ok(Prepared::Write(plan, None)) };
         let version = match guard.version_of(record, super::value::object(record)?.as_ref()) {
             Ok(v) => v,
@@ -172,6 +198,50 @@ impl<T: Transport, C: Clock> SinkTask<T, C> {
             delete => delete,
         };
         Ok(Prepared::Write(Plan { table, write }, Some(version)))
+    }
+
+    /// Checks the fields `plan` writes against its table's dictionary (`snow.sink.unknown.fields`).
+    fn check_fields(&mut self, plan: Plan) -> Result<Plan, SnowError> {
+        let policy = self.config.unknown_fields;
+        if policy == UnknownFields::Pass {
+            return Ok(plan);
+        }
+        let Plan { table, write } = plan;
+        let body = match &write {
+            Write::Create { body, .. } | Write::Update { body, .. } => body,
+            Write::Delete { .. } => return Ok(Plan { table, write }),
+        };
+        let now = self.client.clock().now();
+        let known = self.dictionary.fields(&mut self.client, now, &table)?;
+        let unknown = dictionary::unknown_fields(body, known);
+        if unknown.is_empty() {
+            return Ok(Plan { table, write });
+        }
+        let list = unknown.join(", ");
+        match policy {
+            UnknownFields::Fail => {
+                return Err(SnowError::data(format!("table {table} has no field {list} (snow.sink.unknown.fields=fail)")));
+            }
+            UnknownFields::Drop => self.counters.unknown_fields_dropped += unknown.len() as u64,
+            _ => self.counters.unknown_fields_reported += unknown.len() as u64,
+        }
+        for field in &unknown {
+            if self.told.len() < 1_000 && self.told.insert(format!("{table}.{field}")) {
+                let what = if policy == UnknownFields::Drop { "left out of every write" } else { "written, and ignored by ServiceNow" };
+                self.notices.push(format!("table {table} has no field {field}: {what} (snow.sink.unknown.fields)"));
+            }
+        }
+        if policy == UnknownFields::Report {
+            return Ok(Plan { table, write });
+        }
+        let write = match write {
+            Write::Create { sys_id, body } => Write::Create { sys_id, body: dictionary::without(&body, &unknown) },
+            Write::Update { sys_id, method, body, upsert } => {
+                Write::Update { sys_id, method, body: dictionary::without(&body, &unknown), upsert }
+            }
+            delete => delete,
+        };
+        Ok(Plan { table, write })
     }
 
     /// The newest version row `sys_id` of `table` holds: remembered from this lane's own writes,
@@ -318,17 +388,7 @@ impl<T: Transport, C: Clock> SinkTask<T, C> {
         let term = Term::new(&field, Op::Eq, value).map_err(|e| with_reason(unknown.clone(), &e))?;
         let query = term.as_str().to_string();
         let keys = ["sys_id".to_string()];
-        let params = ListParams {
-            query: &query,
-            fields: Some(&keys),
-            limit: 1,
-            offset: 0,
-            count: false,
-            display_value: DisplayValue::Raw,
-            exclude_reference_link: true,
-            no_domain: false,
-            category: None,
-        };
+        let params = ListParams::lookup(&query, &keys, 1);
         let page = self.client.list(table, &params)?;
         let found: Value = serde_json::from_slice(&page.body).unwrap_or(Value::Null);
         Ok(found["result"].get(0).and_then(|row| row["sys_id"].as_str()).map(str::to_string))
@@ -589,5 +649,29 @@ mod tests {
         assert!(matches!(&outcomes[0], Outcome::Written(_)), "{outcomes:?}");
         assert!(matches!(&outcomes[1], Outcome::Failed(e) if e.is_ambiguous()), "fail: the create is reported ambiguous: {outcomes:?}");
         assert_eq!((sent.len(), counters.unknown_outcomes), (3, 1));
+    }
+
+    #[test]
+    fn unknown_fields_fail_or_are_dropped_against_the_tables_dictionary_and_its_parents() {
+        let records = [record(Some(r#"{"short_description":"x","u_typo":"y"}"#), None)];
+        let answers = || {
+            vec![
+                (200, r#"{"result":[{"super_class":"p1"}]}"#),            // incident extends ...
+                (200, r#"{"result":[{"name":"task"}]}"#),                 // ... task,
+                (200, r#"{"result":[{"super_class":""}]}"#),              // which extends nothing
+                (200, r#"{"result":[{"element":"caller_id"}]}"#),         // incident's own fields
+                (200, r#"{"result":[{"element":"short_description"}]}"#), // task's
+                (200, r#"{"result":{"sys_id":"0123456789abcdef0123456789abcdef"}}"#),
+            ]
+        };
+        let (outcomes, sent, _) = put_with(&[("snow.sink.unknown.fields", "fail")], answers(), &records);
+        assert!(
+            matches!(&outcomes[0], Outcome::Failed(e) if e.is_record_error() && e.to_string().contains("table incident has no field u_typo")),
+            "{outcomes:?}"
+        );
+        assert!(sent[3].1.contains("sys_dictionary") && sent[4].1.contains("task"), "{sent:?}");
+        let (outcomes, sent, counters) = put_with(&[("snow.sink.unknown.fields", "drop")], answers(), &records);
+        assert!(matches!(&outcomes[0], Outcome::Written(_)), "{outcomes:?}");
+        assert_eq!((sent[5].2.as_str(), counters.unknown_fields_dropped), (r#"{"short_description":"x"}"#, 1));
     }
 }

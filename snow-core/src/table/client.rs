@@ -65,6 +65,23 @@ pub struct ListParams<'a> {
     pub category: Option<&'a str>,
 }
 
+impl<'a> ListParams<'a> {
+    /// A plain look-up: rows matching `query`, only `fields`, at most `limit`, raw values, no count.
+    pub fn lookup(query: &'a str, fields: &'a [String], limit: u32) -> Self {
+        Self {
+            query,
+            fields: Some(fields),
+            limit,
+            offset: 0,
+            count: false,
+            display_value: DisplayValue::Raw,
+            exclude_reference_link: true,
+            no_domain: false,
+            category: None,
+        }
+    }
+}
+
 /// A list answer: the body as received, the server clock and what the instance said about the
 /// rows matching the query before ACLs.
 #[derive(Debug, Clone, PartialEq, Eq)]

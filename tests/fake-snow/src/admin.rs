@@ -10,6 +10,7 @@
 //! | `POST /__fake/tables/{t}/update` | `{"sys_ids":[...],"changes":{...}}` | update rows at the clock's time |
 //! | `POST /__fake/tables/{t}/hidden` | `{"sys_ids":[...]}` and/or `{"query":"encoded query"}` | hide rows from the API's users (a row-level read ACL: the window is read first, hidden rows dropped after) |
 //! | `DELETE /__fake/tables/{t}/hidden` | | every row readable again |
+//! | `PUT /__fake/tables/{t}/dictionary` | `{"fields":[...],"parent":"task"}` | the table's own fields (`sys_dictionary` rows) and the table it extends (`sys_db_object.super_class`); writes then drop unknown fields silently, as ServiceNow does |
 //! | `POST /__fake/settings` | `{"pagination_headers":false}` | never send `X-Total-Count` or `Link` (an instance or proxy that strips them) |
 //! | `POST /__fake/settings` | `{"latency":{"request_ms":40,"write_ms":10,"batch_quota_ms":30000}}` | as slow as an instance: every request waits `request_ms`, every executed write `write_ms` more (a batch's items one after another); a batch leaves items unserviced past its quota |
 //! | `POST /__fake/settings` | `{"batch_api":false}` | `POST /api/now/v1/batch` answers 400, as an instance without the Batch API |
@@ -73,6 +74,12 @@ struct Settings {
     pagination_headers: Option<bool>,
     latency: Option<crate::server::Latency>,
     batch_api: Option<bool>,
+}
+
+#[derive(Deserialize)]
+struct Dictionary {
+    fields: Vec<String>,
+    parent: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -153,6 +160,12 @@ fn try_route(shared: &Shared, method: &str, path: &str, body: &[u8]) -> Result<A
         ("DELETE", ["tables", t, "hidden"]) => {
             shared.store().table_mut(t).ok_or_else(|| Answer::json(404, &json!({ "error": format!("no table {t}") })))?.show_all();
             ok(json!({ "ok": true }))
+        }
+        ("PUT", ["tables", t, "dictionary"]) => {
+            let dictionary: Dictionary = parse(body)?;
+            let now = shared.clock.now();
+            shared.store().set_dictionary(t, &dictionary.fields, dictionary.parent.as_deref(), now);
+            ok(json!({ "table": t, "fields": dictionary.fields.len() }))
         }
         ("POST", ["settings"]) => {
             let settings: Settings = parse(body)?;

@@ -51,6 +51,9 @@ pub struct Table {
     index: [Index; 3],
     /// Row-level read ACLs: rows the API's users may not see.
     acl: Acl,
+    /// The table's own fields and the table it extends, once a dictionary is set: writes then
+    /// keep only known fields and drop the rest silently, as ServiceNow does. None: any field.
+    dictionary: Option<(std::collections::BTreeSet<String>, Option<String>)>,
 }
 
 /// Which rows the Table API's users may not read (a row-level ACL, domain separation or a
@@ -180,6 +183,66 @@ fn sys_id(counter: u64) -> String {
 }
 
 impl Store {
+    /// Sets `table`'s dictionary: its own `fields` and the table it extends. Also writes the
+    /// `sys_db_object` and `sys_dictionary` rows the Table API serves for it.
+    pub fn set_dictionary(&mut self, table: &str, fields: &[String], parent: Option<&str>, now: i64) {
+        let object_id = |store: &Store, name: &str| -> Option<String> {
+            store
+                .tables
+                .get("sys_db_object")?
+                .rows_in_order()
+                .find(|r| r.get("name").and_then(Value::as_str) == Some(name))
+                .and_then(|r| r.get("sys_id").and_then(Value::as_str).map(str::to_string))
+        };
+        let ensure_object = |store: &mut Store, name: &str, super_class: Option<String>| {
+            if object_id(store, name).is_none() {
+                let mut row = Row::new();
+                row.insert("name".into(), Value::String(name.into()));
+                row.insert("super_class".into(), Value::String(super_class.unwrap_or_default()));
+                store.insert("sys_db_object", row, now, "admin");
+            }
+        };
+        let parent_id = parent.map(|p| {
+            ensure_object(self, p, None);
+            object_id(self, p).unwrap_or_default()
+        });
+        ensure_object(self, table, parent_id);
+        for field in fields {
+            let mut row = Row::new();
+            row.insert("name".into(), Value::String(table.into()));
+            row.insert("element".into(), Value::String(field.clone()));
+            self.insert("sys_dictionary", row, now, "admin");
+        }
+        let t = self.tables.entry(table.to_string()).or_default();
+        t.dictionary = Some((fields.iter().cloned().collect(), parent.map(str::to_string)));
+    }
+
+    /// Every field `table` may hold (its own and those of the tables it extends, system fields
+    /// always); none when no dictionary was set.
+    fn known_fields(&self, table: &str) -> Option<std::collections::BTreeSet<String>> {
+        let mut known = std::collections::BTreeSet::new();
+        let mut next = Some(table.to_string());
+        let mut seen = 0;
+        let mut any = false;
+        while let Some(name) = next.take() {
+            seen += 1;
+            if let Some((fields, parent)) = self.tables.get(&name).and_then(|t| t.dictionary.as_ref()) {
+                any = true;
+                known.extend(fields.iter().cloned());
+                next = parent.clone().filter(|_| seen < 32);
+            }
+        }
+        any.then_some(known)
+    }
+
+    /// `row` without the fields `table`'s dictionary does not know (system fields stay).
+    fn known_only(&self, table: &str, mut row: Row) -> Row {
+        if let Some(known) = self.known_fields(table) {
+            row.retain(|k, _| k.starts_with("sys_") || known.contains(k));
+        }
+        row
+    }
+
     /// Creates `table` if missing.
     pub fn create_table(&mut self, table: &str) {
         self.tables.entry(table.to_string()).or_default();
@@ -207,7 +270,8 @@ impl Store {
 
     /// Inserts `row` at time `now` by `user`: system fields are set unless the row carries them
     /// (seeding sets its own timestamps). Returns the stored row.
-    pub fn insert(&mut self, table: &str, mut row: Row, now: i64, user: &str) -> Row {
+    pub fn insert(&mut self, table: &str, row: Row, now: i64, user: &str) -> Row {
+        let mut row = self.known_only(table, row);
         let id = match row.get("sys_id").and_then(Value::as_str) {
             Some(id) if !id.is_empty() => id.to_string(),
             _ => self.new_sys_id(),
@@ -228,6 +292,7 @@ impl Store {
     /// Applies `changes` to row `sys_id` at `now`: `sys_updated_on` moves, `sys_mod_count` grows.
     /// With `replace`, fields not in `changes` (other than system fields) are removed (PUT).
     pub fn update(&mut self, table: &str, sys_id: &str, changes: Row, now: i64, user: &str, replace: bool) -> Option<Row> {
+        let changes = self.known_only(table, changes);
         let t = self.tables.get_mut(table)?;
         let mut row = t.rows.get(sys_id)?.row.clone();
         if replace {
