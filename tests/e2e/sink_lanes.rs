@@ -295,3 +295,58 @@ fn killed_at_random_points_while_writing_every_record_gets_an_outcome_and_commit
     // second report: repeated writes are at least the repeated reports.
     assert!(executed - total >= repeated, "{executed} writes, {repeated} repeated reports");
 }
+
+#[test]
+fn two_runners_share_the_partitions_and_the_survivor_takes_over_a_killed_ones() {
+    const ROWS: usize = 400;
+    const RECORDS: usize = 8_000;
+    let now = now_secs();
+    let fake = FakeSnow::start(FakeOptions::default()).unwrap();
+    let ids = fake.shared().seed("incident", ROWS as u64, now - 3600, 600);
+    fake.shared().set_latency(fake_snow::server::Latency { request_ms: 3, write_ms: 0, batch_quota_ms: None });
+    let (name, topic) = (unique("shared"), unique("shared"));
+    let bootstrap = kafka_harness::shared().bootstrap();
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    rt.block_on(create_topic(bootstrap, &topic, 4));
+    let records: Vec<(Option<String>, String)> =
+        (0..RECORDS).map(|i| (Some(ids[(i * 11) % ROWS].clone()), format!(r#"{{"u_seq":"{i}"}}"#))).collect();
+    rt.block_on(produce(bootstrap, &topic, &records));
+    let config = sink_entries(
+        &fake.url(),
+        &name,
+        &topic,
+        "incident",
+        &[("snow.auth.type", "none"), ("reporter.result.topic.name", "${connector}-ok")],
+    );
+    let (dir_a, dir_b) = (work_dir("shared-a"), work_dir("shared-b"));
+    let writes = || fake.journal().entries.iter().filter(|e| e.method == "PATCH").count();
+
+    let mut a = Runner::start_with_args(&dir_a, "run", &[&connector_file(&dir_a, &name, &config)], &["--status-listen", "127.0.0.1:0"]);
+    a.wait_for_log("assigned 4 partition(s)", Duration::from_secs(60));
+    wait_until("the first runner writing", Duration::from_secs(60), || (writes() >= 200).then_some(()));
+    // A second runner of the same connector joins the group: the partitions are shared.
+    let mut b = Runner::start_with_args(&dir_b, "run", &[&connector_file(&dir_b, &name, &config)], &["--status-listen", "127.0.0.1:0"]);
+    let addr_b = support::status_address(&mut b);
+    a.wait_for_log("was revoked; its lane stops", Duration::from_secs(60));
+    b.wait_for_log("assigned 2 partition(s)", Duration::from_secs(60));
+    // The first runner dies; the survivor takes its partitions after the session timeout.
+    let at_kill = writes();
+    a.kill();
+    b.wait_for_log("assigned 4 partition(s)", Duration::from_secs(60));
+    wait_committed(&format!("connect-{name}"), &topic, 4, RECORDS as i64, Duration::from_secs(300));
+    let lanes: Vec<serde_json::Value> = (0..4).filter_map(|p| support::unit_status_of(&addr_b, &name, &format!("{topic}-{p}"))).collect();
+    let log_b = b.stop();
+    assert!(at_kill < RECORDS, "the kill landed mid-way ({at_kill} writes)");
+    assert_eq!(lanes.len(), 4, "the survivor shows every lane: {lanes:?}");
+
+    let reports = read_until(bootstrap, &format!("{name}-ok"), Duration::from_secs(60), |r| r.len() >= RECORDS);
+    let reported: HashSet<(i64, i64)> =
+        reports.iter().map(json).map(|v| (v["partition"].as_i64().unwrap(), v["offset"].as_i64().unwrap())).collect();
+    assert_eq!(reported.len(), RECORDS, "every record has an outcome; log:\n{}", tail(&log_b, 20));
+    let rows = fake.rows("incident");
+    for (k, id) in ids.iter().enumerate() {
+        let last = (0..RECORDS).filter(|i| (i * 11) % ROWS == k).max().unwrap();
+        let row = rows.iter().find(|r| r["sys_id"] == id.as_str()).unwrap();
+        assert_eq!(row["u_seq"].as_str(), Some(last.to_string().as_str()), "{id}");
+    }
+}
