@@ -350,3 +350,36 @@ fn two_runners_share_the_partitions_and_the_survivor_takes_over_a_killed_ones() 
         assert_eq!(row["u_seq"].as_str(), Some(last.to_string().as_str()), "{id}");
     }
 }
+
+#[test]
+fn a_lane_whose_component_keeps_trapping_is_parked_after_its_budget_and_the_others_go_on() {
+    let fake = FakeSnow::start(FakeOptions::default()).unwrap();
+    let (name, bad, good) = (unique("traps"), unique("traps-bad"), unique("traps-good"));
+    let bootstrap = kafka_harness::shared().bootstrap();
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    rt.block_on(create_topic(bootstrap, &bad, 1));
+    rt.block_on(create_topic(bootstrap, &good, 1));
+    rt.block_on(produce(bootstrap, &bad, &[(None, "{}".into()), (None, "trap".into()), (None, "{}".into())]));
+    rt.block_on(produce(bootstrap, &good, &[(None, "{}".into()), (None, "{}".into()), (None, "{}".into())]));
+    let dir = work_dir("traps");
+    let mut config = sink_entries(&fake.url(), &name, &bad, "incident", &[("snow.auth.type", "none"), ("component.trap.budget", "3")]);
+    config.insert("component.path".into(), guest_artifacts::ROGUE_SINK.into());
+    config.insert("topics".into(), format!("{bad},{good}"));
+    let mut runner = Runner::start_with_args(&dir, "run", &[&connector_file(&dir, &name, &config)], &["--status-listen", "127.0.0.1:0"]);
+    let addr = support::status_address(&mut runner);
+    let unit = format!("{bad}-0");
+    let parked = wait_until("the trapping lane parked", Duration::from_secs(120), || {
+        support::unit_status_of(&addr, &name, &unit).filter(|u| u["state"] == "parked")
+    });
+    wait_committed(&format!("connect-{name}"), &good, 1, 3, Duration::from_secs(60));
+    let good_lane = support::unit_status_of(&addr, &name, &format!("{good}-0")).unwrap();
+    let log = runner.stop();
+    let message = parked["message"].as_str().unwrap();
+    assert!(message.contains("trapped 3 times in a row") && message.contains("component.trap.budget=3"), "{message}");
+    assert_eq!(good_lane["state"], "running", "{good_lane}");
+    // Three traps in a row on the second record (and one more when a put also held the first).
+    let traps = log.matches("the component trapped in put").count();
+    assert!((3..=4).contains(&traps), "{traps} traps: {}", tail(&log, 20));
+    let committed = support::kafka::committed(bootstrap, &format!("connect-{name}"), &bad, 1);
+    assert_eq!(committed, [1], "committed up to the record it traps on, not past it");
+}

@@ -7,7 +7,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::{env, fs};
 
-const GUESTS: [(&str, &str); 3] = [("GUEST_SOURCE", "guest-source"), ("GUEST_SINK", "guest-sink"), ("ROGUE_GUEST", "rogue-guest")];
+const GUESTS: [(&str, &str); 4] =
+    [("GUEST_SOURCE", "guest-source"), ("GUEST_SINK", "guest-sink"), ("ROGUE_GUEST", "rogue-guest"), ("ROGUE_SINK", "rogue-sink")];
 
 fn main() {
     let manifest_dir = PathBuf::from(env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));

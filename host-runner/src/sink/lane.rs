@@ -65,6 +65,9 @@ pub struct Lane {
     instance: Option<Instance>,
     traps: TrapBudget,
     backoff: Backoff,
+    /// After a trap, records are put one at a time up to this offset (the last of the put that
+    /// trapped), so the records before the one the component traps on still get their outcomes.
+    singly_until: Option<i64>,
 }
 
 impl Lane {
@@ -85,6 +88,7 @@ impl Lane {
             instance: None,
             traps,
             backoff: Backoff::new(Duration::from_millis(500), Duration::from_secs(30)),
+            singly_until: None,
         };
         (lane, LaneIo { queue: tx, buffered })
     }
@@ -119,7 +123,11 @@ impl Lane {
                     Err(_) => break,
                 }
             }
-            let Some(step) = self.write(&pending).await else { break };
+            let batch = match self.singly_until {
+                Some(until) if pending[0].offset <= until => 1,
+                _ => pending.len(),
+            };
+            let Some(step) = self.write(&pending[..batch]).await else { break };
             pending.drain(..step.done);
             match step.then {
                 Then::GoOn => {
@@ -176,6 +184,9 @@ impl Lane {
                     self.unit
                 );
                 self.instance = None;
+                if let Some(last) = records.last() {
+                    self.singly_until = Some(self.singly_until.map_or(last.offset, |u| u.max(last.offset)));
+                }
                 let line = one_line(&trap);
                 return Some(Step {
                     done: 0,
