@@ -151,7 +151,10 @@ fn measure(dir: &Path, bootstrap: &str, component: &Path, mode: &'static str, re
     })
 }
 
-/// Produces `records` patches of `rows` in turn to a new topic of [`LANES`] partitions.
+/// Produces `records` patches of `rows` in turn to a new topic of [`LANES`] partitions, record `i`
+/// to partition `i mod LANES`: every lane gets the same share (a key hash would leave some lanes
+/// longer than others, and the run's tail to fewer lanes), and a row's records stay in one
+/// partition (the row count is a multiple of the partition count).
 async fn produce(bootstrap: &str, topic: &str, rows: &[String], records: u64) -> Result<()> {
     let admin: AdminClient<DefaultClientContext> = ClientConfig::new().set("bootstrap.servers", bootstrap).create()?;
     admin.create_topics(&[NewTopic::new(topic, LANES as i32, TopicReplication::Fixed(1))], &AdminOptions::new()).await?;
@@ -160,7 +163,7 @@ async fn produce(bootstrap: &str, topic: &str, rows: &[String], records: u64) ->
     for i in 0..records {
         let key = &rows[(i % rows.len() as u64) as usize];
         let value = format!(r#"{{"short_description":"bench {i}","u_seq":"{i}"}}"#);
-        let record = FutureRecord::to(topic).key(key.as_str()).payload(value.as_str());
+        let record = FutureRecord::to(topic).partition((i % u64::from(LANES)) as i32).key(key.as_str()).payload(value.as_str());
         match producer.send_result(record) {
             Ok(delivery) => pending.push(delivery),
             Err((e, _)) => bail!("producing: {e}"),

@@ -46,6 +46,7 @@ pub async fn serve(shared: &Shared, principal: &Principal, body: &[u8], entry: &
     let latency = shared.latency();
     let quota = Duration::from_millis(latency.batch_quota_ms.unwrap_or(30_000));
     let started = Instant::now();
+    let mut due = tokio::time::Instant::now();
     let mut serviced = Vec::new();
     let mut unserviced = Vec::new();
     for (i, item) in request.rest_requests.iter().enumerate() {
@@ -67,7 +68,9 @@ pub async fn serve(shared: &Shared, principal: &Principal, body: &[u8], entry: &
         };
         let is_write = matches!(method.as_str(), "POST" | "PATCH" | "PUT" | "DELETE");
         if is_write && latency.write_ms > 0 {
-            tokio::time::sleep(Duration::from_millis(latency.write_ms)).await;
+            // Items end at fixed steps from the batch's start: timer overshoot does not add up.
+            due += Duration::from_millis(latency.write_ms);
+            tokio::time::sleep_until(due).await;
         }
         let mut item_entry = JournalEntry {
             method: method.clone(),

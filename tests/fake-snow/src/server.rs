@@ -445,11 +445,13 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Response<
         entry.session_in_flight = s.in_flight_at_start;
     }
     let latency = if is_admin { Latency::default() } else { shared.latency() };
-    if latency.request_ms > 0 {
-        tokio::time::sleep(Duration::from_millis(latency.request_ms)).await;
+    // One sleep to a deadline: timer overshoot is paid once, not per step.
+    let mut cost = latency.request_ms;
+    if matches!(method.as_str(), "POST" | "PATCH" | "PUT" | "DELETE") && path.contains("/table/") {
+        cost += latency.write_ms;
     }
-    if latency.write_ms > 0 && matches!(method.as_str(), "POST" | "PATCH" | "PUT" | "DELETE") && path.contains("/table/") {
-        tokio::time::sleep(Duration::from_millis(latency.write_ms)).await;
+    if cost > 0 {
+        tokio::time::sleep(Duration::from_millis(cost)).await;
     }
     if let Some(FaultAction::Latency { ms }) = &fault {
         tokio::time::sleep(Duration::from_millis(*ms)).await;
