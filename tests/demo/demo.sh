@@ -57,7 +57,10 @@ cat > "$WORK/connectors.json" <<JSON
     { "name": "incident-sink", "config": {
         "component.path": "target/guests/wasm32-wasip2/wasm-release/guest_sink.wasm",
         "topics": "demo.new-incidents",
-        "snow.sink.table": "incident" } }
+        "snow.sink.table": "incident",
+        "snow.sink.max.in.flight": "4",
+        "reporter.result.topic.name": "demo.sink-results",
+        "reporter.error.topic.name": "demo.sink-errors" } }
   ]
 }
 JSON
@@ -69,11 +72,13 @@ ROWS=$(curl -sf "$FAKE_URL/__fake/tables/incident/count" | sed -E 's/.*"count":(
 TOPIC=$("$BIN/snow-connect" topic count --bootstrap "$BOOTSTRAP" --topic snow.incident)
 RECORDS=$(echo "$TOPIC" | sed -E 's/.*"records":([0-9]+).*/\1/')
 KEYS=$(echo "$TOPIC" | sed -E 's/.*"distinct_keys":([0-9]+).*/\1/')
+REPORTS=$("$BIN/snow-connect" topic count --bootstrap "$BOOTSTRAP" --topic demo.sink-results | sed -E 's/.*"records":([0-9]+).*/\1/')
 echo
 echo "==> what flowed"
 echo "    ServiceNow incident table: $ROWS rows ($SEEDED seeded + $CREATED created by the sink)"
 echo "    Kafka topic snow.incident: $RECORDS records, $KEYS distinct incidents"
-if [ "$KEYS" -eq $((SEEDED + CREATED)) ] && [ "$ROWS" -eq $((SEEDED + CREATED)) ]; then
+echo "    Kafka topic demo.sink-results: $REPORTS outcome reports (one per record the sink wrote)"
+if [ "$KEYS" -eq $((SEEDED + CREATED)) ] && [ "$ROWS" -eq $((SEEDED + CREATED)) ] && [ "$REPORTS" -ge "$CREATED" ]; then
   echo "    every incident made the round trip"
 else
   echo "    not everything arrived within ${DEMO_SECONDS}s; run again with a larger DEMO_SECONDS" >&2
