@@ -268,20 +268,14 @@ fn the_stale_guard_keeps_each_row_at_its_highest_version_across_restarts() {
     );
     let file = connector_file(&dir, &name, &config);
     let group = format!("connect-{name}");
-    let committed_all = |n: i64| {
-        wait_until("every record with an outcome", Duration::from_secs(120), || {
-            let offsets = support::kafka::try_committed(bootstrap, &group, &topic, 2).ok()?;
-            (offsets.iter().map(|o| (*o).max(0)).sum::<i64>() >= n).then_some(())
-        })
-    };
     let runner = Runner::start(&dir, "run", &[&file]);
-    committed_all(5 * KEYS as i64);
+    support::kafka::wait_committed(&group, &topic, 2, 5 * KEYS as i64, Duration::from_secs(120));
     let first = runner.stop();
     // A restart with no memory of what it wrote: older versions replayed are still refused, by
     // the versions the rows hold.
     rt.block_on(produce(bootstrap, &topic, &[1, 4, 2].iter().flat_map(|v| ids.iter().map(move |id| update(id, *v))).collect::<Vec<_>>()));
     let runner = Runner::start(&dir, "run", &[&file]);
-    committed_all(8 * KEYS as i64);
+    support::kafka::wait_committed(&group, &topic, 2, 8 * KEYS as i64, Duration::from_secs(120));
     let second = runner.stop();
 
     for row in fake.rows("incident") {
@@ -290,7 +284,7 @@ fn the_stale_guard_keeps_each_row_at_its_highest_version_across_restarts() {
         assert_eq!(row["sys_mod_count"].as_str(), Some("2"), "{id}: written twice (versions 3 and 5), nothing else");
     }
     let reports = read_until(bootstrap, &format!("{name}-ok"), Duration::from_secs(60), |r| r.len() >= 8 * KEYS);
-    let stale = reports.iter().filter(|r| serde_json::from_slice::<serde_json::Value>(&r.value).unwrap()["reason"] == "stale").count();
+    let stale = reports.iter().filter(|r| r.json()["reason"] == "stale").count();
     assert_eq!(stale, 6 * KEYS, "three stale versions per key in each run, every one reported");
     let summary = |log: &str| log.lines().find(|l| l.contains("records written")).unwrap_or_default().to_string();
     assert!(summary(&first).contains(&format!("{} records written", 2 * KEYS)), "{}", tail(&first, 5));

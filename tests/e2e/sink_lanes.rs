@@ -10,21 +10,8 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::Duration;
 
 use fake_snow::{FakeOptions, FakeSnow};
-use support::kafka::{Produced, Read, create_topic, produce, produce_records, read_until, try_committed};
-use support::{Runner, connector_file, now_secs, sink_entries, tail, unique, wait_until, work_dir};
-
-/// Waits until `group` committed `expected` records of `topic` in all.
-fn wait_committed(group: &str, topic: &str, partitions: i32, expected: i64, timeout: Duration) {
-    let bootstrap = kafka_harness::shared().bootstrap();
-    wait_until(&format!("{group} committed {expected} records of {topic}"), timeout, || {
-        let offsets = try_committed(bootstrap, group, topic, partitions).ok()?;
-        (offsets.iter().map(|o| (*o).max(0)).sum::<i64>() >= expected).then_some(())
-    });
-}
-
-fn json(read: &Read) -> serde_json::Value {
-    serde_json::from_slice(&read.value).unwrap()
-}
+use support::kafka::{Produced, Read, create_topic, produce, produce_records, read_until, try_committed, wait_committed};
+use support::{Runner, assert_last_updates, connector_file, keyed_updates, now_secs, sink_entries, tail, unique, wait_until, work_dir};
 
 #[test]
 fn ten_thousand_records_over_eight_partitions_keep_each_keys_order_within_the_cap() {
@@ -41,8 +28,7 @@ fn ten_thousand_records_over_eight_partitions_keep_each_keys_order_within_the_ca
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     rt.block_on(create_topic(bootstrap, &topic, 8));
     // Each key is updated ten times, its updates spread over the whole run; u_seq orders them.
-    let records: Vec<(Option<String>, String)> =
-        (0..RECORDS).map(|i| (Some(ids[(i * 7919) % KEYS].clone()), format!(r#"{{"u_seq":"{i}","short_description":"v{i}"}}"#))).collect();
+    let records = keyed_updates(&ids, RECORDS, 7919);
     rt.block_on(produce(bootstrap, &topic, &records));
 
     let dir = work_dir("lanes");
@@ -80,17 +66,16 @@ fn ten_thousand_records_over_eight_partitions_keep_each_keys_order_within_the_ca
     let sessions: HashSet<&str> = journal.entries.iter().filter_map(|e| e.session.as_deref()).collect();
     assert!((CAP..=4 * CAP).contains(&sessions.len()), "{} sessions for {} requests", sessions.len(), journal.entries.len());
     // Each row ends at its key's last update, applied once per record.
+    assert_last_updates(&fake, "incident", &records);
     for row in fake.rows("incident") {
         let id = row["sys_id"].as_str().unwrap();
-        let last = (0..RECORDS).filter(|i| ids[(i * 7919) % KEYS] == id).max().unwrap();
-        assert_eq!(row["u_seq"].as_str(), Some(last.to_string().as_str()), "{id}");
         assert_eq!(row["sys_mod_count"].as_str(), Some("10"), "{id}: ten updates applied once each");
     }
     // Exactly one report per record, each for its own partition and offset.
     let reports = read_until(bootstrap, &format!("{name}-ok"), Duration::from_secs(60), |r| r.len() >= RECORDS);
     let mut seen = HashSet::new();
     for r in &reports {
-        let v = json(r);
+        let v = r.json();
         assert_eq!((v["outcome"].as_str(), v["operation"].as_str(), v["status"].as_u64()), (Some("written"), Some("patch"), Some(200)));
         assert_eq!(v["key"].as_str(), v["sys_id"].as_str());
         assert!(seen.insert((v["partition"].as_i64().unwrap(), v["offset"].as_i64().unwrap())), "a second report of {v}");
@@ -165,9 +150,9 @@ fn poison_records_go_to_the_dead_letter_queue_and_their_partition_goes_on() {
     }
     assert_eq!(dead[0].headers.get("trace").map(String::as_str), Some("t-1"), "the record's own headers are kept");
     let errors = read_until(bootstrap, &format!("{name}-errors"), Duration::from_secs(60), |r| r.len() >= 4);
-    let offsets: Vec<i64> = errors.iter().map(|r| json(r)["offset"].as_i64().unwrap()).collect();
+    let offsets: Vec<i64> = errors.iter().map(|r| r.json()["offset"].as_i64().unwrap()).collect();
     assert_eq!(offsets, [1, 2, 3, 4], "one error report per poison record");
-    assert!(errors.iter().all(|r| json(r)["outcome"] == "failed"));
+    assert!(errors.iter().all(|r| r.json()["outcome"] == "failed"));
 }
 
 #[test]
@@ -223,8 +208,7 @@ fn killed_at_random_points_while_writing_every_record_gets_an_outcome_and_commit
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     rt.block_on(create_topic(bootstrap, &topic, 4));
     // Patches (repeatable) and creates named by a natural key (deterministic: never a second row).
-    let mut records: Vec<(Option<String>, String)> =
-        (0..PATCHES).map(|i| (Some(ids[(i * 13) % ROWS].clone()), format!(r#"{{"u_seq":"{i}"}}"#))).collect();
+    let mut records = keyed_updates(&ids, PATCHES, 13);
     records.extend((0..CREATES).map(|i| (None, format!(r#"{{"u_ref":"r{i}","short_description":"created"}}"#))));
     rt.block_on(produce(bootstrap, &topic, &records));
     rt.block_on(create_topic(bootstrap, &format!("{name}-ok"), 1));
@@ -260,7 +244,7 @@ fn killed_at_random_points_while_writing_every_record_gets_an_outcome_and_commit
         let committed = wait_until("the committed offsets", Duration::from_secs(30), || try_committed(bootstrap, &group, &topic, 4).ok());
         let reports = read_until(bootstrap, &format!("{name}-ok"), Duration::from_secs(60), |_| true);
         let reported: HashSet<(i64, i64)> =
-            reports.iter().map(json).map(|v| (v["partition"].as_i64().unwrap(), v["offset"].as_i64().unwrap())).collect();
+            reports.iter().map(Read::json).map(|v| (v["partition"].as_i64().unwrap(), v["offset"].as_i64().unwrap())).collect();
         for (p, c) in committed.iter().enumerate() {
             for offset in 0..*c {
                 assert!(reported.contains(&(p as i64, offset)), "run {kill}: {topic}-{p}@{offset} committed without an outcome");
@@ -276,7 +260,7 @@ fn killed_at_random_points_while_writing_every_record_gets_an_outcome_and_commit
     let reports = read_until(bootstrap, &format!("{name}-ok"), Duration::from_secs(60), |r| r.len() >= total);
     let mut per_record: HashMap<(i64, i64), usize> = HashMap::new();
     for r in &reports {
-        let v = json(r);
+        let v = r.json();
         assert_eq!(v["outcome"], "written", "{v}");
         *per_record.entry((v["partition"].as_i64().unwrap(), v["offset"].as_i64().unwrap())).or_default() += 1;
     }
@@ -285,12 +269,8 @@ fn killed_at_random_points_while_writing_every_record_gets_an_outcome_and_commit
     let executed = writes();
     eprintln!("{KILLS} kills: {repeated} records reported twice or more, {} writes executed for {total} records", executed);
     // No partition skipped a record: each row holds its last update; each create made one row.
+    assert_last_updates(&fake, "incident", &records);
     let rows = fake.rows("incident");
-    for (k, id) in ids.iter().enumerate() {
-        let last = (0..PATCHES).filter(|i| (i * 13) % ROWS == k).max().unwrap();
-        let row = rows.iter().find(|r| r["sys_id"] == id.as_str()).unwrap();
-        assert_eq!(row["u_seq"].as_str(), Some(last.to_string().as_str()), "{id}");
-    }
     let created: Vec<&str> = rows.iter().filter_map(|r| r.get("u_ref").and_then(|v| v.as_str())).collect();
     assert_eq!((created.len(), created.iter().collect::<HashSet<_>>().len()), (CREATES, CREATES), "one row per create");
     // A record written but killed before its report was acknowledged is written again without a
@@ -310,8 +290,7 @@ fn two_runners_share_the_partitions_and_the_survivor_takes_over_a_killed_ones() 
     let bootstrap = kafka_harness::shared().bootstrap();
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     rt.block_on(create_topic(bootstrap, &topic, 4));
-    let records: Vec<(Option<String>, String)> =
-        (0..RECORDS).map(|i| (Some(ids[(i * 11) % ROWS].clone()), format!(r#"{{"u_seq":"{i}"}}"#))).collect();
+    let records = keyed_updates(&ids, RECORDS, 11);
     rt.block_on(produce(bootstrap, &topic, &records));
     let config = sink_entries(
         &fake.url(),
@@ -343,14 +322,9 @@ fn two_runners_share_the_partitions_and_the_survivor_takes_over_a_killed_ones() 
 
     let reports = read_until(bootstrap, &format!("{name}-ok"), Duration::from_secs(60), |r| r.len() >= RECORDS);
     let reported: HashSet<(i64, i64)> =
-        reports.iter().map(json).map(|v| (v["partition"].as_i64().unwrap(), v["offset"].as_i64().unwrap())).collect();
+        reports.iter().map(Read::json).map(|v| (v["partition"].as_i64().unwrap(), v["offset"].as_i64().unwrap())).collect();
     assert_eq!(reported.len(), RECORDS, "every record has an outcome; log:\n{}", tail(&log_b, 20));
-    let rows = fake.rows("incident");
-    for (k, id) in ids.iter().enumerate() {
-        let last = (0..RECORDS).filter(|i| (i * 11) % ROWS == k).max().unwrap();
-        let row = rows.iter().find(|r| r["sys_id"] == id.as_str()).unwrap();
-        assert_eq!(row["u_seq"].as_str(), Some(last.to_string().as_str()), "{id}");
-    }
+    assert_last_updates(&fake, "incident", &records);
 }
 
 #[test]

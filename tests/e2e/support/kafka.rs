@@ -26,6 +26,14 @@ pub struct Read {
     pub timestamp_ms: Option<i64>,
 }
 
+impl Read {
+    /// The value as JSON (a report, for example).
+    #[allow(dead_code)] // not every test binary reads reports
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_slice(&self.value).unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&self.value)))
+    }
+}
+
 /// Creates `topic` with `partitions`.
 pub async fn create_topic(bootstrap: &str, topic: &str, partitions: i32) {
     create_topic_with(bootstrap, topic, partitions, &[]).await;
@@ -170,6 +178,16 @@ pub fn read_until(bootstrap: &str, topic: &str, timeout: Duration, mut done: imp
         }
         assert!(Instant::now() < deadline, "timed out after {timeout:?} reading {topic}: {} records so far", records.len());
     }
+}
+
+/// Waits until `group` has committed `expected` records of `topic` in all (its `partitions`).
+#[allow(dead_code)] // not every test binary has a sink
+pub fn wait_committed(group: &str, topic: &str, partitions: i32, expected: i64, timeout: Duration) {
+    let bootstrap = kafka_harness::shared().bootstrap();
+    super::wait_until(&format!("{group} committed {expected} records of {topic}"), timeout, || {
+        let offsets = try_committed(bootstrap, group, topic, partitions).ok()?;
+        (offsets.iter().map(|o| (*o).max(0)).sum::<i64>() >= expected).then_some(())
+    });
 }
 
 /// The committed offset of each partition of `topic` for `group` (scoped so no list outlives the consumer).

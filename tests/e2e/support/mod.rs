@@ -82,6 +82,31 @@ pub fn sink_entries(fake_url: &str, name: &str, topic: &str, table: &str, extra:
     c
 }
 
+/// `count` updates of the rows `ids`: record `i` patches `ids[(i * stride) % ids.len()]` with
+/// `u_seq` = `i` (and a `short_description`), so a row's updates are spread over the whole run.
+#[allow(dead_code)] // not every test binary has a sink
+pub fn keyed_updates(ids: &[String], count: usize, stride: usize) -> Vec<(Option<String>, String)> {
+    (0..count).map(|i| (Some(ids[(i * stride) % ids.len()].clone()), format!(r#"{{"u_seq":"{i}","short_description":"v{i}"}}"#))).collect()
+}
+
+/// Asserts that every row a record of `records` patches (keyed by its sys_id, `u_seq` in its
+/// value) holds the `u_seq` of the last such record: no record of a row was lost or overtaken.
+#[allow(dead_code)] // not every test binary has a sink
+pub fn assert_last_updates(fake: &fake_snow::FakeSnow, table: &str, records: &[(Option<String>, String)]) {
+    let mut last: std::collections::HashMap<&str, String> = std::collections::HashMap::new();
+    for (key, value) in records {
+        let seq = serde_json::from_str::<serde_json::Value>(value).ok().and_then(|v| v["u_seq"].as_str().map(str::to_string));
+        if let (Some(key), Some(seq)) = (key, seq) {
+            last.insert(key, seq);
+        }
+    }
+    let rows = fake.rows(table);
+    for (id, seq) in &last {
+        let row = rows.iter().find(|r| r.get("sys_id").and_then(|v| v.as_str()) == Some(id)).unwrap_or_else(|| panic!("row {id} is gone"));
+        assert_eq!(row.get("u_seq").and_then(|v| v.as_str()), Some(seq.as_str()), "row {id} holds its last update");
+    }
+}
+
 /// Builds entries from pairs.
 pub fn entries(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
     pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
