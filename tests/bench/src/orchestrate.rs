@@ -10,18 +10,12 @@ use rdkafka::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 
 use crate::measure::{Outcome, cpu_of, median, peak_rss_kb};
-use crate::paths::{release_bin, source_component, workspace, write_report};
+use crate::paths::{fresh_dir, release_bin, require_built, source_component, write_report};
 
 /// Runs the suite over a table of `rows` rows.
 pub fn run(rows: u64) -> Result<()> {
-    for needed in [release_bin("snow-connect"), release_bin("fake-snow"), source_component()] {
-        if !needed.exists() {
-            bail!("{} is missing: run `make bench`, which builds it", needed.display());
-        }
-    }
-    let dir = workspace().join("target/bench");
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir)?;
+    require_built(&[release_bin("snow-connect"), release_bin("fake-snow"), source_component()])?;
+    let dir = fresh_dir("bench")?;
     eprintln!("starting Apache Kafka");
     let broker = kafka_harness::KafkaBroker::start()?;
     let bootstrap = broker.bootstrap().to_string();

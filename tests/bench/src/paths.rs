@@ -17,6 +17,27 @@ pub fn source_component() -> PathBuf {
     workspace().join("target/guests/wasm32-wasip2/wasm-release/guest_source.wasm")
 }
 
+/// The sink component.
+pub fn sink_component() -> PathBuf {
+    workspace().join("target/guests/wasm32-wasip2/wasm-release/guest_sink.wasm")
+}
+
+/// Fails naming the first of `paths` that `make bench` should have built and did not.
+pub fn require_built(paths: &[PathBuf]) -> anyhow::Result<()> {
+    match paths.iter().find(|p| !p.exists()) {
+        Some(missing) => anyhow::bail!("{} is missing: run `make bench`, which builds it", missing.display()),
+        None => Ok(()),
+    }
+}
+
+/// `target/<name>`, emptied.
+pub fn fresh_dir(name: &str) -> anyhow::Result<PathBuf> {
+    let dir = workspace().join("target").join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir)?;
+    Ok(dir)
+}
+
 /// Writes `report` into `docs/benchmarks.md` between the markers `<!-- {marker}:begin -->` and
 /// `<!-- {marker}:end -->`, or appends it under `heading` with the markers when they are absent.
 pub fn write_report(marker: &str, heading: &str, report: &str) -> anyhow::Result<()> {

@@ -23,7 +23,7 @@ use serde_json::Value;
 
 use crate::fake::{Fake, now, stamp};
 use crate::measure::{cpu_of, peak_rss_kb};
-use crate::paths::{release_bin, workspace, write_report};
+use crate::paths::{fresh_dir, release_bin, require_built, sink_component, write_report};
 
 const LANES: u32 = 8;
 const ROWS: u64 = 2_000;
@@ -45,15 +45,9 @@ struct Measured {
 
 /// Runs both paths and writes the report.
 pub fn run() -> Result<()> {
-    let component = workspace().join("target/guests/wasm32-wasip2/wasm-release/guest_sink.wasm");
-    for needed in [release_bin("snow-connect"), release_bin("fake-snow"), component.clone()] {
-        if !needed.exists() {
-            bail!("{} is missing: run `make bench`, which builds it", needed.display());
-        }
-    }
-    let dir = workspace().join("target/bench-sink");
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir)?;
+    let component = sink_component();
+    require_built(&[release_bin("snow-connect"), release_bin("fake-snow"), component.clone()])?;
+    let dir = fresh_dir("bench-sink")?;
     eprintln!("starting Apache Kafka");
     let broker = kafka_harness::KafkaBroker::start()?;
     let bootstrap = broker.bootstrap().to_string();

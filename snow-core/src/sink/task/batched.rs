@@ -33,6 +33,7 @@ use crate::http::Transport;
 use crate::http::transport::Method;
 use crate::record::{Operation, Outcome, SinkRecord, SkipReason, Skipped, Written};
 use crate::sink::guard::Version;
+use crate::table::WriteResponse;
 
 /// Outcomes a lane keeps for records it wrote past a hold, at most.
 const MAX_REMEMBERED_OUTCOMES: usize = 10_000;
@@ -375,20 +376,12 @@ impl<T: Transport, C: Clock> SinkTask<T, C> {
                         NotFound::Ignore => {
                             Outcome::Skipped(Skipped { table: p.table.clone(), sys_id: sys_id.clone(), reason: SkipReason::NotFound })
                         }
-                        NotFound::Create => {
-                            let created = with_sys_id(body, sys_id)
+                        NotFound::Create => created(
+                            &p.table,
+                            with_sys_id(body, sys_id)
                                 .map_err(SnowError::data)
-                                .and_then(|body| self.create(&p.table, Some(sys_id.clone()), body));
-                            match created {
-                                Ok((response, id)) => Outcome::Written(Written {
-                                    operation: Operation::Create,
-                                    table: p.table.clone(),
-                                    sys_id: response.sys_id.or(id).unwrap_or_default(),
-                                    status: response.status,
-                                }),
-                                Err(e) => Outcome::Failed(e),
-                            }
-                        }
+                                .and_then(|body| self.create(&p.table, Some(sys_id.clone()), body)),
+                        ),
                     }
                 }
                 Write::Create { .. } => Outcome::Failed(error),
@@ -411,15 +404,7 @@ impl<T: Transport, C: Clock> SinkTask<T, C> {
         };
         let Write::Create { sys_id, body } = &p.write else { return ItemResult::Again(error) };
         let unknown = SnowError::transport(error.to_string(), crate::ErrorClass::Ambiguous);
-        ItemResult::Final(match self.create_after(&p.table, sys_id.clone(), body.clone(), Some(unknown)) {
-            Ok((response, id)) => Outcome::Written(Written {
-                operation: Operation::Create,
-                table: p.table.clone(),
-                sys_id: response.sys_id.or(id).unwrap_or_default(),
-                status: response.status,
-            }),
-            Err(e) => Outcome::Failed(e),
-        })
+        ItemResult::Final(created(&p.table, self.create_after(&p.table, sys_id.clone(), body.clone(), Some(unknown))))
     }
 
     /// A 2xx item answer as a written outcome.
@@ -481,6 +466,19 @@ fn lost_answer(items: usize) -> BatchAnswer {
     BatchAnswer {
         serviced: (0..items as u32).map(|id| (id, ItemAnswer { status: 0, body: Vec::new(), execution_ms: 0 })).collect(),
         unserviced: Vec::new(),
+    }
+}
+
+/// A create's result (the answer and the row's sys_id) as an outcome.
+fn created(table: &str, result: Result<(WriteResponse, Option<String>), SnowError>) -> Outcome {
+    match result {
+        Ok((response, id)) => Outcome::Written(Written {
+            operation: Operation::Create,
+            table: table.to_string(),
+            sys_id: response.sys_id.or(id).unwrap_or_default(),
+            status: response.status,
+        }),
+        Err(e) => Outcome::Failed(e),
     }
 }
 
