@@ -18,7 +18,7 @@ use serde_json::Value;
 use crate::fake::{Fake, now, stamp};
 use crate::measure::Outcome;
 use crate::orchestrate::wasm;
-use crate::paths::{workspace, write_report};
+use crate::paths::{fresh_dir, write_report};
 
 /// What one scenario measured.
 struct Measured {
@@ -32,9 +32,7 @@ struct Measured {
 
 /// Runs every scenario and writes the report.
 pub fn run() -> Result<()> {
-    let dir = workspace().join("target/bench-hidden");
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir)?;
+    let dir = fresh_dir("bench-hidden")?;
     eprintln!("starting Apache Kafka");
     let broker = kafka_harness::KafkaBroker::start()?;
     let bootstrap = broker.bootstrap().to_string();
