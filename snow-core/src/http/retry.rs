@@ -28,6 +28,10 @@ use ErrorClass::{Ambiguous as A, Fatal as F, Transient as T};
 
 /// The classification of error statuses. First matching row wins.
 const STATUS_TABLE: &[StatusRow] = &[
+    // The instance queues requests of one session; past about ten it answers 202 and may drop
+    // the request (servicenow-facts.md): the host never shares a session between writers, but a
+    // 202 to a write that expects 200/201 stays unknown.
+    StatusRow(202, 202, T, A, "accepted, not answered: the session's queue was full; a write may or may not be applied"),
     StatusRow(400, 400, F, F, "bad request: the query or body is invalid"),
     StatusRow(401, 401, F, F, "login refused (a token is retried once with a fresh one by the host)"),
     StatusRow(403, 403, F, F, "forbidden by an ACL or a business rule"),
@@ -199,6 +203,7 @@ mod tests {
         for s in [400, 401, 403, 404, 405, 409, 413, 415, 422, 418, 499] {
             expect(s, F, F);
         }
+        expect(202, T, A);
         expect(408, T, T);
         expect(429, T, T);
         expect(503, T, T);
@@ -209,7 +214,7 @@ mod tests {
         assert!(classify_status(429, Method::Get).reason.contains("Retry-After"));
         assert_eq!(classify_status(418, Method::Get).reason, "client error");
         assert_eq!(classify_status(302, Method::Get).class, F);
-        assert_eq!(STATUS_TABLE.len(), 17);
+        assert_eq!(STATUS_TABLE.len(), 18);
     }
 
     #[test]
