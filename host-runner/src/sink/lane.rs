@@ -13,7 +13,7 @@ use rdkafka::consumer::{Consumer, StreamConsumer};
 use tokio::sync::{Semaphore, mpsc};
 
 use super::instance::Instance;
-use super::rebalance::SinkContext;
+use super::rebalance::{LaneControl, SinkContext};
 use super::report::Reporter;
 use super::verdict::{Final, Verdict, judge};
 use crate::backoff::Backoff;
@@ -65,6 +65,8 @@ pub struct Lane {
     instance: Option<Instance>,
     traps: TrapBudget,
     backoff: Backoff,
+    /// What a revocation uses to stop this lane between puts.
+    control: Arc<LaneControl>,
     /// After a trap, records are put one at a time up to this offset (the last of the put that
     /// trapped), so the records before the one the component traps on still get their outcomes.
     singly_until: Option<i64>,
@@ -77,6 +79,8 @@ impl Lane {
         let (tx, rx) = mpsc::unbounded_channel();
         let buffered = Arc::new(AtomicUsize::new(0));
         let traps = TrapBudget::new(shared.ctx.spec.trap_budget);
+        let control = Arc::new(LaneControl::default());
+        shared.consumer.context().register(topic, partition, control.clone());
         let lane = Self {
             shared,
             topic: topic.to_string(),
@@ -89,6 +93,7 @@ impl Lane {
             traps,
             backoff: Backoff::new(Duration::from_millis(500), Duration::from_secs(30)),
             singly_until: None,
+            control,
         };
         (lane, LaneIo { queue: tx, buffered })
     }
@@ -159,6 +164,8 @@ impl Lane {
             p = self.shared.writers.clone().acquire_owned() => p.ok()?,
             _ = self.stop.wait() => return None,
         };
+        // From here to the offset stored, a revocation waits for this put.
+        let _busy = self.control.enter()?;
         if self.instance.is_none() {
             self.state(UnitState::Starting, None);
             match Instance::open(&self.shared.ctx, &self.shared.pre, &self.topic, self.partition).await {

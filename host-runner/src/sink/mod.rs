@@ -91,6 +91,9 @@ pub async fn run(ctx: SharedContext, pre: SinkPre<HostState>, mut shutdown: Shut
         reporter: Reporter::new(&ctx.spec)?,
     });
     let mut lanes: HashMap<(String, i32), LaneEntry> = HashMap::new();
+    // Lanes of revoked partitions finishing their put; a new lane of the partition waits for its
+    // predecessor, so one partition is never written by two lanes at once.
+    let mut stopping: HashMap<(String, i32), JoinHandle<()>> = HashMap::new();
     let mut backoff = Backoff::new(Duration::from_millis(500), Duration::from_secs(30));
     let mut consumer_failing = false;
     let mut tick = tokio::time::interval(Duration::from_millis(50));
@@ -101,6 +104,12 @@ pub async fn run(ctx: SharedContext, pre: SinkPre<HostState>, mut shutdown: Shut
             _ = tick.tick() => None,
             _ = shutdown.wait() => break,
         };
+        // A rebalance happens inside the poll that returned this record: act on it first, so
+        // the record goes to the lane of the partition as it is now assigned, never to a lane
+        // that is about to be stopped (whose queue is dropped).
+        for change in consumer.context().take_changes() {
+            apply(&ctx, &consumer, &mut lanes, &mut stopping, change);
+        }
         match received {
             Some(Ok(record)) => {
                 if std::mem::take(&mut consumer_failing) {
@@ -109,7 +118,7 @@ pub async fn run(ctx: SharedContext, pre: SinkPre<HostState>, mut shutdown: Shut
                 }
                 backoff.reset();
                 let key = (record.topic.clone(), record.partition);
-                let entry = lanes.entry(key.clone()).or_insert_with(|| start_lane(&shared, &key.0, key.1));
+                let entry = lanes.entry(key.clone()).or_insert_with(|| start_lane(&shared, &key.0, key.1, stopping.remove(&key)));
                 if record.offset <= entry.last {
                     continue;
                 }
@@ -132,9 +141,7 @@ pub async fn run(ctx: SharedContext, pre: SinkPre<HostState>, mut shutdown: Shut
             }
             None => {}
         }
-        for change in consumer.context().take_changes() {
-            apply(&ctx, &consumer, &mut lanes, change);
-        }
+        stopping.retain(|_, task| !task.is_finished());
         flow_control(&ctx, &consumer, &mut lanes);
     }
     for entry in lanes.values() {
@@ -142,6 +149,9 @@ pub async fn run(ctx: SharedContext, pre: SinkPre<HostState>, mut shutdown: Shut
     }
     for (_, entry) in lanes.drain() {
         let _ = entry.task.await;
+    }
+    for (_, task) in stopping.drain() {
+        let _ = task.await;
     }
     if consumer_failing {
         ctx.status.set(ctx.name(), "consumer", UnitState::Stopped, None);
@@ -156,22 +166,37 @@ pub async fn run(ctx: SharedContext, pre: SinkPre<HostState>, mut shutdown: Shut
     Ok(())
 }
 
-fn start_lane(shared: &Arc<LaneShared>, topic: &str, partition: i32) -> LaneEntry {
+/// A new lane of `topic`-`partition`; it starts writing once `predecessor` (the lane of an earlier
+/// assignment of the partition, still finishing its put) has ended.
+fn start_lane(shared: &Arc<LaneShared>, topic: &str, partition: i32, predecessor: Option<JoinHandle<()>>) -> LaneEntry {
     let (stop, watch) = crate::shutdown::channel();
     let (lane, io) = Lane::new(shared.clone(), topic, partition, watch);
-    LaneEntry { io, stop, task: tokio::spawn(lane.run()), last: -1, paused: false }
+    let task = tokio::spawn(async move {
+        if let Some(previous) = predecessor {
+            let _ = previous.await;
+        }
+        lane.run().await;
+    });
+    LaneEntry { io, stop, task, last: -1, paused: false }
 }
 
-/// Acts on a rebalance: revoked partitions' lanes stop (a `put` in flight finishes; what it wrote
-/// past the committed offset is written again by the partition's next owner), and assigned
-/// partitions are resumed (librdkafka keeps a partition paused across a reassignment).
-fn apply(ctx: &SharedContext, consumer: &StreamConsumer<SinkContext>, lanes: &mut HashMap<(String, i32), LaneEntry>, change: Change) {
+/// Acts on a rebalance: revoked partitions' lanes stop (the rebalance callback already waited for
+/// their puts in progress, [`rebalance`]), and assigned partitions are resumed (librdkafka keeps a
+/// partition paused across a reassignment).
+fn apply(
+    ctx: &SharedContext,
+    consumer: &StreamConsumer<SinkContext>,
+    lanes: &mut HashMap<(String, i32), LaneEntry>,
+    stopping: &mut HashMap<(String, i32), JoinHandle<()>>,
+    change: Change,
+) {
     match change {
         Change::Revoked(partitions) => {
             for key in partitions {
                 if let Some(entry) = lanes.remove(&key) {
                     tracing::info!(connector = ctx.name(), "partition {}-{} was revoked; its lane stops", key.0, key.1);
                     entry.stop.fire();
+                    stopping.insert(key.clone(), entry.task);
                     ctx.status.set(ctx.name(), &format!("{}-{}", key.0, key.1), UnitState::Stopped, Some("revoked by a rebalance"));
                 }
             }
