@@ -155,7 +155,8 @@ impl Lane {
                 }
             }
         }
-        self.state(UnitState::Stopped, None);
+        let why = self.control.is_revoked().then_some("revoked by a rebalance: the partition is written by its new owner");
+        self.state(UnitState::Stopped, why);
     }
 
     /// One `put` of `records` and what follows from it; none when stopped before writing.

@@ -197,7 +197,6 @@ fn apply(
                     tracing::info!(connector = ctx.name(), "partition {}-{} was revoked; its lane stops", key.0, key.1);
                     entry.stop.fire();
                     stopping.insert(key.clone(), entry.task);
-                    ctx.status.set(ctx.name(), &format!("{}-{}", key.0, key.1), UnitState::Stopped, Some("revoked by a rebalance"));
                 }
             }
         }

@@ -38,6 +38,11 @@ pub struct LaneControl {
 }
 
 impl LaneControl {
+    /// Whether the partition was revoked from this consumer.
+    pub fn is_revoked(&self) -> bool {
+        self.revoked.load(Ordering::SeqCst)
+    }
+
     /// Marks a `put` as started; none when the partition was revoked (nothing may be written).
     pub fn enter(self: &Arc<Self>) -> Option<Busy> {
         self.busy.store(true, Ordering::SeqCst);
