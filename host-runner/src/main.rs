@@ -12,8 +12,8 @@ use host_runner::runner::{Runner, check_paths};
 use host_runner::{kafka, logging, shutdown};
 
 const USAGE: &str = "usage:
-  snow-connect run <connector file>... [--for-seconds N] [--status-listen HOST:PORT]
-  snow-connect validate <connector file>...
+  snow-connect run <connector file>... [--for-seconds N] [--status-listen HOST:PORT] [--component-cache DIR|off]
+  snow-connect validate <connector file>... [--component-cache DIR|off]
   snow-connect topic count --bootstrap HOST:PORT --topic NAME [--timeout-seconds N]
   snow-connect topic produce --bootstrap HOST:PORT --topic NAME [--key-field FIELD] [--file PATH]
   snow-connect offsets list --file OFFSETS.json [--connector NAME]
@@ -23,7 +23,8 @@ const USAGE: &str = "usage:
 
 Connector files are Java properties or JSON (Kafka Connect style); see docs/configuration.md.
 Logs go to stderr, filtered by SNOW_LOG (default info). --status-listen serves GET /status
-(every unit's state, JSON) and GET /metrics (Prometheus text) there.";
+(every unit's state, JSON) and GET /metrics (Prometheus text) there. Compiled components are kept
+in --component-cache (default $SNOW_COMPONENT_CACHE, else ~/.cache/snow-connect/components).";
 
 fn main() -> ExitCode {
     logging::init();
@@ -87,8 +88,16 @@ impl Args {
 }
 
 fn run(args: &[String], validate_only: bool) -> Result<()> {
-    let parsed =
-        if validate_only { Args::parse("validate", args, &[])? } else { Args::parse("run", args, &["for-seconds", "status-listen"])? };
+    let parsed = if validate_only {
+        Args::parse("validate", args, &["component-cache"])?
+    } else {
+        Args::parse("run", args, &["for-seconds", "status-listen", "component-cache"])?
+    };
+    let compile_cache = match parsed.option("component-cache") {
+        Some("off") => None,
+        Some(dir) => Some(PathBuf::from(dir)),
+        None => host_runner::component::cache::CompileCache::default_dir(),
+    };
     let files = &parsed.positional;
     if files.is_empty() {
         bail!("no connector file given\n{USAGE}");
@@ -99,7 +108,7 @@ fn run(args: &[String], validate_only: bool) -> Result<()> {
     check_paths(&specs)?;
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     rt.block_on(async {
-        let runner = Runner::new()?;
+        let runner = Runner::new(compile_cache.as_deref())?;
         if validate_only {
             runner.validate(&specs).await?;
             println!("{} connector(s) valid", specs.len());

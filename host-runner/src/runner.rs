@@ -36,11 +36,11 @@ enum Prepared {
 }
 
 impl Runner {
-    /// A runner with a fresh engine.
-    pub fn new() -> Result<Self> {
+    /// A runner with a fresh engine, keeping compiled components in `compile_cache` when given.
+    pub fn new(compile_cache: Option<&std::path::Path>) -> Result<Self> {
         let metrics = Metrics::default();
         Ok(Self {
-            runtime: ComponentRuntime::new()?,
+            runtime: ComponentRuntime::new()?.with_cache(compile_cache),
             limiters: LimiterRegistry::default(),
             tokens: TokenRegistry::new(metrics.clone()),
             metrics,

@@ -173,3 +173,28 @@ fn a_connector_that_ends_with_an_error_is_shown_and_logged_at_once() {
     assert!(!log.contains("unit stopped"), "at once, while the source listed before it still runs");
     runner.stop();
 }
+
+#[test]
+fn a_second_start_loads_the_component_from_the_compile_cache_and_a_spoilt_entry_is_compiled_again() {
+    let dir = work_dir("cache");
+    let file = connector_file(&dir, "cached", &sink("http://127.0.0.1:9", "cached", "t"));
+    let cache = dir.join("compile-cache");
+    let start = || {
+        let out = Command::new(env!("CARGO_BIN_EXE_snow-connect"))
+            .args(["validate", file.to_str().unwrap(), "--component-cache", cache.to_str().unwrap()])
+            .current_dir(&dir)
+            .env("SNOW_LOG", "info")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    assert!(start().contains("component compiled"), "the first start compiles");
+    assert!(start().contains("component loaded from the compile cache"), "the second start does not");
+    // Spoil the entry: it is not trusted, but compiled again (and replaced).
+    let code = std::fs::read_dir(&cache).unwrap().map(|e| e.unwrap().path()).find(|p| p.extension() == Some("cwasm".as_ref())).unwrap();
+    std::fs::write(&code, b"not native code").unwrap();
+    let log = start();
+    assert!(log.contains("ignoring the compile cache entry") && log.contains("component compiled"), "{log}");
+    assert!(start().contains("component loaded from the compile cache"));
+}

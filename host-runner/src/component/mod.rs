@@ -1,11 +1,13 @@
 //! Everything about running guest components: the generated bindings ([`bindings`]), the engine,
 //! linker and loading with an import allow-list ([`runtime`]), and the per-store state with its
-//! limits, logging and outbound gate ([`state`]).
+//! limits, logging and outbound gate ([`state`]); compiled components are kept across starts
+//! ([`cache`]).
 //!
 //! One engine and one linker per process; one pre-instantiated component per artefact; a fresh
 //! store per unit, recreated after any trap.
 
 pub mod bindings;
+pub mod cache;
 pub mod inspect;
 pub mod runtime;
 pub mod state;

@@ -14,6 +14,7 @@ use wasmtime::component::{Component, HasSelf, Linker};
 use wasmtime::{Config, Engine};
 
 use super::bindings::{sink::SinkPre, source::SourcePre};
+use super::cache::{CompileCache, Source};
 use super::state::HostState;
 
 /// How often the epoch advances; per-call budgets are counted in these ticks.
@@ -55,6 +56,7 @@ pub struct ComponentRuntime {
     engine: Engine,
     linker: Linker<HostState>,
     ticker_stop: Arc<AtomicBool>,
+    cache: Option<CompileCache>,
 }
 
 impl ComponentRuntime {
@@ -79,7 +81,20 @@ impl ComponentRuntime {
                 }
             })
             .context("starting the epoch ticker")?;
-        Ok(Self { engine, linker, ticker_stop })
+        Ok(Self { engine, linker, ticker_stop, cache: None })
+    }
+
+    /// Keeps compiled components in `dir` ([`CompileCache`]); a directory that cannot be used is
+    /// reported and the components are compiled at every start.
+    pub fn with_cache(mut self, dir: Option<&Path>) -> Self {
+        self.cache = dir.and_then(|d| match CompileCache::open(d) {
+            Ok(cache) => Some(cache),
+            Err(e) => {
+                tracing::warn!("not using the compile cache: {e:#}");
+                None
+            }
+        });
+        self
     }
 
     /// The engine.
@@ -87,15 +102,25 @@ impl ComponentRuntime {
         &self.engine
     }
 
-    /// Compiles the component at `path` (off the async threads), checks its imports and exports,
-    /// and pre-instantiates it.
+    /// Compiles the component at `path` (off the async threads; from the compile cache when one is
+    /// in use and holds it), checks its imports and exports, and pre-instantiates it.
     pub async fn load(&self, path: &Path) -> Result<Loaded> {
         let engine = self.engine.clone();
-        let owned = path.to_path_buf();
-        let component = tokio::task::spawn_blocking(move || Component::from_file(&engine, &owned))
-            .await
-            .context("joining the compile task")?
-            .map_err(|e| anyhow!("compiling component {}: {e:#}", path.display()))?;
+        let (owned, cache) = (path.to_path_buf(), self.cache.clone());
+        let started = std::time::Instant::now();
+        let (component, source) = tokio::task::spawn_blocking(move || -> Result<(Component, Source)> {
+            let wasm = std::fs::read(&owned).with_context(|| format!("reading component {}", owned.display()))?;
+            match cache {
+                Some(cache) => cache.component(&engine, &wasm, &owned),
+                None => Component::new(&engine, &wasm)
+                    .map(|c| (c, Source::Compiled))
+                    .map_err(|e| anyhow!("compiling component {}: {e:#}", owned.display())),
+            }
+        })
+        .await
+        .context("joining the compile task")??;
+        let how = if source == Source::Cached { "loaded from the compile cache" } else { "compiled" };
+        tracing::info!(component = %path.display(), ms = started.elapsed().as_millis() as u64, "component {how}");
         check_imports(&self.engine, &component).with_context(|| format!("component {}", path.display()))?;
         let exports: Vec<String> = component.component_type().exports(&self.engine).map(|(name, _)| name.to_string()).collect();
         let pre = self.linker.instantiate_pre(&component).map_err(|e| anyhow!("linking component {}: {e:#}", path.display()))?;

@@ -9,7 +9,8 @@
 //!
 //! Each scenario runs in its own process, so its CPU time and peak RSS are its own.
 //! `snow-bench hidden` measures the source through rows hidden by ACLs ([`hidden`]); `snow-bench
-//! sink` the sink's Table API and Batch API paths against an instance's latency ([`sink`]).
+//! sink` the sink's Table API and Batch API paths against an instance's latency ([`sink`]);
+//! `snow-bench startup` cold and warm starts with the compile cache ([`startup`]).
 
 mod bare;
 mod fake;
@@ -19,6 +20,7 @@ mod native;
 mod orchestrate;
 mod paths;
 mod sink;
+mod startup;
 
 use anyhow::{Result, bail};
 
@@ -29,6 +31,7 @@ fn main() -> Result<()> {
         Some("run") => orchestrate::run(opt("--rows").map(|v| v.parse()).transpose()?.unwrap_or(1_000_000)),
         Some("hidden") => hidden::run(),
         Some("sink") => sink::run(),
+        Some("startup") => startup::run(),
         Some(mode @ ("native" | "bare")) => {
             let fake = opt("--fake").unwrap_or_default();
             let bootstrap = opt("--bootstrap").unwrap_or_default();
@@ -45,6 +48,6 @@ fn main() -> Result<()> {
             println!("{}", outcome.to_json());
             Ok(())
         }
-        _ => bail!("usage: snow-bench run [--rows N] | hidden | sink | native|bare --fake URL --bootstrap B --topic T --rows N"),
+        _ => bail!("usage: snow-bench run [--rows N] | hidden | sink | startup | native|bare --fake URL --bootstrap B --topic T --rows N"),
     }
 }
