@@ -200,7 +200,9 @@ fn inspect(args: &[String]) -> Result<()> {
     let report =
         rt.block_on(async { host_runner::component::inspect::inspect(&host_runner::component::ComponentRuntime::new()?, &path, n).await })?;
     println!("component      {}", path.display());
+    println!("world          {}", report.world);
     println!("size           {} bytes", report.size_bytes);
+    println!("sha256         {}", report.digest);
     println!("compile        {:.1} ms (Cranelift, with import checks and pre-instantiation)", report.compile.as_secs_f64() * 1e3);
     println!("instantiate    {:.1} µs (mean of {})", report.instantiate_mean.as_secs_f64() * 1e6, report.instantiations);
     println!("imports        {}", report.imports.join("\n               "));

@@ -198,3 +198,21 @@ fn a_second_start_loads_the_component_from_the_compile_cache_and_a_spoilt_entry_
     assert!(log.contains("ignoring the compile cache entry") && log.contains("component compiled"), "{log}");
     assert!(start().contains("component loaded from the compile cache"));
 }
+
+#[test]
+fn inspect_names_the_world_contract_version_and_digest() {
+    let dir = work_dir("inspect");
+    let (ok, stdout, stderr) = snow_connect(&dir, &["inspect", guest_artifacts::GUEST_SOURCE, "--instantiations", "2"]);
+    assert!(ok, "{stderr}");
+    assert!(stdout.contains("world          snow:connector/source@0.1.0"), "{stdout}");
+    let digest = {
+        use std::fmt::Write;
+        let bytes = std::fs::read(guest_artifacts::GUEST_SOURCE).unwrap();
+        let hash = <sha2::Sha256 as sha2::Digest>::digest(&bytes);
+        hash.iter().fold(String::new(), |mut s, b| {
+            let _ = write!(s, "{b:02x}");
+            s
+        })
+    };
+    assert!(stdout.contains(&format!("sha256         {digest}")), "{stdout}");
+}

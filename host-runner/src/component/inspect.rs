@@ -1,11 +1,12 @@
-//! `snow-connect inspect`: what a component is (world, imports, exports) and what it costs to
-//! compile and to instantiate, measured on this machine.
+//! `snow-connect inspect`: what a component is (world and contract version, digest, imports,
+//! exports) and what it costs to compile and to instantiate, measured on this machine.
 
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Result, anyhow};
+use sha2::Digest;
 use wasmtime::component::Component;
 
 use super::runtime::{ComponentRuntime, Loaded};
@@ -18,6 +19,11 @@ use crate::outbound::{Gate, GateSettings, LimiterRegistry};
 pub struct Report {
     /// File size in bytes.
     pub size_bytes: u64,
+    /// SHA-256 of the file, hex (what identifies the artefact, and what a signature covers).
+    pub digest: String,
+    /// The world it implements: `snow:connector/source` or `snow:connector/sink`, with the
+    /// contract version.
+    pub world: String,
     /// Import names.
     pub imports: Vec<String>,
     /// Export names.
@@ -32,7 +38,9 @@ pub struct Report {
 
 /// Compiles `path` once and instantiates it `n` times in fresh stores.
 pub async fn inspect(runtime: &ComponentRuntime, path: &Path, n: u32) -> Result<Report> {
-    let size_bytes = std::fs::metadata(path)?.len();
+    let bytes = std::fs::read(path)?;
+    let size_bytes = bytes.len() as u64;
+    let digest: String = sha2::Sha256::digest(&bytes).iter().map(|b| format!("{b:02x}")).collect();
     let started = Instant::now();
     let loaded = runtime.load(path).await?;
     let compile = started.elapsed();
@@ -67,5 +75,9 @@ pub async fn inspect(runtime: &ComponentRuntime, path: &Path, n: u32) -> Result<
         }
         total += t.elapsed();
     }
-    Ok(Report { size_bytes, imports, exports, compile, instantiate_mean: total / n.max(1), instantiations: n.max(1) })
+    let world = match &loaded {
+        Loaded::Source(_) => format!("snow:connector/source@{}", super::runtime::CONTRACT_VERSION),
+        Loaded::Sink(_) => format!("snow:connector/sink@{}", super::runtime::CONTRACT_VERSION),
+    };
+    Ok(Report { size_bytes, digest, world, imports, exports, compile, instantiate_mean: total / n.max(1), instantiations: n.max(1) })
 }

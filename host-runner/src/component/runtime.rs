@@ -20,6 +20,9 @@ use super::state::HostState;
 /// How often the epoch advances; per-call budgets are counted in these ticks.
 pub const EPOCH_TICK: Duration = Duration::from_millis(10);
 
+/// The `snow:connector` contract version this host implements (the package version in `wit/`).
+pub const CONTRACT_VERSION: &str = "0.1.0";
+
 /// Import prefixes a connector component may have.
 const ALLOWED_IMPORTS: [&str; 6] = ["snow:connector/", "wasi:http/", "wasi:io/", "wasi:clocks/", "wasi:random/", "wasi:cli/"];
 
@@ -121,6 +124,7 @@ impl ComponentRuntime {
         .context("joining the compile task")??;
         let how = if source == Source::Cached { "loaded from the compile cache" } else { "compiled" };
         tracing::info!(component = %path.display(), ms = started.elapsed().as_millis() as u64, "component {how}");
+        check_contract(&self.engine, &component).with_context(|| format!("component {}", path.display()))?;
         check_imports(&self.engine, &component).with_context(|| format!("component {}", path.display()))?;
         let exports: Vec<String> = component.component_type().exports(&self.engine).map(|(name, _)| name.to_string()).collect();
         let pre = self.linker.instantiate_pre(&component).map_err(|e| anyhow!("linking component {}: {e:#}", path.display()))?;
@@ -140,6 +144,24 @@ impl Drop for ComponentRuntime {
     }
 }
 
+/// Refuses a component built against another `snow:connector` contract version, naming both (the
+/// linker's own error would only say that an import is missing).
+fn check_contract(engine: &Engine, component: &Component) -> Result<()> {
+    let ty = component.component_type();
+    let names = ty.imports(engine).map(|(n, _)| n.to_string()).chain(ty.exports(engine).map(|(n, _)| n.to_string()));
+    for name in names {
+        let Some(interface) = name.strip_prefix("snow:connector/") else { continue };
+        let version = interface.split_once('@').map_or("", |(_, v)| v);
+        if version != CONTRACT_VERSION {
+            bail!(
+                "implements snow:connector@{} ({name}); this host supports snow:connector@{CONTRACT_VERSION}",
+                if version.is_empty() { "(no version)" } else { version }
+            );
+        }
+    }
+    Ok(())
+}
+
 fn check_imports(engine: &Engine, component: &Component) -> Result<()> {
     let refused: Vec<String> = component
         .component_type()
@@ -151,5 +173,42 @@ fn check_imports(engine: &Engine, component: &Component) -> Result<()> {
         Ok(())
     } else {
         bail!("imports {} which connectors may not use (allowed: {})", refused.join(", "), ALLOWED_IMPORTS.join(", "))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_contract_version_is_the_wit_packages() {
+        let wit = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../wit/types.wit")).unwrap();
+        assert!(
+            wit.starts_with(&format!("package snow:connector@{CONTRACT_VERSION};")),
+            "wit/types.wit: {}",
+            wit.lines().next().unwrap_or("")
+        );
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_component_of_another_contract_version_is_refused_naming_both() {
+        // The sink component with every snow:connector interface renamed to @0.9.0 (same length).
+        let mut bytes = std::fs::read(guest_artifacts::GUEST_SINK).unwrap();
+        let (needle, from, to) = (b"snow:connector/", b"@0.1.0", b"@0.9.0");
+        let mut i = 0;
+        while let Some(at) = bytes[i..].windows(needle.len()).position(|w| w == needle) {
+            let start = i + at + needle.len();
+            if let Some(v) = bytes[start..(start + 40).min(bytes.len())].windows(from.len()).position(|w| w == from) {
+                bytes[start + v..start + v + from.len()].copy_from_slice(to);
+            }
+            i = start;
+        }
+        let path = std::env::temp_dir().join(format!("snow-contract-{}.wasm", std::process::id()));
+        std::fs::write(&path, &bytes).unwrap();
+        let runtime = ComponentRuntime::new().unwrap();
+        let err = runtime.load(&path).await.err().expect("refused");
+        let text = format!("{err:#}");
+        assert!(text.contains("implements snow:connector@0.9.0") && text.contains("this host supports snow:connector@0.1.0"), "{text}");
+        let _ = std::fs::remove_file(&path);
     }
 }
