@@ -9,27 +9,59 @@ mod support;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::Duration;
 
+use fake_snow::server::Latency;
 use fake_snow::{FakeOptions, FakeSnow};
 use support::kafka::{Produced, Read, create_topic, produce, produce_records, read_until, try_committed, wait_committed};
 use support::{Runner, assert_last_updates, connector_file, keyed_updates, now_secs, sink_entries, tail, unique, wait_until, work_dir};
+
+/// A sink test's setting: a fake with `rows` seeded incidents, answering after `latency`, and a new
+/// topic of `partitions` holding `updates` keyed updates of them (`stride` apart, see
+/// [`keyed_updates`]) followed by `more`.
+struct Scene {
+    fake: FakeSnow,
+    name: String,
+    topic: String,
+    records: Vec<(Option<String>, String)>,
+    rt: tokio::runtime::Runtime,
+}
+
+impl Scene {
+    fn new(
+        prefix: &str,
+        rows: usize,
+        latency: Latency,
+        partitions: i32,
+        updates: usize,
+        stride: usize,
+        more: Vec<(Option<String>, String)>,
+    ) -> Self {
+        let fake = FakeSnow::start(FakeOptions::default()).unwrap();
+        let ids = fake.shared().seed("incident", rows as u64, now_secs() - 3600, 600);
+        fake.shared().set_latency(latency);
+        let (name, topic) = (unique(prefix), unique(prefix));
+        let bootstrap = kafka_harness::shared().bootstrap();
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        rt.block_on(create_topic(bootstrap, &topic, partitions));
+        let mut records = keyed_updates(&ids, updates, stride);
+        records.extend(more);
+        rt.block_on(produce(bootstrap, &topic, &records));
+        Self { fake, name, topic, records, rt }
+    }
+}
+
+fn latency(request_ms: u64, write_ms: u64) -> Latency {
+    Latency { request_ms, write_ms, batch_quota_ms: None }
+}
 
 #[test]
 fn ten_thousand_records_over_eight_partitions_keep_each_keys_order_within_the_cap() {
     const RECORDS: usize = 10_000;
     const KEYS: usize = 1_000;
     const CAP: usize = 8;
-    let now = now_secs();
-    let fake = FakeSnow::start(FakeOptions::default()).unwrap();
-    let ids = fake.shared().seed("incident", KEYS as u64, now - 3600, 600);
-    // A little latency per request, so that lanes overlap as they would against an instance.
-    fake.shared().set_latency(fake_snow::server::Latency { request_ms: 2, write_ms: 1, batch_quota_ms: None });
-    let (name, topic) = (unique("lanes"), unique("updates"));
+    // A little latency per request, so that lanes overlap as they would against an instance. Each
+    // key is updated ten times, its updates spread over the whole run; u_seq orders them.
+    let Scene { fake, name, topic, records, .. } = Scene::new("lanes", KEYS, latency(2, 1), 8, RECORDS, 7919, Vec::new());
     let bootstrap = kafka_harness::shared().bootstrap();
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-    rt.block_on(create_topic(bootstrap, &topic, 8));
-    // Each key is updated ten times, its updates spread over the whole run; u_seq orders them.
-    let records = keyed_updates(&ids, RECORDS, 7919);
-    rt.block_on(produce(bootstrap, &topic, &records));
 
     let dir = work_dir("lanes");
     let config = sink_entries(
@@ -199,18 +231,10 @@ fn killed_at_random_points_while_writing_every_record_gets_an_outcome_and_commit
     const CREATES: usize = 2_000;
     const KILLS: usize = 4;
     let total = PATCHES + CREATES;
-    let now = now_secs();
-    let fake = FakeSnow::start(FakeOptions::default()).unwrap();
-    let ids = fake.shared().seed("incident", ROWS as u64, now - 3600, 600);
-    fake.shared().set_latency(fake_snow::server::Latency { request_ms: 1, write_ms: 0, batch_quota_ms: None });
-    let (name, topic) = (unique("killed"), unique("killed"));
-    let bootstrap = kafka_harness::shared().bootstrap();
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-    rt.block_on(create_topic(bootstrap, &topic, 4));
     // Patches (repeatable) and creates named by a natural key (deterministic: never a second row).
-    let mut records = keyed_updates(&ids, PATCHES, 13);
-    records.extend((0..CREATES).map(|i| (None, format!(r#"{{"u_ref":"r{i}","short_description":"created"}}"#))));
-    rt.block_on(produce(bootstrap, &topic, &records));
+    let creates = (0..CREATES).map(|i| (None, format!(r#"{{"u_ref":"r{i}","short_description":"created"}}"#))).collect();
+    let Scene { fake, name, topic, records, rt } = Scene::new("killed", ROWS, latency(1, 0), 4, PATCHES, 13, creates);
+    let bootstrap = kafka_harness::shared().bootstrap();
     rt.block_on(create_topic(bootstrap, &format!("{name}-ok"), 1));
 
     let dir = work_dir("killed");
@@ -282,16 +306,8 @@ fn killed_at_random_points_while_writing_every_record_gets_an_outcome_and_commit
 fn two_runners_share_the_partitions_and_the_survivor_takes_over_a_killed_ones() {
     const ROWS: usize = 400;
     const RECORDS: usize = 2_400;
-    let now = now_secs();
-    let fake = FakeSnow::start(FakeOptions::default()).unwrap();
-    let ids = fake.shared().seed("incident", ROWS as u64, now - 3600, 600);
-    fake.shared().set_latency(fake_snow::server::Latency { request_ms: 20, write_ms: 0, batch_quota_ms: None });
-    let (name, topic) = (unique("shared"), unique("shared"));
+    let Scene { fake, name, topic, records, .. } = Scene::new("shared", ROWS, latency(20, 0), 4, RECORDS, 11, Vec::new());
     let bootstrap = kafka_harness::shared().bootstrap();
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-    rt.block_on(create_topic(bootstrap, &topic, 4));
-    let records = keyed_updates(&ids, RECORDS, 11);
-    rt.block_on(produce(bootstrap, &topic, &records));
     let config = sink_entries(
         &fake.url(),
         &name,

@@ -10,7 +10,7 @@ use rdkafka::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 
 use crate::measure::{Outcome, cpu_of, median, peak_rss_kb};
-use crate::paths::{fresh_dir, release_bin, require_built, source_component, write_report};
+use crate::paths::{fresh_dir, machine, release_bin, require_built, source_component, write_report};
 
 /// Runs the suite over a table of `rows` rows.
 pub fn run(rows: u64) -> Result<()> {
@@ -209,13 +209,9 @@ fn child(mode: &str, fake: &str, bootstrap: &str, topic: &str, rows: u64) -> Res
 }
 
 fn report(rows: u64, seeded: Duration, lines: &[(&str, u64, &Runs)], wasm: &Outcome, ratios: &Ratios) -> String {
-    let machine = std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|c| c.lines().find(|l| l.starts_with("model name")).map(|l| l.split(':').nth(1).unwrap_or("").trim().to_string()))
-        .unwrap_or_default();
-    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0);
+    let machine = machine();
     let mut out = format!(
-        "Run by `make bench` (`target/release/snow-bench run --rows {rows}`) on {cores} cores ({machine}); the broker, \
+        "Run by `make bench` (`target/release/snow-bench run --rows {rows}`) on {machine}; the broker, \
          fake-snow and the measured process share them. fake-snow seeded {rows} incident rows (~1.36 KB each as served, \
          41 fields, 2 references) spread over one day in {:.1} s. Pages of 1,000 rows; the producer's defaults \
          (idempotent, acks=all, lz4, linger 5 ms) in every scenario. An unmeasured bare pass warms the broker and \

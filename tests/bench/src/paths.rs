@@ -38,6 +38,16 @@ pub fn fresh_dir(name: &str) -> anyhow::Result<PathBuf> {
     Ok(dir)
 }
 
+/// This machine as a report names it: `2 cores (Intel(R) Xeon(R) Processor)`.
+pub fn machine() -> String {
+    let model = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|c| c.lines().find(|l| l.starts_with("model name")).map(|l| l.split(':').nth(1).unwrap_or("").trim().to_string()))
+        .unwrap_or_default();
+    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0);
+    format!("{cores} cores ({model})")
+}
+
 /// Writes `report` into `docs/benchmarks.md` between the markers `<!-- {marker}:begin -->` and
 /// `<!-- {marker}:end -->`, or appends it under `heading` with the markers when they are absent.
 pub fn write_report(marker: &str, heading: &str, report: &str) -> anyhow::Result<()> {

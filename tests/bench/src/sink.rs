@@ -23,7 +23,7 @@ use serde_json::Value;
 
 use crate::fake::{Fake, now, stamp};
 use crate::measure::{cpu_of, peak_rss_kb};
-use crate::paths::{fresh_dir, release_bin, require_built, sink_component, write_report};
+use crate::paths::{fresh_dir, machine, release_bin, require_built, sink_component, write_report};
 
 const LANES: u32 = 8;
 const ROWS: u64 = 2_000;
@@ -175,13 +175,9 @@ async fn produce(bootstrap: &str, topic: &str, rows: &[String], records: u64) ->
 }
 
 fn report(results: &[Measured]) -> String {
-    let machine = std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|c| c.lines().find(|l| l.starts_with("model name")).map(|l| l.split(':').nth(1).unwrap_or("").trim().to_string()))
-        .unwrap_or_default();
-    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0);
+    let machine = machine();
     let mut out = format!(
-        "Run by `make bench` (`target/release/snow-bench sink`) on {cores} cores ({machine}); the broker, fake-snow and \
+        "Run by `make bench` (`target/release/snow-bench sink`) on {machine}; the broker, fake-snow and \
          the host share them. fake-snow answers each request after {REQUEST_MS:.0} ms and spends {WRITE_MS:.0} ms on each \
          write it executes (a batch's items one after another); `snow.sink.max.in.flight={LANES}` over {LANES} partitions; \
          every record patches one of {ROWS} rows (no batch holds two writes of a row). Writes/s from the first request \

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Result, bail};
 
-use crate::paths::{fresh_dir, release_bin, require_built, sink_component, source_component, write_report};
+use crate::paths::{fresh_dir, machine, release_bin, require_built, sink_component, source_component, write_report};
 
 const WARM_RUNS: usize = 5;
 
@@ -83,9 +83,9 @@ fn median(mut runs: Vec<(Duration, u64)>) -> (Duration, u64) {
 }
 
 fn report(results: &[Starts]) -> String {
-    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0);
+    let machine = machine();
     let mut out = format!(
-        "Run by `make bench` (`target/release/snow-bench startup`) on {cores} cores: wall time of `snow-connect validate` \
+        "Run by `make bench` (`target/release/snow-bench startup`) on {machine}: wall time of `snow-connect validate` \
          (start, load the component, instantiate it, ask it to validate), and in brackets the load the host logs. Cold: \
          an empty cache (compile and store); warm: the median of {WARM_RUNS} starts from the cache; off: \
          `--component-cache off` (compile every start), median of 3.\n\n\
