@@ -13,9 +13,13 @@ WASM_BUILD := $(CARGO) build --target wasm32-wasip2 --profile wasm-release --tar
 setup:
 	@bash tests/setup.sh
 
-## Build the guest components (target/guests/wasm32-wasip2/wasm-release/*.wasm).
+## Build the guest components (target/guests/wasm32-wasip2/wasm-release/*.wasm), each signed with the
+## DEVELOPMENT key in tests/keys (a Sigstore bundle beside it, <file>.sigstore.json): for tests and demos only.
 wasm: setup
 	$(WASM_BUILD)
+	$(CARGO) build -p host-runner
+	@for w in guest_source guest_sink rogue_guest rogue_sink; do \
+	  target/debug/snow-connect artefact sign target/guests/wasm32-wasip2/wasm-release/$$w.wasm --key tests/keys/development-only.key; done
 
 ## Build the host, the fake ServiceNow and the Kafka harness.
 build: wasm

@@ -44,6 +44,19 @@ if [ ${#missing[@]} -gt 0 ]; then
   fi
 fi
 
+# The cosign interoperability test builds cosign from its Go module (tests/e2e/support/cosign.rs),
+# which needs Go 1.26 or later (Debian's golang package is older: install Go from its release).
+if command -v go >/dev/null 2>&1; then
+  go_minor=$(go env GOVERSION | sed -n 's/^go1\.\([0-9]*\).*/\1/p')
+  if [ "${go_minor:-0}" -lt 26 ]; then
+    echo "setup: Go $(go env GOVERSION) is too old for building cosign (the interoperability test needs Go 1.26+)" >&2
+    exit 1
+  fi
+else
+  echo "setup: Go is missing; the cosign interoperability test builds cosign with it (Go 1.26+ on PATH)" >&2
+  exit 1
+fi
+
 if ! command -v rustup >/dev/null 2>&1; then
   echo "setup: rustup is missing; install it from https://rustup.rs (then run make again: the toolchain installs itself)" >&2
   exit 1

@@ -1,8 +1,8 @@
 //! snow-connect's host: runs ServiceNow connector components (WASI 0.2) under wasmtime and owns
 //! everything outside the connector logic.
 //!
-//! What it owns: configuration of connectors ([`config`]), loading and sandboxing components
-//! ([`component`]), the outbound gate every guest request passes ([`outbound`]), Kafka I/O
+//! What it owns: configuration of connectors ([`config`]), signed artefacts ([`artefact`]), loading and
+//! sandboxing components ([`component`]), the outbound gate every guest request passes ([`outbound`]), Kafka I/O
 //! ([`kafka`], [`source`], [`sink`]), source offset storage ([`offsets`]), metrics ([`metrics`]),
 //! units' states and the operator's endpoint ([`status`], [`admin`]), redaction of secrets
 //! ([`redact`]) and the process lifecycle ([`runner`], [`shutdown`]).
@@ -10,6 +10,7 @@
 //! guests' (snow-core).
 
 pub mod admin;
+pub mod artefact;
 pub mod auth;
 pub mod backoff;
 pub mod component;

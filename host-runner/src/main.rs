@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use host_runner::admin::{self, Admin};
+use host_runner::artefact::{Checked, Refusal, SigningKey, TrustPolicy, TrustedKey};
 use host_runner::config::load_files;
 use host_runner::runner::{Runner, check_paths};
 use host_runner::{kafka, logging, shutdown};
@@ -18,13 +19,17 @@ const USAGE: &str = "usage:
   snow-connect topic produce --bootstrap HOST:PORT --topic NAME [--key-field FIELD] [--file PATH]
   snow-connect offsets list --file OFFSETS.json [--connector NAME]
   snow-connect offsets reset --file OFFSETS.json --connector NAME [--table TABLE]
-  snow-connect inspect <component.wasm> [--instantiations N]
+  snow-connect inspect <component.wasm> [--instantiations N] [--trusted-keys PUB[,PUB]] [--bundle FILE]
+  snow-connect artefact keygen <prefix>                  (writes <prefix>.key, mode 0600, and <prefix>.pub)
+  snow-connect artefact sign <component.wasm> --key FILE [--bundle OUT]
+  snow-connect artefact verify <component.wasm> --trusted-keys PUB[,PUB] [--bundle FILE] [--trusted-root FILE]
   snow-connect version
 
 Connector files are Java properties or JSON (Kafka Connect style); see docs/configuration.md.
 Logs go to stderr, filtered by SNOW_LOG (default info). --status-listen serves GET /status
 (every unit's state, JSON) and GET /metrics (Prometheus text) there. Compiled components are kept
-in --component-cache (default $SNOW_COMPONENT_CACHE, else ~/.cache/snow-connect/components).";
+in --component-cache (default $SNOW_COMPONENT_CACHE, else ~/.cache/snow-connect/components).
+Bundles are Sigstore bundles (cosign sign-blob --bundle), by default <component>.sigstore.json.";
 
 fn main() -> ExitCode {
     logging::init();
@@ -44,6 +49,7 @@ fn dispatch(args: &[String]) -> Result<()> {
         Some("validate") => run(&args[1..], true),
         Some("topic") => topic(&args[1..]),
         Some("inspect") => inspect(&args[1..]),
+        Some("artefact") => artefact(&args[1..]),
         Some("offsets") => offsets(&args[1..]),
         Some("version") => {
             println!("snow-connect {}", env!("CARGO_PKG_VERSION"));
@@ -193,21 +199,76 @@ fn offsets(args: &[String]) -> Result<()> {
 }
 
 fn inspect(args: &[String]) -> Result<()> {
-    let args = Args::parse("inspect", args, &["instantiations"])?;
+    let args = Args::parse("inspect", args, &["instantiations", "trusted-keys", "bundle"])?;
     let path = PathBuf::from(args.positional.first().context("inspect needs a component path")?);
     let n: u32 = args.option("instantiations").map(str::parse).transpose().context("--instantiations must be a number")?.unwrap_or(200);
+    let policy = trust_policy(&args, false)?;
+    let artefact = Checked::inspect(&path, &policy)?;
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
-    let report =
-        rt.block_on(async { host_runner::component::inspect::inspect(&host_runner::component::ComponentRuntime::new()?, &path, n).await })?;
+    let report = rt.block_on(async {
+        host_runner::component::inspect::inspect(&host_runner::component::ComponentRuntime::new()?, &artefact, n).await
+    })?;
+    let signature = match artefact.signature() {
+        Ok(signature) => signature.to_string(),
+        Err(Refusal::NoTrustedKeys) => format!(
+            "bundle at {}, not checked (give --trusted-keys to verify it)",
+            policy.bundle_for(&path).display()
+        ),
+        Err(refusal) => format!("not verified: {refusal}"),
+    };
     println!("component      {}", path.display());
     println!("world          {}", report.world);
     println!("size           {} bytes", report.size_bytes);
     println!("sha256         {}", report.digest);
+    println!("signature      {signature}");
     println!("compile        {:.1} ms (Cranelift, with import checks and pre-instantiation)", report.compile.as_secs_f64() * 1e3);
     println!("instantiate    {:.1} µs (mean of {})", report.instantiate_mean.as_secs_f64() * 1e6, report.instantiations);
     println!("imports        {}", report.imports.join("\n               "));
     println!("exports        {}", report.exports.join("\n               "));
     Ok(())
+}
+
+/// The trust policy of `--trusted-keys`, `--bundle` and `--trusted-root`.
+fn trust_policy(args: &Args, require_keys: bool) -> Result<TrustPolicy> {
+    let keys = match args.option("trusted-keys") {
+        Some(list) => list.split(',').filter(|p| !p.trim().is_empty()).map(|p| TrustedKey::from_pem_file(p.trim().as_ref())).collect::<Result<_>>()?,
+        None if require_keys => bail!("--trusted-keys is required: the PEM public keys that may sign the component\n{USAGE}"),
+        None => Vec::new(),
+    };
+    let root = args.option("trusted-root").map(|p| std::fs::read_to_string(p).with_context(|| format!("reading --trusted-root {p}"))).transpose()?;
+    TrustPolicy::new(keys, root.as_deref(), args.option("bundle").map(PathBuf::from), false)
+}
+
+/// Keys, signatures and their checks (Sigstore bundles, `cosign sign-blob --bundle` compatible).
+fn artefact(args: &[String]) -> Result<()> {
+    let args = Args::parse("artefact", args, &["key", "bundle", "trusted-keys", "trusted-root"])?;
+    let operand = |what: &str| args.positional.get(1).map(PathBuf::from).with_context(|| format!("artefact {what}\n{USAGE}"));
+    match args.positional.first().map(String::as_str) {
+        Some("keygen") => {
+            let (key, public) = host_runner::artefact::keys::generate(&operand("keygen needs a file prefix")?)?;
+            println!("private key {} (keep it secret; mode 0600)\npublic key  {} (give it to hosts as component.trusted.keys)", key.display(), public.display());
+            Ok(())
+        }
+        Some("sign") => {
+            let component = operand("sign needs the component to sign")?;
+            let key = SigningKey::from_pem_file(args.option("key").context("--key (the PKCS#8 PEM private key) is required")?.as_ref())?;
+            let bundle = host_runner::artefact::sign_file(&component, &key, args.option("bundle").map(AsRef::as_ref))?;
+            println!("signed {} -> {}", component.display(), bundle.display());
+            Ok(())
+        }
+        Some("verify") => {
+            let component = operand("verify needs the component to check")?;
+            let checked = Checked::inspect(&component, &trust_policy(&args, true)?)?;
+            match checked.signature() {
+                Ok(signature) => {
+                    println!("{}: {signature} (sha256 {})", component.display(), checked.digest());
+                    Ok(())
+                }
+                Err(refusal) => bail!("component {} refused: {refusal}", component.display()),
+            }
+        }
+        _ => bail!("artefact needs keygen, sign or verify\n{USAGE}"),
+    }
 }
 
 fn topic(args: &[String]) -> Result<()> {

@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex};
 
 use anyhow::{Context, Result, bail};
 
+use crate::artefact::Checked;
 use crate::auth::Credentials;
 use crate::auth::tokens::TokenRegistry;
 use crate::component::{ComponentKind, ComponentRuntime, Loaded};
@@ -101,15 +102,18 @@ impl Runner {
     }
 
     async fn prepare(&self, specs: &[ConnectorSpec]) -> Result<Vec<Prepared>> {
-        let mut components: HashMap<PathBuf, Loaded> = HashMap::new();
+        // Keyed by the SHA-256 of the bytes checked: each connector's signature policy is applied
+        // to the file as it reads it, and identical bytes are compiled once.
+        let mut components: HashMap<String, Loaded> = HashMap::new();
         let mut offset_files: HashMap<PathBuf, Arc<FileOffsetStore>> = HashMap::new();
         let mut prepared = Vec::new();
         for spec in specs {
-            let loaded = match components.get(&spec.component_path) {
+            let artefact = Checked::read(&spec.component_path, &spec.trust).with_context(|| format!("connector {}", spec.name))?;
+            let loaded = match components.get(artefact.digest()) {
                 Some(loaded) => loaded.clone(),
                 None => {
-                    let loaded = self.runtime.load(&spec.component_path).await.with_context(|| format!("connector {}", spec.name))?;
-                    components.insert(spec.component_path.clone(), loaded.clone());
+                    let loaded = self.runtime.load(&artefact).await.with_context(|| format!("connector {}", spec.name))?;
+                    components.insert(artefact.digest().to_string(), loaded.clone());
                     loaded
                 }
             };

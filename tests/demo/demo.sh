@@ -44,7 +44,8 @@ cat > "$WORK/connectors.json" <<JSON
     "kafka.bootstrap.servers": "$BOOTSTRAP",
     "snow.instance.url": "$FAKE_URL",
     "snow.auth.username": "demo",
-    "snow.auth.password": "demo-password"
+    "snow.auth.password": "demo-password",
+    "component.trusted.keys": "tests/keys/development-only.pub"
   },
   "connectors": [
     { "name": "incident-source", "config": {

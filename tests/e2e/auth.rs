@@ -27,7 +27,8 @@ fn oauth_fake(now: i64) -> FakeSnow {
 fn oauth_source(fake: &FakeSnow, name: &str, topic: &str, tables: &[String]) -> BTreeMap<String, String> {
     let mut config = entries(&[
         ("name", name),
-        ("component.path", guest_artifacts::GUEST_SOURCE),
+        ("component.path", support::signed(guest_artifacts::GUEST_SOURCE)),
+        support::TRUSTED_KEYS,
         ("kafka.bootstrap.servers", kafka_harness::shared().bootstrap()),
         ("offset.storage.file.filename", "offsets.json"),
         ("snow.instance.url", &fake.url()),

@@ -15,13 +15,7 @@ use std::time::Duration;
 use fake_snow::{FakeOptions, FakeSnow};
 use serde_json::Value;
 use support::kafka::read_until;
-use support::{Runner, connector_file, entries, now_secs, unique, wait_until, work_dir};
-
-/// Runs `snow-connect args` in `dir`; returns whether it succeeded and its stdout and stderr.
-fn snow_connect(dir: &Path, args: &[&str]) -> (bool, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_snow-connect")).args(args).current_dir(dir).env("SNOW_LOG", "warn").output().unwrap();
-    (out.status.success(), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
-}
+use support::{Runner, connector_file, entries, now_secs, snow_connect, unique, wait_until, work_dir};
 
 fn source(fake_url: &str, name: &str, extra: &[(&str, &str)]) -> BTreeMap<String, String> {
     let mut c = support::source_entries(fake_url, name, &format!("snow.{name}"), &["incident"], &[("snow.auth.type", "none")]);
@@ -33,7 +27,8 @@ fn source(fake_url: &str, name: &str, extra: &[(&str, &str)]) -> BTreeMap<String
 fn sink(fake_url: &str, name: &str, topics: &str) -> BTreeMap<String, String> {
     entries(&[
         ("name", name),
-        ("component.path", guest_artifacts::GUEST_SINK),
+        ("component.path", support::signed(guest_artifacts::GUEST_SINK)),
+        support::TRUSTED_KEYS,
         ("kafka.bootstrap.servers", kafka_harness::shared().bootstrap()),
         ("topics", topics),
         ("snow.instance.url", fake_url),

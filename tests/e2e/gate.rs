@@ -16,7 +16,8 @@ use support::{Runner, connector_file, entries, unique, work_dir};
 fn rogue_config(allowed: &FakeSnow, target: &str, name: &str) -> std::collections::BTreeMap<String, String> {
     entries(&[
         ("name", name),
-        ("component.path", guest_artifacts::ROGUE_GUEST),
+        ("component.path", support::signed(guest_artifacts::ROGUE_GUEST)),
+        support::TRUSTED_KEYS,
         ("kafka.bootstrap.servers", "127.0.0.1:9"),
         ("offset.storage.file.filename", "offsets.json"),
         ("snow.instance.url", &allowed.url()),
@@ -222,7 +223,8 @@ fn a_page_nested_a_million_levels_deep_is_a_clear_error_not_a_trap() {
     let dir = work_dir("deep");
     let config = entries(&[
         ("name", &name),
-        ("component.path", guest_artifacts::GUEST_SOURCE),
+        ("component.path", support::signed(guest_artifacts::GUEST_SOURCE)),
+        support::TRUSTED_KEYS,
         ("kafka.bootstrap.servers", kafka_harness::shared().bootstrap()),
         ("offset.storage.file.filename", "offsets.json"),
         ("snow.instance.url", &fake.url()),

@@ -372,7 +372,7 @@ fn a_lane_whose_component_keeps_trapping_is_parked_after_its_budget_and_the_othe
     rt.block_on(produce(bootstrap, &good, &[(None, "{}".into()), (None, "{}".into()), (None, "{}".into())]));
     let dir = work_dir("traps");
     let mut config = sink_entries(&fake.url(), &name, &bad, "incident", &[("snow.auth.type", "none"), ("component.trap.budget", "3")]);
-    config.insert("component.path".into(), guest_artifacts::ROGUE_SINK.into());
+    config.insert("component.path".into(), support::signed(guest_artifacts::ROGUE_SINK).into());
     config.insert("topics".into(), format!("{bad},{good}"));
     let mut runner = Runner::start_with_args(&dir, "run", &[&connector_file(&dir, &name, &config)], &["--status-listen", "127.0.0.1:0"]);
     let addr = support::status_address(&mut runner);

@@ -1,15 +1,13 @@
 //! `snow-connect inspect`: what a component is (world and contract version, digest, imports,
 //! exports) and what it costs to compile and to instantiate, measured on this machine.
 
-use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Result, anyhow};
-use sha2::Digest;
-use wasmtime::component::Component;
 
 use super::runtime::{ComponentRuntime, Loaded};
+use crate::artefact::Checked;
 use super::state::{HostState, StoreOptions};
 use crate::metrics::Metrics;
 use crate::outbound::{Gate, GateSettings, LimiterRegistry};
@@ -36,16 +34,18 @@ pub struct Report {
     pub instantiations: u32,
 }
 
-/// Compiles `path` once and instantiates it `n` times in fresh stores.
-pub async fn inspect(runtime: &ComponentRuntime, path: &Path, n: u32) -> Result<Report> {
-    let bytes = std::fs::read(path)?;
-    let size_bytes = bytes.len() as u64;
-    let digest: String = sha2::Sha256::digest(&bytes).iter().map(|b| format!("{b:02x}")).collect();
+/// Compiles the component once and instantiates it `n` times in fresh stores.
+pub async fn inspect(runtime: &ComponentRuntime, artefact: &Checked, n: u32) -> Result<Report> {
+    let size_bytes = artefact.bytes().len() as u64;
+    let digest = artefact.digest().to_string();
     let started = Instant::now();
-    let loaded = runtime.load(path).await?;
+    let loaded = runtime.load(artefact).await?;
     let compile = started.elapsed();
     let engine = runtime.engine();
-    let component = Component::from_file(engine, path).map_err(|e| anyhow!("{e:#}"))?;
+    let component = match &loaded {
+        Loaded::Source(pre) => pre.instance_pre().component(),
+        Loaded::Sink(pre) => pre.instance_pre().component(),
+    };
     let names = |it: &mut dyn Iterator<Item = String>| it.collect::<Vec<_>>();
     let imports = names(&mut component.component_type().imports(engine).map(|(n, _)| n.to_string()));
     let exports = names(&mut component.component_type().exports(engine).map(|(n, _)| n.to_string()));

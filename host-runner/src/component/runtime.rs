@@ -14,6 +14,7 @@ use wasmtime::component::{Component, HasSelf, Linker};
 use wasmtime::{Config, Engine};
 
 use super::bindings::{sink::SinkPre, source::SourcePre};
+use crate::artefact::Checked;
 use super::cache::{CompileCache, Source};
 use super::state::HostState;
 
@@ -105,14 +106,15 @@ impl ComponentRuntime {
         &self.engine
     }
 
-    /// Compiles the component at `path` (off the async threads; from the compile cache when one is
-    /// in use and holds it), checks its imports and exports, and pre-instantiates it.
-    pub async fn load(&self, path: &Path) -> Result<Loaded> {
+    /// Compiles the checked bytes of a component (off the async threads; from the compile cache
+    /// when one is in use and holds it), checks its imports and exports, and pre-instantiates it.
+    /// The runner only ever passes bytes whose signature [`Checked::read`] accepted.
+    pub async fn load(&self, artefact: &Checked) -> Result<Loaded> {
         let engine = self.engine.clone();
-        let (owned, cache) = (path.to_path_buf(), self.cache.clone());
+        let path = artefact.path();
+        let (owned, wasm, cache) = (path.to_path_buf(), artefact.bytes().to_vec(), self.cache.clone());
         let started = std::time::Instant::now();
         let (component, source) = tokio::task::spawn_blocking(move || -> Result<(Component, Source)> {
-            let wasm = std::fs::read(&owned).with_context(|| format!("reading component {}", owned.display()))?;
             match cache {
                 Some(cache) => cache.component(&engine, &wasm, &owned),
                 None => Component::new(&engine, &wasm)
@@ -206,7 +208,7 @@ mod tests {
         let path = std::env::temp_dir().join(format!("snow-contract-{}.wasm", std::process::id()));
         std::fs::write(&path, &bytes).unwrap();
         let runtime = ComponentRuntime::new().unwrap();
-        let err = runtime.load(&path).await.err().expect("refused");
+        let err = runtime.load(&Checked::inspect(&path, &crate::artefact::TrustPolicy::unsigned()).unwrap()).await.err().expect("refused");
         let text = format!("{err:#}");
         assert!(text.contains("implements snow:connector@0.9.0") && text.contains("this host supports snow:connector@0.1.0"), "{text}");
         let _ = std::fs::remove_file(&path);

@@ -8,6 +8,7 @@
 //! `${file:PATH:KEY}` references, resolved by the host first ([`providers`]).
 //! `docs/configuration.md` lists every key.
 
+mod artefact;
 mod file;
 mod properties;
 mod providers;

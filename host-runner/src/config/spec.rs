@@ -68,6 +68,9 @@ pub struct ConnectorSpec {
     pub memory_max_bytes: usize,
     /// `component.call.timeout.ms`.
     pub call_timeout: Duration,
+    /// `component.trusted.keys`, `.trusted.root`, `.bundle.path`, `.allow.unsigned`: what the
+    /// component's signature must be.
+    pub trust: std::sync::Arc<crate::artefact::TrustPolicy>,
     /// `component.trap.budget`: traps in a row (without a successful call between them) after
     /// which a unit is parked instead of reopened.
     pub trap_budget: u32,
@@ -167,6 +170,7 @@ impl ConnectorSpec {
         let call_timeout =
             Duration::from_millis(number("component.call.timeout.ms", default_call_timeout_ms(), 1000, 86_400_000, &mut errors));
         let trap_budget = number("component.trap.budget", 5, 1, 1_000_000, &mut errors) as u32;
+        let trust = super::artefact::trust_policy(&entries, &mut errors);
         let max_in_flight = number("snow.instance.max.in.flight", default_max_in_flight() as u64, 1, 256, &mut errors) as usize;
         let (instance_scheme, instance_authority) = match parse_base_url(&url) {
             Ok(parts) => parts,
@@ -252,6 +256,7 @@ impl ConnectorSpec {
                     | "topics"
                     | "offset.storage.file.filename"
             ) || super::sink::KEYS.contains(&k)
+                || super::artefact::KEYS.contains(&k)
                 || k.starts_with("kafka.producer.")
                 || k.starts_with("kafka.consumer.")
         };
@@ -284,6 +289,7 @@ impl ConnectorSpec {
             component_path: PathBuf::from(component_path),
             memory_max_bytes,
             call_timeout,
+            trust,
             trap_budget,
             kafka,
             topics,
@@ -319,6 +325,7 @@ mod tests {
         let spec = ConnectorSpec::from_entries(entries(&[
             ("name", "c"),
             ("component.path", "x.wasm"),
+            ("component.allow.unsigned", "true"),
             ("kafka.bootstrap.servers", "127.0.0.1:9092"),
             ("kafka.producer.linger.ms", "20"),
             ("snow.instance.url", "https://acme.service-now.com"),
@@ -337,6 +344,7 @@ mod tests {
         let spec = ConnectorSpec::from_entries(entries(&[
             ("name", "c"),
             ("component.path", "x.wasm"),
+            ("component.trusted.keys", concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/keys/development-only.pub")),
             ("kafka.bootstrap.servers", "127.0.0.1:9092"),
             ("snow.instance.url", "https://acme.service-now.com"),
             ("snow.auth.username", "u"),
@@ -375,6 +383,30 @@ mod tests {
             "kafka.typo: unknown key",
             "snow.instance.url: must start",
             "snow.auth.username",
+            "component.trusted.keys: is required",
+        ] {
+            assert!(err.contains(key), "missing {key:?} in {err}");
+        }
+    }
+
+    #[test]
+    fn trust_settings_that_cannot_be_used_name_their_key() {
+        let err = ConnectorSpec::from_entries(entries(&[
+            ("name", "c"),
+            ("component.path", "x.wasm"),
+            ("component.trusted.keys", "/nonexistent/release.pub"),
+            ("component.trusted.root", "/nonexistent/trusted_root.json"),
+            ("component.allow.unsigned", "yes"),
+            ("kafka.bootstrap.servers", "127.0.0.1:9092"),
+            ("snow.instance.url", "https://a.service-now.com"),
+            ("snow.auth.type", "none"),
+        ]))
+        .unwrap_err()
+        .to_string();
+        for key in [
+            "component.trusted.keys: reading the trusted key /nonexistent/release.pub",
+            "component.trusted.root: reading /nonexistent/trusted_root.json",
+            "component.allow.unsigned: must be true or false",
         ] {
             assert!(err.contains(key), "missing {key:?} in {err}");
         }

@@ -10,7 +10,7 @@ use rdkafka::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 
 use crate::measure::{Outcome, cpu_of, median, peak_rss_kb};
-use crate::paths::{fresh_dir, machine, release_bin, require_built, source_component, write_report};
+use crate::paths::{fresh_dir, machine, release_bin, require_built, source_component, trusted_keys_line, write_report};
 
 /// Runs the suite over a table of `rows` rows.
 pub fn run(rows: u64) -> Result<()> {
@@ -130,9 +130,10 @@ pub(crate) fn wasm(dir: &Path, fake: &str, bootstrap: &str, topic: &str, rows: u
         &config,
         format!(
             "name={topic}\ncomponent.path={}\nkafka.bootstrap.servers={bootstrap}\noffset.storage.file.filename={}\n\
-             snow.instance.url={fake}\nsnow.auth.type=none\nsnow.tables=incident\nsnow.table.incident.topic={topic}\nsnow.batch.size=1000\n",
+             snow.instance.url={fake}\nsnow.auth.type=none\nsnow.tables=incident\nsnow.table.incident.topic={topic}\nsnow.batch.size=1000\n{}",
             source_component().display(),
-            dir.join(format!("{topic}.offsets.json")).display()
+            dir.join(format!("{topic}.offsets.json")).display(),
+            trusted_keys_line()
         ),
     )?;
     let log = dir.join(format!("{topic}.log"));

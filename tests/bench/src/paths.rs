@@ -22,6 +22,11 @@ pub fn sink_component() -> PathBuf {
     workspace().join("target/guests/wasm32-wasip2/wasm-release/guest_sink.wasm")
 }
 
+/// The connector line that trusts the development key `make wasm` signs the components with.
+pub fn trusted_keys_line() -> String {
+    format!("component.trusted.keys={}\n", workspace().join("tests/keys/development-only.pub").display())
+}
+
 /// Fails naming the first of `paths` that `make bench` should have built and did not.
 pub fn require_built(paths: &[PathBuf]) -> anyhow::Result<()> {
     match paths.iter().find(|p| !p.exists()) {

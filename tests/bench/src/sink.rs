@@ -23,7 +23,7 @@ use serde_json::Value;
 
 use crate::fake::{Fake, now, stamp};
 use crate::measure::{cpu_of, peak_rss_kb};
-use crate::paths::{fresh_dir, machine, release_bin, require_built, sink_component, write_report};
+use crate::paths::{fresh_dir, machine, release_bin, require_built, sink_component, trusted_keys_line, write_report};
 
 const LANES: u32 = 8;
 const ROWS: u64 = 2_000;
@@ -83,9 +83,10 @@ fn measure(dir: &Path, bootstrap: &str, component: &Path, mode: &'static str, re
         format!(
             "name=bench-sink-{mode}\ncomponent.path={}\nkafka.bootstrap.servers={bootstrap}\ntopics={topic}\n\
              snow.instance.url={}\nsnow.auth.type=none\nsnow.sink.table=incident\nsnow.sink.max.in.flight={LANES}\n\
-             snow.sink.write.mode={mode}\nsnow.sink.batch.size={BATCH}\n",
+             snow.sink.write.mode={mode}\nsnow.sink.batch.size={BATCH}\n{}",
             component.display(),
-            fake.url()
+            fake.url(),
+            trusted_keys_line()
         ),
     )?;
     let log = dir.join(format!("{mode}.log"));

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Result, bail};
 
-use crate::paths::{fresh_dir, machine, release_bin, require_built, sink_component, source_component, write_report};
+use crate::paths::{fresh_dir, machine, release_bin, require_built, sink_component, source_component, trusted_keys_line, write_report};
 
 const WARM_RUNS: usize = 5;
 
@@ -37,8 +37,9 @@ pub fn run() -> Result<()> {
         std::fs::write(
             &config,
             format!(
-                "name=startup\ncomponent.path={}\nkafka.bootstrap.servers=127.0.0.1:9\nsnow.instance.url=http://127.0.0.1:9\nsnow.auth.type=none\n{keys}",
-                component.display()
+                "name=startup\ncomponent.path={}\nkafka.bootstrap.servers=127.0.0.1:9\nsnow.instance.url=http://127.0.0.1:9\nsnow.auth.type=none\n{keys}{}",
+                component.display(),
+                trusted_keys_line()
             ),
         )?;
         let cache = dir.join(format!("cache-{name}"));

@@ -2,6 +2,7 @@
 //! binary as a child process, connector files, and Kafka helpers that wait for what a topic holds.
 #![allow(dead_code)] // each test binary uses a different subset
 
+pub mod cosign;
 pub mod kafka;
 
 use std::collections::BTreeMap;
@@ -22,6 +23,32 @@ pub fn work_dir(test: &str) -> PathBuf {
     let _ = fs::remove_dir_all(&dir);
     fs::create_dir_all(&dir).unwrap();
     dir
+}
+
+/// The development public key (tests/keys): what every test connector trusts.
+pub const DEV_PUB: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/keys/development-only.pub");
+/// The development private key: signs the test components. Never trusted outside tests and demos.
+pub const DEV_KEY: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/keys/development-only.key");
+/// The connector entry that trusts the development key.
+pub const TRUSTED_KEYS: (&str, &str) = ("component.trusted.keys", DEV_PUB);
+
+/// `component`, signed with the development key (`<component>.sigstore.json`, written once per
+/// test binary and replaced atomically, so test binaries running at once each see a whole bundle).
+pub fn signed(component: &'static str) -> &'static str {
+    static SIGNED: std::sync::Mutex<Vec<&'static str>> = std::sync::Mutex::new(Vec::new());
+    let mut signed = SIGNED.lock().unwrap_or_else(|e| e.into_inner());
+    if !signed.contains(&component) {
+        let key = host_runner::artefact::SigningKey::from_pem_file(Path::new(DEV_KEY)).unwrap();
+        host_runner::artefact::sign_file(Path::new(component), &key, None).unwrap();
+        signed.push(component);
+    }
+    component
+}
+
+/// Runs `snow-connect args` in `dir` to its end; returns whether it succeeded, its stdout and stderr.
+pub fn snow_connect(dir: &Path, args: &[&str]) -> (bool, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_snow-connect")).args(args).current_dir(dir).env("SNOW_LOG", "warn").output().unwrap();
+    (out.status.success(), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
 }
 
 /// A name no other test uses (topics, connectors).
@@ -50,7 +77,8 @@ pub fn connector_json(dir: &Path, name: &str, entries: &BTreeMap<String, String>
 pub fn source_entries(fake_url: &str, name: &str, topic: &str, tables: &[&str], extra: &[(&str, &str)]) -> BTreeMap<String, String> {
     let mut c = entries(&[
         ("name", name),
-        ("component.path", guest_artifacts::GUEST_SOURCE),
+        ("component.path", signed(guest_artifacts::GUEST_SOURCE)),
+        TRUSTED_KEYS,
         ("kafka.bootstrap.servers", kafka_harness::shared().bootstrap()),
         ("offset.storage.file.filename", "offsets.json"),
         ("snow.instance.url", fake_url),
@@ -72,7 +100,8 @@ pub fn source_entries(fake_url: &str, name: &str, topic: &str, tables: &[&str], 
 pub fn sink_entries(fake_url: &str, name: &str, topic: &str, table: &str, extra: &[(&str, &str)]) -> BTreeMap<String, String> {
     let mut c = entries(&[
         ("name", name),
-        ("component.path", guest_artifacts::GUEST_SINK),
+        ("component.path", signed(guest_artifacts::GUEST_SINK)),
+        TRUSTED_KEYS,
         ("kafka.bootstrap.servers", kafka_harness::shared().bootstrap()),
         ("topics", topic),
         ("snow.instance.url", fake_url),

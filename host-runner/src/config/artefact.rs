@@ -1,0 +1,59 @@
+//! A connector's `component.*` trust keys: which keys may sign its component, where the bundle
+//! is, and whether an unverified component may run. Read once, keys parsed at load, so a missing
+//! or malformed key file is a configuration error naming the key.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use crate::artefact::{TrustPolicy, TrustedKey};
+
+/// The keys this module reads.
+pub const KEYS: [&str; 4] = ["component.trusted.keys", "component.trusted.root", "component.bundle.path", "component.allow.unsigned"];
+
+/// Builds the trust policy from `entries`, pushing each problem (named by its key) to `errors`.
+pub fn trust_policy(entries: &BTreeMap<String, String>, errors: &mut Vec<String>) -> Arc<TrustPolicy> {
+    let get = |k: &str| entries.get(k).map(|v| v.trim().to_string()).filter(|v| !v.is_empty());
+    let keys: Vec<TrustedKey> = get("component.trusted.keys")
+        .map(|list| {
+            list.split(',')
+                .map(str::trim)
+                .filter(|p| !p.is_empty())
+                .filter_map(|p| match TrustedKey::from_pem_file(&PathBuf::from(p)) {
+                    Ok(key) => Some(key),
+                    Err(e) => {
+                        errors.push(format!("component.trusted.keys: {e:#}"));
+                        None
+                    }
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let root = get("component.trusted.root").and_then(|p| match std::fs::read_to_string(&p) {
+        Ok(text) => Some(text),
+        Err(e) => {
+            errors.push(format!("component.trusted.root: reading {p}: {e}"));
+            None
+        }
+    });
+    let allow_unsigned = match get("component.allow.unsigned").as_deref() {
+        None | Some("false") => false,
+        Some("true") => true,
+        Some(other) => {
+            errors.push(format!("component.allow.unsigned: must be true or false, got {other:?}"));
+            false
+        }
+    };
+    if keys.is_empty() && !allow_unsigned && !errors.iter().any(|e| e.starts_with("component.trusted.keys")) {
+        errors.push(
+            "component.trusted.keys: is required: the PEM public keys that may sign the component (or component.allow.unsigned=true, for development only)"
+                .into(),
+        );
+    }
+    let bundle_path = get("component.bundle.path").map(PathBuf::from);
+    let policy = TrustPolicy::new(keys, root.as_deref(), bundle_path.clone(), allow_unsigned).unwrap_or_else(|e| {
+        errors.push(format!("component.trusted.root: {e:#}"));
+        TrustPolicy::new(Vec::new(), None, bundle_path, allow_unsigned).expect("the empty trusted root is valid")
+    });
+    Arc::new(policy)
+}
