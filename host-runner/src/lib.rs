@@ -5,7 +5,7 @@
 //! sandboxing components ([`component`]), the outbound gate every guest request passes ([`outbound`]), Kafka I/O
 //! ([`kafka`], [`source`], [`sink`]), source offset storage ([`offsets`]), metrics ([`metrics`]),
 //! units' states and the operator's endpoint ([`status`], [`admin`]), redaction of secrets
-//! ([`redact`]) and the process lifecycle ([`runner`], [`shutdown`]).
+//! ([`redact`]) and the process lifecycle ([`runner`], [`reload`], [`shutdown`]).
 //! What it does not own: what to ask ServiceNow and how a record maps to a write; that is the
 //! guests' (snow-core).
 
@@ -22,6 +22,7 @@ pub mod metrics;
 pub mod offsets;
 pub mod outbound;
 pub mod redact;
+pub mod reload;
 pub mod runner;
 pub mod shutdown;
 pub mod sink;

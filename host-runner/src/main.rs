@@ -129,19 +129,35 @@ fn run(args: &[String], validate_only: bool) -> Result<()> {
         }
         let run = runner.run(&specs, watch);
         tokio::pin!(run);
-        // The process stops at --for-seconds or on SIGINT/SIGTERM, whichever comes first.
+        // The process stops at --for-seconds or on SIGINT/SIGTERM, whichever comes first; SIGHUP
+        // re-reads the connector files and hot-swaps changed components.
         let stop = async {
-            let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+            use tokio::signal::unix::{SignalKind, signal};
+            let (mut term, mut hup) = (signal(SignalKind::terminate())?, signal(SignalKind::hangup())?);
             let after = async {
                 match for_seconds {
                     Some(s) => tokio::time::sleep(Duration::from_secs(s)).await,
                     None => std::future::pending().await,
                 }
             };
-            tokio::select! {
-                _ = tokio::signal::ctrl_c() => tracing::info!("signal received, stopping"),
-                _ = term.recv() => tracing::info!("signal received, stopping"),
-                () = after => tracing::info!("--for-seconds reached, stopping"),
+            tokio::pin!(after);
+            loop {
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => tracing::info!("signal received, stopping"),
+                    _ = term.recv() => tracing::info!("signal received, stopping"),
+                    () = &mut after => tracing::info!("--for-seconds reached, stopping"),
+                    _ = hup.recv() => {
+                        tracing::info!("SIGHUP: re-reading {} connector file(s)", files.len());
+                        match load_files(&files.iter().map(PathBuf::from).collect::<Vec<_>>()) {
+                            Ok(specs) => {
+                                runner.reload(&specs).await;
+                            }
+                            Err(e) => tracing::error!("reload: the connector files are not valid, nothing changed: {e:#}"),
+                        }
+                        continue;
+                    }
+                }
+                break;
             }
             Ok::<(), std::io::Error>(())
         };
@@ -210,10 +226,9 @@ fn inspect(args: &[String]) -> Result<()> {
     })?;
     let signature = match artefact.signature() {
         Ok(signature) => signature.to_string(),
-        Err(Refusal::NoTrustedKeys) => format!(
-            "bundle at {}, not checked (give --trusted-keys to verify it)",
-            policy.bundle_for(&path).display()
-        ),
+        Err(Refusal::NoTrustedKeys) => {
+            format!("bundle at {}, not checked (give --trusted-keys to verify it)", policy.bundle_for(&path).display())
+        }
         Err(refusal) => format!("not verified: {refusal}"),
     };
     println!("component      {}", path.display());
@@ -231,11 +246,16 @@ fn inspect(args: &[String]) -> Result<()> {
 /// The trust policy of `--trusted-keys`, `--bundle` and `--trusted-root`.
 fn trust_policy(args: &Args, require_keys: bool) -> Result<TrustPolicy> {
     let keys = match args.option("trusted-keys") {
-        Some(list) => list.split(',').filter(|p| !p.trim().is_empty()).map(|p| TrustedKey::from_pem_file(p.trim().as_ref())).collect::<Result<_>>()?,
+        Some(list) => {
+            list.split(',').filter(|p| !p.trim().is_empty()).map(|p| TrustedKey::from_pem_file(p.trim().as_ref())).collect::<Result<_>>()?
+        }
         None if require_keys => bail!("--trusted-keys is required: the PEM public keys that may sign the component\n{USAGE}"),
         None => Vec::new(),
     };
-    let root = args.option("trusted-root").map(|p| std::fs::read_to_string(p).with_context(|| format!("reading --trusted-root {p}"))).transpose()?;
+    let root = args
+        .option("trusted-root")
+        .map(|p| std::fs::read_to_string(p).with_context(|| format!("reading --trusted-root {p}")))
+        .transpose()?;
     TrustPolicy::new(keys, root.as_deref(), args.option("bundle").map(PathBuf::from), false)
 }
 
@@ -246,7 +266,11 @@ fn artefact(args: &[String]) -> Result<()> {
     match args.positional.first().map(String::as_str) {
         Some("keygen") => {
             let (key, public) = host_runner::artefact::keys::generate(&operand("keygen needs a file prefix")?)?;
-            println!("private key {} (keep it secret; mode 0600)\npublic key  {} (give it to hosts as component.trusted.keys)", key.display(), public.display());
+            println!(
+                "private key {} (keep it secret; mode 0600)\npublic key  {} (give it to hosts as component.trusted.keys)",
+                key.display(),
+                public.display()
+            );
             Ok(())
         }
         Some("sign") => {

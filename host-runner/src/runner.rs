@@ -11,7 +11,9 @@ use anyhow::{Context, Result, bail};
 use crate::artefact::Checked;
 use crate::auth::Credentials;
 use crate::auth::tokens::TokenRegistry;
-use crate::component::{ComponentKind, ComponentRuntime, Loaded};
+use crate::component::bindings::{sink::SinkPre, source::SourcePre};
+use crate::component::swap::Slot;
+use crate::component::{ComponentKind, ComponentRuntime, HostState, Loaded};
 use crate::config::ConnectorSpec;
 use crate::connector::{ConnectorContext, SharedContext};
 use crate::metrics::Metrics;
@@ -28,12 +30,37 @@ pub struct Runner {
     metrics: Metrics,
     status: StatusBoard,
     prepared: Mutex<Vec<(String, ComponentKind)>>,
+    /// Each running connector's spec and component slot, for hot-swap ([`crate::reload`]).
+    pub(crate) running: Mutex<HashMap<String, Running>>,
 }
 
-/// A connector ready to run.
+/// A running connector as a reload sees it.
+pub(crate) struct Running {
+    pub(crate) ctx: SharedContext,
+    pub(crate) slot: Slots,
+}
+
+/// A connector's component slot, by kind.
+#[derive(Clone)]
+pub(crate) enum Slots {
+    Source(Arc<Slot<SourcePre<HostState>>>),
+    Sink(Arc<Slot<SinkPre<HostState>>>),
+}
+
+/// A connector ready to run, with the digest of its component.
 enum Prepared {
-    Source { ctx: SharedContext, loaded: Loaded, units: Vec<crate::component::bindings::types::WorkUnit>, offsets: Arc<dyn OffsetStore> },
-    Sink { ctx: SharedContext, loaded: Loaded },
+    Source {
+        ctx: SharedContext,
+        loaded: Loaded,
+        digest: String,
+        units: Vec<crate::component::bindings::types::WorkUnit>,
+        offsets: Arc<dyn OffsetStore>,
+    },
+    Sink {
+        ctx: SharedContext,
+        loaded: Loaded,
+        digest: String,
+    },
 }
 
 impl Runner {
@@ -47,7 +74,13 @@ impl Runner {
             metrics,
             status: StatusBoard::default(),
             prepared: Mutex::default(),
+            running: Mutex::default(),
         })
+    }
+
+    /// The engine and linker.
+    pub(crate) fn runtime(&self) -> &ComponentRuntime {
+        &self.runtime
     }
 
     /// The process's metrics.
@@ -73,17 +106,23 @@ impl Runner {
         let mut running = tokio::task::JoinSet::new();
         for p in prepared {
             let shutdown = shutdown.clone();
-            match p {
-                Prepared::Source { ctx, loaded: Loaded::Source(pre), units, offsets } => {
-                    let name = ctx.name().to_string();
-                    running.spawn(async move { (name, crate::source::run(ctx, pre, units, offsets, shutdown).await) })
+            let path = |ctx: &SharedContext| ctx.spec.component_path.display().to_string();
+            let (ctx, slot) = match p {
+                Prepared::Source { ctx, loaded: Loaded::Source(pre), digest, units, offsets } => {
+                    let (name, slot) = (ctx.name().to_string(), Slot::new(pre, &digest, &path(&ctx)));
+                    let task = crate::source::run(ctx.clone(), slot.clone(), units, offsets, shutdown);
+                    running.spawn(async move { (name, task.await) });
+                    (ctx, Slots::Source(slot))
                 }
-                Prepared::Sink { ctx, loaded: Loaded::Sink(pre) } => {
-                    let name = ctx.name().to_string();
-                    running.spawn(async move { (name, crate::sink::run(ctx, pre, shutdown).await) })
+                Prepared::Sink { ctx, loaded: Loaded::Sink(pre), digest } => {
+                    let (name, slot) = (ctx.name().to_string(), Slot::new(pre, &digest, &path(&ctx)));
+                    let task = crate::sink::run(ctx.clone(), slot.clone(), shutdown);
+                    running.spawn(async move { (name, task.await) });
+                    (ctx, Slots::Sink(slot))
                 }
                 _ => unreachable!("prepare pairs each connector with its own kind"),
             };
+            self.running.lock().unwrap_or_else(|e| e.into_inner()).insert(ctx.name().to_string(), Running { ctx, slot });
         }
         let mut first_error = None;
         while let Some(ended) = running.join_next().await {
@@ -140,13 +179,13 @@ impl Runner {
                             store
                         }
                     };
-                    Prepared::Source { ctx, loaded, units, offsets }
+                    Prepared::Source { ctx, loaded, digest: artefact.digest().to_string(), units, offsets }
                 }
                 Loaded::Sink(pre) => {
                     crate::kafka::check_consumer(&spec.kafka, &format!("connect-{}", spec.name))
                         .with_context(|| format!("connector {}", spec.name))?;
                     crate::sink::validate(&ctx, pre).await?;
-                    Prepared::Sink { ctx, loaded }
+                    Prepared::Sink { ctx, loaded, digest: artefact.digest().to_string() }
                 }
             });
             tracing::info!(connector = spec.name, kind = ?kind, component = %spec.component_path.display(), "connector ready");

@@ -104,8 +104,7 @@ fn what_does_not_verify_is_refused_before_compiling_with_one_line_naming_file_an
     std::fs::copy(guest_artifacts::GUEST_SOURCE, &other).unwrap();
     let other_bundle = sign(&dir, &other, DEV_KEY);
     let sink = component(&dir, "sink.wasm");
-    let (ok, out) =
-        validate(&dir, &connector(&dir, &sink, &[trusted[0], ("component.bundle.path", other_bundle.to_str().unwrap())]));
+    let (ok, out) = validate(&dir, &connector(&dir, &sink, &[trusted[0], ("component.bundle.path", other_bundle.to_str().unwrap())]));
     assert!(!ok);
     let line = refusal_line(&out, &sink);
     assert!(line.contains("signs ") && line.contains("or the bundle is another artefact's"), "{line}");
@@ -154,7 +153,11 @@ fn inspect_reports_the_signature_status() {
     let (_, stdout, _) = snow_connect(&dir, &["inspect", "sink.wasm", "--instantiations", "1"]);
     assert!(stdout.contains("signature      bundle at sink.wasm.sigstore.json, not checked (give --trusted-keys"), "{stdout}");
     let (_, stdout, _) = snow_connect(&dir, &["inspect", "sink.wasm", "--instantiations", "1", "--trusted-keys", DEV_PUB]);
-    assert!(stdout.contains("signature      verified: signed by the trusted key") && stdout.contains("world          snow:connector/sink@0.1.0"), "{stdout}");
+    assert!(
+        stdout.contains("signature      verified: signed by the trusted key")
+            && stdout.contains("world          snow:connector/sink@0.1.0"),
+        "{stdout}"
+    );
 }
 
 #[test]
@@ -166,7 +169,17 @@ fn a_bundle_made_by_cosign_verifies_in_the_host_and_cosign_verifies_ours() {
     let wasm = component(&dir, "sink.wasm");
     let (ok, out) = cosign::run(
         &dir,
-        &["sign-blob", "--key", "cosign.key", "--bundle", "by-cosign.json", "--tlog-upload=false", "--use-signing-config=false", "--yes", "sink.wasm"],
+        &[
+            "sign-blob",
+            "--key",
+            "cosign.key",
+            "--bundle",
+            "by-cosign.json",
+            "--tlog-upload=false",
+            "--use-signing-config=false",
+            "--yes",
+            "sink.wasm",
+        ],
     );
     assert!(ok, "{out}");
     let bundle: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.join("by-cosign.json")).unwrap()).unwrap();

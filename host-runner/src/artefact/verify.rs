@@ -54,8 +54,14 @@ const NO_TRUSTED_ROOT: &str = r#"{"mediaType":"application/vnd.dev.sigstore.trus
 
 impl TrustPolicy {
     /// A policy; `trusted_root` is the JSON of a Sigstore trusted root, when one is configured.
-    pub fn new(keys: Vec<TrustedKey>, trusted_root: Option<&str>, bundle_path: Option<PathBuf>, allow_unsigned: bool) -> anyhow::Result<Self> {
-        let root = TrustedRoot::from_json(trusted_root.unwrap_or(NO_TRUSTED_ROOT)).map_err(|e| anyhow::anyhow!("not a Sigstore trusted root: {e}"))?;
+    pub fn new(
+        keys: Vec<TrustedKey>,
+        trusted_root: Option<&str>,
+        bundle_path: Option<PathBuf>,
+        allow_unsigned: bool,
+    ) -> anyhow::Result<Self> {
+        let root = TrustedRoot::from_json(trusted_root.unwrap_or(NO_TRUSTED_ROOT))
+            .map_err(|e| anyhow::anyhow!("not a Sigstore trusted root: {e}"))?;
         let verifier = Verifier::new(&root).map_err(|e| anyhow::anyhow!("the trusted root cannot be used: {e}"))?;
         Ok(Self { keys, bundle_path, allow_unsigned, has_trusted_root: trusted_root.is_some(), verifier })
     }
@@ -110,9 +116,7 @@ pub enum Refusal {
     )]
     Unsigned(PathBuf),
     /// No key to check a bundle with.
-    #[error(
-        "no trusted keys are configured (component.trusted.keys) to verify it with, and component.allow.unsigned is not true"
-    )]
+    #[error("no trusted keys are configured (component.trusted.keys) to verify it with, and component.allow.unsigned is not true")]
     NoTrustedKeys,
     /// The bundle could not be read or is not a bundle this host verifies.
     #[error("its bundle {bundle} {reason}")]
@@ -225,16 +229,25 @@ fn check(path: &Path, bytes: &[u8], policy: &TrustPolicy) -> Result<Signature, R
 /// the signature over the file verifies with `key`. A signature that verifies over the digest the
 /// bundle names, but that digest is not the file's, is a genuine bundle of other bytes.
 fn check_offline(bytes: &[u8], message: &MessageSignature, key: &TrustedKey, bundle: &Path) -> Result<(), Refusal> {
-    let verifying = VerificationKey::from_spki(&key.der)
-        .map_err(|e| Refusal::BadBundle { bundle: bundle.to_path_buf(), reason: format!("cannot be checked with {}: {e}", key.source.display()) })?;
+    let verifying = VerificationKey::from_spki(&key.der).map_err(|e| Refusal::BadBundle {
+        bundle: bundle.to_path_buf(),
+        reason: format!("cannot be checked with {}: {e}", key.source.display()),
+    })?;
     let actual = sigstore_verify::crypto::sha256(bytes);
     if let Some(signed) = &message.message_digest {
         if signed.algorithm != HashAlgorithm::Sha2256 {
-            return Err(Refusal::BadBundle { bundle: bundle.to_path_buf(), reason: format!("signs a {:?} digest; only SHA2_256 is accepted", signed.algorithm) });
+            return Err(Refusal::BadBundle {
+                bundle: bundle.to_path_buf(),
+                reason: format!("signs a {:?} digest; only SHA2_256 is accepted", signed.algorithm),
+            });
         }
         if signed.digest.as_bytes() != actual.as_bytes() {
             return match verifying.verify_prehashed(signed.digest.as_bytes(), &message.signature) {
-                Ok(()) => Err(Refusal::DigestMismatch { bundle: bundle.to_path_buf(), actual: actual.to_hex(), signed: hex(signed.digest.as_bytes()) }),
+                Ok(()) => Err(Refusal::DigestMismatch {
+                    bundle: bundle.to_path_buf(),
+                    actual: actual.to_hex(),
+                    signed: hex(signed.digest.as_bytes()),
+                }),
                 Err(_) => Err(Refusal::BadSignature { key: key.source.clone() }),
             };
         }

@@ -7,8 +7,8 @@ use std::time::{Duration, Instant};
 use anyhow::{Result, anyhow};
 
 use super::runtime::{ComponentRuntime, Loaded};
-use crate::artefact::Checked;
 use super::state::{HostState, StoreOptions};
+use crate::artefact::Checked;
 use crate::metrics::Metrics;
 use crate::outbound::{Gate, GateSettings, LimiterRegistry};
 

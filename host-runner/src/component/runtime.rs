@@ -14,9 +14,9 @@ use wasmtime::component::{Component, HasSelf, Linker};
 use wasmtime::{Config, Engine};
 
 use super::bindings::{sink::SinkPre, source::SourcePre};
-use crate::artefact::Checked;
 use super::cache::{CompileCache, Source};
 use super::state::HostState;
+use crate::artefact::Checked;
 
 /// How often the epoch advances; per-call budgets are counted in these ticks.
 pub const EPOCH_TICK: Duration = Duration::from_millis(10);

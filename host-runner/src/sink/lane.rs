@@ -4,10 +4,13 @@
 //! outcome ([`super::verdict`]), reports the final ones ([`super::report`]) and only then stores
 //! the partition's offset past them. A retryable failure holds this partition only; a failure the
 //! policy does not tolerate, or a component that keeps trapping (`component.trap.budget`), parks it.
+//! A new component version published for the connector is taken right after a put's outcomes are
+//! committed: the next put opens it, and a trap in its first calls rolls the connector back
+//! ([`crate::component::swap`]).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rdkafka::consumer::{Consumer, StreamConsumer};
 use tokio::sync::{Semaphore, mpsc};
@@ -20,6 +23,7 @@ use crate::backoff::Backoff;
 use crate::component::HostState;
 use crate::component::bindings::sink::SinkPre;
 use crate::component::bindings::types::SinkRecord;
+use crate::component::swap::{Follower, Slot};
 use crate::component::trap::{TrapBudget, one_line};
 use crate::connector::SharedContext;
 use crate::metrics::labels;
@@ -35,8 +39,8 @@ pub const MAX_BATCH: usize = 200;
 pub struct LaneShared {
     /// The connector.
     pub ctx: SharedContext,
-    /// The sink component, pre-instantiated.
-    pub pre: SinkPre<HostState>,
+    /// The sink component's current version, pre-instantiated.
+    pub slot: Arc<Slot<SinkPre<HostState>>>,
     /// The consumer whose offsets the lanes store.
     pub consumer: Arc<StreamConsumer<SinkContext>>,
     /// One permit per lane writing (`snow.sink.max.in.flight`).
@@ -63,6 +67,10 @@ pub struct Lane {
     buffered: Arc<AtomicUsize>,
     stop: Shutdown,
     instance: Option<Instance>,
+    /// The component version this lane runs.
+    version: Follower<SinkPre<HostState>>,
+    /// A swap in progress: when the old version's last outcomes were committed, and its digest.
+    swapping: Option<(Instant, String)>,
     traps: TrapBudget,
     backoff: Backoff,
     /// What a revocation uses to stop this lane between puts.
@@ -81,8 +89,11 @@ impl Lane {
         let traps = TrapBudget::new(shared.ctx.spec.trap_budget);
         let control = Arc::new(LaneControl::default());
         shared.consumer.context().register(topic, partition, control.clone());
+        let version = shared.slot.follow();
         let lane = Self {
             shared,
+            version,
+            swapping: None,
             topic: topic.to_string(),
             partition,
             unit: format!("{topic}-{partition}"),
@@ -138,6 +149,12 @@ impl Lane {
                 Then::GoOn => {
                     self.backoff.reset();
                     self.state(UnitState::Running, None);
+                    // A batch boundary: the outcomes are committed; the next put opens a newer version.
+                    let old = self.version.current().short().to_string();
+                    if self.version.newer().is_some() {
+                        self.instance = None;
+                        self.swapping = Some((Instant::now(), old));
+                    }
                 }
                 Then::Retry(why) => {
                     self.state(UnitState::Retrying, Some(&why));
@@ -169,8 +186,11 @@ impl Lane {
         let _busy = self.control.enter()?;
         if self.instance.is_none() {
             self.state(UnitState::Starting, None);
-            match Instance::open(&self.shared.ctx, &self.shared.pre, &self.topic, self.partition).await {
+            match Instance::open(&self.shared.ctx, &self.version.current().pre, &self.topic, self.partition).await {
                 Ok(instance) => self.instance = Some(instance),
+                Err(e) if self.rolled_back(&format!("failed to open ({e:#})")) => {
+                    return Some(Step { done: 0, then: Then::GoOn });
+                }
                 Err(e) => {
                     tracing::error!(connector = self.shared.ctx.name(), "opening the lane of {} failed, retrying: {e:#}", self.unit);
                     return Some(Step { done: 0, then: Then::Retry(format!("opening the lane failed: {e:#}")) });
@@ -183,6 +203,10 @@ impl Lane {
         let outcomes = match result {
             Ok(outcomes) => {
                 self.traps.succeeded();
+                self.version.succeeded();
+                if let Some((since, from)) = self.swapping.take() {
+                    self.swapped(since, &from);
+                }
                 outcomes
             }
             Err(trap) => {
@@ -192,6 +216,9 @@ impl Lane {
                     self.unit
                 );
                 self.instance = None;
+                if self.rolled_back(&format!("trapped in put ({})", one_line(&trap))) {
+                    return Some(Step { done: 0, then: Then::GoOn });
+                }
                 if let Some(last) = records.last() {
                     self.singly_until = Some(self.singly_until.map_or(last.offset, |u| u.max(last.offset)));
                 }
@@ -263,6 +290,45 @@ impl Lane {
             tracing::warn!(connector = self.shared.ctx.name(), "storing the offset of {}@{}: {e}", self.unit, last.offset);
         }
         true
+    }
+
+    /// After a failure of the current version (`what`): whether it rejected a version on
+    /// probation, so that the lane goes on at once with the one the connector runs now.
+    fn rolled_back(&mut self, what: &str) -> bool {
+        let rejected = self.version.current().clone();
+        let Some(now) = self.version.trapped() else { return false };
+        self.instance = None;
+        let message = format!(
+            "component version {} ({}) {what} in its first calls: the connector is back on version {} ({})",
+            rejected.short(),
+            rejected.path,
+            now.short(),
+            now.path
+        );
+        let connector = self.shared.ctx.name();
+        tracing::error!(connector, unit = %self.unit, "{message}");
+        self.shared.ctx.status.set(connector, "component", UnitState::Running, Some(&message));
+        self.shared.ctx.metrics.counter_add("snow_component_rollbacks_total", 1, &labels(&[("connector", connector)]));
+        true
+    }
+
+    /// The new version's first put answered: logs the pause and counts the swap.
+    fn swapped(&self, since: Instant, from: &str) {
+        let pause = since.elapsed();
+        let version = self.version.current();
+        let connector = self.shared.ctx.name();
+        let series = labels(&[("connector", connector), ("unit", &self.unit)]);
+        self.shared.ctx.metrics.counter_add("snow_component_swaps_total", 1, &series);
+        self.shared.ctx.metrics.gauge_set("snow_component_swap_pause_seconds", pause.as_secs_f64(), &series);
+        tracing::info!(
+            connector,
+            unit = %self.unit,
+            pause_us = pause.as_micros() as u64,
+            "unit swapped from component version {from} to {} ({}): {:.1} ms from the old version's last committed outcomes to the new version's first outcomes",
+            version.short(),
+            version.path,
+            pause.as_secs_f64() * 1e3
+        );
     }
 
     /// Counts one final outcome and logs it as the policy says.

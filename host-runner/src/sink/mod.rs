@@ -27,6 +27,7 @@ use crate::backoff::Backoff;
 use crate::component::HostState;
 use crate::component::bindings::sink::SinkPre;
 use crate::component::bindings::types::{Header, SinkRecord};
+use crate::component::swap::Slot;
 use crate::connector::{SharedContext, config_errors_text};
 use crate::shutdown::{Shutdown, ShutdownTrigger};
 use crate::status::UnitState;
@@ -72,7 +73,7 @@ struct LaneEntry {
 /// Consumes and writes until shutdown: the consumer loop hands each record to its partition's
 /// lane ([`lane`]), pauses partitions whose lane is behind, and stops the lanes of partitions a
 /// rebalance took away.
-pub async fn run(ctx: SharedContext, pre: SinkPre<HostState>, mut shutdown: Shutdown) -> Result<()> {
+pub async fn run(ctx: SharedContext, slot: Arc<Slot<SinkPre<HostState>>>, mut shutdown: Shutdown) -> Result<()> {
     let group = format!("connect-{}", ctx.name());
     let consumer = Arc::new(crate::kafka::consumer(&ctx.spec.kafka, &group, SinkContext::default())?);
     let mut topics: Vec<String> = ctx.spec.topics.clone();
@@ -85,7 +86,7 @@ pub async fn run(ctx: SharedContext, pre: SinkPre<HostState>, mut shutdown: Shut
     tracing::info!(connector = ctx.name(), group, max_in_flight = ctx.spec.sink.max_in_flight, "consuming {}", names.join(","));
     let shared = Arc::new(LaneShared {
         ctx: ctx.clone(),
-        pre,
+        slot,
         consumer: consumer.clone(),
         writers: Arc::new(Semaphore::new(ctx.spec.sink.max_in_flight)),
         reporter: Reporter::new(&ctx.spec)?,

@@ -15,6 +15,7 @@ use anyhow::{Result, anyhow, bail};
 use crate::component::HostState;
 use crate::component::bindings::source::SourcePre;
 use crate::component::bindings::types::WorkUnit;
+use crate::component::swap::Slot;
 use crate::connector::{SharedContext, config_errors_text, describe};
 use crate::offsets::OffsetStore;
 use crate::shutdown::Shutdown;
@@ -47,7 +48,7 @@ pub async fn plan(ctx: &SharedContext, pre: &SourcePre<HostState>) -> Result<Vec
 /// Runs every unit until shutdown; a unit that fails for good is parked and the others go on.
 pub async fn run(
     ctx: SharedContext,
-    pre: SourcePre<HostState>,
+    slot: Arc<Slot<SourcePre<HostState>>>,
     units: Vec<WorkUnit>,
     offsets: Arc<dyn OffsetStore>,
     shutdown: Shutdown,
@@ -60,7 +61,7 @@ pub async fn run(
     for unit in units {
         let runner = unit::UnitRunner {
             ctx: ctx.clone(),
-            pre: pre.clone(),
+            version: slot.follow(),
             unit,
             offsets: offsets.clone(),
             producer: producer.clone(),

@@ -5,10 +5,13 @@
 //! already being read. On a trap or a Kafka failure the instance is dropped and a new one opens at
 //! the stored offset (records after it are read again: at-least-once). A transient guest error is
 //! retried with backoff on the same instance (its cursor did not move); a fatal one parks the unit.
+//! A new component version published for the connector is taken right after the offset of
+//! everything produced so far is stored: the new version opens at that offset at once, and a trap
+//! in its first calls rolls the connector back ([`crate::component::swap`]).
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rdkafka::producer::FutureProducer;
 use wasmtime::Store;
@@ -21,6 +24,7 @@ use crate::backoff::Backoff;
 use crate::component::HostState;
 use crate::component::bindings::source::{Source, SourcePre};
 use crate::component::bindings::types::{ErrorClass, PollBatch, SnowError, SourceOffset, WorkUnit};
+use crate::component::swap::Follower;
 use crate::component::trap::TrapBudget;
 use crate::component::trap::one_line;
 use crate::connector::{SharedContext, class_label, describe, to_entries};
@@ -35,7 +39,7 @@ const SETTLE_TIMEOUT: Duration = Duration::from_secs(30);
 /// Runs one unit until shutdown or a fatal error.
 pub struct UnitRunner {
     pub ctx: SharedContext,
-    pub pre: SourcePre<HostState>,
+    pub version: Follower<SourcePre<HostState>>,
     pub unit: WorkUnit,
     pub offsets: Arc<dyn OffsetStore>,
     pub producer: FutureProducer,
@@ -67,6 +71,14 @@ enum Restart {
     Stop,
     /// Stop this unit and leave it parked (it said why).
     Parked,
+    /// Open the connector's current version at the stored offset now (a swap or a rollback).
+    Swap,
+}
+
+/// A swap in progress: when the old version's last records were handed to Kafka.
+struct Swapping {
+    since: Instant,
+    from: String,
 }
 
 impl UnitRunner {
@@ -76,12 +88,16 @@ impl UnitRunner {
         let mut traps = TrapBudget::new(self.ctx.spec.trap_budget);
         let mut refusals = RefusalBudget::new(self.ctx.spec.trap_budget);
         let name = self.unit.name.clone();
+        let mut swapping: Option<Swapping> = None;
         while !self.shutdown.is_stopping() {
             self.state(UnitState::Starting, None);
             let opened = match self.open().await {
                 Ok(opened) => opened,
                 Err(OpenFailure::Trapped(trap)) => {
                     let message = format!("the component trapped in open: {trap}");
+                    if self.rolled_back(&message) {
+                        continue;
+                    }
                     if let Some(why) = traps.trapped(&message) {
                         self.park(&why);
                         return;
@@ -105,9 +121,10 @@ impl UnitRunner {
                     return;
                 }
             };
-            match self.poll_loop(opened, &mut backoff, &mut traps, &mut refusals).await {
+            match self.poll_loop(opened, &mut backoff, &mut traps, &mut refusals, &mut swapping).await {
                 Restart::Stop => break,
                 Restart::Parked => return,
+                Restart::Swap => {}
                 Restart::Reopen => {
                     if !self.shutdown.sleep(backoff.next_delay()).await {
                         break;
@@ -124,9 +141,29 @@ impl UnitRunner {
         self.ctx.status.set(self.ctx.name(), &self.unit.name, state, message);
     }
 
+    /// After a trap (`what`): whether it rejected a version on probation, so that the unit goes
+    /// on at once with the one the connector runs now.
+    fn rolled_back(&mut self, what: &str) -> bool {
+        let rejected = self.version.current().clone();
+        let Some(now) = self.version.trapped() else { return false };
+        let message = format!(
+            "component version {} ({}) {what} in its first calls: the connector is back on version {} ({})",
+            rejected.short(),
+            rejected.path,
+            now.short(),
+            now.path
+        );
+        tracing::error!(connector = %self.ctx.name(), unit = %self.unit.name, "{message}");
+        self.ctx.status.set(self.ctx.name(), "component", UnitState::Running, Some(&message));
+        self.ctx.metrics.counter_add("snow_component_rollbacks_total", 1, &labels(&[("connector", self.ctx.name())]));
+        true
+    }
+
     async fn open(&self) -> Result<Opened, OpenFailure> {
         let mut store = self.ctx.new_store(&self.unit.name);
         let instance = self
+            .version
+            .current()
             .pre
             .instantiate_async(&mut store)
             .await
@@ -157,6 +194,7 @@ impl UnitRunner {
         backoff: &mut Backoff,
         traps: &mut TrapBudget,
         refusals: &mut RefusalBudget,
+        swapping: &mut Option<Swapping>,
     ) -> Restart {
         let table = self.unit.name.clone();
         let connector = self.ctx.name().to_string();
@@ -168,12 +206,18 @@ impl UnitRunner {
             metrics: self.ctx.metrics.clone(),
             status: self.ctx.status.clone(),
         });
+        let mut last_enqueued: Option<Instant> = None;
         let outcome = loop {
             if self.shutdown.is_stopping() {
                 break Restart::Stop;
             }
             if let Err(failure) = pipeline.failure() {
                 break self.produce_failed(&failure, refusals);
+            }
+            // A batch boundary: take a newer version once what was produced is stored (below).
+            if let Some(old) = self.take_newer() {
+                *swapping = Some(Swapping { since: last_enqueued.unwrap_or_else(Instant::now), from: old });
+                break Restart::Swap;
             }
             opened.store.data_mut().begin_call();
             let polled = std::time::Instant::now();
@@ -193,6 +237,9 @@ impl UnitRunner {
                 Err(trap) => {
                     tracing::error!(connector = %connector, unit = %table, "the component trapped in poll: {trap:#}");
                     let message = format!("the component trapped in poll: {}", one_line(&trap));
+                    if self.rolled_back(&message) {
+                        break Restart::Swap;
+                    }
                     if let Some(why) = traps.trapped(&message) {
                         self.park(&why);
                         break Restart::Parked;
@@ -205,6 +252,10 @@ impl UnitRunner {
             };
             let poll_time = polled.elapsed();
             traps.succeeded();
+            self.version.succeeded();
+            if let Some(swap) = swapping.take() {
+                self.swapped(&swap);
+            }
             // The guest may have started the next request (read-ahead): wasmtime spawned it from
             // this worker, into a slot no other worker takes from, so let it run (and send the
             // request) now rather than when the next poll waits for its answer.
@@ -237,6 +288,7 @@ impl UnitRunner {
                     Err(failure) => break self.produce_failed(&failure, refusals),
                 };
                 let enqueue_time = enqueued.elapsed();
+                last_enqueued = Some(Instant::now());
                 let pending = Pending { deliveries, partition: offset.partition.clone(), position: offset.position.clone() };
                 let submitted = std::time::Instant::now();
                 // While Kafka is away the pipeline is full and this waits: a shutdown must still get through.
@@ -277,6 +329,31 @@ impl UnitRunner {
                 outcome
             }
         }
+    }
+
+    /// The short digest of the version the unit ran, when a newer one was published since.
+    fn take_newer(&mut self) -> Option<String> {
+        let old = self.version.current().short().to_string();
+        self.version.newer().map(|_| old)
+    }
+
+    /// The new version's first poll answered: logs the pause and counts the swap.
+    fn swapped(&self, swap: &Swapping) {
+        let pause = swap.since.elapsed();
+        let version = self.version.current();
+        let labels = labels(&[("connector", self.ctx.name()), ("unit", &self.unit.name)]);
+        self.ctx.metrics.counter_add("snow_component_swaps_total", 1, &labels);
+        self.ctx.metrics.gauge_set("snow_component_swap_pause_seconds", pause.as_secs_f64(), &labels);
+        tracing::info!(
+            connector = %self.ctx.name(),
+            unit = %self.unit.name,
+            pause_us = pause.as_micros() as u64,
+            "unit swapped from component version {} to {} ({}): {:.1} ms from the old version's last records to the new version's first poll",
+            swap.from,
+            version.short(),
+            version.path,
+            pause.as_secs_f64() * 1e3
+        );
     }
 
     /// After Kafka failed this unit's records: reopen at the stored offset, or park once the same

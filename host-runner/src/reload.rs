@@ -1,0 +1,134 @@
+//! Applying re-read connector files to the running process (SIGHUP): a connector whose component
+//! changed gets the new version hot-swapped.
+//!
+//! The new version is verified ([`Checked::read`]), compiled and pre-instantiated (off the async
+//! threads), and asked to validate the running connector's configuration (a source also plans its
+//! units) before it is published to the connector's slot; until then, and whenever any of these
+//! fails, the old version keeps running and the reason is logged and shown on the status board
+//! (unit `component`). Units take a published version at their next batch boundary
+//! ([`crate::component::swap`]). Other changed keys are named and take effect at the next start.
+
+use anyhow::{Result, bail};
+
+use crate::artefact::Checked;
+use crate::component::Loaded;
+use crate::config::ConnectorSpec;
+use crate::runner::{Runner, Slots};
+use crate::status::UnitState;
+
+/// What a reload did to one connector.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reloaded {
+    /// The component is unchanged (same bytes).
+    Unchanged,
+    /// A new version was published; units take it at their next batch boundary.
+    Published {
+        /// Digest (short) of the version replaced.
+        from: String,
+        /// Digest (short) of the new one.
+        to: String,
+    },
+    /// The new version was refused; the old one keeps running.
+    Kept(String),
+    /// No running connector has this name.
+    NotRunning,
+}
+
+impl Runner {
+    /// Applies `specs` (the re-read connector files) to the running connectors; one result per spec.
+    pub async fn reload(&self, specs: &[ConnectorSpec]) -> Vec<(String, Reloaded)> {
+        let mut results = Vec::new();
+        for spec in specs {
+            let result = self.reload_one(spec).await;
+            match &result {
+                Reloaded::Unchanged => tracing::info!(connector = spec.name, "reload: the component is unchanged"),
+                Reloaded::Published { from, to } => tracing::info!(
+                    connector = spec.name,
+                    "reload: component version {from} replaced by {to} ({}); every unit takes it at its next batch boundary",
+                    spec.component_path.display()
+                ),
+                Reloaded::Kept(why) => {
+                    tracing::error!(connector = spec.name, "reload: keeping the running component version: {why}");
+                    self.status().set(&spec.name, "component", UnitState::Running, Some(&format!("the new version was refused: {why}")));
+                }
+                Reloaded::NotRunning => {
+                    tracing::warn!(connector = spec.name, "reload: no such connector is running; new connectors start at the next start")
+                }
+            }
+            results.push((spec.name.clone(), result));
+        }
+        results
+    }
+
+    async fn reload_one(&self, spec: &ConnectorSpec) -> Reloaded {
+        let (ctx, current) = {
+            let running = self.running.lock().unwrap_or_else(|e| e.into_inner());
+            let Some(r) = running.get(&spec.name) else { return Reloaded::NotRunning };
+            let current = match &r.slot {
+                Slots::Source(slot) => slot.current().digest.clone(),
+                Slots::Sink(slot) => slot.current().digest.clone(),
+            };
+            (r.ctx.clone(), current)
+        };
+        let changed = changed_keys(&ctx.spec, spec);
+        if !changed.is_empty() {
+            tracing::warn!(
+                connector = spec.name,
+                "reload: {} changed; only the component is replaced while running, the rest takes effect at the next start",
+                changed.join(", ")
+            );
+        }
+        let artefact = match Checked::read(&spec.component_path, &spec.trust) {
+            Ok(artefact) => artefact,
+            Err(e) => return Reloaded::Kept(format!("{e:#}")),
+        };
+        if artefact.digest() == current {
+            return Reloaded::Unchanged;
+        }
+        match self.publish(&ctx, &artefact).await {
+            Ok(()) => Reloaded::Published { from: current[..12].to_string(), to: artefact.digest()[..12].to_string() },
+            Err(e) => Reloaded::Kept(format!("{e:#}")),
+        }
+    }
+
+    /// Compiles, validates and publishes `artefact` as the connector's new version.
+    async fn publish(&self, ctx: &crate::connector::SharedContext, artefact: &Checked) -> Result<()> {
+        let loaded = self.runtime().load(artefact).await?;
+        let path = artefact.path().display().to_string();
+        let running = self.running.lock().unwrap_or_else(|e| e.into_inner()).get(ctx.name()).map(|r| r.slot.clone());
+        match (running, loaded) {
+            (Some(Slots::Source(slot)), Loaded::Source(pre)) => {
+                crate::source::plan(ctx, &pre).await?;
+                slot.publish(pre, artefact.digest(), &path);
+            }
+            (Some(Slots::Sink(slot)), Loaded::Sink(pre)) => {
+                crate::sink::validate(ctx, &pre).await?;
+                slot.publish(pre, artefact.digest(), &path);
+            }
+            (None, _) => bail!("the connector stopped meanwhile"),
+            (Some(_), loaded) => bail!("{} is a {:?} component; the running connector is not", path, loaded.kind()),
+        }
+        Ok(())
+    }
+}
+
+/// The keys, other than the component's, whose values differ between `running` and `new`.
+fn changed_keys(running: &ConnectorSpec, new: &ConnectorSpec) -> Vec<String> {
+    let mut changed: Vec<String> = running
+        .guest_config
+        .iter()
+        .filter(|(k, v)| new.guest_config.get(*k) != Some(v))
+        .map(|(k, _)| k.clone())
+        .chain(new.guest_config.keys().filter(|k| !running.guest_config.contains_key(*k)).cloned())
+        .collect();
+    let host = [
+        ("tasks.max", running.tasks_max != new.tasks_max),
+        ("kafka.bootstrap.servers", running.kafka.bootstrap_servers != new.kafka.bootstrap_servers),
+        ("kafka.producer.*", running.kafka.producer != new.kafka.producer),
+        ("kafka.consumer.*", running.kafka.consumer != new.kafka.consumer),
+        ("topics", running.topics != new.topics),
+        ("offset.storage.file.filename", running.offsets_file != new.offsets_file),
+    ];
+    changed.extend(host.iter().filter(|(_, differs)| *differs).map(|(k, _)| k.to_string()));
+    changed
+}

@@ -1,0 +1,184 @@
+//! Hot-swap end to end, through the real binary: a running source backfill and a running sink are
+//! each swapped to a new build five times by editing the connector file and sending SIGHUP; no row
+//! is lost, no record goes without an outcome, and duplicates stay within what a restart at the
+//! stored offset gives. A new version that traps in its first calls is rolled back; one that fails
+//! to verify keeps the old one running.
+#![allow(clippy::unwrap_used)] // a panic is how a test fails
+
+mod support;
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use fake_snow::server::Latency;
+use fake_snow::{FakeOptions, FakeSnow, Fault, FaultAction};
+use support::kafka::{Read, create_topic, produce, read_until, wait_committed};
+use support::{Runner, connector_file, keyed_updates, new_build, now_secs, tail, unique, work_dir};
+
+const SWAPS: u32 = 5;
+
+fn short_digest(path: &Path) -> String {
+    sigstore_digest(&std::fs::read(path).unwrap())[..12].to_string()
+}
+
+fn sigstore_digest(bytes: &[u8]) -> String {
+    use std::fmt::Write;
+    <sha2::Sha256 as sha2::Digest>::digest(bytes).iter().fold(String::new(), |mut s, b| {
+        let _ = write!(s, "{b:02x}");
+        s
+    })
+}
+
+/// Points the connector file at `component` and tells the runner to re-read it.
+fn swap_to(runner: &Runner, dir: &Path, name: &str, config: &mut BTreeMap<String, String>, component: &Path) {
+    config.insert("component.path".into(), component.display().to_string());
+    connector_file(dir, name, config);
+    runner.hangup();
+}
+
+/// The pauses the runner logged for swaps to `digest`, in ms.
+fn pauses_to(log: &str, digest: &str) -> Vec<f64> {
+    log.lines()
+        .filter(|l| l.contains("unit swapped from component version") && l.contains(&format!(" to {digest} ")))
+        .filter_map(|l| l.split("pause_us=").nth(1).and_then(|rest| rest.split_whitespace().next()).and_then(|us| us.parse::<f64>().ok()))
+        .map(|us| us / 1000.0)
+        .collect()
+}
+
+#[test]
+fn a_backfill_of_200000_rows_swapped_to_a_new_build_five_times_loses_no_row() {
+    const ROWS: u64 = 200_000;
+    let now = now_secs();
+    let fake = FakeSnow::start(FakeOptions { frozen_at: Some(now), ..Default::default() }).unwrap();
+    let ids = fake.shared().seed("incident", ROWS, now - 7200, 7000);
+    // Slow pages, so that five swaps land inside the backfill.
+    fake.add_fault(Fault::always(FaultAction::Latency { ms: 50 }).on_method("GET").on_path("/api/now/table/incident"));
+    let (name, topic) = (unique("swapsrc"), unique("swapsrc"));
+    let dir = work_dir("swap-source");
+    let mut config =
+        support::source_entries(&fake.url(), &name, &topic, &["incident"], &[("snow.auth.type", "none"), ("snow.batch.size", "1000")]);
+    let file = connector_file(&dir, &name, &config);
+    let mut runner = Runner::start(&dir, "run", &[&file]);
+    runner.wait_for_log("opened at cursor", Duration::from_secs(60));
+    let bootstrap = kafka_harness::shared().bootstrap();
+    let mut builds: Vec<PathBuf> = Vec::new();
+    for build in 1..=SWAPS {
+        let next = new_build(guest_artifacts::GUEST_SOURCE, build, &dir);
+        swap_to(&runner, &dir, &name, &mut config, &next);
+        runner.wait_for_log(&format!(" to {} ", short_digest(&next)), Duration::from_secs(60));
+        builds.push(next);
+    }
+    let during = read_until(bootstrap, &topic, Duration::from_secs(60), |_| true);
+    assert!((during.len() as u64) < ROWS, "the fifth swap landed during the backfill ({} of {ROWS} rows produced)", during.len());
+    let records =
+        read_until(bootstrap, &topic, Duration::from_secs(600), |r| r.iter().map(|x| &x.key).collect::<BTreeSet<_>>().len() as u64 >= ROWS);
+    let log = runner.stop();
+
+    let keys: BTreeSet<&str> = records.iter().map(|r| r.key.as_str()).collect();
+    assert_eq!(keys, ids.iter().map(String::as_str).collect::<BTreeSet<_>>(), "no row lost across five swaps");
+    // Each swap opens the new version at the stored offset, like a restart: at most the overlap
+    // re-read (30 s of rows) plus unacknowledged polls per swap.
+    let opens: Vec<&str> = log.lines().filter_map(|l| l.split("opened at cursor ").nth(1)).collect();
+    assert_eq!(opens.len(), 1 + SWAPS as usize, "one open per version:\n{}", tail(&log, 40));
+    let stamps: Vec<String> = fake.rows("incident").iter().filter_map(|r| r["sys_updated_on"].as_str().map(str::to_string)).collect();
+    let bound: usize = opens[1..].iter().map(|cursor| support::restart_duplicate_bound(&stamps, &cursor[..19], 30, 1000)).sum();
+    let duplicates = records.len() - keys.len();
+    eprintln!("{SWAPS} swaps over {ROWS} rows: {duplicates} duplicates (bound {bound})");
+    assert!(duplicates <= bound, "{duplicates} duplicates, bound {bound}");
+    for (i, build) in builds.iter().enumerate() {
+        let pauses = pauses_to(&log, &short_digest(build));
+        assert_eq!(pauses.len(), 1, "swap {}: the one table swapped once:\n{}", i + 1, tail(&log, 40));
+        eprintln!("swap {}: pause {:.1} ms", i + 1, pauses[0]);
+    }
+}
+
+#[test]
+fn a_sink_of_20000_records_swapped_to_a_new_build_five_times_gives_every_record_one_outcome() {
+    const KEYS: usize = 1_000;
+    const RECORDS: usize = 20_000;
+    const PARTITIONS: i32 = 4;
+    let fake = FakeSnow::start(FakeOptions::default()).unwrap();
+    let ids = fake.shared().seed("incident", KEYS as u64, now_secs() - 3600, 600);
+    fake.shared().set_latency(Latency { request_ms: 2, write_ms: 1, batch_quota_ms: None });
+    let (name, topic) = (unique("swapsink"), unique("swapsink"));
+    let bootstrap = kafka_harness::shared().bootstrap();
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    rt.block_on(create_topic(bootstrap, &topic, PARTITIONS));
+    let records = keyed_updates(&ids, RECORDS, 7919);
+    rt.block_on(produce(bootstrap, &topic, &records));
+    let dir = work_dir("swap-sink");
+    let mut config = support::sink_entries(
+        &fake.url(),
+        &name,
+        &topic,
+        "incident",
+        &[("snow.auth.type", "none"), ("reporter.result.topic.name", "${connector}-ok")],
+    );
+    let file = connector_file(&dir, &name, &config);
+    let writes = || fake.journal().entries.iter().filter(|e| e.method == "PATCH").count();
+    let mut runner = Runner::start(&dir, "run", &[&file]);
+    support::wait_until("writes flowing", Duration::from_secs(60), || (writes() > 0).then_some(()));
+    let mut builds = Vec::new();
+    for build in 1..=SWAPS {
+        let next = new_build(guest_artifacts::GUEST_SINK, build, &dir);
+        swap_to(&runner, &dir, &name, &mut config, &next);
+        runner.wait_for_log(&format!(" to {} ", short_digest(&next)), Duration::from_secs(60));
+        builds.push(next);
+    }
+    let at_last_swap = writes();
+    assert!(at_last_swap < RECORDS, "the fifth swap landed while writing ({at_last_swap} of {RECORDS} written)");
+    wait_committed(&format!("connect-{name}"), &topic, PARTITIONS, (RECORDS / PARTITIONS as usize) as i64, Duration::from_secs(300));
+    let log = runner.stop();
+
+    let reports = read_until(bootstrap, &format!("{name}-ok"), Duration::from_secs(60), |r| r.len() >= RECORDS);
+    let mut per_record: HashMap<(i64, i64), usize> = HashMap::new();
+    for r in &reports {
+        let v = Read::json(r);
+        assert_eq!(v["outcome"], "written", "{v}");
+        *per_record.entry((v["partition"].as_i64().unwrap(), v["offset"].as_i64().unwrap())).or_default() += 1;
+    }
+    assert_eq!(per_record.len(), RECORDS, "every record has an outcome; log:\n{}", tail(&log, 20));
+    // A swap happens after a put's outcomes are committed, so nothing is written or reported twice.
+    let repeated: usize = per_record.values().map(|n| n - 1).sum();
+    assert_eq!(repeated, 0, "no record reported twice across {SWAPS} swaps");
+    assert_eq!(writes(), RECORDS, "each record written once");
+    support::assert_last_updates(&fake, "incident", &records);
+    for (i, build) in builds.iter().enumerate() {
+        let pauses = pauses_to(&log, &short_digest(build));
+        assert!(!pauses.is_empty() && pauses.len() <= PARTITIONS as usize, "swap {}: each writing lane swapped once: {pauses:?}", i + 1);
+        eprintln!("swap {}: pauses {:?} ms", i + 1, pauses.iter().map(|p| format!("{p:.1}")).collect::<Vec<_>>());
+    }
+}
+
+#[test]
+fn a_new_version_that_does_not_verify_keeps_the_old_one_running_and_says_why() {
+    let now = now_secs();
+    let fake = FakeSnow::start(FakeOptions { frozen_at: Some(now), ..Default::default() }).unwrap();
+    fake.shared().seed("incident", 50, now - 600, 100);
+    let (name, topic) = (unique("swapbad"), unique("swapbad"));
+    let dir = work_dir("swap-refused");
+    let mut config = support::source_entries(&fake.url(), &name, &topic, &["incident"], &[("snow.auth.type", "none")]);
+    let file = connector_file(&dir, &name, &config);
+    let mut runner = Runner::spawn_with_args(&dir, "run", &[&file], support::DEFAULT_LOG, &[], &["--status-listen", "127.0.0.1:0"]);
+    let addr = support::status_address(&mut runner);
+    runner.wait_for_log("opened at cursor", Duration::from_secs(60));
+    // A new build whose bytes changed after signing.
+    let next = new_build(guest_artifacts::GUEST_SOURCE, 1, &dir);
+    let mut bytes = std::fs::read(&next).unwrap();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 0x01;
+    std::fs::write(&next, bytes).unwrap();
+    swap_to(&runner, &dir, &name, &mut config, &next);
+    let line = runner.wait_for_log("reload: keeping the running component version", Duration::from_secs(60));
+    let status = support::unit_status_of(&addr, &name, "component").expect("the refusal is on the status board");
+    let log = runner.stop();
+    assert!(
+        line.contains("the file changed after it was signed") || log.contains("the file changed after it was signed"),
+        "{}",
+        tail(&log, 20)
+    );
+    assert!(status["message"].as_str().unwrap_or("").contains("refused"), "{status}");
+    assert!(!log.contains("unit swapped"), "nothing swapped");
+    assert!(log.contains("50 records produced"), "the old version ran on: {}", tail(&log, 10));
+}
