@@ -128,7 +128,7 @@ fn a_sink_of_20000_records_swapped_to_a_new_build_five_times_gives_every_record_
     }
     let at_last_swap = writes();
     assert!(at_last_swap < RECORDS, "the fifth swap landed while writing ({at_last_swap} of {RECORDS} written)");
-    wait_committed(&format!("connect-{name}"), &topic, PARTITIONS, (RECORDS / PARTITIONS as usize) as i64, Duration::from_secs(300));
+    wait_committed(&format!("connect-{name}"), &topic, PARTITIONS, RECORDS as i64, Duration::from_secs(300));
     let log = runner.stop();
 
     let reports = read_until(bootstrap, &format!("{name}-ok"), Duration::from_secs(60), |r| r.len() >= RECORDS);
@@ -181,4 +181,80 @@ fn a_new_version_that_does_not_verify_keeps_the_old_one_running_and_says_why() {
     assert!(status["message"].as_str().unwrap_or("").contains("refused"), "{status}");
     assert!(!log.contains("unit swapped"), "nothing swapped");
     assert!(log.contains("50 records produced"), "the old version ran on: {}", tail(&log, 10));
+}
+
+#[test]
+fn a_source_version_that_traps_on_its_first_polls_is_rolled_back_and_the_old_one_goes_on() {
+    let (name, topic) = (unique("swaptrap"), unique("swaptrap"));
+    let dir = work_dir("swap-rollback");
+    let mut config = support::entries(&[
+        ("name", &name),
+        ("component.path", support::signed(guest_artifacts::ROGUE_GUEST)),
+        support::TRUSTED_KEYS,
+        ("kafka.bootstrap.servers", kafka_harness::shared().bootstrap()),
+        ("offset.storage.file.filename", "offsets.json"),
+        ("snow.instance.url", "http://127.0.0.1:9"),
+        ("snow.auth.type", "none"),
+        ("snow.tables", "rogue"),
+        ("snow.table.rogue.topic", &topic),
+        ("snow.rogue.topic", &topic),
+    ]);
+    let file = connector_file(&dir, &name, &config);
+    let mut runner = Runner::spawn_with_args(&dir, "run", &[&file], support::DEFAULT_LOG, &[], &["--status-listen", "127.0.0.1:0"]);
+    let addr = support::status_address(&mut runner);
+    let bootstrap = kafka_harness::shared().bootstrap();
+    read_until(bootstrap, &topic, Duration::from_secs(60), |r| r.len() >= 2);
+    let trapping = support::trapping_build(guest_artifacts::ROGUE_GUEST, &dir);
+    swap_to(&runner, &dir, &name, &mut config, &trapping);
+    runner.wait_for_log("the connector is back on version", Duration::from_secs(60));
+    let after = read_until(bootstrap, &topic, Duration::from_secs(30), |_| true).len();
+    read_until(bootstrap, &topic, Duration::from_secs(60), |r| r.len() >= after + 2);
+    let status = support::unit_status_of(&addr, &name, "component").expect("the rollback is on the status board");
+    let rollbacks = support::metric(&addr, &format!("snow_component_rollbacks_total{{connector=\"{name}\"}}"));
+    let log = runner.stop();
+    assert!(status["message"].as_str().unwrap_or("").contains("back on version"), "{status}");
+    assert_eq!(rollbacks, Some(1.0), "one rollback");
+    assert_eq!(
+        log.matches("ERROR the component trapped in poll:").count(),
+        1,
+        "the new version trapped once, then it was gone:\n{}",
+        tail(&log, 30)
+    );
+    assert!(!log.contains("unit parked"), "a rollback does not count against the trap budget");
+    assert_eq!(log.matches("unit swapped").count(), 0, "the trapping version never answered a poll, and going back is no swap");
+}
+
+#[test]
+fn a_sink_version_that_traps_on_its_first_put_is_rolled_back_and_every_record_gets_one_outcome() {
+    let (name, topic) = (unique("swaptrapsink"), unique("swaptrapsink"));
+    let bootstrap = kafka_harness::shared().bootstrap();
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    rt.block_on(create_topic(bootstrap, &topic, 1));
+    let batch = |n: usize| (0..n).map(|_| (None, "{}".to_string())).collect::<Vec<_>>();
+    rt.block_on(produce(bootstrap, &topic, &batch(300)));
+    let dir = work_dir("swap-rollback-sink");
+    let mut config = support::sink_entries(
+        "http://127.0.0.1:9",
+        &name,
+        &topic,
+        "incident",
+        &[("snow.auth.type", "none"), ("reporter.result.topic.name", "${connector}-ok")],
+    );
+    config.insert("component.path".into(), support::signed(guest_artifacts::ROGUE_SINK).into());
+    let file = connector_file(&dir, &name, &config);
+    let group = format!("connect-{name}");
+    let mut runner = Runner::start(&dir, "run", &[&file]);
+    wait_committed(&group, &topic, 1, 300, Duration::from_secs(60));
+    let trapping = support::trapping_build(guest_artifacts::ROGUE_SINK, &dir);
+    swap_to(&runner, &dir, &name, &mut config, &trapping);
+    runner.wait_for_log("replaced by", Duration::from_secs(60));
+    // More records than one put takes, so that a put boundary comes after the swap.
+    rt.block_on(produce(bootstrap, &topic, &batch(1000)));
+    wait_committed(&group, &topic, 1, 1300, Duration::from_secs(60));
+    let log = runner.stop();
+    assert!(log.contains("the connector is back on version"), "{}", tail(&log, 30));
+    let reports = read_until(bootstrap, &format!("{name}-ok"), Duration::from_secs(60), |r| r.len() >= 1300);
+    let offsets: BTreeSet<i64> = reports.iter().map(|r| Read::json(r)["offset"].as_i64().unwrap()).collect();
+    assert_eq!((reports.len(), offsets.len()), (1300, 1300), "every record one outcome across the rollback");
+    assert!(!log.contains("parked"), "a rollback does not count against the trap budget");
 }

@@ -197,6 +197,9 @@ impl Lane {
                 }
             }
         }
+        if let Some((since, from)) = self.swapping.take() {
+            self.swapped(since, &from);
+        }
         let instance = self.instance.as_mut()?;
         let result = instance.put(records).await;
         drop(permit);
@@ -204,9 +207,6 @@ impl Lane {
             Ok(outcomes) => {
                 self.traps.succeeded();
                 self.version.succeeded();
-                if let Some((since, from)) = self.swapping.take() {
-                    self.swapped(since, &from);
-                }
                 outcomes
             }
             Err(trap) => {
@@ -298,8 +298,10 @@ impl Lane {
         let rejected = self.version.current().clone();
         let Some(now) = self.version.trapped() else { return false };
         self.instance = None;
+        // Going back is not a swap to measure.
+        self.swapping = None;
         let message = format!(
-            "component version {} ({}) {what} in its first calls: the connector is back on version {} ({})",
+            "component version {} ({}) failed in its first calls, it {what}: the connector is back on version {} ({})",
             rejected.short(),
             rejected.path,
             now.short(),
@@ -312,7 +314,7 @@ impl Lane {
         true
     }
 
-    /// The new version's first put answered: logs the pause and counts the swap.
+    /// The new version is open and starts its first put: logs the pause and counts the swap.
     fn swapped(&self, since: Instant, from: &str) {
         let pause = since.elapsed();
         let version = self.version.current();
@@ -324,7 +326,7 @@ impl Lane {
             connector,
             unit = %self.unit,
             pause_us = pause.as_micros() as u64,
-            "unit swapped from component version {from} to {} ({}): {:.1} ms from the old version's last committed outcomes to the new version's first outcomes",
+            "unit swapped from component version {from} to {} ({}): {:.1} ms from the old version's last committed outcomes to the new version's first put",
             version.short(),
             version.path,
             pause.as_secs_f64() * 1e3

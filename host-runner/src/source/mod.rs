@@ -67,6 +67,7 @@ pub async fn run(
             producer: producer.clone(),
             topics: topics.clone(),
             shutdown: shutdown.clone(),
+            swapping: None,
         };
         handles.push(tokio::spawn(runner.run()));
     }

@@ -46,6 +46,8 @@ pub struct UnitRunner {
     /// The topics the connector's configuration names: the only ones this unit may produce to.
     pub topics: Arc<BTreeSet<String>>,
     pub shutdown: Shutdown,
+    /// A swap in progress (set at the old version's last batch, measured at the new one's first poll).
+    pub swapping: Option<Swapping>,
 }
 
 /// An opened guest instance and its task handle.
@@ -76,7 +78,7 @@ enum Restart {
 }
 
 /// A swap in progress: when the old version's last records were handed to Kafka.
-struct Swapping {
+pub struct Swapping {
     since: Instant,
     from: String,
 }
@@ -88,14 +90,13 @@ impl UnitRunner {
         let mut traps = TrapBudget::new(self.ctx.spec.trap_budget);
         let mut refusals = RefusalBudget::new(self.ctx.spec.trap_budget);
         let name = self.unit.name.clone();
-        let mut swapping: Option<Swapping> = None;
         while !self.shutdown.is_stopping() {
             self.state(UnitState::Starting, None);
             let opened = match self.open().await {
                 Ok(opened) => opened,
                 Err(OpenFailure::Trapped(trap)) => {
                     let message = format!("the component trapped in open: {trap}");
-                    if self.rolled_back(&message) {
+                    if self.rolled_back(&format!("trapped in open ({trap})")) {
                         continue;
                     }
                     if let Some(why) = traps.trapped(&message) {
@@ -121,7 +122,7 @@ impl UnitRunner {
                     return;
                 }
             };
-            match self.poll_loop(opened, &mut backoff, &mut traps, &mut refusals, &mut swapping).await {
+            match self.poll_loop(opened, &mut backoff, &mut traps, &mut refusals).await {
                 Restart::Stop => break,
                 Restart::Parked => return,
                 Restart::Swap => {}
@@ -146,8 +147,10 @@ impl UnitRunner {
     fn rolled_back(&mut self, what: &str) -> bool {
         let rejected = self.version.current().clone();
         let Some(now) = self.version.trapped() else { return false };
+        // Going back is not a swap to measure.
+        self.swapping = None;
         let message = format!(
-            "component version {} ({}) {what} in its first calls: the connector is back on version {} ({})",
+            "component version {} ({}) failed in its first calls, it {what}: the connector is back on version {} ({})",
             rejected.short(),
             rejected.path,
             now.short(),
@@ -194,7 +197,6 @@ impl UnitRunner {
         backoff: &mut Backoff,
         traps: &mut TrapBudget,
         refusals: &mut RefusalBudget,
-        swapping: &mut Option<Swapping>,
     ) -> Restart {
         let table = self.unit.name.clone();
         let connector = self.ctx.name().to_string();
@@ -216,7 +218,7 @@ impl UnitRunner {
             }
             // A batch boundary: take a newer version once what was produced is stored (below).
             if let Some(old) = self.take_newer() {
-                *swapping = Some(Swapping { since: last_enqueued.unwrap_or_else(Instant::now), from: old });
+                self.swapping = Some(Swapping { since: last_enqueued.unwrap_or_else(Instant::now), from: old });
                 break Restart::Swap;
             }
             opened.store.data_mut().begin_call();
@@ -237,7 +239,7 @@ impl UnitRunner {
                 Err(trap) => {
                     tracing::error!(connector = %connector, unit = %table, "the component trapped in poll: {trap:#}");
                     let message = format!("the component trapped in poll: {}", one_line(&trap));
-                    if self.rolled_back(&message) {
+                    if self.rolled_back(&format!("trapped in poll ({})", one_line(&trap))) {
                         break Restart::Swap;
                     }
                     if let Some(why) = traps.trapped(&message) {
@@ -253,7 +255,7 @@ impl UnitRunner {
             let poll_time = polled.elapsed();
             traps.succeeded();
             self.version.succeeded();
-            if let Some(swap) = swapping.take() {
+            if let Some(swap) = self.swapping.take() {
                 self.swapped(&swap);
             }
             // The guest may have started the next request (read-ahead): wasmtime spawned it from

@@ -81,6 +81,27 @@ pub fn new_build(component: &str, build: u32, dir: &Path) -> PathBuf {
     path
 }
 
+/// A build of a rogue component (`guest_artifacts::ROGUE_GUEST` or `ROGUE_SINK`) that traps on
+/// every call that does work, signed with the development key: its mode bytes rewritten.
+pub fn trapping_build(rogue: &str, dir: &Path) -> PathBuf {
+    let (from, to) = (b"snow-rogue-mode:normal", b"snow-rogue-mode:trap!!");
+    let mut bytes = fs::read(rogue).unwrap();
+    let mut found = 0;
+    let mut i = 0;
+    while let Some(at) = bytes[i..].windows(from.len()).position(|w| w == from) {
+        bytes[i + at..i + at + to.len()].copy_from_slice(to);
+        i += at + to.len();
+        found += 1;
+    }
+    assert!(found > 0, "{rogue} has no mode bytes");
+    let stem = Path::new(rogue).file_stem().unwrap().to_string_lossy().into_owned();
+    let path = dir.join(format!("{stem}-trapping.wasm"));
+    fs::write(&path, bytes).unwrap();
+    let key = host_runner::artefact::SigningKey::from_pem_file(Path::new(DEV_KEY)).unwrap();
+    host_runner::artefact::sign_file(&path, &key, None).unwrap();
+    path
+}
+
 /// A name no other test uses (topics, connectors).
 pub fn unique(prefix: &str) -> String {
     static N: AtomicU32 = AtomicU32::new(0);

@@ -9,6 +9,10 @@
 //! * `snow.rogue.say=TEXT` — `open` logs TEXT through the host, prints it to stderr and puts it in a
 //!   metric label; `poll`'s error repeats it.
 //! * `snow.rogue.series=N` — `open` creates N distinct metric series.
+//!
+//! A test makes a build that traps on every `poll` by rewriting [`MODE`] in a copy of the
+//! component (`snow-rogue-mode:normal` to `snow-rogue-mode:trap!!`, the same length): a new version
+//! that breaks, for the hot-swap rollback.
 #![cfg(all(target_arch = "wasm32", target_os = "wasi"))]
 
 mod bindings;
@@ -25,6 +29,15 @@ use wasip2::http::outgoing_handler;
 use wasip2::http::types::{Fields, Method as WasiMethod, OutgoingBody, OutgoingRequest, Scheme};
 
 pub(crate) struct Component;
+
+/// This build's mode, as bytes a test may rewrite in a copy of the component.
+static MODE: [u8; 22] = *b"snow-rogue-mode:normal";
+
+/// Whether this build traps on every `poll` (read through `black_box`, so the bytes in the
+/// component decide, not a constant the compiler folded).
+fn trap_build() -> bool {
+    core::hint::black_box(&MODE)[16..].starts_with(b"trap")
+}
 
 impl Guest for Component {
     type SourceTask = Rogue;
@@ -71,7 +84,7 @@ impl GuestSourceTask for Rogue {
 
     fn poll(&self) -> Result<wit::PollBatch, wit::SnowError> {
         let url = self.get("url").unwrap_or_default().to_string();
-        if url == "trap" {
+        if url == "trap" || trap_build() {
             core::arch::wasm32::unreachable();
         }
         if let Some(topic) = self.get("topic") {
