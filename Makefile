@@ -41,6 +41,7 @@ bench: wasm
 	target/release/snow-bench hidden
 	target/release/snow-bench sink
 	target/release/snow-bench startup
+	target/release/snow-bench swap
 	@for w in guest_source guest_sink; do target/release/snow-connect inspect target/guests/wasm32-wasip2/wasm-release/$$w.wasm --instantiations 1000; done
 
 ## A broker for local work (target/kafka/local); prints its bootstrap address.

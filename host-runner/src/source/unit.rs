@@ -81,6 +81,10 @@ enum Restart {
 pub struct Swapping {
     since: Instant,
     from: String,
+    /// When the old version's records were all acknowledged and its offset stored.
+    stored: Option<Instant>,
+    /// When the new version was open.
+    opened: Option<Instant>,
 }
 
 impl UnitRunner {
@@ -93,7 +97,12 @@ impl UnitRunner {
         while !self.shutdown.is_stopping() {
             self.state(UnitState::Starting, None);
             let opened = match self.open().await {
-                Ok(opened) => opened,
+                Ok(opened) => {
+                    if let Some(swap) = self.swapping.as_mut() {
+                        swap.opened = Some(Instant::now());
+                    }
+                    opened
+                }
                 Err(OpenFailure::Trapped(trap)) => {
                     let message = format!("the component trapped in open: {trap}");
                     if self.rolled_back(&format!("trapped in open ({trap})")) {
@@ -125,7 +134,11 @@ impl UnitRunner {
             match self.poll_loop(opened, &mut backoff, &mut traps, &mut refusals).await {
                 Restart::Stop => break,
                 Restart::Parked => return,
-                Restart::Swap => {}
+                Restart::Swap => {
+                    if let Some(swap) = self.swapping.as_mut() {
+                        swap.stored = Some(Instant::now());
+                    }
+                }
                 Restart::Reopen => {
                     if !self.shutdown.sleep(backoff.next_delay()).await {
                         break;
@@ -218,7 +231,7 @@ impl UnitRunner {
             }
             // A batch boundary: take a newer version once what was produced is stored (below).
             if let Some(old) = self.take_newer() {
-                self.swapping = Some(Swapping { since: last_enqueued.unwrap_or_else(Instant::now), from: old });
+                self.swapping = Some(Swapping { since: last_enqueued.unwrap_or_else(Instant::now), from: old, stored: None, opened: None });
                 break Restart::Swap;
             }
             opened.store.data_mut().begin_call();
@@ -341,7 +354,10 @@ impl UnitRunner {
 
     /// The new version's first poll answered: logs the pause and counts the swap.
     fn swapped(&self, swap: &Swapping) {
-        let pause = swap.since.elapsed();
+        let now = Instant::now();
+        let pause = now - swap.since;
+        let (stored, opened) = (swap.stored.unwrap_or(swap.since), swap.opened.unwrap_or(now));
+        let ms = |d: Duration| d.as_secs_f64() * 1e3;
         let version = self.version.current();
         let labels = labels(&[("connector", self.ctx.name()), ("unit", &self.unit.name)]);
         self.ctx.metrics.counter_add("snow_component_swaps_total", 1, &labels);
@@ -350,11 +366,15 @@ impl UnitRunner {
             connector = %self.ctx.name(),
             unit = %self.unit.name,
             pause_us = pause.as_micros() as u64,
-            "unit swapped from component version {} to {} ({}): {:.1} ms from the old version's last records to the new version's first poll",
+            "unit swapped from component version {} to {} ({}): {:.1} ms from the old version's last records to the new version's first poll \
+             (acknowledged and stored {:.1} ms, opened {:.1} ms, first poll {:.1} ms)",
             swap.from,
             version.short(),
             version.path,
-            pause.as_secs_f64() * 1e3
+            ms(pause),
+            ms(stored - swap.since),
+            ms(opened - stored),
+            ms(now - opened)
         );
     }
 

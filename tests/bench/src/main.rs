@@ -10,7 +10,8 @@
 //! Each scenario runs in its own process, so its CPU time and peak RSS are its own.
 //! `snow-bench hidden` measures the source through rows hidden by ACLs ([`hidden`]); `snow-bench
 //! sink` the sink's Table API and Batch API paths against an instance's latency ([`sink`]);
-//! `snow-bench startup` cold and warm starts with the compile cache ([`startup`]).
+//! `snow-bench startup` cold and warm starts with the compile cache ([`startup`]); `snow-bench swap`
+//! the pause of a hot-swap per unit ([`swap`]).
 
 mod bare;
 mod fake;
@@ -21,6 +22,7 @@ mod orchestrate;
 mod paths;
 mod sink;
 mod startup;
+mod swap;
 
 use anyhow::{Result, bail};
 
@@ -32,6 +34,7 @@ fn main() -> Result<()> {
         Some("hidden") => hidden::run(),
         Some("sink") => sink::run(),
         Some("startup") => startup::run(),
+        Some("swap") => swap::run(),
         Some(mode @ ("native" | "bare")) => {
             let fake = opt("--fake").unwrap_or_default();
             let bootstrap = opt("--bootstrap").unwrap_or_default();
@@ -48,6 +51,8 @@ fn main() -> Result<()> {
             println!("{}", outcome.to_json());
             Ok(())
         }
-        _ => bail!("usage: snow-bench run [--rows N] | hidden | sink | startup | native|bare --fake URL --bootstrap B --topic T --rows N"),
+        _ => bail!(
+            "usage: snow-bench run [--rows N] | hidden | sink | startup | swap | native|bare --fake URL --bootstrap B --topic T --rows N"
+        ),
     }
 }

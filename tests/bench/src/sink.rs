@@ -150,7 +150,7 @@ fn measure(dir: &Path, bootstrap: &str, component: &Path, mode: &'static str, re
 /// to partition `i mod LANES`: every lane gets the same share (a key hash would leave some lanes
 /// longer than others, and the run's tail to fewer lanes), and a row's records stay in one
 /// partition (the row count is a multiple of the partition count).
-async fn produce(bootstrap: &str, topic: &str, rows: &[String], records: u64) -> Result<()> {
+pub(crate) async fn produce(bootstrap: &str, topic: &str, rows: &[String], records: u64) -> Result<()> {
     let admin: AdminClient<DefaultClientContext> = ClientConfig::new().set("bootstrap.servers", bootstrap).create()?;
     admin.create_topics(&[NewTopic::new(topic, LANES as i32, TopicReplication::Fixed(1))], &AdminOptions::new()).await?;
     let producer: FutureProducer = ClientConfig::new().set("bootstrap.servers", bootstrap).set("linger.ms", "5").create()?;

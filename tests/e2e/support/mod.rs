@@ -51,31 +51,12 @@ pub fn snow_connect(dir: &Path, args: &[&str]) -> (bool, String, String) {
     (out.status.success(), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
 }
 
-/// A new build of `component` in `dir`: the same code with a custom section `snow-build` holding
-/// `build` appended (so other bytes and another SHA-256), signed with the development key.
+/// A new build of `component` in `dir` ([`guest_artifacts::new_build`]), signed with the
+/// development key.
 pub fn new_build(component: &str, build: u32, dir: &Path) -> PathBuf {
-    fn leb128(mut n: usize, out: &mut Vec<u8>) {
-        loop {
-            let byte = (n & 0x7f) as u8;
-            n >>= 7;
-            out.push(if n == 0 { byte } else { byte | 0x80 });
-            if n == 0 {
-                break;
-            }
-        }
-    }
-    let (name, payload) = (b"snow-build".as_slice(), build.to_string().into_bytes());
-    let mut section = Vec::new();
-    leb128(name.len(), &mut section);
-    section.extend_from_slice(name);
-    section.extend_from_slice(&payload);
-    let mut bytes = fs::read(component).unwrap();
-    bytes.push(0); // a custom section
-    leb128(section.len(), &mut bytes);
-    bytes.extend_from_slice(&section);
     let stem = Path::new(component).file_stem().unwrap().to_string_lossy().into_owned();
     let path = dir.join(format!("{stem}-build{build}.wasm"));
-    fs::write(&path, bytes).unwrap();
+    fs::write(&path, guest_artifacts::new_build(&fs::read(component).unwrap(), build)).unwrap();
     let key = host_runner::artefact::SigningKey::from_pem_file(Path::new(DEV_KEY)).unwrap();
     host_runner::artefact::sign_file(&path, &key, None).unwrap();
     path
