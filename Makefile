@@ -29,8 +29,13 @@ build: wasm
 demo: build
 	DEMO_SECONDS=$(DEMO_SECONDS) bash tests/demo/demo.sh
 
+## The Node host of the second-host tests (jco, preview2-shim; versions pinned in its package-lock.json).
+JCO_HOST := tests/hosts/jco
+$(JCO_HOST)/node_modules/.package-lock.json: $(JCO_HOST)/package-lock.json
+	npm ci --prefix $(JCO_HOST) --no-audit --no-fund
+
 ## Every test: unit, fake, harness, and end to end with real components and a real broker.
-test: setup
+test: setup $(JCO_HOST)/node_modules/.package-lock.json
 	$(CARGO) build -p snow-core --target wasm32-wasip2
 	$(CARGO) test
 

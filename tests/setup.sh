@@ -21,10 +21,11 @@ install_system=0
 # command -> Debian package that provides it.
 declare -A package_of=(
   [cc]=build-essential [c++]=build-essential [make]=make [perl]=perl
-  [java]=openjdk-17-jdk-headless [mvn]=maven [curl]=curl
+  [java]=openjdk-17-jdk-headless [mvn]=maven [curl]=curl [node]=nodejs [npm]=npm
 )
 missing=()
-for tool in cc c++ make perl java mvn curl; do
+# node and npm: the second-host tests run the components under jco in Node (tests/hosts/jco).
+for tool in cc c++ make perl java mvn curl node npm; do
   command -v "$tool" >/dev/null 2>&1 || missing+=("${package_of[$tool]}")
 done
 if command -v java >/dev/null 2>&1; then

@@ -1,0 +1,212 @@
+//! The same signed `guest_source.wasm` and `guest_sink.wasm` in a WASI host that is not ours:
+//! transpiled by jco and driven from Node through preview2-shim (`tests/hosts/jco/drive.mjs`),
+//! against the fake over loopback, compared byte for byte with what snow-connect produces and
+//! writes on the same data. And the connectors composed with the HTTP adapter (`wac plug`), served
+//! by `jco serve`: `POST /poll` and `/put` give the same bytes again.
+#![allow(clippy::unwrap_used)] // a panic is how a test fails
+
+mod support;
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
+use fake_snow::{FakeOptions, FakeSnow};
+use serde_json::{Value, json};
+use support::kafka::{Read, create_topic, produce, read_until, wait_committed};
+use support::{Runner, connector_file, now_secs, signed, unique, work_dir};
+
+/// `tests/hosts/jco`: the Node host (its packages installed by `make test`).
+fn jco_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/hosts/jco")
+}
+
+fn sha256(bytes: &[u8]) -> String {
+    <sha2::Sha256 as sha2::Digest>::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// `component` transpiled by jco into `tests/hosts/jco/out/<name>-<digest>` (once per build), its
+/// `snow:connector/host` import mapped to `host.js`.
+fn transpiled(component: &str, name: &str) -> PathBuf {
+    let digest = sha256(&std::fs::read(component).unwrap());
+    let out = jco_dir().join("out").join(format!("{name}-{}", &digest[..12]));
+    if !out.join(format!("{name}.js")).exists() {
+        let status = Command::new(jco_dir().join("node_modules/.bin/jco"))
+            .args(["transpile", component, "-q", "--name", name, "--map", "snow:connector/host=../../host.js", "-o"])
+            .arg(&out)
+            .status()
+            .unwrap_or_else(|e| panic!("running jco (make test installs it in tests/hosts/jco): {e}"));
+        assert!(status.success(), "jco transpile {component}");
+    }
+    out
+}
+
+/// Runs `node drive.mjs mode dir config arg`: one JSON value per stdout line.
+fn drive(mode: &str, dir: &Path, config: &BTreeMap<String, String>, arg: &str, work: &Path) -> Vec<Value> {
+    let config_file = work.join(format!("{mode}-config.json"));
+    std::fs::write(&config_file, serde_json::to_string(config).unwrap()).unwrap();
+    let out = Command::new("node").arg(jco_dir().join("drive.mjs")).arg(mode).arg(dir).arg(&config_file).arg(arg).output().unwrap();
+    assert!(out.status.success(), "node drive.mjs {mode}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+}
+
+/// The `snow.*` keys of a connector's entries, except the host's own: what the guest sees.
+fn guest_config(entries: &BTreeMap<String, String>) -> BTreeMap<String, String> {
+    entries.iter().filter(|(k, _)| k.starts_with("snow.") && !k.starts_with("snow.auth.")).map(|(k, v)| (k.clone(), v.clone())).collect()
+}
+
+/// A record as both hosts are compared: key, value, headers (sorted), timestamp.
+type Produced = (Option<Vec<u8>>, Vec<u8>, BTreeMap<String, String>, Option<i64>);
+
+fn from_kafka(r: &Read) -> Produced {
+    (Some(r.key.clone().into_bytes()), r.value.clone(), r.headers.iter().map(|(k, v)| (k.clone(), v.clone())).collect(), r.timestamp_ms)
+}
+
+fn from_json(v: &Value) -> Produced {
+    let bytes = |v: &Value| v.as_str().map(|s| STANDARD.decode(s).unwrap());
+    let headers = v["headers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| (h[0].as_str().unwrap().to_string(), String::from_utf8(bytes(&h[1]).unwrap()).unwrap()))
+        .collect();
+    (bytes(&v["key"]), bytes(&v["value"]).unwrap_or_default(), headers, v["timestamp_ms"].as_i64())
+}
+
+#[test]
+fn the_source_component_produces_the_same_bytes_under_jco_as_in_snow_connect() {
+    const ROWS: usize = 2_500;
+    let now = now_secs();
+    let fake = FakeSnow::start(FakeOptions { frozen_at: Some(now), ..Default::default() }).unwrap();
+    fake.shared().seed("incident", ROWS as u64, now - 3600, 3000);
+    let (name, topic) = (unique("jcosrc"), unique("jcosrc"));
+    let dir = work_dir("jco-source");
+    let config =
+        support::source_entries(&fake.url(), &name, &topic, &["incident"], &[("snow.auth.type", "none"), ("snow.batch.size", "500")]);
+    let runner = Runner::start(&dir, "run", &[&connector_file(&dir, &name, &config)]);
+    let ours = read_until(kafka_harness::shared().bootstrap(), &topic, Duration::from_secs(120), |r| r.len() >= ROWS);
+    runner.stop();
+
+    let theirs = drive(
+        "source",
+        &transpiled(signed(guest_artifacts::GUEST_SOURCE), "guest_source"),
+        &guest_config(&config),
+        &ROWS.to_string(),
+        &dir,
+    );
+    assert_eq!((ours.len(), theirs.len()), (ROWS, ROWS), "every row once in both hosts");
+    assert!(theirs.iter().all(|r| r["topic"] == topic.as_str()), "the same topic");
+    for (i, (a, b)) in ours.iter().map(from_kafka).zip(theirs.iter().map(from_json)).enumerate() {
+        assert_eq!(a, b, "record {i}: key, value, headers and timestamp are the same bytes");
+    }
+}
+
+/// Records for the sink comparison: patches of `ids`, a delete, a create, and one that is not JSON.
+fn sink_records(ids: &[String]) -> Vec<(Option<String>, String)> {
+    let mut records: Vec<(Option<String>, String)> = ids
+        .iter()
+        .enumerate()
+        .map(|(i, id)| (Some(id.clone()), format!(r#"{{"short_description":"from kafka {i}","u_seq":"{i}"}}"#)))
+        .collect();
+    records.push((None, r#"{"short_description":"a new one"}"#.into()));
+    records.push((None, "not json".into()));
+    records
+}
+
+/// The writes a fake received: method, path and body, in order.
+fn writes(fake: &FakeSnow) -> Vec<(String, String, String)> {
+    fake.journal()
+        .entries
+        .iter()
+        .filter(|e| e.method != "GET")
+        .map(|e| (e.method.clone(), e.path.clone(), e.body.clone().unwrap_or_default()))
+        .collect()
+}
+
+/// An outcome as both hosts are compared.
+fn outcome_of_report(v: &Value) -> Value {
+    match v["outcome"].as_str() {
+        Some("written") => json!({ "written": [v["operation"], v["table"], v["sys_id"], v["status"]] }),
+        Some("failed") => json!({ "failed": v["classification"] }),
+        other => json!({ "other": other }),
+    }
+}
+
+fn outcome_of_wit(v: &Value) -> Value {
+    match v["tag"].as_str() {
+        Some("written") => json!({ "written": [v["val"]["operation"], v["val"]["table"], v["val"]["sysId"], v["val"]["status"]] }),
+        Some("failed") => json!({ "failed": v["val"]["val"]["class"] }),
+        other => json!({ "other": other }),
+    }
+}
+
+#[test]
+fn the_sink_component_writes_the_same_bytes_under_jco_as_in_snow_connect() {
+    let now = now_secs();
+    let start = || {
+        let fake = FakeSnow::start(FakeOptions { frozen_at: Some(now), ..Default::default() }).unwrap();
+        let ids = fake.shared().seed("incident", 40, now - 3600, 600);
+        (fake, ids)
+    };
+    let ((ours_fake, ids), (their_fake, their_ids)) = (start(), start());
+    assert_eq!(ids, their_ids, "both fakes hold the same rows");
+    let records = sink_records(&ids);
+    let (name, topic) = (unique("jcosink"), unique("jcosink"));
+    let bootstrap = kafka_harness::shared().bootstrap();
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    rt.block_on(create_topic(bootstrap, &topic, 1));
+    rt.block_on(produce(bootstrap, &topic, &records));
+    let dir = work_dir("jco-sink");
+    let config = support::sink_entries(
+        &ours_fake.url(),
+        &name,
+        &topic,
+        "incident",
+        &[
+            ("snow.auth.type", "none"),
+            ("errors.tolerance", "all"),
+            ("reporter.result.topic.name", "${connector}-ok"),
+            ("reporter.error.topic.name", "${connector}-err"),
+        ],
+    );
+    let runner = Runner::start(&dir, "run", &[&connector_file(&dir, &name, &config)]);
+    wait_committed(&format!("connect-{name}"), &topic, 1, records.len() as i64, Duration::from_secs(120));
+    runner.stop();
+    let mut reports: HashMap<i64, Value> = HashMap::new();
+    for t in [format!("{name}-ok"), format!("{name}-err")] {
+        for r in read_until(bootstrap, &t, Duration::from_secs(60), |_| true) {
+            let v = Read::json(&r);
+            reports.insert(v["offset"].as_i64().unwrap(), outcome_of_report(&v));
+        }
+    }
+
+    // The same records, as the sink component sees them, through the Node host.
+    let as_json: Vec<Value> = records
+        .iter()
+        .enumerate()
+        .map(|(i, (key, value))| {
+            json!({ "topic": topic, "partition": 0, "offset": i, "key": key.as_ref().map(|k| STANDARD.encode(k)),
+                    "value": STANDARD.encode(value), "headers": [], "timestamp_ms": null })
+        })
+        .collect();
+    let records_file = dir.join("records.json");
+    std::fs::write(&records_file, Value::Array(as_json).to_string()).unwrap();
+    let mut guest = guest_config(&config);
+    guest.insert("snow.instance.url".into(), their_fake.url());
+    let theirs =
+        drive("sink", &transpiled(signed(guest_artifacts::GUEST_SINK), "guest_sink"), &guest, records_file.to_str().unwrap(), &dir);
+
+    assert_eq!((reports.len(), theirs.len()), (records.len(), records.len()), "one outcome per record in both hosts");
+    for (i, theirs) in theirs.iter().enumerate() {
+        assert_eq!(reports[&(i as i64)], outcome_of_wit(theirs), "record {i}: the same outcome");
+    }
+    let written = reports.values().filter(|o| o.get("written").is_some()).count();
+    assert_eq!(written, ids.len() + 1, "the patches and the create were written: {reports:?}");
+    assert_eq!(reports[&(records.len() as i64 - 1)], json!({ "failed": "fatal" }), "the record that is not JSON failed");
+    let (a, b) = (writes(&ours_fake), writes(&their_fake));
+    assert_eq!(a.len(), ids.len() + 1, "a write per patch and the create");
+    assert_eq!(a, b, "the same requests, bodies byte for byte");
+}
