@@ -7,8 +7,14 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::{env, fs};
 
-const GUESTS: [(&str, &str); 4] =
-    [("GUEST_SOURCE", "guest-source"), ("GUEST_SINK", "guest-sink"), ("ROGUE_GUEST", "rogue-guest"), ("ROGUE_SINK", "rogue-sink")];
+const GUESTS: [(&str, &str); 6] = [
+    ("GUEST_SOURCE", "guest-source"),
+    ("GUEST_SINK", "guest-sink"),
+    ("ROGUE_GUEST", "rogue-guest"),
+    ("ROGUE_SINK", "rogue-sink"),
+    ("HTTP_ADAPTER", "http-adapter"),
+    ("HOST_SHIM", "host-shim"),
+];
 
 fn main() {
     let manifest_dir = PathBuf::from(env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));

@@ -8,7 +8,8 @@
 //! * `POST /validate` `{"config":{..}}` → 200 `{"valid":true}` or 422 `{"valid":false,"errors":[{key,message}]}`
 //! * `POST /plan` `{"config":{..},"max_tasks":N}` → `{"tasks":[{"units":[{partition,name,config}]}]}`
 //! * `POST /poll` `{"config":{..},"unit":NAME?,"offsets":[{partition,position}]}` → opens the unit
-//!   (the first planned one unless named) at the offsets and polls once: `{"unit","topic",
+//!   (the first planned one unless named) at the offsets and polls until a batch has records or
+//!   asks to wait: `{"unit","topic",
 //!   "records":[{key,value,headers:[[name,value]],timestamp_ms}],"offset","next_poll_ms","notice"}`
 //! * `POST /put` `{"config":{..},"records":[{topic,partition,offset,key,value,headers,timestamp_ms}]}`
 //!   → `{"outcomes":[..]}`, one per record.
@@ -104,9 +105,25 @@ fn poll(config: &wit::Config, body: &Value) -> (u16, Value) {
         Ok(task) => task,
         Err(e) => return (502, json!({ "error": json::snow_error(&e) })),
     };
-    match task.poll() {
-        Ok(batch) => (200, json::batch(&unit.name, &batch)),
-        Err(e) => (502, json!({ "error": json::snow_error(&e) })),
+    // A fresh task's first polls may carry no records (its startup probe, a drain that finds the
+    // second done): poll on until records come, the task asks to wait, or POLLS are spent.
+    const POLLS: usize = 16;
+    let mut last = None;
+    for _ in 0..POLLS {
+        match task.poll() {
+            Ok(batch) => {
+                let done = !batch.records.is_empty() || batch.next_poll_ms > 0;
+                last = Some(batch);
+                if done {
+                    break;
+                }
+            }
+            Err(e) => return (502, json!({ "error": json::snow_error(&e) })),
+        }
+    }
+    match last {
+        Some(batch) => (200, json::batch(&unit.name, &batch)),
+        None => (502, json!({ "error": "no poll" })),
     }
 }
 

@@ -4,6 +4,7 @@
 
 pub mod cosign;
 pub mod kafka;
+pub mod tools;
 
 use std::collections::BTreeMap;
 use std::fs;

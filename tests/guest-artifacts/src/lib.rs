@@ -34,7 +34,7 @@ pub fn new_build(component: &[u8], build: u32) -> Vec<u8> {
 mod tests {
     #[test]
     fn every_artifact_is_a_component() {
-        for path in [super::GUEST_SOURCE, super::GUEST_SINK, super::ROGUE_GUEST, super::ROGUE_SINK] {
+        for path in [super::GUEST_SOURCE, super::GUEST_SINK, super::ROGUE_GUEST, super::ROGUE_SINK, super::HTTP_ADAPTER, super::HOST_SHIM] {
             let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{path}: {e}"));
             // A component's preamble: magic, then version 0x0d with layer 1.
             assert_eq!(&bytes[..8], b"\0asm\x0d\x00\x01\x00", "{path} is not a component");
