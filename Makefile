@@ -6,7 +6,7 @@ GUESTS := -p guest-source -p guest-sink -p rogue-guest -p rogue-sink -p http-ada
 # The same command tests/guest-artifacts runs, so both share one build in target/guests.
 WASM_BUILD := $(CARGO) build --target wasm32-wasip2 --profile wasm-release --target-dir target/guests $(GUESTS)
 
-.PHONY: setup demo test bench wasm build kafka-up kafka-down lint fmt clean
+.PHONY: setup demo test bench hosts wasm build kafka-up kafka-down lint fmt clean
 
 ## What every target needs on a fresh machine: the pinned toolchain with its wasm32-wasip2 target,
 ## rustfmt and clippy (installed through rustup); missing system packages are named, not guessed.
@@ -48,6 +48,15 @@ bench: wasm
 	target/release/snow-bench startup
 	target/release/snow-bench swap
 	@for w in guest_source guest_sink; do target/release/snow-connect inspect target/guests/wasm32-wasip2/wasm-release/$$w.wasm --instantiations 1000; done
+
+## The composed HTTP connector under `wasmtime serve`: builds wasmtime-cli 48 once into target/tools (a long
+## build, so it is not part of `make test`), then runs the tests that need it (tests/e2e/hosts.rs).
+WASMTIME_CLI := target/tools/wasmtime-48.0.8/bin/wasmtime
+$(WASMTIME_CLI): | setup
+	$(CARGO) install wasmtime-cli --version 48.0.8 --locked --root target/tools/wasmtime-48.0.8
+
+hosts: setup $(JCO_HOST)/node_modules/.package-lock.json $(WASMTIME_CLI)
+	$(CARGO) test -p host-runner --test e2e_hosts -- --include-ignored
 
 ## A broker for local work (target/kafka/local); prints its bootstrap address.
 kafka-up: setup

@@ -53,27 +53,45 @@ fn drive(mode: &str, dir: &Path, config: &BTreeMap<String, String>, arg: &str, w
     String::from_utf8(out.stdout).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect()
 }
 
-/// The composed HTTP connector served by `jco serve` on a free loopback port; stopped on drop.
+/// The composed HTTP connector served by another host on a free loopback port; stopped on drop.
 struct Served {
     child: std::process::Child,
     addr: String,
 }
 
 impl Served {
+    /// Under `jco serve`.
     fn start(component: &Path, dir: &Path) -> Self {
+        Self::spawn("jco serve", dir, |port| {
+            let mut cmd = Command::new(jco_dir().join("node_modules/.bin/jco"));
+            cmd.arg("serve")
+                .arg(component)
+                .args(["--host", "127.0.0.1", "--port", &port.to_string(), "--jco-dir"])
+                .arg(jco_dir().join("out").join(format!("serve-{port}")));
+            cmd
+        })
+    }
+
+    /// Under `wasmtime serve` (wasmtime-cli 48, which `make hosts` builds into target/tools).
+    fn wasmtime(component: &Path, dir: &Path) -> Self {
+        let wasmtime = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/tools/wasmtime-48.0.8/bin/wasmtime");
+        assert!(wasmtime.is_file(), "{} is missing: `make hosts` builds it", wasmtime.display());
+        Self::spawn("wasmtime serve", dir, |port| {
+            let mut cmd = Command::new(&wasmtime);
+            // -S cli: the wasi:cli interfaces Rust's standard library imports (stderr for the logs).
+            cmd.args(["serve", "-S", "cli", "--addr", &format!("127.0.0.1:{port}")]).arg(component);
+            cmd
+        })
+    }
+
+    fn spawn(what: &str, dir: &Path, command: impl FnOnce(u16) -> Command) -> Self {
         let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-        let log = std::fs::File::create(dir.join("jco-serve.log")).unwrap();
-        let child = Command::new(jco_dir().join("node_modules/.bin/jco"))
-            .arg("serve")
-            .arg(component)
-            .args(["--host", "127.0.0.1", "--port", &port.to_string(), "--jco-dir"])
-            .arg(jco_dir().join("out").join(format!("serve-{port}")))
-            .stdout(log.try_clone().unwrap())
-            .stderr(log)
-            .spawn()
-            .unwrap();
+        let log = std::fs::File::create(dir.join(format!("{}.log", what.replace(' ', "-")))).unwrap();
+        let child = command(port).stdout(log.try_clone().unwrap()).stderr(log).spawn().unwrap();
         let served = Self { child, addr: format!("127.0.0.1:{port}") };
-        support::wait_until("jco serve listening", Duration::from_secs(120), || std::net::TcpStream::connect(&served.addr).ok().map(drop));
+        support::wait_until(&format!("{what} listening"), Duration::from_secs(120), || {
+            std::net::TcpStream::connect(&served.addr).ok().map(drop)
+        });
         served
     }
 
@@ -185,17 +203,7 @@ fn the_source_component_produces_the_same_bytes_under_jco_as_in_snow_connect() {
     let served = Served::start(&composed, &dir);
     let (status, answer) = served.post("/validate", &json!({ "config": guest_config(&config) }));
     assert_eq!((status, &answer["valid"]), (200, &json!(true)), "{answer}");
-    let (mut via_http, mut offsets, mut empty) = (Vec::new(), json!([]), 0);
-    while via_http.len() < ROWS && empty < 3 {
-        let (status, batch) = served.post("/poll", &json!({ "config": guest_config(&config), "offsets": offsets }));
-        assert_eq!(status, 200, "{batch}");
-        let records = batch["records"].as_array().unwrap();
-        empty = if records.is_empty() { empty + 1 } else { 0 };
-        via_http.extend(records.iter().cloned());
-        if !batch["offset"].is_null() {
-            offsets = json!([batch["offset"]]);
-        }
-    }
+    let via_http = poll_all(&served, &guest_config(&config), ROWS);
     assert_eq!(via_http.len(), ROWS, "every row once through the adapter");
     for (i, (a, b)) in ours.iter().map(from_kafka).zip(via_http.iter().map(from_json)).enumerate() {
         assert_eq!(a, b, "record {i} through the adapter: the same bytes");
@@ -325,4 +333,57 @@ fn the_sink_component_writes_the_same_bytes_under_jco_as_in_snow_connect() {
         assert_eq!(reports[&(i as i64)], seen, "record {i} through the adapter: the same outcome");
     }
     assert_eq!(writes(&http_fake), a, "the same requests through the adapter");
+}
+
+/// Polls `served` from no offset until `rows` records (or three empty batches); the records.
+fn poll_all(served: &Served, config: &BTreeMap<String, String>, rows: usize) -> Vec<Value> {
+    let (mut all, mut offsets, mut empty) = (Vec::new(), json!([]), 0);
+    while all.len() < rows && empty < 3 {
+        let (status, batch) = served.post("/poll", &json!({ "config": config, "offsets": offsets }));
+        assert_eq!(status, 200, "{batch}");
+        let records = batch["records"].as_array().unwrap();
+        empty = if records.is_empty() { empty + 1 } else { 0 };
+        all.extend(records.iter().cloned());
+        if !batch["offset"].is_null() {
+            offsets = json!([batch["offset"]]);
+        }
+    }
+    all
+}
+
+#[test]
+#[ignore = "needs wasmtime-cli 48 in target/tools: run by `make hosts`, which builds it"]
+fn the_composed_connector_serves_the_same_bytes_under_wasmtime_serve() {
+    const ROWS: usize = 1_200;
+    let now = now_secs();
+    let fake = FakeSnow::start(FakeOptions { frozen_at: Some(now), ..Default::default() }).unwrap();
+    let ids = fake.shared().seed("incident", ROWS as u64, now - 3600, 3000);
+    let dir = work_dir("wasmtime-serve");
+    let config: BTreeMap<String, String> = [
+        ("snow.instance.url", fake.url()),
+        ("snow.tables", "incident".into()),
+        ("snow.batch.size", "500".into()),
+        ("snow.overlap.seconds", "0".into()),
+        ("snow.safety.lag.seconds", "2".into()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect();
+    let composed = support::tools::composed_http_connector();
+    let served = Served::wasmtime(&composed, &dir);
+    let via_wasmtime = poll_all(&served, &config, ROWS);
+    let via_node = drive("source", &transpiled(signed(guest_artifacts::GUEST_SOURCE), "guest_source"), &config, &ROWS.to_string(), &dir);
+    assert_eq!((via_wasmtime.len(), via_node.len()), (ROWS, ROWS), "every row once under both hosts");
+    for (i, (a, b)) in via_wasmtime.iter().map(from_json).zip(via_node.iter().map(from_json)).enumerate() {
+        assert_eq!(a, b, "record {i}: the same bytes under wasmtime serve as under jco");
+    }
+    let mut sink = config.clone();
+    sink.insert("snow.sink.table".into(), "incident".into());
+    let records = json!([{ "topic": "t", "partition": 0, "offset": 0, "key": STANDARD.encode(&ids[0]),
+                           "value": STANDARD.encode(r#"{"short_description":"from wasmtime serve"}"#), "headers": [], "timestamp_ms": null }]);
+    let (status, answer) = served.post("/put", &json!({ "config": sink, "records": records }));
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["outcomes"][0]["written"]["sys_id"], ids[0].as_str(), "{answer}");
+    let row = fake.rows("incident").into_iter().find(|r| r["sys_id"] == ids[0].as_str()).unwrap();
+    assert_eq!(row["short_description"], "from wasmtime serve");
 }
