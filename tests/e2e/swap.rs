@@ -152,7 +152,7 @@ fn a_sink_of_20000_records_swapped_to_a_new_build_five_times_gives_every_record_
 }
 
 #[test]
-fn a_new_version_that_does_not_verify_keeps_the_old_one_running_and_says_why() {
+fn a_new_version_that_does_not_verify_or_is_of_another_kind_keeps_the_old_one_running_and_says_why() {
     let now = now_secs();
     let fake = FakeSnow::start(FakeOptions { frozen_at: Some(now), ..Default::default() }).unwrap();
     fake.shared().seed("incident", 50, now - 600, 100);
@@ -172,6 +172,9 @@ fn a_new_version_that_does_not_verify_keeps_the_old_one_running_and_says_why() {
     swap_to(&runner, &dir, &name, &mut config, &next);
     let line = runner.wait_for_log("reload: keeping the running component version", Duration::from_secs(60));
     let status = support::unit_status_of(&addr, &name, "component").expect("the refusal is on the status board");
+    // A signed component of the other kind: it compiles, but it is not a source.
+    swap_to(&runner, &dir, &name, &mut config, Path::new(support::signed(guest_artifacts::GUEST_SINK)));
+    runner.wait_for_log("is a Sink component; the running connector is not", Duration::from_secs(60));
     let log = runner.stop();
     assert!(
         line.contains("the file changed after it was signed") || log.contains("the file changed after it was signed"),
