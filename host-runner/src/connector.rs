@@ -6,6 +6,7 @@ use std::sync::Arc;
 use wasmtime::{Engine, Store};
 
 use crate::component::bindings::types::{ConfigEntry, ConfigError, ErrorClass, SnowError};
+use crate::component::swap::Version;
 use crate::component::{HostState, StoreOptions};
 use crate::config::ConnectorSpec;
 use crate::metrics::Metrics;
@@ -36,6 +37,21 @@ impl ConnectorContext {
     pub fn new_store(&self, unit: &str) -> Store<HostState> {
         let options = StoreOptions { memory_max_bytes: self.spec.memory_max_bytes, call_timeout: self.spec.call_timeout };
         HostState::new_store(&self.engine, &self.spec.name, unit, self.gate.for_store(), self.metrics.clone(), options)
+    }
+
+    /// A unit's new component version failed in its first calls (`what`) and the connector went
+    /// back to `now`: logged, shown on the status board (unit `component`) and counted.
+    pub fn rolled_back<P>(&self, unit: &str, rejected: &Version<P>, now: &Version<P>, what: &str) {
+        let message = format!(
+            "component version {} ({}) failed in its first calls, it {what}: the connector is back on version {} ({})",
+            rejected.short(),
+            rejected.path,
+            now.short(),
+            now.path
+        );
+        tracing::error!(connector = %self.name(), unit, "{message}");
+        self.status.set(self.name(), "component", crate::status::UnitState::Running, Some(&message));
+        self.metrics.counter_add("snow_component_rollbacks_total", 1, &crate::metrics::labels(&[("connector", self.name())]));
     }
 
     /// The configuration handed to the guest.

@@ -300,17 +300,7 @@ impl Lane {
         self.instance = None;
         // Going back is not a swap to measure.
         self.swapping = None;
-        let message = format!(
-            "component version {} ({}) failed in its first calls, it {what}: the connector is back on version {} ({})",
-            rejected.short(),
-            rejected.path,
-            now.short(),
-            now.path
-        );
-        let connector = self.shared.ctx.name();
-        tracing::error!(connector, unit = %self.unit, "{message}");
-        self.shared.ctx.status.set(connector, "component", UnitState::Running, Some(&message));
-        self.shared.ctx.metrics.counter_add("snow_component_rollbacks_total", 1, &labels(&[("connector", connector)]));
+        self.shared.ctx.rolled_back(&self.unit, &rejected, &now, what);
         true
     }
 

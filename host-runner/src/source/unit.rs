@@ -162,16 +162,7 @@ impl UnitRunner {
         let Some(now) = self.version.trapped() else { return false };
         // Going back is not a swap to measure.
         self.swapping = None;
-        let message = format!(
-            "component version {} ({}) failed in its first calls, it {what}: the connector is back on version {} ({})",
-            rejected.short(),
-            rejected.path,
-            now.short(),
-            now.path
-        );
-        tracing::error!(connector = %self.ctx.name(), unit = %self.unit.name, "{message}");
-        self.ctx.status.set(self.ctx.name(), "component", UnitState::Running, Some(&message));
-        self.ctx.metrics.counter_add("snow_component_rollbacks_total", 1, &labels(&[("connector", self.ctx.name())]));
+        self.ctx.rolled_back(&self.unit.name, &rejected, &now, what);
         true
     }
 

@@ -67,6 +67,16 @@ impl Fake {
         self.admin("POST", "tables/incident/seed", &body).map(drop)
     }
 
+    /// The sys_ids of the incident rows it holds.
+    pub fn sys_ids(&self) -> Result<Vec<String>> {
+        Ok(self.admin("GET", "tables/incident", "")?["rows"]
+            .as_array()
+            .context("rows")?
+            .iter()
+            .filter_map(|r| r["sys_id"].as_str().map(str::to_string))
+            .collect())
+    }
+
     pub fn readable(&self) -> Result<u64> {
         self.admin("GET", "tables/incident/count", "")?["readable"].as_u64().context("readable count")
     }

@@ -66,12 +66,7 @@ pub fn run() -> Result<()> {
 fn measure(dir: &Path, bootstrap: &str, component: &Path, mode: &'static str, records: u64, limit: f64) -> Result<Measured> {
     let fake = Fake::start(dir, &format!("sink-{mode}"))?;
     fake.seed(ROWS, &stamp(now() - 7200), 3600)?;
-    let rows: Vec<String> = fake.admin("GET", "tables/incident", "")?["rows"]
-        .as_array()
-        .context("rows")?
-        .iter()
-        .filter_map(|r| r["sys_id"].as_str().map(str::to_string))
-        .collect();
+    let rows = fake.sys_ids()?;
     fake.admin("POST", "settings", &format!(r#"{{"latency":{{"request_ms":{REQUEST_MS},"write_ms":{WRITE_MS}}}}}"#))?;
     let topic = format!("bench.sink.{mode}");
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;

@@ -203,12 +203,7 @@ fn source(dir: &Path, bootstrap: &str) -> Result<Swapped> {
 fn sink(dir: &Path, bootstrap: &str) -> Result<Swapped> {
     let fake = Fake::start(dir, "swap-sink")?;
     fake.seed(2_000, &stamp(now() - 7200), 3600)?;
-    let rows: Vec<String> = fake.admin("GET", "tables/incident", "")?["rows"]
-        .as_array()
-        .context("rows")?
-        .iter()
-        .filter_map(|r| r["sys_id"].as_str().map(str::to_string))
-        .collect();
+    let rows = fake.sys_ids()?;
     fake.admin("POST", "settings", r#"{"latency":{"request_ms":5,"write_ms":1}}"#)?;
     let topic = "bench.swap.sink";
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
