@@ -377,8 +377,8 @@ fn the_composed_connector_serves_the_same_bytes_under_wasmtime_serve() {
     for (i, (a, b)) in via_wasmtime.iter().map(from_json).zip(via_node.iter().map(from_json)).enumerate() {
         assert_eq!(a, b, "record {i}: the same bytes under wasmtime serve as under jco");
     }
-    let mut sink = config.clone();
-    sink.insert("snow.sink.table".into(), "incident".into());
+    let sink: BTreeMap<String, String> =
+        [("snow.instance.url".to_string(), fake.url()), ("snow.sink.table".to_string(), "incident".to_string())].into_iter().collect();
     let records = json!([{ "topic": "t", "partition": 0, "offset": 0, "key": STANDARD.encode(&ids[0]),
                            "value": STANDARD.encode(r#"{"short_description":"from wasmtime serve"}"#), "headers": [], "timestamp_ms": null }]);
     let (status, answer) = served.post("/put", &json!({ "config": sink, "records": records }));
