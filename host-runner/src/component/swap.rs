@@ -5,7 +5,7 @@
 //! Each unit holds a [`Follower`] and looks for a newer version only at its batch boundary (a
 //! source table right after its offset was stored, a sink lane right after a put's outcomes were
 //! committed), then opens the new version at exactly that offset. A unit whose new version traps
-//! in its first calls ([`PROBATION_CALLS`]) rejects it, and the slot goes back to the version
+//! in its open or its first calls ([`PROBATION_CALLS`]) rejects it, and the slot goes back to the version
 //! before it for every unit. Instance state is never carried over: everything a unit needs to
 //! continue lives in the host (offsets).
 
@@ -13,8 +13,9 @@ use std::sync::{Arc, Mutex};
 
 use tokio::sync::watch;
 
-/// Calls (open included) in which a new version's trap rolls the connector back to the version
-/// before it, instead of counting against the trap budget.
+/// Successful calls after a swap (polls or puts; the open before them is on probation too) until
+/// which a trap of the new version rolls the connector back to the version before it, instead of
+/// counting against the trap budget.
 pub const PROBATION_CALLS: u32 = 3;
 
 /// One published version of a connector's component.
