@@ -31,6 +31,9 @@ fn sha256(bytes: &[u8]) -> String {
 /// `component` transpiled by jco into `tests/hosts/jco/out/<name>-<digest>` (once per build), its
 /// `snow:connector/host` import mapped to `host.js`.
 fn transpiled(component: &str, name: &str) -> PathBuf {
+    // Tests of this binary run at once: one transpiles while the others wait.
+    static TRANSPILING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _one = TRANSPILING.lock().unwrap_or_else(|e| e.into_inner());
     let digest = sha256(&std::fs::read(component).unwrap());
     let out = jco_dir().join("out").join(format!("{name}-{}", &digest[..12]));
     if !out.join(format!("{name}.js")).exists() {

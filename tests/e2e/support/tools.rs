@@ -41,8 +41,14 @@ pub fn plug(socket: &Path, plugs: &[&Path], out: &Path) {
 }
 
 /// The connectors served over HTTP: the adapter with both connectors plugged in, then the host
-/// shim under them, signed with the development key; in `target/hosts/<digest of the inputs>/`.
+/// shim under them, signed with the development key; in `target/hosts/<digest of the inputs>/`,
+/// composed once per test binary (its tests run at once and share it).
 pub fn composed_http_connector() -> PathBuf {
+    static COMPOSED: OnceLock<PathBuf> = OnceLock::new();
+    COMPOSED.get_or_init(compose).clone()
+}
+
+fn compose() -> PathBuf {
     let inputs = [guest_artifacts::HTTP_ADAPTER, guest_artifacts::GUEST_SOURCE, guest_artifacts::GUEST_SINK, guest_artifacts::HOST_SHIM];
     let mut all = Vec::new();
     for i in inputs {
@@ -53,10 +59,10 @@ pub fn composed_http_connector() -> PathBuf {
     let out = dir.join("snow_http_connector.wasm");
     if !out.is_file() {
         std::fs::create_dir_all(&dir).unwrap();
-        let step = dir.join("adapter-with-connectors.wasm");
+        let step = dir.join(format!("adapter-with-connectors.{}.wasm", std::process::id()));
         let [adapter, source, sink, shim] = inputs.map(Path::new);
         plug(adapter, &[source, sink], &step);
-        let partial = dir.join("partial.wasm");
+        let partial = dir.join(format!("partial.{}.wasm", std::process::id()));
         plug(&step, &[shim], &partial);
         let key = host_runner::artefact::SigningKey::from_pem_file(Path::new(super::DEV_KEY)).unwrap();
         host_runner::artefact::sign_file(&partial, &key, Some(&PathBuf::from(format!("{}.sigstore.json", out.display())))).unwrap();
