@@ -32,10 +32,12 @@ demo: build
 ## The Node host of the second-host tests (jco, preview2-shim; versions pinned in its package-lock.json).
 JCO_HOST := tests/hosts/jco
 $(JCO_HOST)/node_modules/.package-lock.json: $(JCO_HOST)/package-lock.json
+	@bash tests/setup.sh --tests
 	npm ci --prefix $(JCO_HOST) --no-audit --no-fund
 
 ## Every test: unit, fake, harness, and end to end with real components and a real broker.
-test: setup $(JCO_HOST)/node_modules/.package-lock.json
+test: $(JCO_HOST)/node_modules/.package-lock.json
+	@bash tests/setup.sh --tests
 	$(CARGO) build -p snow-core --target wasm32-wasip2
 	$(CARGO) test
 
@@ -55,7 +57,7 @@ WASMTIME_CLI := target/tools/wasmtime-48.0.8/bin/wasmtime
 $(WASMTIME_CLI): | setup
 	$(CARGO) install wasmtime-cli --version 48.0.8 --locked --root target/tools/wasmtime-48.0.8
 
-hosts: setup $(JCO_HOST)/node_modules/.package-lock.json $(WASMTIME_CLI)
+hosts: $(JCO_HOST)/node_modules/.package-lock.json $(WASMTIME_CLI)
 	$(CARGO) test -p host-runner --test e2e_hosts -- --include-ignored
 
 ## A broker for local work (target/kafka/local); prints its bootstrap address.

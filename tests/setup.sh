@@ -5,7 +5,9 @@
 #   bash tests/setup.sh            checks system tools (stops with one line naming the command that
 #                                  installs what is missing), then installs what rustup can: the
 #                                  pinned toolchain, its wasm32-wasip2 target, rustfmt and clippy.
-#   bash tests/setup.sh --system   the same, but installs missing system packages with apt-get first
+#   bash tests/setup.sh --tests    the same, and also what `make test` needs: Node.js with npm (the
+#                                  jco host) and Go 1.26+ (building cosign).
+#   bash tests/setup.sh --system   --tests, but installs missing system packages with apt-get first
 #                                  (needs root: CI and fresh machines).
 #
 # rust-toolchain.toml installs its targets only when the toolchain itself is installed; a toolchain
@@ -16,7 +18,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 install_system=0
-[ "${1:-}" = "--system" ] && install_system=1
+for_tests=0
+for arg in "$@"; do
+  case "$arg" in
+    --system) install_system=1; for_tests=1 ;;
+    --tests) for_tests=1 ;;
+  esac
+done
 
 # command -> Debian package that provides it.
 declare -A package_of=(
@@ -24,8 +32,10 @@ declare -A package_of=(
   [java]=openjdk-17-jdk-headless [mvn]=maven [curl]=curl [node]=nodejs [npm]=npm
 )
 missing=()
+tools=(cc c++ make perl java mvn curl)
 # node and npm: the second-host tests run the components under jco in Node (tests/hosts/jco).
-for tool in cc c++ make perl java mvn curl node npm; do
+[ "$for_tests" = 1 ] && tools+=(node npm)
+for tool in "${tools[@]}"; do
   command -v "$tool" >/dev/null 2>&1 || missing+=("${package_of[$tool]}")
 done
 if command -v java >/dev/null 2>&1; then
@@ -47,7 +57,9 @@ fi
 
 # The cosign interoperability test builds cosign from its Go module (tests/e2e/support/cosign.rs),
 # which needs Go 1.26 or later (Debian's golang package is older: install Go from its release).
-if command -v go >/dev/null 2>&1; then
+if [ "$for_tests" = 0 ]; then
+  :
+elif command -v go >/dev/null 2>&1; then
   go_minor=$(go env GOVERSION | sed -n 's/^go1\.\([0-9]*\).*/\1/p')
   if [ "${go_minor:-0}" -lt 26 ]; then
     echo "setup: Go $(go env GOVERSION) is too old for building cosign (the interoperability test needs Go 1.26+)" >&2
