@@ -61,14 +61,14 @@ impl Runner {
     }
 
     async fn reload_one(&self, spec: &ConnectorSpec) -> Reloaded {
-        let (ctx, current) = {
-            let running = self.running.lock().unwrap_or_else(|e| e.into_inner());
-            let Some(r) = running.get(&spec.name) else { return Reloaded::NotRunning };
-            let current = match &r.slot {
-                Slots::Source(slot) => slot.current().digest.clone(),
-                Slots::Sink(slot) => slot.current().digest.clone(),
-            };
-            (r.ctx.clone(), current)
+        let Some((ctx, slot)) =
+            self.running.lock().unwrap_or_else(|e| e.into_inner()).get(&spec.name).map(|r| (r.ctx.clone(), r.slot.clone()))
+        else {
+            return Reloaded::NotRunning;
+        };
+        let current = match &slot {
+            Slots::Source(slot) => slot.current().digest.clone(),
+            Slots::Sink(slot) => slot.current().digest.clone(),
         };
         let changed = changed_keys(&ctx.spec, spec);
         if !changed.is_empty() {
@@ -85,28 +85,26 @@ impl Runner {
         if artefact.digest() == current {
             return Reloaded::Unchanged;
         }
-        match self.publish(&ctx, &artefact).await {
+        match self.publish(&ctx, &slot, &artefact).await {
             Ok(()) => Reloaded::Published { from: current[..12].to_string(), to: artefact.digest()[..12].to_string() },
             Err(e) => Reloaded::Kept(format!("{e:#}")),
         }
     }
 
-    /// Compiles, validates and publishes `artefact` as the connector's new version.
-    async fn publish(&self, ctx: &crate::connector::SharedContext, artefact: &Checked) -> Result<()> {
+    /// Compiles, validates and publishes `artefact` as the connector's new version in `slot`.
+    async fn publish(&self, ctx: &crate::connector::SharedContext, slot: &Slots, artefact: &Checked) -> Result<()> {
         let loaded = self.runtime().load(artefact).await?;
         let path = artefact.path().display().to_string();
-        let running = self.running.lock().unwrap_or_else(|e| e.into_inner()).get(ctx.name()).map(|r| r.slot.clone());
-        match (running, loaded) {
-            (Some(Slots::Source(slot)), Loaded::Source(pre)) => {
+        match (slot, loaded) {
+            (Slots::Source(slot), Loaded::Source(pre)) => {
                 crate::source::plan(ctx, &pre).await?;
                 slot.publish(pre, artefact.digest(), &path);
             }
-            (Some(Slots::Sink(slot)), Loaded::Sink(pre)) => {
+            (Slots::Sink(slot), Loaded::Sink(pre)) => {
                 crate::sink::validate(ctx, &pre).await?;
                 slot.publish(pre, artefact.digest(), &path);
             }
-            (None, _) => bail!("the connector stopped meanwhile"),
-            (Some(_), loaded) => bail!("{} is a {:?} component; the running connector is not", path, loaded.kind()),
+            (_, loaded) => bail!("{} is a {:?} component; the running connector is not", path, loaded.kind()),
         }
         Ok(())
     }
