@@ -27,4 +27,5 @@ pub mod runner;
 pub mod shutdown;
 pub mod sink;
 pub mod source;
+pub mod state;
 pub mod status;

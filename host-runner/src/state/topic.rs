@@ -1,0 +1,356 @@
+//! A compacted Kafka topic read as a table: [`StateTopic`] creates the topic when it is missing
+//! (refusing one that is not compacted), reads it from the beginning into memory, follows it from
+//! then on, and writes keys (a `None` value is a tombstone) waiting for Kafka's acknowledgement.
+//! It is Kafka Connect's `KafkaBasedLog`: the offsets, configuration and status topics of a fleet
+//! are each one of these ([`crate::state`]).
+//!
+//! Reading to the end ([`StateTopic::read_to_end`]) means: every record below the end offsets
+//! taken when it was called has been applied. With `read_committed` the follower never applies a
+//! record of an aborted or still open transaction (the fenced offset writes of ADR 0024).
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, anyhow, bail};
+use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, ResourceSpecifier, TopicReplication};
+use rdkafka::client::DefaultClientContext;
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::error::RDKafkaErrorCode;
+use rdkafka::message::Message;
+use rdkafka::producer::{FutureProducer, FutureRecord};
+use rdkafka::{ClientConfig, Offset, TopicPartitionList};
+use tokio::sync::watch;
+
+/// How long a metadata or watermark request may take before the caller is told.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Where a state topic lives and how it is made.
+#[derive(Debug, Clone)]
+pub struct TopicSpec {
+    /// The topic's name.
+    pub name: String,
+    /// Partitions when it is created.
+    pub partitions: i32,
+    /// Replication factor when it is created (`-1`: the broker's `default.replication.factor`).
+    pub replication: i32,
+    /// The configuration key that names it, for messages (`offset.storage.topic`).
+    pub key: &'static str,
+}
+
+/// The Kafka clients' settings a state topic uses.
+#[derive(Debug, Clone)]
+pub struct Clients {
+    /// `bootstrap.servers`.
+    pub bootstrap: String,
+    /// Extra librdkafka settings for every client (security, for example).
+    pub common: BTreeMap<String, String>,
+}
+
+impl Clients {
+    fn config(&self) -> ClientConfig {
+        let mut config = ClientConfig::new();
+        config.set("bootstrap.servers", &self.bootstrap);
+        config.set("reconnect.backoff.ms", "100").set("reconnect.backoff.max.ms", "1000");
+        for (k, v) in &self.common {
+            config.set(k, v);
+        }
+        config
+    }
+
+    /// An idempotent producer with `acks=all` (what a state write needs), plus `extra`.
+    pub fn producer(&self, extra: &[(&str, &str)]) -> Result<FutureProducer> {
+        let mut config = self.config();
+        config.set("enable.idempotence", "true").set("acks", "all").set("linger.ms", "0").set("message.timeout.ms", "60000");
+        for (k, v) in extra {
+            config.set(*k, *v);
+        }
+        config.create().context("creating a Kafka producer for the state topics")
+    }
+}
+
+/// What the follower has applied.
+#[derive(Default)]
+struct View {
+    entries: BTreeMap<Vec<u8>, Vec<u8>>,
+    /// The next offset to read, per partition.
+    positions: HashMap<i32, i64>,
+}
+
+/// One compacted topic, read into memory and followed.
+pub struct StateTopic {
+    spec: TopicSpec,
+    producer: FutureProducer,
+    view: Arc<Mutex<View>>,
+    /// Bumped after every change the follower applied (or its position moved).
+    changed: watch::Receiver<u64>,
+    partitions: Vec<i32>,
+    consumer: Arc<BaseConsumer>,
+    stop: Arc<AtomicBool>,
+    follower: Option<std::thread::JoinHandle<()>>,
+}
+
+impl StateTopic {
+    /// Creates the topic if it is missing, reads it to its end and follows it.
+    pub async fn open(clients: &Clients, spec: TopicSpec, read_committed: bool) -> Result<Self> {
+        ensure(clients, &spec).await?;
+        let mut config = clients.config();
+        config
+            .set("group.id", format!("snow-connect-state-{}", std::process::id()))
+            .set("enable.auto.commit", "false")
+            .set("enable.auto.offset.store", "false")
+            .set("enable.partition.eof", "false")
+            .set("isolation.level", if read_committed { "read_committed" } else { "read_uncommitted" });
+        let consumer: Arc<BaseConsumer> = Arc::new(config.create().context("creating the state topic reader")?);
+        let partitions = partitions_of(&consumer, &spec)?;
+        {
+            let mut assignment = TopicPartitionList::new();
+            for p in &partitions {
+                assignment.add_partition_offset(&spec.name, *p, Offset::Beginning)?;
+            }
+            consumer.assign(&assignment).with_context(|| format!("reading {} {}", spec.key, spec.name))?;
+        }
+        let view = Arc::new(Mutex::new(View::default()));
+        let (tx, changed) = watch::channel(0u64);
+        let stop = Arc::new(AtomicBool::new(false));
+        let follower = {
+            let (consumer, view, stop, topic) = (consumer.clone(), view.clone(), stop.clone(), spec.name.clone());
+            std::thread::Builder::new().name(format!("state-{}", spec.name)).spawn(move || follow(&consumer, &topic, &view, &tx, &stop))?
+        };
+        let producer = clients.producer(&[])?;
+        let topic = Self { spec, producer, view, changed, partitions, consumer, stop, follower: Some(follower) };
+        topic.read_to_end().await?;
+        Ok(topic)
+    }
+
+    /// The topic's name.
+    pub fn name(&self) -> &str {
+        &self.spec.name
+    }
+
+    /// The value of `key`, if it has one.
+    pub fn get(&self, key: &[u8]) -> Option<Vec<u8>> {
+        self.lock().entries.get(key).cloned()
+    }
+
+    /// Every live `(key, value)`, in key order.
+    pub fn entries(&self) -> Vec<(Vec<u8>, Vec<u8>)> {
+        self.lock().entries.iter().map(|(k, v)| (k.clone(), v.clone())).collect()
+    }
+
+    /// A receiver that changes whenever the follower applied something.
+    pub fn changes(&self) -> watch::Receiver<u64> {
+        self.changed.clone()
+    }
+
+    /// Writes `value` at `key` (`None`: deletes it) and waits until Kafka acknowledged it and the
+    /// follower applied it, so a read after this sees it.
+    pub async fn write(&self, key: &[u8], value: Option<&[u8]>) -> Result<()> {
+        let mut record: FutureRecord<'_, [u8], [u8]> = FutureRecord::to(&self.spec.name).key(key);
+        if let Some(value) = value {
+            record = record.payload(value);
+        }
+        let (partition, offset) = self
+            .producer
+            .send(record, REQUEST_TIMEOUT)
+            .await
+            .map_err(|(e, _)| anyhow!("writing to {} {}: {e}", self.spec.key, self.spec.name))
+            .map(|d| (d.partition, d.offset))?;
+        self.seen(&[(partition, offset + 1)]).await
+    }
+
+    /// Waits until every record below the topic's end offsets of now is applied.
+    pub async fn read_to_end(&self) -> Result<()> {
+        let (consumer, topic, partitions) = (self.consumer.clone(), self.spec.name.clone(), self.partitions.clone());
+        let ends = tokio::task::spawn_blocking(move || {
+            partitions
+                .iter()
+                .map(|p| consumer.fetch_watermarks(&topic, *p, REQUEST_TIMEOUT).map(|(_, high)| (*p, high)))
+                .collect::<Result<Vec<_>, _>>()
+        })
+        .await?
+        .with_context(|| format!("reading the end of {} {}", self.spec.key, self.spec.name))?;
+        self.seen(&ends).await
+    }
+
+    /// Waits until the follower's position reached `ends` in every partition named.
+    async fn seen(&self, ends: &[(i32, i64)]) -> Result<()> {
+        let mut changed = self.changed.clone();
+        let deadline = Instant::now() + REQUEST_TIMEOUT;
+        loop {
+            {
+                let view = self.lock();
+                if ends.iter().all(|(p, end)| view.positions.get(p).copied().unwrap_or(0) >= *end) {
+                    return Ok(());
+                }
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                bail!("{} {} was not read to its end within {REQUEST_TIMEOUT:?}", self.spec.key, self.spec.name);
+            }
+            let _ = tokio::time::timeout(left.min(Duration::from_millis(200)), changed.changed()).await;
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, View> {
+        self.view.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl Drop for StateTopic {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        if let Some(follower) = self.follower.take() {
+            let _ = follower.join();
+        }
+    }
+}
+
+/// The follower: applies every record in order; when idle, takes the consumer's positions (they
+/// move past transaction markers and aborted records, which are never handed out).
+fn follow(consumer: &BaseConsumer, topic: &str, view: &Mutex<View>, changed: &watch::Sender<u64>, stop: &AtomicBool) {
+    let mut generation = 0u64;
+    let mut last_position_check = Instant::now();
+    while !stop.load(Ordering::SeqCst) {
+        let polled = consumer.poll(Duration::from_millis(50));
+        let mut moved = false;
+        match polled {
+            Some(Ok(message)) => {
+                let mut view = view.lock().unwrap_or_else(|e| e.into_inner());
+                if let Some(key) = message.key() {
+                    match message.payload() {
+                        Some(value) => view.entries.insert(key.to_vec(), value.to_vec()),
+                        None => view.entries.remove(key),
+                    };
+                }
+                let next = message.offset() + 1;
+                let at = view.positions.entry(message.partition()).or_insert(0);
+                *at = (*at).max(next);
+                moved = true;
+            }
+            Some(Err(e)) => tracing::warn!(topic, "reading a state topic: {e}"),
+            None => {}
+        }
+        if !moved || last_position_check.elapsed() > Duration::from_millis(100) {
+            last_position_check = Instant::now();
+            if let Ok(positions) = consumer.position() {
+                let mut view = view.lock().unwrap_or_else(|e| e.into_inner());
+                for element in positions.elements() {
+                    if let Offset::Offset(next) = element.offset() {
+                        let at = view.positions.entry(element.partition()).or_insert(0);
+                        if next > *at {
+                            *at = next;
+                            moved = true;
+                        }
+                    }
+                }
+            }
+        }
+        if moved {
+            generation += 1;
+            let _ = changed.send(generation);
+        }
+    }
+}
+
+/// The partitions of the topic.
+fn partitions_of(consumer: &BaseConsumer, spec: &TopicSpec) -> Result<Vec<i32>> {
+    let metadata = consumer
+        .fetch_metadata(Some(&spec.name), REQUEST_TIMEOUT)
+        .with_context(|| format!("reading the metadata of {} {}", spec.key, spec.name))?;
+    let partitions: Vec<i32> = metadata.topics().iter().flat_map(|t| t.partitions().iter().map(|p| p.id())).collect();
+    if partitions.is_empty() {
+        bail!("{} {} has no partitions", spec.key, spec.name);
+    }
+    Ok(partitions)
+}
+
+/// Creates the topic, compacted, if it does not exist; refuses one that exists and is not
+/// compacted (old state would be deleted by retention).
+async fn ensure(clients: &Clients, spec: &TopicSpec) -> Result<()> {
+    let admin: AdminClient<DefaultClientContext> = clients.config().create().context("creating a Kafka admin client")?;
+    let new = NewTopic::new(&spec.name, spec.partitions, TopicReplication::Fixed(spec.replication.max(-1))).set("cleanup.policy", "compact");
+    let options = AdminOptions::new().operation_timeout(Some(REQUEST_TIMEOUT));
+    let created = admin.create_topics(&[new], &options).await.with_context(|| format!("creating {} {}", spec.key, spec.name))?;
+    for result in created {
+        match result {
+            Ok(_) => tracing::info!("created {} {} ({} partitions, compacted)", spec.key, spec.name, spec.partitions),
+            Err((_, RDKafkaErrorCode::TopicAlreadyExists)) => {}
+            Err((_, e)) => bail!("creating {} {}: {e}", spec.key, spec.name),
+        }
+    }
+    let described = admin
+        .describe_configs(&[ResourceSpecifier::Topic(&spec.name)], &options)
+        .await
+        .with_context(|| format!("reading the configuration of {} {}", spec.key, spec.name))?;
+    for resource in described {
+        let resource = resource.map_err(|e| anyhow!("reading the configuration of {} {}: {e}", spec.key, spec.name))?;
+        let policy = resource.get("cleanup.policy").and_then(|e| e.value.clone()).unwrap_or_default();
+        if !policy.split(',').any(|p| p.trim() == "compact") {
+            bail!(
+                "{} {} has cleanup.policy={policy}; a state topic must be compacted (cleanup.policy=compact), or its old entries are lost to retention",
+                spec.key,
+                spec.name
+            );
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use rdkafka::producer::Producer;
+
+    use super::*;
+
+    fn clients() -> Clients {
+        Clients { bootstrap: kafka_harness::shared().bootstrap().to_string(), common: BTreeMap::new() }
+    }
+
+    fn spec(name: &str) -> TopicSpec {
+        TopicSpec { name: name.into(), partitions: 3, replication: 1, key: "test.topic" }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn writes_are_read_back_by_a_second_reader_tombstones_included() {
+        let name = format!("state-rw-{}", std::process::id());
+        let one = StateTopic::open(&clients(), spec(&name), false).await.unwrap();
+        one.write(b"a", Some(b"1")).await.unwrap();
+        one.write(b"b", Some(b"2")).await.unwrap();
+        one.write(b"a", Some(b"3")).await.unwrap();
+        one.write(b"b", None).await.unwrap();
+        assert_eq!(one.get(b"a").as_deref(), Some(&b"3"[..]), "read your writes");
+        let two = StateTopic::open(&clients(), spec(&name), false).await.unwrap();
+        assert_eq!(two.entries(), vec![(b"a".to_vec(), b"3".to_vec())], "the second reader reads to the end at open");
+        one.write(b"c", Some(b"4")).await.unwrap();
+        two.read_to_end().await.unwrap();
+        assert_eq!(two.get(b"c").as_deref(), Some(&b"4"[..]), "and follows");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_topic_that_is_not_compacted_is_refused() {
+        let name = format!("state-delete-{}", std::process::id());
+        let admin: AdminClient<DefaultClientContext> = clients().config().create().unwrap();
+        let new = NewTopic::new(&name, 1, TopicReplication::Fixed(1)).set("cleanup.policy", "delete");
+        admin.create_topics(&[new], &AdminOptions::new()).await.unwrap();
+        let err = StateTopic::open(&clients(), spec(&name), false).await.err().unwrap().to_string();
+        assert!(err.contains("test.topic") && err.contains("cleanup.policy=delete") && err.contains("must be compacted"), "{err}");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn read_committed_reaches_the_end_past_transaction_markers_and_skips_aborted_writes() {
+        let name = format!("state-txn-{}", std::process::id());
+        let reader = StateTopic::open(&clients(), spec(&name), true).await.unwrap();
+        let producer = clients().producer(&[("transactional.id", &format!("state-txn-test-{}", std::process::id()))]).unwrap();
+        producer.init_transactions(REQUEST_TIMEOUT).unwrap();
+        producer.begin_transaction().unwrap();
+        producer.send(FutureRecord::to(&name).key(&b"k"[..]).payload(&b"kept"[..]), REQUEST_TIMEOUT).await.unwrap();
+        producer.commit_transaction(REQUEST_TIMEOUT).unwrap();
+        producer.begin_transaction().unwrap();
+        producer.send(FutureRecord::to(&name).key(&b"k"[..]).payload(&b"aborted"[..]), REQUEST_TIMEOUT).await.unwrap();
+        producer.abort_transaction(REQUEST_TIMEOUT).unwrap();
+        reader.read_to_end().await.unwrap();
+        assert_eq!(reader.get(b"k").as_deref(), Some(&b"kept"[..]));
+    }
+}
