@@ -17,8 +17,8 @@ const USAGE: &str = "usage:
   snow-connect validate <connector file>... [--component-cache DIR|off]
   snow-connect topic count --bootstrap HOST:PORT --topic NAME [--timeout-seconds N]
   snow-connect topic produce --bootstrap HOST:PORT --topic NAME [--key-field FIELD] [--file PATH]
-  snow-connect offsets list --file OFFSETS.json [--connector NAME]
-  snow-connect offsets reset --file OFFSETS.json --connector NAME [--table TABLE]
+  snow-connect offsets list (--file OFFSETS.json | --topic NAME --bootstrap HOST:PORT) [--connector NAME]
+  snow-connect offsets reset (--file OFFSETS.json | --topic NAME --bootstrap HOST:PORT) --connector NAME [--table TABLE]
   snow-connect inspect <component.wasm> [--instantiations N] [--trusted-keys PUB[,PUB]] [--bundle FILE]
   snow-connect artefact keygen <prefix>                  (writes <prefix>.key, mode 0600, and <prefix>.pub)
   snow-connect artefact sign <component.wasm> --key FILE [--bundle OUT]
@@ -179,19 +179,39 @@ fn run(args: &[String], validate_only: bool) -> Result<()> {
     })
 }
 
-/// Lists or resets stored source offsets. Reset only while the connector is stopped: a running
-/// connector rewrites the file with what it holds in memory.
+/// Lists or resets stored source offsets, in a file or a topic. Reset only while the connector is
+/// stopped: a running connector goes on from what it holds in memory.
 fn offsets(args: &[String]) -> Result<()> {
-    use host_runner::offsets::FileOffsetStore;
-    let args = Args::parse("offsets", args, &["file", "connector", "table"])?;
-    let file = PathBuf::from(args.option("file").context("--file (the connector's offset.storage.file.filename) is required")?);
-    if !file.exists() {
-        bail!("no offset file at {}", file.display());
-    }
-    let store = FileOffsetStore::open(&file)?;
+    use host_runner::offsets::{FileOffsetStore, KafkaOffsetStore};
+    use host_runner::state::{Clients, StateTopic, TopicSpec};
+    let args = Args::parse("offsets", args, &["file", "topic", "bootstrap", "connector", "table"])?;
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let (entries, remove): (Vec<(String, String, String)>, Box<dyn Fn(&str, &dyn Fn(&str) -> bool) -> Result<usize>>) =
+        match (args.option("file"), args.option("topic")) {
+            (Some(file), None) => {
+                let file = PathBuf::from(file);
+                if !file.exists() {
+                    bail!("no offset file at {}", file.display());
+                }
+                let store = FileOffsetStore::open(&file)?;
+                (store.entries(), Box::new(move |c, m| store.remove(c, m)))
+            }
+            (None, Some(topic)) => {
+                let bootstrap = args.option("bootstrap").context("--bootstrap is required with --topic")?;
+                let clients = Clients { bootstrap: bootstrap.to_string(), common: Default::default() };
+                let spec = TopicSpec { name: topic.to_string(), partitions: 25, replication: -1, key: "offset.storage.topic" };
+                let store = KafkaOffsetStore::new(std::sync::Arc::new(rt.block_on(StateTopic::open(&clients, spec, true))?));
+                let handle = rt.handle().clone();
+                (store.entries(), Box::new(move |c, m| {
+                    let _runtime = handle.enter();
+                    store.remove(c, m)
+                }))
+            }
+            _ => bail!("give --file (the connector's offset.storage.file.filename) or --topic and --bootstrap (its offset.storage.topic)\n{USAGE}"),
+        };
     match args.positional.first().map(String::as_str) {
         Some("list") => {
-            for (connector, partition, position) in store.entries() {
+            for (connector, partition, position) in entries {
                 if args.option("connector").is_none_or(|c| c == connector) {
                     println!("{{\"connector\":{connector:?},\"partition\":{partition},\"position\":{position}}}");
                 }
@@ -201,7 +221,7 @@ fn offsets(args: &[String]) -> Result<()> {
         Some("reset") => {
             let connector = args.option("connector").context("--connector is required")?;
             let table = args.option("table");
-            let removed = store.remove(connector, |partition| {
+            let removed = remove(connector, &|partition| {
                 table.is_none_or(|t| snow_core::cursor::Partition::from_key(partition).is_some_and(|p| p.table == t))
             })?;
             println!(

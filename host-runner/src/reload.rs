@@ -126,6 +126,7 @@ fn changed_keys(running: &ConnectorSpec, new: &ConnectorSpec) -> Vec<String> {
         ("kafka.consumer.*", running.kafka.consumer != new.kafka.consumer),
         ("topics", running.topics != new.topics),
         ("offset.storage.file.filename", running.offsets_file != new.offsets_file),
+        ("offset.storage.topic", running.offsets_topic.as_ref().map(|t| &t.name) != new.offsets_topic.as_ref().map(|t| &t.name)),
     ];
     changed.extend(host.iter().filter(|(_, differs)| *differs).map(|(k, _)| k.to_string()));
     changed

@@ -17,7 +17,8 @@ use crate::component::{ComponentKind, ComponentRuntime, HostState, Loaded};
 use crate::config::ConnectorSpec;
 use crate::connector::{ConnectorContext, SharedContext};
 use crate::metrics::Metrics;
-use crate::offsets::{FileOffsetStore, OffsetStore};
+use crate::offsets::{FileOffsetStore, KafkaOffsetStore, OffsetStore};
+use crate::state::{Clients, StateTopic};
 use crate::outbound::{Gate, GateSettings, LimiterRegistry};
 use crate::shutdown::Shutdown;
 use crate::status::{StatusBoard, UnitState};
@@ -144,7 +145,7 @@ impl Runner {
         // Keyed by the SHA-256 of the bytes checked: each connector's signature policy is applied
         // to the file as it reads it, and identical bytes are compiled once.
         let mut components: HashMap<String, Loaded> = HashMap::new();
-        let mut offset_files: HashMap<PathBuf, Arc<FileOffsetStore>> = HashMap::new();
+        let mut offset_stores = OffsetStores::default();
         let mut prepared = Vec::new();
         for spec in specs {
             let artefact = Checked::read(&spec.component_path, &spec.trust).with_context(|| format!("connector {}", spec.name))?;
@@ -168,17 +169,7 @@ impl Runner {
                 Loaded::Source(pre) => {
                     crate::kafka::check_producer(&spec.kafka).with_context(|| format!("connector {}", spec.name))?;
                     let units = crate::source::plan(&ctx, pre).await?;
-                    // One store per file, however its path is spelled: two stores writing one file
-                    // would each replace the other's offsets.
-                    let path = crate::offsets::file::canonical_path(&spec.offsets_file);
-                    let offsets: Arc<dyn OffsetStore> = match offset_files.get(&path) {
-                        Some(store) => store.clone(),
-                        None => {
-                            let store = Arc::new(FileOffsetStore::open(&path)?);
-                            offset_files.insert(path, store.clone());
-                            store
-                        }
-                    };
+                    let offsets = offset_stores.of(spec).await.with_context(|| format!("connector {}", spec.name))?;
                     Prepared::Source { ctx, loaded, digest: artefact.digest().to_string(), units, offsets }
                 }
                 Loaded::Sink(pre) => {
@@ -249,6 +240,37 @@ impl Runner {
             }
         }
         out
+    }
+}
+
+/// The offset stores of one start: one per file however its path is spelled, one per topic of one
+/// cluster (two stores of one place would each replace the other's offsets).
+#[derive(Default)]
+struct OffsetStores {
+    files: HashMap<PathBuf, Arc<FileOffsetStore>>,
+    topics: HashMap<(String, String), KafkaOffsetStore>,
+}
+
+impl OffsetStores {
+    async fn of(&mut self, spec: &ConnectorSpec) -> Result<Arc<dyn OffsetStore>> {
+        if let Some(topic) = &spec.offsets_topic {
+            let place = (spec.kafka.bootstrap_servers.clone(), topic.name.clone());
+            if let Some(store) = self.topics.get(&place) {
+                return Ok(Arc::new(store.clone()));
+            }
+            let clients = Clients { bootstrap: spec.kafka.bootstrap_servers.clone(), common: Default::default() };
+            let store = KafkaOffsetStore::new(Arc::new(StateTopic::open(&clients, topic.clone(), true).await?));
+            tracing::info!(connector = spec.name, "offsets in offset.storage.topic {} ({} stored)", topic.name, store.entries().len());
+            self.topics.insert(place, store.clone());
+            return Ok(Arc::new(store));
+        }
+        let path = crate::offsets::file::canonical_path(&spec.offsets_file);
+        if let Some(store) = self.files.get(&path) {
+            return Ok(store.clone());
+        }
+        let store = Arc::new(FileOffsetStore::open(&path)?);
+        self.files.insert(path, store.clone());
+        Ok(store)
     }
 }
 

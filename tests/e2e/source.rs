@@ -130,6 +130,59 @@ fn killed_mid_table_the_host_resumes_from_the_stored_offset_without_losing_a_row
     assert!(!log.contains("opened at cursor 1970-01-01 00:00:00"), "the second run did not start over");
 }
 
+/// The stored position of `connector` in offset topic `topic`, read with `snow-connect offsets list`.
+fn position_in_topic(dir: &Path, topic: &str, connector: &str) -> Option<Value> {
+    let bootstrap = kafka_harness::shared().bootstrap();
+    let (ok, out, err) = support::snow_connect(dir, &["offsets", "list", "--topic", topic, "--bootstrap", bootstrap, "--connector", connector]);
+    assert!(ok, "offsets list: {err}");
+    let line: Value = serde_json::from_str(out.lines().next()?).unwrap();
+    Some(line["position"].clone())
+}
+
+#[test]
+fn offsets_in_a_kafka_topic_survive_a_kill_and_can_be_reset() {
+    let now = now_secs();
+    let fake = fake(now);
+    let ids = fake.shared().seed("incident", 3000, now - 7200, 6000);
+    fake.add_fault(Fault::always(FaultAction::Latency { ms: 60 }).on_method("GET").on_path("/api/now/table/incident"));
+    let (name, topic, offsets) = (unique("srctopic"), unique("incident"), unique("offsets"));
+    let dir = work_dir("offsets-topic");
+    let mut config = source_config(&fake, &name, &topic, "100");
+    config.remove("offset.storage.file.filename");
+    config.insert("offset.storage.topic".into(), offsets.clone());
+    config.insert("offset.storage.partitions".into(), "3".into());
+    let file = connector_file(&dir, &name, &config);
+
+    let mut first = Runner::start(&dir, "first", &[&file]);
+    first.wait_for_log(&format!("offsets in offset.storage.topic {offsets}"), Duration::from_secs(60));
+    wait_until("a stored offset in the topic", Duration::from_secs(120), || position_in_topic(&dir, &offsets, &name));
+    first.kill();
+    let stored = position_in_topic(&dir, &offsets, &name).unwrap();
+    assert!(!dir.join("offsets.json").exists(), "nothing went to a file");
+    let before = read_until(kafka_harness::shared().bootstrap(), &topic, Duration::from_secs(30), |_| true);
+    assert!(!before.is_empty() && before.len() < ids.len(), "the kill landed mid-table ({} of {} records)", before.len(), ids.len());
+
+    let mut second = Runner::start(&dir, "second", &[&file]);
+    let opened = format!("opened at cursor {} {:?}", stored["ts"].as_str().unwrap(), stored["id"].as_str().unwrap());
+    second.wait_for_log(&opened, Duration::from_secs(60));
+    let records = read_until(kafka_harness::shared().bootstrap(), &topic, Duration::from_secs(240), |r| {
+        r.iter().map(|x| x.key.as_str()).collect::<BTreeSet<_>>().len() >= ids.len()
+    });
+    second.stop();
+    let keys: BTreeSet<&str> = records.iter().map(|r| r.key.as_str()).collect();
+    assert_eq!(keys, ids.iter().map(String::as_str).collect::<BTreeSet<_>>(), "no row is lost across the kill");
+    let stamps: Vec<String> = fake.rows("incident").iter().filter_map(|r| r["sys_updated_on"].as_str().map(str::to_string)).collect();
+    let bound = support::restart_duplicate_bound(&stamps, stored["ts"].as_str().unwrap(), 30, 100);
+    assert!(records.len() - keys.len() <= bound, "{} duplicates, stated bound {bound}", records.len() - keys.len());
+
+    // Reset while stopped: a tombstone, and the table starts over.
+    let bootstrap = kafka_harness::shared().bootstrap();
+    let (ok, out, err) =
+        support::snow_connect(&dir, &["offsets", "reset", "--topic", &offsets, "--bootstrap", bootstrap, "--connector", &name, "--table", "incident"]);
+    assert!(ok && out.contains("removed 1 offset(s)"), "{out} {err}");
+    assert_eq!(position_in_topic(&dir, &offsets, &name), None, "the offset is gone");
+}
+
 #[test]
 fn requests_in_flight_to_one_instance_are_capped_across_tables() {
     let now = now_secs();

@@ -82,6 +82,9 @@ pub struct ConnectorSpec {
     pub sink: SinkSpec,
     /// `offset.storage.file.filename` (source only).
     pub offsets_file: PathBuf,
+    /// `offset.storage.topic` with `.partitions` and `.replication.factor` (source only): offsets in
+    /// a compacted Kafka topic instead of the file.
+    pub offsets_topic: Option<crate::state::TopicSpec>,
     /// Scheme of `snow.instance.url`.
     pub instance_scheme: String,
     /// Authority of `snow.instance.url`: the only host the gate lets the guest reach.
@@ -229,6 +232,22 @@ impl ConnectorSpec {
             get("topics").map(|t| t.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect()).unwrap_or_default();
         let sink = SinkSpec::from_entries(&entries, &name, &mut errors);
         let offsets_file = get("offset.storage.file.filename").map(PathBuf::from).unwrap_or_else(default_offsets_file);
+        let offsets_topic = get("offset.storage.topic").map(|name| crate::state::TopicSpec {
+            name,
+            partitions: number("offset.storage.partitions", 25, 1, 10_000, &mut errors) as i32,
+            replication: match get("offset.storage.replication.factor").map(|v| v.parse::<i32>()) {
+                None => -1,
+                Some(Ok(r)) if r == -1 || (1..=32).contains(&r) => r,
+                Some(_) => {
+                    errors.push("offset.storage.replication.factor: must be -1 (the broker's default) or a whole number from 1 to 32".into());
+                    -1
+                }
+            },
+            key: "offset.storage.topic",
+        });
+        if offsets_topic.is_some() && entries.contains_key("offset.storage.file.filename") {
+            errors.push("offset.storage.topic, offset.storage.file.filename: name one place for offsets, not both".into());
+        }
         let prefixed = |prefix: &str| -> BTreeMap<String, String> {
             entries.iter().filter_map(|(k, v)| k.strip_prefix(prefix).map(|rest| (rest.to_string(), v.clone()))).collect()
         };
@@ -255,6 +274,9 @@ impl ConnectorSpec {
                     | "kafka.bootstrap.servers"
                     | "topics"
                     | "offset.storage.file.filename"
+                    | "offset.storage.topic"
+                    | "offset.storage.partitions"
+                    | "offset.storage.replication.factor"
             ) || super::sink::KEYS.contains(&k)
                 || super::artefact::KEYS.contains(&k)
                 || k.starts_with("kafka.producer.")
@@ -295,6 +317,7 @@ impl ConnectorSpec {
             topics,
             sink,
             offsets_file,
+            offsets_topic,
             instance_scheme,
             instance_authority,
             max_in_flight,

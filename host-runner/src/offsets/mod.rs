@@ -1,12 +1,15 @@
 //! Source offset storage: the last position Kafka acknowledged, per connector and source
 //! partition. [`OffsetStore`] is the seam; [`file::FileOffsetStore`] is the embedded default (a local
-//! file replaced atomically); a Kafka compacted-topic store plugs in behind the same trait.
+//! file replaced atomically); [`kafka::KafkaOffsetStore`] keeps them in a compacted topic
+//! (`offset.storage.topic`, and always in a fleet).
 
 pub mod file;
+pub mod kafka;
 
 use anyhow::Result;
 
 pub use file::FileOffsetStore;
+pub use kafka::KafkaOffsetStore;
 
 /// Where source offsets live.
 pub trait OffsetStore: Send + Sync {
