@@ -5,7 +5,9 @@
 //! sandboxing components ([`component`]), the outbound gate every guest request passes ([`outbound`]), Kafka I/O
 //! ([`kafka`], [`source`], [`sink`]), source offset storage ([`offsets`]), metrics ([`metrics`]),
 //! units' states and the operator's endpoint ([`status`], [`admin`]), redaction of secrets
-//! ([`redact`]) and the process lifecycle ([`runner`], [`reload`], [`shutdown`]).
+//! ([`redact`]) and the process lifecycle ([`runner`], [`reload`], [`shutdown`]). In a fleet
+//! ([`worker`]): state in Kafka topics ([`state`]), work slots by Kafka's group protocol, and
+//! Kafka Connect's REST API ([`rest`]).
 //! What it does not own: what to ask ServiceNow and how a record maps to a write; that is the
 //! guests' (snow-core).
 
@@ -23,9 +25,11 @@ pub mod offsets;
 pub mod outbound;
 pub mod redact;
 pub mod reload;
+pub mod rest;
 pub mod runner;
 pub mod shutdown;
 pub mod sink;
 pub mod source;
 pub mod state;
 pub mod status;
+pub mod worker;

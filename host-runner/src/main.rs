@@ -14,6 +14,7 @@ use host_runner::{kafka, logging, shutdown};
 
 const USAGE: &str = "usage:
   snow-connect run <connector file>... [--for-seconds N] [--status-listen HOST:PORT] [--component-cache DIR|off]
+  snow-connect worker --config worker.properties [--component-cache DIR|off]
   snow-connect validate <connector file>... [--component-cache DIR|off]
   snow-connect topic count --bootstrap HOST:PORT --topic NAME [--timeout-seconds N]
   snow-connect topic produce --bootstrap HOST:PORT --topic NAME [--key-field FIELD] [--file PATH]
@@ -47,6 +48,7 @@ fn dispatch(args: &[String]) -> Result<()> {
     match args.first().map(String::as_str) {
         Some("run") => run(&args[1..], false),
         Some("validate") => run(&args[1..], true),
+        Some("worker") => worker(&args[1..]),
         Some("topic") => topic(&args[1..]),
         Some("inspect") => inspect(&args[1..]),
         Some("artefact") => artefact(&args[1..]),
@@ -176,6 +178,33 @@ fn run(args: &[String], validate_only: bool) -> Result<()> {
         };
         println!("{}", runner.summary());
         result
+    })
+}
+
+/// A worker of a fleet: connectors, offsets and status in Kafka, work shared by the group
+/// protocol, Kafka Connect's REST API; runs until SIGINT/SIGTERM.
+fn worker(args: &[String]) -> Result<()> {
+    let parsed = Args::parse("worker", args, &["config", "component-cache"])?;
+    let config = host_runner::worker::load_config(&PathBuf::from(parsed.option("config").context("--config worker.properties is required")?))?;
+    let compile_cache = match parsed.option("component-cache") {
+        Some("off") => None,
+        Some(dir) => Some(PathBuf::from(dir)),
+        None => host_runner::component::cache::CompileCache::default_dir(),
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    rt.block_on(async {
+        let (trigger, watch) = shutdown::channel();
+        let run = host_runner::worker::run(config, compile_cache.as_deref(), watch);
+        tokio::pin!(run);
+        use tokio::signal::unix::{SignalKind, signal};
+        let mut term = signal(SignalKind::terminate())?;
+        tokio::select! {
+            r = &mut run => return r,
+            _ = tokio::signal::ctrl_c() => tracing::info!("signal received, stopping"),
+            _ = term.recv() => tracing::info!("signal received, stopping"),
+        }
+        trigger.fire();
+        run.await
     })
 }
 

@@ -48,6 +48,14 @@ pub(crate) enum Slots {
     Sink(Arc<Slot<SinkPre<HostState>>>),
 }
 
+/// A connector validated (and a source planned), with its component and the component's digest.
+pub(crate) enum Ready {
+    /// A source and its units.
+    Source { ctx: SharedContext, pre: SourcePre<HostState>, digest: String, units: Vec<crate::component::bindings::types::WorkUnit> },
+    /// A sink.
+    Sink { ctx: SharedContext, pre: SinkPre<HostState>, digest: String },
+}
+
 /// A connector ready to run, with the digest of its component.
 enum Prepared {
     Source {
@@ -148,44 +156,73 @@ impl Runner {
         let mut offset_stores = OffsetStores::default();
         let mut prepared = Vec::new();
         for spec in specs {
-            let artefact = Checked::read(&spec.component_path, &spec.trust).with_context(|| format!("connector {}", spec.name))?;
-            let loaded = match components.get(artefact.digest()) {
-                Some(loaded) => loaded.clone(),
-                None => {
-                    let loaded = self.runtime.load(&artefact).await.with_context(|| format!("connector {}", spec.name))?;
-                    components.insert(artefact.digest().to_string(), loaded.clone());
-                    loaded
-                }
-            };
-            let kind = loaded.kind();
-            let ctx = Arc::new(ConnectorContext {
-                spec: spec.clone(),
-                engine: self.runtime.engine().clone(),
-                gate: self.gate(spec)?,
-                metrics: self.metrics.clone(),
-                status: self.status.clone(),
-            });
-            prepared.push(match &loaded {
-                Loaded::Source(pre) => {
-                    crate::kafka::check_producer(&spec.kafka).with_context(|| format!("connector {}", spec.name))?;
-                    let units = crate::source::plan(&ctx, pre).await?;
+            prepared.push(match self.ready(spec, &mut components).await? {
+                Ready::Source { ctx, pre, digest, units } => {
                     let offsets = offset_stores.of(spec).await.with_context(|| format!("connector {}", spec.name))?;
-                    Prepared::Source { ctx, loaded, digest: artefact.digest().to_string(), units, offsets }
+                    Prepared::Source { ctx, loaded: Loaded::Source(pre), digest, units, offsets }
                 }
-                Loaded::Sink(pre) => {
-                    crate::kafka::check_consumer(&spec.kafka, &format!("connect-{}", spec.name))
-                        .with_context(|| format!("connector {}", spec.name))?;
-                    crate::sink::validate(&ctx, pre).await?;
-                    Prepared::Sink { ctx, loaded, digest: artefact.digest().to_string() }
-                }
+                Ready::Sink { ctx, pre, digest } => Prepared::Sink { ctx, loaded: Loaded::Sink(pre), digest },
             });
-            tracing::info!(connector = spec.name, kind = ?kind, component = %spec.component_path.display(), "connector ready");
-            self.prepared.lock().unwrap_or_else(|e| e.into_inner()).push((spec.name.clone(), kind));
         }
         Ok(prepared)
     }
 
-    fn gate(&self, spec: &ConnectorSpec) -> Result<Gate> {
+    /// Loads `spec`'s component (signature checked; identical bytes compiled once through
+    /// `components`), asks it to validate the configuration and, a source, to plan its units.
+    pub(crate) async fn ready(&self, spec: &ConnectorSpec, components: &mut HashMap<String, Loaded>) -> Result<Ready> {
+        let artefact = Checked::read(&spec.component_path, &spec.trust).with_context(|| format!("connector {}", spec.name))?;
+        let loaded = match components.get(artefact.digest()) {
+            Some(loaded) => loaded.clone(),
+            None => {
+                let loaded = self.runtime.load(&artefact).await.with_context(|| format!("connector {}", spec.name))?;
+                components.insert(artefact.digest().to_string(), loaded.clone());
+                loaded
+            }
+        };
+        let kind = loaded.kind();
+        if let Some(class) = &spec.connector_class {
+            let (expected, short) = match kind {
+                ComponentKind::Source => (crate::worker::SOURCE_CLASS, "ServiceNowSourceConnector"),
+                ComponentKind::Sink => (crate::worker::SINK_CLASS, "ServiceNowSinkConnector"),
+            };
+            if class != expected && class != short {
+                bail!(
+                    "connector {} has an invalid configuration:\n  connector.class: {class:?} does not match its component {}, a {kind:?} (use {expected})",
+                    spec.name,
+                    spec.component_path.display()
+                );
+            }
+        }
+        let ctx = Arc::new(ConnectorContext {
+            spec: spec.clone(),
+            engine: self.runtime.engine().clone(),
+            gate: self.gate(spec)?,
+            metrics: self.metrics.clone(),
+            status: self.status.clone(),
+        });
+        let digest = artefact.digest().to_string();
+        let ready = match loaded {
+            Loaded::Source(pre) => {
+                crate::kafka::check_producer(&spec.kafka).with_context(|| format!("connector {}", spec.name))?;
+                let units = crate::source::plan(&ctx, &pre).await?;
+                Ready::Source { ctx, pre, digest, units }
+            }
+            Loaded::Sink(pre) => {
+                crate::kafka::check_consumer(&spec.kafka, &format!("connect-{}", spec.name))
+                    .with_context(|| format!("connector {}", spec.name))?;
+                crate::sink::validate(&ctx, &pre).await?;
+                Ready::Sink { ctx, pre, digest }
+            }
+        };
+        tracing::info!(connector = spec.name, kind = ?kind, component = %spec.component_path.display(), "connector ready");
+        let mut prepared = self.prepared.lock().unwrap_or_else(|e| e.into_inner());
+        if !prepared.iter().any(|(n, _)| n == &spec.name) {
+            prepared.push((spec.name.clone(), kind));
+        }
+        Ok(ready)
+    }
+
+    pub(crate) fn gate(&self, spec: &ConnectorSpec) -> Result<Gate> {
         let credentials = Credentials::from_spec(&spec.auth, &self.tokens).with_context(|| format!("connector {}", spec.name))?;
         let settings = GateSettings {
             connector: spec.name.clone(),

@@ -17,6 +17,22 @@ pub fn channel() -> (ShutdownTrigger, Shutdown) {
     (ShutdownTrigger(tx), Shutdown(rx))
 }
 
+/// A new trigger whose watchers also stop when any of `parents` does (a unit stopped by itself,
+/// by its slot or by the process). Needs a Tokio runtime.
+pub fn linked(parents: &[Shutdown]) -> (ShutdownTrigger, Shutdown) {
+    let (tx, rx) = watch::channel(false);
+    for parent in parents {
+        let (mut parent, tx) = (parent.clone(), tx.clone());
+        tokio::spawn(async move {
+            tokio::select! {
+                () = parent.wait() => { let _ = tx.send(true); }
+                () = tx.closed() => {}
+            }
+        });
+    }
+    (ShutdownTrigger(tx), Shutdown(rx))
+}
+
 impl ShutdownTrigger {
     /// Asks everything watching to stop.
     pub fn fire(&self) {

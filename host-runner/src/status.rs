@@ -48,6 +48,17 @@ pub struct UnitStatus {
 #[derive(Debug, Clone, Default)]
 pub struct StatusBoard {
     units: Arc<Mutex<BTreeMap<(String, String), UnitStatus>>>,
+    /// Told of every change, in order (a worker publishes them to its fleet's status topic).
+    listener: Arc<Mutex<Option<tokio::sync::mpsc::UnboundedSender<BoardEvent>>>>,
+}
+
+/// What the board tells its listener.
+#[derive(Debug)]
+pub enum BoardEvent {
+    /// A unit changed state.
+    Changed(UnitStatus),
+    /// Answer once every change before this one is handled.
+    Flush(tokio::sync::oneshot::Sender<()>),
 }
 
 impl StatusBoard {
@@ -61,7 +72,30 @@ impl StatusBoard {
             return;
         }
         let since_ms = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0);
-        units.insert(key, UnitStatus { connector: connector.to_string(), unit: unit.to_string(), state, message, since_ms });
+        let status = UnitStatus { connector: connector.to_string(), unit: unit.to_string(), state, message, since_ms };
+        if let Some(listener) = self.listener.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
+            let _ = listener.send(BoardEvent::Changed(status.clone()));
+        }
+        units.insert(key, status);
+    }
+
+    /// From now on, every change is also sent to `listener`, in order.
+    pub fn listen(&self, listener: tokio::sync::mpsc::UnboundedSender<BoardEvent>) {
+        *self.listener.lock().unwrap_or_else(|e| e.into_inner()) = Some(listener);
+    }
+
+    /// Waits until the listener handled every change made so far (at once without a listener).
+    pub async fn flush(&self) {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let sent = self.listener.lock().unwrap_or_else(|e| e.into_inner()).as_ref().is_some_and(|l| l.send(BoardEvent::Flush(tx)).is_ok());
+        if sent {
+            let _ = rx.await;
+        }
+    }
+
+    /// Forgets `unit` of `connector` (it runs elsewhere now, or no more), without telling the listener.
+    pub fn forget(&self, connector: &str, unit: &str) {
+        self.units.lock().unwrap_or_else(|e| e.into_inner()).remove(&(connector.to_string(), unit.to_string()));
     }
 
     /// Every unit, by connector then unit.

@@ -16,6 +16,18 @@ mod sink;
 mod spec;
 
 pub use file::load_files;
+pub use properties::parse as parse_properties;
 pub use sink::{OnFailure, SinkSpec};
 pub use snow_core::auth::Secret;
 pub use spec::{AuthSpec, ConnectorSpec, KafkaSpec, OAuthSpec};
+
+/// Replaces the `${env:…}` and `${file:…}` references in `entries` (errors name the key).
+pub fn resolve_providers(entries: &mut std::collections::BTreeMap<String, String>) -> Result<(), Vec<String>> {
+    providers::resolve(entries, |name| std::env::var(name).ok())
+}
+
+/// Whether `value` is a provider reference (`${env:…}`, `${file:…}`): how a fleet stores secrets.
+pub fn is_provider_reference(value: &str) -> bool {
+    let v = value.trim();
+    v.starts_with("${") && v.ends_with('}')
+}

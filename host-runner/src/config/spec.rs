@@ -62,6 +62,8 @@ pub struct ConnectorSpec {
     pub name: String,
     /// `tasks.max`.
     pub tasks_max: u32,
+    /// `connector.class`, if given: must name the component's kind (a Kafka Connect habit).
+    pub connector_class: Option<String>,
     /// `component.path`: the `.wasm` component to run.
     pub component_path: PathBuf,
     /// `component.memory.max.bytes`.
@@ -266,6 +268,7 @@ impl ConnectorSpec {
             matches!(
                 k,
                 "name"
+                    | "connector.class"
                     | "tasks.max"
                     | "component.path"
                     | "component.memory.max.bytes"
@@ -306,6 +309,7 @@ impl ConnectorSpec {
             bail!("{who} has an invalid configuration:\n  {}", errors.join("\n  "));
         }
         Ok(Self {
+            connector_class: get("connector.class"),
             name,
             tasks_max,
             component_path: PathBuf::from(component_path),

@@ -54,25 +54,40 @@ pub async fn run(
     shutdown: Shutdown,
 ) -> Result<()> {
     let producer = crate::kafka::producer(&ctx.spec.kafka)?;
-    // The only topics the component may produce to: those the connector's own configuration names
-    // (never what the component's plan or batches say).
-    let topics = Arc::new(snow_core::config::source::configured_topics(&ctx.spec.guest_config));
-    let mut handles = Vec::new();
-    for unit in units {
-        let runner = unit::UnitRunner {
-            ctx: ctx.clone(),
-            version: slot.follow(),
-            unit,
-            offsets: offsets.clone(),
-            producer: producer.clone(),
-            topics: topics.clone(),
-            shutdown: shutdown.clone(),
-            swapping: None,
-        };
-        handles.push(tokio::spawn(runner.run()));
-    }
+    let topics = allowed_topics(&ctx);
+    let handles: Vec<_> =
+        units.into_iter().map(|unit| spawn_unit(&ctx, &slot, unit, offsets.clone(), &producer, &topics, shutdown.clone())).collect();
     for handle in handles {
         handle.await?;
     }
     Ok(())
+}
+
+/// The only topics the component may produce to: those the connector's own configuration names
+/// (never what the component's plan or batches say).
+pub fn allowed_topics(ctx: &SharedContext) -> Arc<std::collections::BTreeSet<String>> {
+    Arc::new(snow_core::config::source::configured_topics(&ctx.spec.guest_config))
+}
+
+/// Starts one unit, following the connector's component slot, until `shutdown`.
+pub fn spawn_unit(
+    ctx: &SharedContext,
+    slot: &Arc<Slot<SourcePre<HostState>>>,
+    unit: WorkUnit,
+    offsets: Arc<dyn OffsetStore>,
+    producer: &rdkafka::producer::FutureProducer,
+    topics: &Arc<std::collections::BTreeSet<String>>,
+    shutdown: Shutdown,
+) -> tokio::task::JoinHandle<()> {
+    let runner = unit::UnitRunner {
+        ctx: ctx.clone(),
+        version: slot.follow(),
+        unit,
+        offsets,
+        producer: producer.clone(),
+        topics: topics.clone(),
+        shutdown,
+        swapping: None,
+    };
+    tokio::spawn(runner.run())
 }

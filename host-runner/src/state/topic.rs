@@ -160,6 +160,12 @@ impl StateTopic {
         self.seen(&[(partition, offset + 1)]).await
     }
 
+    /// Waits until the follower applied everything of `partition` below `end` (a write made by
+    /// another producer, a transactional one for example).
+    pub async fn wait_applied(&self, partition: i32, end: i64) -> Result<()> {
+        self.seen(&[(partition, end)]).await
+    }
+
     /// Waits until every record below the topic's end offsets of now is applied.
     pub async fn read_to_end(&self) -> Result<()> {
         let (consumer, topic, partitions) = (self.consumer.clone(), self.spec.name.clone(), self.partitions.clone());
@@ -268,7 +274,7 @@ fn partitions_of(consumer: &BaseConsumer, spec: &TopicSpec) -> Result<Vec<i32>> 
 
 /// Creates the topic, compacted, if it does not exist; refuses one that exists and is not
 /// compacted (old state would be deleted by retention).
-async fn ensure(clients: &Clients, spec: &TopicSpec) -> Result<()> {
+pub async fn ensure(clients: &Clients, spec: &TopicSpec) -> Result<()> {
     let admin: AdminClient<DefaultClientContext> = clients.config().create().context("creating a Kafka admin client")?;
     let new = NewTopic::new(&spec.name, spec.partitions, TopicReplication::Fixed(spec.replication.max(-1))).set("cleanup.policy", "compact");
     let options = AdminOptions::new().operation_timeout(Some(REQUEST_TIMEOUT));

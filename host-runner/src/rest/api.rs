@@ -1,0 +1,543 @@
+//! The routes of Kafka Connect's REST API, answered from and written to the fleet's topics.
+//! Tasks are the connector's units: a source's tables in plan order (task id = index), a sink's
+//! partition lanes in name order. Errors are Connect's `{"error_code":…,"message":…}`.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::{Method, Response, StatusCode, Uri, header};
+use http_body_util::Full;
+use serde_json::{Value, json};
+
+use super::validate;
+use crate::worker::configs::TargetState;
+use crate::worker::status_log::Published;
+use crate::worker::{Fleet, SINK_CLASS, SOURCE_CLASS};
+
+/// A JSON answer.
+pub fn reply(status: StatusCode, body: &Value) -> Response<Full<Bytes>> {
+    let mut response = Response::new(Full::new(Bytes::from(format!("{body}"))));
+    *response.status_mut() = status;
+    response.headers_mut().insert(header::CONTENT_TYPE, header::HeaderValue::from_static("application/json"));
+    response
+}
+
+/// An answer without a body.
+fn empty(status: StatusCode) -> Response<Full<Bytes>> {
+    let mut response = Response::new(Full::new(Bytes::new()));
+    *response.status_mut() = status;
+    response
+}
+
+/// Connect's error answer.
+pub fn error(status: StatusCode, message: &str) -> Response<Full<Bytes>> {
+    reply(status, &json!({ "error_code": status.as_u16(), "message": crate::redact::clean(message) }))
+}
+
+fn not_found(name: &str) -> Response<Full<Bytes>> {
+    error(StatusCode::NOT_FOUND, &format!("Connector {name} not found"))
+}
+
+/// Answers `method uri` with `body`.
+pub async fn answer(fleet: &Fleet, method: &Method, uri: &Uri, body: &Bytes) -> Response<Full<Bytes>> {
+    let path: Vec<String> = uri.path().trim_matches('/').split('/').filter(|s| !s.is_empty()).map(decode).collect();
+    let query: BTreeMap<String, String> = uri
+        .query()
+        .unwrap_or_default()
+        .split('&')
+        .filter_map(|kv| kv.split_once('=').map(|(k, v)| (decode(k), decode(v))).or_else(|| (!kv.is_empty()).then(|| (decode(kv), String::new()))))
+        .collect();
+    let segments: Vec<&str> = path.iter().map(String::as_str).collect();
+    match (method, segments.as_slice()) {
+        (&Method::GET, []) => reply(StatusCode::OK, &json!({ "version": env!("CARGO_PKG_VERSION"), "commit": "snow-connect", "kafka_cluster_id": null })),
+        (&Method::GET, ["connectors"]) => list(fleet, query.get("expand").map(String::as_str)),
+        (&Method::POST, ["connectors"]) => create(fleet, body).await,
+        (&Method::GET, ["connectors", name]) => match info(fleet, name) {
+            Some(info) => reply(StatusCode::OK, &info),
+            None => not_found(name),
+        },
+        (&Method::DELETE, ["connectors", name]) => delete(fleet, name).await,
+        (&Method::GET, ["connectors", name, "config"]) => match fleet.configs.connector(name) {
+            Some(record) => reply(StatusCode::OK, &json!(shown(&record.properties, name))),
+            None => not_found(name),
+        },
+        (&Method::PUT, ["connectors", name, "config"]) => put_config(fleet, name, body).await,
+        (&Method::PATCH, ["connectors", name, "config"]) => patch_config(fleet, name, body).await,
+        (&Method::GET, ["connectors", name, "status"]) => match status(fleet, name) {
+            Some(status) => reply(StatusCode::OK, &status),
+            None => not_found(name),
+        },
+        (&Method::GET, ["connectors", name, "tasks"]) => match fleet.configs.connector(name) {
+            Some(_) => reply(StatusCode::OK, &Value::Array(tasks(fleet, name))),
+            None => not_found(name),
+        },
+        (&Method::GET, ["connectors", name, "tasks", id, "status"]) => task_status(fleet, name, id),
+        (&Method::POST, ["connectors", name, "tasks", id, "restart"]) => restart_task(fleet, name, id).await,
+        (&Method::PUT, ["connectors", name, "pause"]) => target(fleet, name, TargetState::Paused, StatusCode::ACCEPTED).await,
+        (&Method::PUT, ["connectors", name, "resume"]) => target(fleet, name, TargetState::Started, StatusCode::ACCEPTED).await,
+        (&Method::PUT, ["connectors", name, "stop"]) => target(fleet, name, TargetState::Stopped, StatusCode::NO_CONTENT).await,
+        (&Method::POST, ["connectors", name, "restart"]) => restart(fleet, name, &query).await,
+        (&Method::GET, ["connectors", name, "offsets"]) => offsets(fleet, name),
+        (&Method::PATCH, ["connectors", name, "offsets"]) => alter_offsets(fleet, name, body).await,
+        (&Method::DELETE, ["connectors", name, "offsets"]) => reset_offsets(fleet, name).await,
+        (&Method::GET, ["connector-plugins"]) => reply(
+            StatusCode::OK,
+            &json!([
+                { "class": SINK_CLASS, "type": "sink", "version": env!("CARGO_PKG_VERSION") },
+                { "class": SOURCE_CLASS, "type": "source", "version": env!("CARGO_PKG_VERSION") },
+            ]),
+        ),
+        (&Method::PUT, ["connector-plugins", plugin, "config", "validate"]) => validate_plugin(fleet, plugin, body).await,
+        (_, ["connectors", ..] | ["connector-plugins", ..] | []) => error(StatusCode::METHOD_NOT_ALLOWED, &format!("HTTP {method} is not supported on {}", uri.path())),
+        _ => error(StatusCode::NOT_FOUND, &format!("Unknown path {}", uri.path())),
+    }
+}
+
+/// `%xx` and `+` decoded.
+fn decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'%' if i + 2 < bytes.len() => {
+                match u8::from_str_radix(std::str::from_utf8(&bytes[i + 1..i + 3]).unwrap_or("zz"), 16) {
+                    Ok(b) => {
+                        out.push(b);
+                        i += 3;
+                        continue;
+                    }
+                    Err(_) => out.push(b'%'),
+                }
+            }
+            b'+' => out.push(b' '),
+            b => out.push(b),
+        }
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// A configuration as answered: with its name, secrets as stored (references).
+fn shown(properties: &BTreeMap<String, String>, name: &str) -> BTreeMap<String, String> {
+    let mut shown = properties.clone();
+    shown.insert("name".into(), name.to_string());
+    shown
+}
+
+/// The connector's type: from its plan here, else from `connector.class`.
+fn kind(fleet: &Fleet, name: &str, properties: &BTreeMap<String, String>) -> &'static str {
+    if let Some(plan) = fleet.plans.lock().unwrap_or_else(|e| e.into_inner()).get(name) {
+        return plan.kind;
+    }
+    match properties.get("connector.class").map(String::as_str) {
+        Some(c) if c.ends_with("SinkConnector") => "sink",
+        Some(c) if c.ends_with("SourceConnector") => "source",
+        _ => "unknown",
+    }
+}
+
+fn info(fleet: &Fleet, name: &str) -> Option<Value> {
+    let record = fleet.configs.connector(name)?;
+    let tasks: Vec<Value> = tasks(fleet, name).iter().map(|t| t["id"].clone()).collect();
+    Some(json!({ "name": name, "config": shown(&record.properties, name), "tasks": tasks, "type": kind(fleet, name, &record.properties) }))
+}
+
+/// The connector's units in task order: `(task id, unit name, its configuration)`.
+fn units(fleet: &Fleet, name: &str) -> Vec<(usize, String, Vec<(String, String)>)> {
+    let plan = fleet.plans.lock().unwrap_or_else(|e| e.into_inner()).get(name).cloned();
+    match plan {
+        Some(plan) if plan.kind == "source" => plan.units.into_iter().enumerate().map(|(i, (unit, config))| (i, unit, config)).collect(),
+        _ => {
+            // A sink's lanes: the partitions whose status was published, in name order.
+            let mut lanes: Vec<String> = fleet.status.units(name).into_iter().map(|(u, _)| u).filter(|u| u != "consumer").collect();
+            lanes.sort();
+            lanes.into_iter().enumerate().map(|(i, unit)| (i, unit, Vec::new())).collect()
+        }
+    }
+}
+
+fn tasks(fleet: &Fleet, name: &str) -> Vec<Value> {
+    units(fleet, name)
+        .into_iter()
+        .map(|(id, unit, config)| {
+            let mut config: BTreeMap<String, String> = config.into_iter().filter(|(k, _)| !k.starts_with("snow.auth.")).collect();
+            config.insert("snow.unit".into(), unit);
+            json!({ "id": { "connector": name, "task": id }, "config": config })
+        })
+        .collect()
+}
+
+fn unit_status(id: usize, unit: &str, published: Option<&Published>, target: TargetState) -> Value {
+    let mut status = match published {
+        Some(p) => json!({ "id": id, "state": p.state, "worker_id": p.worker_id, "unit": unit }),
+        None => json!({ "id": id, "state": "UNASSIGNED", "worker_id": null, "unit": unit }),
+    };
+    if target == TargetState::Paused && status["state"] == "RUNNING" {
+        status["state"] = json!("PAUSED");
+    }
+    if let Some(p) = published {
+        if let Some(trace) = &p.trace {
+            status["trace"] = json!(trace);
+        }
+        if let Some(detail) = &p.detail {
+            status["detail"] = json!(detail);
+        }
+        if let Some(message) = p.message.as_ref().filter(|_| p.trace.is_none()) {
+            status["message"] = json!(message);
+        }
+    }
+    status
+}
+
+fn status(fleet: &Fleet, name: &str) -> Option<Value> {
+    let record = fleet.configs.connector(name)?;
+    let published: BTreeMap<String, Published> = fleet.status.units(name).into_iter().collect();
+    let tasks: Vec<Value> = if record.target == TargetState::Stopped {
+        Vec::new()
+    } else {
+        units(fleet, name).iter().map(|(id, unit, _)| unit_status(*id, unit, published.get(unit), record.target)).collect()
+    };
+    let connector = match fleet.status.connector(name) {
+        Some(p) => {
+            let mut c = json!({ "state": p.state, "worker_id": p.worker_id });
+            if let Some(trace) = p.trace {
+                c["trace"] = json!(trace);
+            }
+            c
+        }
+        None => json!({ "state": "UNASSIGNED", "worker_id": null }),
+    };
+    Some(json!({ "name": name, "connector": connector, "tasks": tasks, "type": kind(fleet, name, &record.properties) }))
+}
+
+fn list(fleet: &Fleet, expand: Option<&str>) -> Response<Full<Bytes>> {
+    let names: Vec<String> = fleet.configs.connectors().into_keys().collect();
+    match expand {
+        None => reply(StatusCode::OK, &json!(names)),
+        Some(expand) => {
+            let mut out = serde_json::Map::new();
+            for name in names {
+                let mut entry = serde_json::Map::new();
+                for what in expand.split(',') {
+                    match what {
+                        "status" => {
+                            entry.insert("status".into(), status(fleet, &name).unwrap_or(Value::Null));
+                        }
+                        "info" => {
+                            entry.insert("info".into(), info(fleet, &name).unwrap_or(Value::Null));
+                        }
+                        _ => {}
+                    }
+                }
+                out.insert(name, Value::Object(entry));
+            }
+            reply(StatusCode::OK, &Value::Object(out))
+        }
+    }
+}
+
+/// A JSON object of strings (numbers and booleans taken as their text).
+fn string_map(value: &Value, what: &str) -> Result<BTreeMap<String, String>, String> {
+    let Some(object) = value.as_object() else { return Err(format!("{what} must be a JSON object")) };
+    object
+        .iter()
+        .map(|(k, v)| match v {
+            Value::String(s) => Ok((k.clone(), s.clone())),
+            Value::Number(n) => Ok((k.clone(), n.to_string())),
+            Value::Bool(b) => Ok((k.clone(), b.to_string())),
+            _ => Err(format!("{what}: {k} must be a string, number or boolean")),
+        })
+        .collect()
+}
+
+fn parse_json(body: &Bytes) -> Result<Value, Response<Full<Bytes>>> {
+    serde_json::from_slice(body).map_err(|e| error(StatusCode::BAD_REQUEST, &format!("The request body is not valid JSON: {e}")))
+}
+
+/// Checks and stores a configuration; the answer for a refusal, or `None`.
+async fn store(fleet: &Fleet, name: &str, mut properties: BTreeMap<String, String>, initial: Option<TargetState>) -> Option<Response<Full<Bytes>>> {
+    if name.is_empty() || name.contains('/') || name.chars().any(char::is_control) {
+        return Some(error(StatusCode::BAD_REQUEST, "A connector name must be non-empty and hold no '/' or control characters"));
+    }
+    if let Some(other) = properties.get("name").filter(|n| n.as_str() != name) {
+        return Some(error(StatusCode::BAD_REQUEST, &format!("Connector name configuration ({other}) doesn't match connector name in the URL ({name})")));
+    }
+    properties.remove("name");
+    let errors = validate::check(fleet, name, &properties).await;
+    if !errors.is_empty() {
+        return Some(error(StatusCode::BAD_REQUEST, &validate::refusal_message(&errors)));
+    }
+    if let Err(e) = fleet.configs.put(name, &properties, initial).await {
+        return Some(error(StatusCode::INTERNAL_SERVER_ERROR, &format!("Storing the configuration failed: {e:#}")));
+    }
+    None
+}
+
+/// Waits a little for this worker to plan a connector just stored, so the answer lists its tasks.
+async fn planned(fleet: &Fleet, name: &str) {
+    for _ in 0..50 {
+        if fleet.plans.lock().unwrap_or_else(|e| e.into_inner()).contains_key(name) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+async fn create(fleet: &Fleet, body: &Bytes) -> Response<Full<Bytes>> {
+    let request = match parse_json(body) {
+        Ok(v) => v,
+        Err(answer) => return answer,
+    };
+    let Some(name) = request.get("name").and_then(Value::as_str).map(str::to_string) else {
+        return error(StatusCode::BAD_REQUEST, "The request must name the connector: {\"name\": …, \"config\": {…}}");
+    };
+    let properties = match request.get("config").map(|c| string_map(c, "config")) {
+        Some(Ok(p)) => p,
+        Some(Err(message)) => return error(StatusCode::BAD_REQUEST, &message),
+        None => return error(StatusCode::BAD_REQUEST, "The request must hold the connector's configuration: {\"name\": …, \"config\": {…}}"),
+    };
+    let initial = match request.get("initial_state").and_then(Value::as_str) {
+        None | Some("RUNNING") => None,
+        Some("PAUSED") => Some(TargetState::Paused),
+        Some("STOPPED") => Some(TargetState::Stopped),
+        Some(other) => return error(StatusCode::BAD_REQUEST, &format!("initial_state must be RUNNING, PAUSED or STOPPED, not {other}")),
+    };
+    if fleet.configs.connector(&name).is_some() {
+        return error(StatusCode::CONFLICT, &format!("Connector {name} already exists"));
+    }
+    if let Some(refused) = store(fleet, &name, properties, Some(initial.unwrap_or(TargetState::Started))).await {
+        return refused;
+    }
+    planned(fleet, &name).await;
+    reply(StatusCode::CREATED, &info(fleet, &name).unwrap_or(Value::Null))
+}
+
+async fn put_config(fleet: &Fleet, name: &str, body: &Bytes) -> Response<Full<Bytes>> {
+    let properties = match parse_json(body).and_then(|v| string_map(&v, "the configuration").map_err(|m| error(StatusCode::BAD_REQUEST, &m))) {
+        Ok(p) => p,
+        Err(answer) => return answer,
+    };
+    let existed = fleet.configs.connector(name).is_some();
+    if let Some(refused) = store(fleet, name, properties, (!existed).then_some(TargetState::Started)).await {
+        return refused;
+    }
+    planned(fleet, name).await;
+    reply(if existed { StatusCode::OK } else { StatusCode::CREATED }, &info(fleet, name).unwrap_or(Value::Null))
+}
+
+async fn patch_config(fleet: &Fleet, name: &str, body: &Bytes) -> Response<Full<Bytes>> {
+    let Some(record) = fleet.configs.connector(name) else { return not_found(name) };
+    let patch = match parse_json(body) {
+        Ok(Value::Object(patch)) => patch,
+        Ok(_) => return error(StatusCode::BAD_REQUEST, "The patch must be a JSON object"),
+        Err(answer) => return answer,
+    };
+    let mut properties = record.properties.clone();
+    for (k, v) in patch {
+        match v {
+            Value::Null => {
+                properties.remove(&k);
+            }
+            Value::String(s) => {
+                properties.insert(k, s);
+            }
+            other => {
+                properties.insert(k, other.to_string());
+            }
+        }
+    }
+    if let Some(refused) = store(fleet, name, properties, None).await {
+        return refused;
+    }
+    reply(StatusCode::OK, &info(fleet, name).unwrap_or(Value::Null))
+}
+
+async fn delete(fleet: &Fleet, name: &str) -> Response<Full<Bytes>> {
+    if fleet.configs.connector(name).is_none() {
+        return not_found(name);
+    }
+    match fleet.configs.delete(name).await {
+        Ok(()) => empty(StatusCode::NO_CONTENT),
+        Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, &format!("Deleting the connector failed: {e:#}")),
+    }
+}
+
+async fn target(fleet: &Fleet, name: &str, state: TargetState, ok: StatusCode) -> Response<Full<Bytes>> {
+    if fleet.configs.connector(name).is_none() {
+        return not_found(name);
+    }
+    match fleet.configs.set_target(name, state).await {
+        Ok(()) => empty(ok),
+        Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, &format!("Changing the connector's state failed: {e:#}")),
+    }
+}
+
+async fn restart(fleet: &Fleet, name: &str, query: &BTreeMap<String, String>) -> Response<Full<Bytes>> {
+    if fleet.configs.connector(name).is_none() {
+        return not_found(name);
+    }
+    let flag = |k: &str| query.get(k).is_some_and(|v| v.eq_ignore_ascii_case("true"));
+    let (include_tasks, only_failed) = (flag("includeTasks"), flag("onlyFailed"));
+    if let Err(e) = fleet.configs.request_restart(name, include_tasks, only_failed).await {
+        return error(StatusCode::INTERNAL_SERVER_ERROR, &format!("Asking for the restart failed: {e:#}"));
+    }
+    if !include_tasks && !only_failed {
+        return empty(StatusCode::NO_CONTENT);
+    }
+    let mut answer = status(fleet, name).unwrap_or(Value::Null);
+    if let Some(tasks) = answer["tasks"].as_array_mut() {
+        for task in tasks {
+            if !only_failed || task["state"] == "FAILED" {
+                task["state"] = json!("RESTARTING");
+            }
+        }
+    }
+    if !only_failed || answer["connector"]["state"] == "FAILED" {
+        answer["connector"]["state"] = json!("RESTARTING");
+    }
+    reply(StatusCode::ACCEPTED, &answer)
+}
+
+fn task_of(fleet: &Fleet, name: &str, id: &str) -> Result<(usize, String), Response<Full<Bytes>>> {
+    if fleet.configs.connector(name).is_none() {
+        return Err(not_found(name));
+    }
+    let units = units(fleet, name);
+    id.parse::<usize>()
+        .ok()
+        .and_then(|id| units.into_iter().find(|(i, _, _)| *i == id).map(|(i, u, _)| (i, u)))
+        .ok_or_else(|| error(StatusCode::NOT_FOUND, &format!("Task {name}-{id} not found")))
+}
+
+fn task_status(fleet: &Fleet, name: &str, id: &str) -> Response<Full<Bytes>> {
+    match task_of(fleet, name, id) {
+        Ok((id, unit)) => {
+            let published: BTreeMap<String, Published> = fleet.status.units(name).into_iter().collect();
+            let target = fleet.configs.connector(name).map(|c| c.target).unwrap_or(TargetState::Started);
+            reply(StatusCode::OK, &unit_status(id, &unit, published.get(&unit), target))
+        }
+        Err(answer) => answer,
+    }
+}
+
+async fn restart_task(fleet: &Fleet, name: &str, id: &str) -> Response<Full<Bytes>> {
+    if let Err(answer) = task_of(fleet, name, id) {
+        return answer;
+    }
+    match fleet.configs.request_restart(name, true, true).await {
+        Ok(_) => empty(StatusCode::NO_CONTENT),
+        Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, &format!("Asking for the restart failed: {e:#}")),
+    }
+}
+
+fn offsets(fleet: &Fleet, name: &str) -> Response<Full<Bytes>> {
+    if fleet.configs.connector(name).is_none() {
+        return not_found(name);
+    }
+    let offsets: Vec<Value> = fleet
+        .offsets
+        .entries()
+        .into_iter()
+        .filter(|(c, _, _)| c == name)
+        .map(|(_, partition, position)| {
+            let as_json = |t: &str| serde_json::from_str::<Value>(t).unwrap_or_else(|_| json!(t));
+            json!({ "partition": as_json(&partition), "offset": as_json(&position) })
+        })
+        .collect();
+    reply(StatusCode::OK, &json!({ "offsets": offsets }))
+}
+
+/// Offsets may change only while the connector is stopped and nothing of it runs (KIP-875).
+fn stopped(fleet: &Fleet, name: &str) -> Result<(), Response<Full<Bytes>>> {
+    let Some(record) = fleet.configs.connector(name) else { return Err(not_found(name)) };
+    let running = fleet.status.units(name).into_iter().any(|(_, p)| p.state == "RUNNING");
+    if record.target != TargetState::Stopped || running {
+        return Err(error(
+            StatusCode::BAD_REQUEST,
+            &format!(
+                "Connectors must be in the STOPPED state before their offsets can be modified. This can be done for the specified connector by issuing a 'PUT' request to the '/connectors/{name}/stop' endpoint"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+async fn alter_offsets(fleet: &Fleet, name: &str, body: &Bytes) -> Response<Full<Bytes>> {
+    if let Err(answer) = stopped(fleet, name) {
+        return answer;
+    }
+    let request = match parse_json(body) {
+        Ok(v) => v,
+        Err(answer) => return answer,
+    };
+    let Some(items) = request.get("offsets").and_then(Value::as_array) else {
+        return error(StatusCode::BAD_REQUEST, "The request must be {\"offsets\": [{\"partition\": {…}, \"offset\": {…} or null}]}");
+    };
+    let mut writes = Vec::new();
+    for (i, item) in items.iter().enumerate() {
+        let Some(partition) = item.get("partition").and_then(|p| serde_json::from_value::<snow_core::cursor::Partition>(p.clone()).ok()) else {
+            return error(StatusCode::BAD_REQUEST, &format!("offsets[{i}].partition is not a partition of this connector (instance, table, timestamp_field, fingerprint)"));
+        };
+        let position = match item.get("offset") {
+            None | Some(Value::Null) => None,
+            Some(offset) => {
+                let text = offset.to_string();
+                if let Err(e) = snow_core::cursor::Cursor::from_position(&text) {
+                    return error(StatusCode::BAD_REQUEST, &format!("offsets[{i}].offset: {e}"));
+                }
+                Some(text)
+            }
+        };
+        writes.push((partition.key(), position));
+    }
+    let store = fleet.offsets.clone();
+    let name_owned = name.to_string();
+    let written = tokio::task::spawn_blocking(move || {
+        for (partition, position) in writes {
+            match position {
+                Some(position) => crate::offsets::OffsetStore::commit(&store, &name_owned, &partition, &position)?,
+                None => {
+                    store.remove(&name_owned, |p| p == partition)?;
+                }
+            }
+        }
+        anyhow::Ok(())
+    })
+    .await;
+    match written {
+        Ok(Ok(())) => reply(StatusCode::OK, &json!({ "message": "The offsets for this connector have been altered successfully" })),
+        Ok(Err(e)) => error(StatusCode::INTERNAL_SERVER_ERROR, &format!("Altering the offsets failed: {e:#}")),
+        Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, &format!("Altering the offsets failed: {e}")),
+    }
+}
+
+async fn reset_offsets(fleet: &Fleet, name: &str) -> Response<Full<Bytes>> {
+    if let Err(answer) = stopped(fleet, name) {
+        return answer;
+    }
+    let (store, name_owned) = (fleet.offsets.clone(), name.to_string());
+    match tokio::task::spawn_blocking(move || store.remove(&name_owned, |_| true)).await {
+        Ok(Ok(_)) => reply(StatusCode::OK, &json!({ "message": "The offsets for this connector have been reset successfully" })),
+        Ok(Err(e)) => error(StatusCode::INTERNAL_SERVER_ERROR, &format!("Resetting the offsets failed: {e:#}")),
+        Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, &format!("Resetting the offsets failed: {e}")),
+    }
+}
+
+async fn validate_plugin(fleet: &Fleet, plugin: &str, body: &Bytes) -> Response<Full<Bytes>> {
+    let class = match plugin {
+        SOURCE_CLASS | "ServiceNowSourceConnector" => SOURCE_CLASS,
+        SINK_CLASS | "ServiceNowSinkConnector" => SINK_CLASS,
+        other => return error(StatusCode::NOT_FOUND, &format!("Unknown plugin {other}; GET /connector-plugins lists them")),
+    };
+    let mut properties = match parse_json(body).and_then(|v| string_map(&v, "the configuration").map_err(|m| error(StatusCode::BAD_REQUEST, &m))) {
+        Ok(p) => p,
+        Err(answer) => return answer,
+    };
+    properties.entry("connector.class".into()).or_insert_with(|| class.to_string());
+    let name = properties.remove("name").unwrap_or_else(|| "validate".into());
+    let errors = validate::check(fleet, &name, &properties).await;
+    properties.insert("name".into(), name);
+    reply(StatusCode::OK, &validate::config_infos(class, &properties, &errors))
+}

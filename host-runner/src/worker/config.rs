@@ -1,0 +1,267 @@
+//! `worker.properties`: what a worker of a fleet needs — its group, the state topics, the work
+//! slots, its REST listener — read once with every problem named by its key. Keys follow Kafka
+//! Connect's distributed worker where one exists (`group.id`, `bootstrap.servers`,
+//! `config.storage.topic`, `offset.storage.topic`, `status.storage.topic`, `listeners`,
+//! `rest.advertised.host.name`); the rest are ours (`work.*`, `rest.basic.auth.file`,
+//! `rest.tls.*`). `docs/configuration.md` lists them.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+
+use crate::state::{Clients, TopicSpec};
+
+/// A worker's settings.
+#[derive(Debug, Clone)]
+pub struct WorkerConfig {
+    /// `group.id`: the fleet.
+    pub group: String,
+    /// `bootstrap.servers`.
+    pub bootstrap: String,
+    /// `config.storage.topic` (one partition: configurations are read in the order written).
+    pub configs: TopicSpec,
+    /// `offset.storage.topic`.
+    pub offsets: TopicSpec,
+    /// `status.storage.topic`.
+    pub status: TopicSpec,
+    /// `work.slots.topic` and `work.slots`: the topic whose partitions are the work slots.
+    pub slots: TopicSpec,
+    /// `session.timeout.ms`: how long a silent worker keeps its slots.
+    pub session_timeout: Duration,
+    /// `heartbeat.interval.ms`.
+    pub heartbeat_interval: Duration,
+    /// Where the REST API listens (`listeners`, or `rest.host.name` and `rest.port`).
+    pub listen: String,
+    /// Whether the REST listener speaks TLS (`listeners=https://…`).
+    pub tls: Option<TlsFiles>,
+    /// `rest.basic.auth.file`: a properties file of `user=password`; without it the API is open.
+    pub basic_auth_file: Option<PathBuf>,
+    /// The worker's id in status answers: `rest.advertised.host.name:rest.advertised.port`.
+    pub worker_id: String,
+    /// `status.listen`: the operator endpoint (`/status`, `/metrics`), if any.
+    pub status_listen: Option<String>,
+    /// Connector keys every connector gets unless it sets them (`component.trusted.keys`,
+    /// `component.trusted.root`, `component.allow.unsigned`), and `kafka.bootstrap.servers`.
+    pub connector_defaults: BTreeMap<String, String>,
+}
+
+/// `rest.tls.certificate.file` and `rest.tls.key.file` (PEM).
+#[derive(Debug, Clone)]
+pub struct TlsFiles {
+    /// The certificate chain.
+    pub certificate: PathBuf,
+    /// The private key.
+    pub key: PathBuf,
+}
+
+/// Every key this file reads.
+const KEYS: &[&str] = &[
+    "group.id",
+    "bootstrap.servers",
+    "config.storage.topic",
+    "config.storage.replication.factor",
+    "offset.storage.topic",
+    "offset.storage.partitions",
+    "offset.storage.replication.factor",
+    "status.storage.topic",
+    "status.storage.partitions",
+    "status.storage.replication.factor",
+    "work.slots.topic",
+    "work.slots",
+    "work.slots.replication.factor",
+    "session.timeout.ms",
+    "heartbeat.interval.ms",
+    "listeners",
+    "rest.host.name",
+    "rest.port",
+    "rest.advertised.host.name",
+    "rest.advertised.port",
+    "rest.basic.auth.file",
+    "rest.tls.certificate.file",
+    "rest.tls.key.file",
+    "status.listen",
+];
+
+/// Keys passed on to connectors as defaults (besides `bootstrap.servers`).
+const CONNECTOR_DEFAULTS: &[&str] = & ["component.trusted.keys", "component.trusted.root", "component.allow.unsigned"];
+
+impl WorkerConfig {
+    /// Reads `path` (Java properties; `${env:…}` and `${file:…}` references resolved).
+    pub fn load(path: &Path) -> Result<Self> {
+        let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        let mut entries = crate::config::parse_properties(&text).map_err(anyhow::Error::msg).with_context(|| format!("reading {}", path.display()))?;
+        crate::config::resolve_providers(&mut entries).map_err(|e| anyhow::anyhow!("in {}: {}", path.display(), e.join("; ")))?;
+        Self::from_entries(&entries).with_context(|| format!("in {}", path.display()))
+    }
+
+    /// Validates `entries`; every problem names its key.
+    pub fn from_entries(entries: &BTreeMap<String, String>) -> Result<Self> {
+        let mut errors = Vec::new();
+        let get = |k: &str| entries.get(k).map(|v| v.trim().to_string()).filter(|v| !v.is_empty());
+        let number = |k: &str, default: i64, min: i64, max: i64, errors: &mut Vec<String>| -> i64 {
+            match get(k).map(|v| v.parse::<i64>()) {
+                None => default,
+                Some(Ok(v)) if (min..=max).contains(&v) => v,
+                Some(_) => {
+                    errors.push(format!("{k}: must be a whole number from {min} to {max}"));
+                    default
+                }
+            }
+        };
+        let group = get("group.id").unwrap_or_else(|| {
+            errors.push("group.id: is required: the name of the fleet (every worker of one fleet has the same)".into());
+            String::new()
+        });
+        let bootstrap = get("bootstrap.servers").unwrap_or_else(|| {
+            errors.push("bootstrap.servers: is required: the Kafka brokers, e.g. 127.0.0.1:9092".into());
+            String::new()
+        });
+        let replication = |k: &str, errors: &mut Vec<String>| -> i32 {
+            match get(k).map(|v| v.parse::<i32>()) {
+                None => -1,
+                Some(Ok(r)) if r == -1 || (1..=32).contains(&r) => r,
+                Some(_) => {
+                    errors.push(format!("{k}: must be -1 (the broker's default.replication.factor) or a whole number from 1 to 32"));
+                    -1
+                }
+            }
+        };
+        let topic = |key: &'static str, suffix: &str, partitions: i32, replication: i32| TopicSpec {
+            name: get(key).unwrap_or_else(|| format!("{group}-{suffix}")),
+            partitions,
+            replication,
+            key,
+        };
+        let configs = topic("config.storage.topic", "configs", 1, replication("config.storage.replication.factor", &mut errors));
+        let offsets = topic(
+            "offset.storage.topic",
+            "offsets",
+            number("offset.storage.partitions", 25, 1, 10_000, &mut errors) as i32,
+            replication("offset.storage.replication.factor", &mut errors),
+        );
+        let status = topic(
+            "status.storage.topic",
+            "status",
+            number("status.storage.partitions", 5, 1, 10_000, &mut errors) as i32,
+            replication("status.storage.replication.factor", &mut errors),
+        );
+        let slots = topic(
+            "work.slots.topic",
+            "slots",
+            number("work.slots", 32, 1, 4096, &mut errors) as i32,
+            replication("work.slots.replication.factor", &mut errors),
+        );
+        let session_timeout = Duration::from_millis(number("session.timeout.ms", 10_000, 1_000, 3_600_000, &mut errors) as u64);
+        let heartbeat_interval = Duration::from_millis(number("heartbeat.interval.ms", 3_000, 100, 600_000, &mut errors) as u64);
+        if heartbeat_interval >= session_timeout {
+            errors.push("heartbeat.interval.ms: must be below session.timeout.ms (a third of it is usual)".into());
+        }
+        let (listen, https) = match get("listeners") {
+            Some(listener) => {
+                let (scheme, address) = listener.split_once("://").unwrap_or(("", &listener));
+                match scheme {
+                    "http" | "https" if address.contains(':') => (address.to_string(), scheme == "https"),
+                    _ => {
+                        errors.push(format!("listeners: {listener:?} must be http://HOST:PORT or https://HOST:PORT (one listener)"));
+                        (String::new(), false)
+                    }
+                }
+            }
+            None => {
+                let port = number("rest.port", 8083, 0, 65_535, &mut errors);
+                (format!("{}:{port}", get("rest.host.name").unwrap_or_else(|| "127.0.0.1".into())), false)
+            }
+        };
+        let tls = match (get("rest.tls.certificate.file"), get("rest.tls.key.file")) {
+            (Some(certificate), Some(key)) => Some(TlsFiles { certificate: certificate.into(), key: key.into() }),
+            (None, None) => None,
+            _ => {
+                errors.push("rest.tls.certificate.file, rest.tls.key.file: give both (PEM files) or neither".into());
+                None
+            }
+        };
+        if https && tls.is_none() {
+            errors.push("listeners: https:// needs rest.tls.certificate.file and rest.tls.key.file".into());
+        }
+        if !https && tls.is_some() {
+            errors.push("rest.tls.certificate.file: is set but listeners is not https://".into());
+        }
+        let port_of = |address: &str| address.rsplit_once(':').map(|(_, p)| p.to_string()).unwrap_or_default();
+        let host_of = |address: &str| address.rsplit_once(':').map(|(h, _)| h.to_string()).unwrap_or_default();
+        let worker_id = format!(
+            "{}:{}",
+            get("rest.advertised.host.name").unwrap_or_else(|| host_of(&listen)),
+            get("rest.advertised.port").unwrap_or_else(|| port_of(&listen))
+        );
+        let basic_auth_file = get("rest.basic.auth.file").map(PathBuf::from);
+        if let Some(file) = basic_auth_file.as_ref().filter(|f| !f.is_file()) {
+            errors.push(format!("rest.basic.auth.file: {} does not exist", file.display()));
+        }
+        let mut connector_defaults: BTreeMap<String, String> =
+            CONNECTOR_DEFAULTS.iter().filter_map(|k| get(k).map(|v| (k.to_string(), v))).collect();
+        connector_defaults.insert("kafka.bootstrap.servers".into(), bootstrap.clone());
+        for key in entries.keys() {
+            if !KEYS.contains(&key.as_str()) && !CONNECTOR_DEFAULTS.contains(&key.as_str()) {
+                errors.push(format!("{key}: unknown worker key (check the spelling and docs/configuration.md)"));
+            }
+        }
+        if !errors.is_empty() {
+            bail!("the worker configuration is invalid:\n  {}", errors.join("\n  "));
+        }
+        Ok(Self {
+            group,
+            bootstrap,
+            configs,
+            offsets,
+            status,
+            slots,
+            session_timeout,
+            heartbeat_interval,
+            listen,
+            tls: if https { tls } else { None },
+            basic_auth_file,
+            worker_id,
+            status_listen: get("status.listen"),
+            connector_defaults,
+        })
+    }
+
+    /// The Kafka clients' settings of the state topics.
+    pub fn clients(&self) -> Clients {
+        Clients { bootstrap: self.bootstrap.clone(), common: BTreeMap::new() }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entries(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    }
+
+    #[test]
+    fn defaults_follow_the_group_and_every_problem_names_its_key() {
+        let config = WorkerConfig::from_entries(&entries(&[("group.id", "fleet"), ("bootstrap.servers", "127.0.0.1:9092")])).unwrap();
+        assert_eq!(
+            (config.configs.name.as_str(), config.offsets.name.as_str(), config.status.name.as_str(), config.slots.name.as_str()),
+            ("fleet-configs", "fleet-offsets", "fleet-status", "fleet-slots")
+        );
+        assert_eq!((config.configs.partitions, config.offsets.partitions, config.slots.partitions), (1, 25, 32));
+        assert_eq!((config.listen.as_str(), config.worker_id.as_str()), ("127.0.0.1:8083", "127.0.0.1:8083"));
+        let err = WorkerConfig::from_entries(&entries(&[
+            ("listeners", "ftp://x"),
+            ("work.slots", "0"),
+            ("heartbeat.interval.ms", "20000"),
+            ("rest.tls.key.file", "k.pem"),
+            ("group.idd", "typo"),
+        ]))
+        .unwrap_err()
+        .to_string();
+        for key in ["group.id: is required", "bootstrap.servers: is required", "listeners: ", "work.slots: ", "heartbeat.interval.ms: ", "rest.tls.certificate.file, rest.tls.key.file", "group.idd: unknown"] {
+            assert!(err.contains(key), "missing {key:?} in {err}");
+        }
+    }
+}

@@ -1,0 +1,104 @@
+//! The connectors one worker manages: each as the configuration topic describes it, loaded and
+//! planned on this worker ([`Live`]), with the units it runs here. A source runs the units whose
+//! slot this worker holds; a sink runs its consumer on every worker (its lanes are shared by the
+//! sink's own consumer group `connect-<name>`).
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
+
+use anyhow::{Result, bail};
+use rdkafka::producer::FutureProducer;
+use tokio::task::JoinHandle;
+
+use crate::component::HostState;
+use crate::component::bindings::sink::SinkPre;
+use crate::component::bindings::source::SourcePre;
+use crate::component::bindings::types::WorkUnit;
+use crate::component::swap::Slot;
+use crate::config::ConnectorSpec;
+use crate::connector::SharedContext;
+use crate::shutdown::ShutdownTrigger;
+
+/// The plugin classes a connector's `connector.class` may name (with their short aliases).
+pub const SOURCE_CLASS: &str = "io.snowconnect.ServiceNowSourceConnector";
+/// See [`SOURCE_CLASS`].
+pub const SINK_CLASS: &str = "io.snowconnect.ServiceNowSinkConnector";
+
+/// A connector loaded and checked on this worker.
+pub enum Live {
+    /// A source: its plan, producer and allowed topics.
+    Source {
+        /// Its context.
+        ctx: SharedContext,
+        /// Its component slot (hot-swap).
+        slot: Arc<Slot<SourcePre<HostState>>>,
+        /// Its units, in plan order (a unit's task id is its index).
+        units: Vec<WorkUnit>,
+        /// The producer its units share.
+        producer: FutureProducer,
+        /// The topics it may produce to.
+        topics: Arc<BTreeSet<String>>,
+    },
+    /// A sink.
+    Sink {
+        /// Its context.
+        ctx: SharedContext,
+        /// Its component slot.
+        slot: Arc<Slot<SinkPre<HostState>>>,
+    },
+}
+
+impl Live {
+    /// The connector's type in Connect's words.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Live::Source { .. } => "source",
+            Live::Sink { .. } => "sink",
+        }
+    }
+}
+
+/// A unit running here.
+pub struct RunningUnit {
+    /// Its slot.
+    pub slot: i32,
+    /// Stops it.
+    pub stop: ShutdownTrigger,
+    /// Ends when it stopped (its offset stored).
+    pub task: JoinHandle<()>,
+}
+
+/// One connector as this worker manages it.
+pub struct Managed {
+    /// Its properties as the configuration topic holds them.
+    pub properties: BTreeMap<String, String>,
+    /// Loaded and planned, or why it could not be.
+    pub live: Result<Live, String>,
+    /// Source units running here, by unit name.
+    pub units: HashMap<String, RunningUnit>,
+    /// The sink's consumer running here.
+    pub sink: Option<(ShutdownTrigger, JoinHandle<Result<()>>)>,
+    /// The restart request last acted on (or seen when this worker started).
+    pub restart_seen: Option<u64>,
+    /// The connector state this worker last published (as its leader).
+    pub published: Option<String>,
+}
+
+/// The fleet's properties of a connector as this worker runs it: the worker's defaults for what
+/// it leaves out, `${…}` references resolved, offsets in the fleet's topic.
+pub fn fleet_spec(name: &str, properties: &BTreeMap<String, String>, defaults: &BTreeMap<String, String>) -> Result<ConnectorSpec> {
+    let mut entries = properties.clone();
+    for (k, v) in defaults {
+        entries.entry(k.clone()).or_insert_with(|| v.clone());
+    }
+    entries.insert("name".into(), name.to_string());
+    for key in ["offset.storage.file.filename", "offset.storage.topic", "offset.storage.partitions", "offset.storage.replication.factor"] {
+        if properties.contains_key(key) {
+            bail!("connector {name} has an invalid configuration:\n  {key}: a worker keeps offsets in its own offset.storage.topic (worker.properties); remove it");
+        }
+    }
+    if let Err(errors) = crate::config::resolve_providers(&mut entries) {
+        bail!("connector {name} has an invalid configuration:\n  {}", errors.join("\n  "));
+    }
+    ConnectorSpec::from_entries(entries)
+}

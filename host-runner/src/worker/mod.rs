@@ -1,0 +1,464 @@
+//! A worker of a fleet (`snow-connect worker --config worker.properties`, ADR 0024): every worker
+//! of one `group.id` shares the connectors of the configuration topic ([`configs`]), keeps source
+//! offsets in the offsets topic ([`crate::offsets::kafka`]) and publishes status to the status
+//! topic ([`status_log`]). Kafka's group coordinator shares the work: the worker holds the work
+//! slots it is assigned ([`slots`]) and runs the source units that hash to them, each slot fenced
+//! by its transactional writer before a unit of it starts ([`fence`]); every worker runs each
+//! sink's consumer, whose lanes the sink's own consumer group shares. The REST API
+//! ([`crate::rest`]) on every worker reads and writes those topics, so it acts on the fleet.
+//!
+//! The worker's loop owns what runs here and reconciles it with what the topics say whenever they
+//! change, a slot moves, or a second passes; a revocation stops the revoked slots' units (their
+//! offsets stored, their status published) before the slots are handed on.
+
+pub mod config;
+pub mod configs;
+pub mod connectors;
+pub mod fence;
+pub mod slots;
+pub mod status_log;
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+
+use crate::component::Loaded;
+use crate::component::swap::Slot;
+use crate::offsets::KafkaOffsetStore;
+use crate::runner::{Ready, Runner};
+use crate::shutdown::{Shutdown, linked};
+use crate::state::StateTopic;
+use crate::status::UnitState;
+pub use config::WorkerConfig;
+use configs::{ConfigLog, ConnectorRecord, TargetState};
+pub use connectors::{SINK_CLASS, SOURCE_CLASS};
+use connectors::{Live, Managed, RunningUnit, fleet_spec};
+use fence::SlotWriter;
+use slots::{Membership, SlotEvent, slot_of};
+use status_log::StatusLog;
+
+/// What the worker shares with its REST API.
+pub struct Fleet {
+    /// The worker's settings.
+    pub config: WorkerConfig,
+    /// Engine, gates, metrics and the local status board.
+    pub runner: Arc<Runner>,
+    /// The configuration topic.
+    pub configs: ConfigLog,
+    /// The status topic.
+    pub status: StatusLog,
+    /// The offsets topic.
+    pub offsets: KafkaOffsetStore,
+    /// Each connector's plan as this worker made it: its kind and unit names in task order.
+    pub plans: Mutex<BTreeMap<String, Plan>>,
+}
+
+/// A connector's plan.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    /// `source` or `sink`.
+    pub kind: &'static str,
+    /// The source's units in task order, with their configuration.
+    pub units: Vec<(String, Vec<(String, String)>)>,
+}
+
+/// A slot held here, once fenced.
+struct Held {
+    writer: Arc<SlotWriter>,
+    /// Fires when the writer finds itself fenced.
+    fenced: Shutdown,
+}
+
+/// The worker loop's state.
+struct WorkerLoop {
+    fleet: Arc<Fleet>,
+    shutdown: Shutdown,
+    held: HashMap<i32, Held>,
+    /// Assigned and not yet fenced (fencing failed; retried every pass).
+    pending: BTreeSet<i32>,
+    managed: BTreeMap<String, Managed>,
+    components: HashMap<String, Loaded>,
+}
+
+/// Opens the state topics, joins the fleet, serves the REST API and runs until `shutdown`.
+pub async fn run(config: WorkerConfig, compile_cache: Option<&Path>, shutdown: Shutdown) -> Result<()> {
+    let clients = config.clients();
+    let configs = Arc::new(StateTopic::open(&clients, config.configs.clone(), false).await?);
+    let status = Arc::new(StateTopic::open(&clients, config.status.clone(), false).await?);
+    let offsets = Arc::new(StateTopic::open(&clients, config.offsets.clone(), true).await?);
+    crate::state::topic::ensure(&clients, &config.slots).await?;
+    let runner = Arc::new(Runner::new(compile_cache)?);
+    let fleet = Arc::new(Fleet {
+        configs: ConfigLog::new(configs),
+        status: StatusLog::new(status, &config.worker_id),
+        offsets: KafkaOffsetStore::new(offsets),
+        runner: runner.clone(),
+        plans: Mutex::default(),
+        config,
+    });
+    tracing::info!(
+        group = fleet.config.group,
+        worker = fleet.config.worker_id,
+        "worker started: {} connector(s) in {}",
+        fleet.configs.connectors().len(),
+        fleet.config.configs.name
+    );
+    let (events, board) = tokio::sync::mpsc::unbounded_channel();
+    runner.status().listen(events);
+    let targets = fleet.configs.clone();
+    tokio::spawn(fleet.status.clone().publish(board, move |connector| match targets.connector(connector).map(|c| c.target) {
+        Some(TargetState::Paused) => Some("PAUSED"),
+        Some(TargetState::Stopped) => Some("STOPPED"),
+        _ => None,
+    }));
+    if let Some(addr) = &fleet.config.status_listen {
+        let admin = crate::admin::Admin { status: runner.status().clone(), metrics: runner.metrics().clone() };
+        let bound = crate::admin::serve(addr, admin, shutdown.clone()).await?;
+        tracing::info!("status endpoint on http://{bound}/status and http://{bound}/metrics");
+    }
+    let bound = crate::rest::serve(fleet.clone(), shutdown.clone()).await?;
+    tracing::info!("REST API on {}://{bound}/connectors", if fleet.config.tls.is_some() { "https" } else { "http" });
+    let (membership, mut slot_events) = Membership::join(&fleet.config)?;
+    let mut worker = WorkerLoop {
+        fleet: fleet.clone(),
+        shutdown: shutdown.clone(),
+        held: HashMap::new(),
+        pending: BTreeSet::new(),
+        managed: BTreeMap::new(),
+        components: HashMap::new(),
+    };
+    let mut changes = fleet.configs.changes();
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    let mut stop = shutdown.clone();
+    loop {
+        tokio::select! {
+            () = stop.wait() => break,
+            event = slot_events.recv() => match event {
+                Some(SlotEvent::Assigned(slots)) => worker.assigned(slots).await,
+                Some(SlotEvent::Revoked { slots, lost, done }) => {
+                    worker.revoked(&slots, lost).await;
+                    let _ = done.send(());
+                }
+                None => break,
+            },
+            _ = changes.changed() => {}
+            _ = tick.tick() => {}
+        }
+        worker.reconcile().await;
+    }
+    tracing::info!("worker stopping: stopping its units, then leaving the group");
+    worker.stop_all().await;
+    runner.status().flush().await;
+    drop(slot_events);
+    drop(membership);
+    Ok(())
+}
+
+impl WorkerLoop {
+    /// Fences the newly assigned slots, then reads the offsets topic to its end (a previous
+    /// owner's last offsets are committed or aborted by then).
+    async fn assigned(&mut self, slots: Vec<i32>) {
+        self.pending.extend(slots);
+        self.fence_pending().await;
+    }
+
+    async fn fence_pending(&mut self) {
+        if self.pending.is_empty() {
+            return;
+        }
+        let started = std::time::Instant::now();
+        let mut fencing = Vec::new();
+        for slot in std::mem::take(&mut self.pending) {
+            let (clients, group, offsets) =
+                (self.fleet.config.clients(), self.fleet.config.group.clone(), self.fleet.offsets.topic().clone());
+            let (trigger, fenced) = linked(&[]);
+            fencing.push((
+                slot,
+                fenced,
+                tokio::task::spawn_blocking(move || SlotWriter::open(&clients, &group, slot, offsets, trigger)),
+            ));
+        }
+        let mut fenced_now = Vec::new();
+        for (slot, fenced, task) in fencing {
+            match task.await.map_err(anyhow::Error::from).and_then(|r| r) {
+                Ok(writer) => {
+                    self.held.insert(slot, Held { writer: Arc::new(writer), fenced });
+                    fenced_now.push(slot);
+                }
+                Err(e) => {
+                    tracing::error!(slot, "could not fence work slot {slot}, retrying: {e:#}");
+                    self.pending.insert(slot);
+                }
+            }
+        }
+        if let Err(e) = self.fleet.offsets.topic().read_to_end().await {
+            tracing::error!("reading the offsets topic after fencing: {e:#}; the slots' units wait");
+            for slot in fenced_now.drain(..) {
+                self.held.remove(&slot);
+                self.pending.insert(slot);
+            }
+        }
+        if !fenced_now.is_empty() {
+            tracing::info!(slots = ?fenced_now, ms = started.elapsed().as_millis() as u64, "work slots fenced; their units start");
+        }
+    }
+
+    /// Stops the units of `slots` (offsets stored), publishes their status, and lets the slots go.
+    async fn revoked(&mut self, slots: &[i32], lost: bool) {
+        let started = std::time::Instant::now();
+        let mut stopping = Vec::new();
+        for managed in self.managed.values_mut() {
+            let doomed: Vec<String> = managed.units.iter().filter(|(_, u)| slots.contains(&u.slot)).map(|(n, _)| n.clone()).collect();
+            for name in doomed {
+                if let Some(unit) = managed.units.remove(&name) {
+                    unit.stop.fire();
+                    stopping.push(unit.task);
+                }
+            }
+        }
+        let stopped = stopping.len();
+        for task in stopping {
+            let _ = task.await;
+        }
+        for slot in slots {
+            self.held.remove(slot);
+            self.pending.remove(slot);
+        }
+        for managed in self.managed.values_mut() {
+            managed.published = None;
+        }
+        self.fleet.runner.status().flush().await;
+        tracing::info!(?slots, lost, units = stopped, ms = started.elapsed().as_millis() as u64, "work slots released");
+    }
+
+    /// Whether this worker leads `connector` (publishes its own status): it holds its slot.
+    fn leads(&self, connector: &str) -> bool {
+        self.held.contains_key(&slot_of(connector, "", self.fleet.config.slots.partitions))
+    }
+
+    /// Brings what runs here in line with the configuration topic and the slots held.
+    async fn reconcile(&mut self) {
+        if self.shutdown.is_stopping() {
+            return;
+        }
+        self.fence_pending().await;
+        // Slots whose writer was fenced: stop their units now (the revocation follows).
+        let fenced: Vec<i32> = self.held.iter().filter(|(_, h)| h.fenced.is_stopping() || h.writer.is_fenced()).map(|(s, _)| *s).collect();
+        if !fenced.is_empty() {
+            self.revoked(&fenced, true).await;
+        }
+        let desired = self.fleet.configs.connectors();
+        let stale: Vec<String> = self
+            .managed
+            .iter()
+            .filter(|(name, m)| desired.get(*name).is_none_or(|d| d.properties != m.properties))
+            .map(|(name, _)| name.clone())
+            .collect();
+        for name in stale {
+            let leads = self.leads(&name);
+            if let Some(managed) = self.managed.remove(&name) {
+                stop_managed(managed).await;
+            }
+            if !desired.contains_key(&name) {
+                self.fleet.plans.lock().unwrap_or_else(|e| e.into_inner()).remove(&name);
+                if leads {
+                    if let Err(e) = self.fleet.status.forget(&name).await {
+                        tracing::warn!(connector = name, "removing the status of a deleted connector: {e:#}");
+                    }
+                }
+                tracing::info!(connector = name, "connector deleted; its units here stopped");
+            } else {
+                tracing::info!(connector = name, "connector reconfigured; restarting it");
+            }
+        }
+        for (name, record) in &desired {
+            if !self.managed.contains_key(name) {
+                let managed = self.load(name, record).await;
+                self.managed.insert(name.clone(), managed);
+            }
+            self.restart_if_asked(name, record).await;
+            self.run_as_targeted(name, record.target).await;
+            self.publish_connector(name, record.target).await;
+        }
+    }
+
+    /// Loads and plans a connector (or notes why it cannot run).
+    async fn load(&mut self, name: &str, record: &ConnectorRecord) -> Managed {
+        let live = match fleet_spec(name, &record.properties, &self.fleet.config.connector_defaults) {
+            Ok(spec) => match self.fleet.runner.ready(&spec, &mut self.components).await {
+                Ok(ready) => live(ready),
+                Err(e) => Err(format!("{e:#}")),
+            },
+            Err(e) => Err(format!("{e:#}")),
+        };
+        match &live {
+            Ok(live) => {
+                let plan = match live {
+                    Live::Source { units, .. } => Plan {
+                        kind: "source",
+                        units: units.iter().map(|u| (u.name.clone(), u.config.iter().map(|e| (e.key.clone(), e.value.clone())).collect())).collect(),
+                    },
+                    Live::Sink { .. } => Plan { kind: "sink", units: Vec::new() },
+                };
+                self.fleet.plans.lock().unwrap_or_else(|e| e.into_inner()).insert(name.to_string(), plan);
+            }
+            Err(e) => {
+                let message = crate::redact::clean(e);
+                tracing::error!(connector = name, "the connector cannot run: {message}");
+            }
+        }
+        Managed {
+            properties: record.properties.clone(),
+            live,
+            units: HashMap::new(),
+            sink: None,
+            restart_seen: record.restart.map(|r| r.id),
+            published: None,
+        }
+    }
+
+    /// Acts on a restart request not yet acted on.
+    async fn restart_if_asked(&mut self, name: &str, record: &ConnectorRecord) {
+        let Some(request) = record.restart else { return };
+        let Some(managed) = self.managed.get_mut(name) else { return };
+        if managed.restart_seen == Some(request.id) {
+            return;
+        }
+        managed.restart_seen = Some(request.id);
+        tracing::info!(connector = name, include_tasks = request.include_tasks, only_failed = request.only_failed, "restart asked for");
+        let failed = managed.live.is_err();
+        if failed || (request.include_tasks && !request.only_failed) {
+            // The connector itself restarts: loaded and planned again, its units started again.
+            if let Some(managed) = self.managed.remove(name) {
+                stop_managed(managed).await;
+            }
+            let managed = self.load(name, record).await;
+            self.managed.insert(name.to_string(), managed);
+            return;
+        }
+        if request.include_tasks {
+            // Only the failed units: a parked unit's task has ended; dropping it starts it again.
+            let status = self.fleet.runner.status().clone();
+            let parked: BTreeSet<String> = status.in_state(name, UnitState::Parked).into_iter().map(|s| s.unit).collect();
+            managed.units.retain(|unit, _| !parked.contains(unit));
+            if let Some((_, task)) = &managed.sink {
+                if task.is_finished() {
+                    managed.sink = None;
+                }
+            }
+        }
+    }
+
+    /// Starts or stops the connector's units here as its target state and the held slots say.
+    async fn run_as_targeted(&mut self, name: &str, target: TargetState) {
+        let slots = self.fleet.config.slots.partitions;
+        let Some(managed) = self.managed.get_mut(name) else { return };
+        if target != TargetState::Started {
+            let units: Vec<RunningUnit> = managed.units.drain().map(|(_, u)| u).collect();
+            let sink = managed.sink.take();
+            stop_units(units, sink).await;
+            return;
+        }
+        match &managed.live {
+            Ok(Live::Source { ctx, slot, units, producer, topics }) => {
+                for unit in units {
+                    let at = slot_of(name, &unit.name, slots);
+                    let Some(held) = self.held.get(&at) else { continue };
+                    if managed.units.contains_key(&unit.name) {
+                        continue;
+                    }
+                    let offsets: Arc<dyn crate::offsets::OffsetStore> = Arc::new(self.fleet.offsets.with_writer(held.writer.clone()));
+                    let (stop, watch) = linked(&[self.shutdown.clone(), held.fenced.clone()]);
+                    let task = crate::source::spawn_unit(ctx, slot, unit.clone(), offsets, producer, topics, watch);
+                    tracing::info!(connector = name, unit = unit.name, slot = at, "unit started on this worker");
+                    managed.units.insert(unit.name.clone(), RunningUnit { slot: at, stop, task });
+                }
+            }
+            Ok(Live::Sink { ctx, slot }) => {
+                if managed.sink.is_none() {
+                    let (stop, watch) = linked(&[self.shutdown.clone()]);
+                    let task = tokio::spawn(crate::sink::run(ctx.clone(), slot.clone(), watch));
+                    managed.sink = Some((stop, task));
+                }
+            }
+            Err(_) => {}
+        }
+    }
+
+    /// The connector's own state, published by its leader when it changed.
+    async fn publish_connector(&mut self, name: &str, target: TargetState) {
+        if !self.leads(name) {
+            return;
+        }
+        let Some(managed) = self.managed.get_mut(name) else { return };
+        let (state, trace) = match (&managed.live, target) {
+            (Err(e), _) => ("FAILED", Some(e.clone())),
+            (Ok(_), TargetState::Started) => ("RUNNING", None),
+            (Ok(_), TargetState::Paused) => ("PAUSED", None),
+            (Ok(_), TargetState::Stopped) => ("STOPPED", None),
+        };
+        let key = format!("{state}{}", trace.as_deref().unwrap_or(""));
+        if managed.published.as_deref() == Some(key.as_str()) {
+            return;
+        }
+        match self.fleet.status.publish_connector(name, state, trace.as_deref()).await {
+            Ok(()) => managed.published = Some(key),
+            Err(e) => tracing::warn!(connector = name, "publishing the connector's status: {e:#}"),
+        }
+    }
+
+    async fn stop_all(&mut self) {
+        let all: Vec<Managed> = std::mem::take(&mut self.managed).into_values().collect();
+        for managed in all {
+            stop_managed(managed).await;
+        }
+    }
+}
+
+/// A loaded connector ready to run here.
+fn live(ready: Ready) -> Result<Live, String> {
+    match ready {
+        Ready::Source { ctx, pre, digest, units } => {
+            let producer = crate::kafka::producer(&ctx.spec.kafka).map_err(|e| format!("{e:#}"))?;
+            let topics = crate::source::allowed_topics(&ctx);
+            let slot = Slot::new(pre, &digest, &ctx.spec.component_path.display().to_string());
+            Ok(Live::Source { ctx, slot, units, producer, topics })
+        }
+        Ready::Sink { ctx, pre, digest } => {
+            let slot = Slot::new(pre, &digest, &ctx.spec.component_path.display().to_string());
+            Ok(Live::Sink { ctx, slot })
+        }
+    }
+}
+
+async fn stop_managed(mut managed: Managed) {
+    let units: Vec<RunningUnit> = managed.units.drain().map(|(_, u)| u).collect();
+    stop_units(units, managed.sink.take()).await;
+}
+
+async fn stop_units(units: Vec<RunningUnit>, sink: Option<(crate::shutdown::ShutdownTrigger, tokio::task::JoinHandle<Result<()>>)>) {
+    for unit in &units {
+        unit.stop.fire();
+    }
+    if let Some((stop, _)) = &sink {
+        stop.fire();
+    }
+    for unit in units {
+        let _ = unit.task.await;
+    }
+    if let Some((_, task)) = sink {
+        match task.await {
+            Ok(Err(e)) => tracing::warn!("a sink ended with an error: {e:#}"),
+            Err(e) => tracing::warn!("a sink task failed: {e}"),
+            Ok(Ok(())) => {}
+        }
+    }
+}
+
+/// `worker.properties` read for `snow-connect worker --config`.
+pub fn load_config(path: &Path) -> Result<WorkerConfig> {
+    WorkerConfig::load(path).context("the worker configuration")
+}
