@@ -42,16 +42,19 @@ fn not_found(name: &str) -> Response<Full<Bytes>> {
 /// Answers `method uri` with `body`.
 pub async fn answer(fleet: &Fleet, method: &Method, uri: &Uri, body: &Bytes) -> Response<Full<Bytes>> {
     let path: Vec<String> = uri.path().trim_matches('/').split('/').filter(|s| !s.is_empty()).map(decode).collect();
-    let query: BTreeMap<String, String> = uri
+    let pairs: Vec<(String, String)> = uri
         .query()
         .unwrap_or_default()
         .split('&')
         .filter_map(|kv| kv.split_once('=').map(|(k, v)| (decode(k), decode(v))).or_else(|| (!kv.is_empty()).then(|| (decode(kv), String::new()))))
         .collect();
+    // `expand` may be repeated (`?expand=status&expand=info`).
+    let expand: Vec<&str> = pairs.iter().filter(|(k, _)| k == "expand").map(|(_, v)| v.as_str()).collect();
+    let query: BTreeMap<String, String> = pairs.iter().cloned().collect();
     let segments: Vec<&str> = path.iter().map(String::as_str).collect();
     match (method, segments.as_slice()) {
         (&Method::GET, []) => reply(StatusCode::OK, &json!({ "version": env!("CARGO_PKG_VERSION"), "commit": "snow-connect", "kafka_cluster_id": null })),
-        (&Method::GET, ["connectors"]) => list(fleet, query.get("expand").map(String::as_str)),
+        (&Method::GET, ["connectors"]) => list(fleet, (!expand.is_empty()).then(|| expand.join(",")).as_deref()),
         (&Method::POST, ["connectors"]) => create(fleet, body).await,
         (&Method::GET, ["connectors", name]) => match info(fleet, name) {
             Some(info) => reply(StatusCode::OK, &info),

@@ -24,11 +24,18 @@ pub async fn check(fleet: &Fleet, name: &str, properties: &BTreeMap<String, Stri
     if !errors.is_empty() {
         return errors;
     }
+    // The host's checks first; the keys they refuse are left out so that the component still
+    // checks the rest, and every error is answered at once, as Connect does.
+    let mut checked = properties.clone();
     let spec = match fleet_spec(name, properties, &fleet.config.connector_defaults) {
         Ok(spec) => spec,
         Err(e) => {
             attach(&mut errors, &format!("{e:#}"));
-            return errors;
+            checked.retain(|k, _| !errors.contains_key(k));
+            match fleet_spec(name, &checked, &fleet.config.connector_defaults) {
+                Ok(spec) => spec,
+                Err(_) => return errors,
+            }
         }
     };
     if let Err(e) = fleet.runner.ready(&spec, &mut HashMap::new()).await {

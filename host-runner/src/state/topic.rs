@@ -281,7 +281,10 @@ pub async fn ensure(clients: &Clients, spec: &TopicSpec) -> Result<()> {
     let created = admin.create_topics(&[new], &options).await.with_context(|| format!("creating {} {}", spec.key, spec.name))?;
     for result in created {
         match result {
-            Ok(_) => tracing::info!("created {} {} ({} partitions, compacted)", spec.key, spec.name, spec.partitions),
+            Ok(_) => {
+                tracing::info!("created {} {} ({} partitions, compacted)", spec.key, spec.name, spec.partitions);
+                return Ok(());
+            }
             Err((_, RDKafkaErrorCode::TopicAlreadyExists)) => {}
             Err((_, e)) => bail!("creating {} {}: {e}", spec.key, spec.name),
         }

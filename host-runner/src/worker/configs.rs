@@ -159,8 +159,8 @@ pub fn check_secrets(properties: &BTreeMap<String, String>) -> Vec<(String, Stri
             (
                 k.clone(),
                 format!(
-                    "{k}: a secret must be given as a provider reference, ${{env:NAME}} or ${{file:PATH:KEY}}, resolved by each \
-                     worker; a fleet never stores a secret's value in its configuration topic"
+                    "{k} must be given as a provider reference, ${{env:NAME}} or ${{file:PATH:KEY}}, resolved by each \
+                     worker: a fleet never stores a secret's value in its configuration topic"
                 ),
             )
         })

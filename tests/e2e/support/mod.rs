@@ -3,6 +3,7 @@
 #![allow(dead_code)] // each test binary uses a different subset
 
 pub mod cosign;
+pub mod fleet;
 pub mod kafka;
 pub mod tools;
 
@@ -202,11 +203,17 @@ impl Runner {
 
     /// Like [`Runner::spawn`] with extra command-line arguments after the files.
     pub fn spawn_with_args(dir: &Path, label: &str, files: &[&Path], filter: &str, env: &[(&str, &str)], args: &[&str]) -> Self {
+        let mut all: Vec<&std::ffi::OsStr> = vec![std::ffi::OsStr::new("run")];
+        all.extend(files.iter().map(|f| f.as_os_str()));
+        all.extend(args.iter().map(|a| std::ffi::OsStr::new(*a)));
+        Self::command(dir, label, &all, filter, env)
+    }
+
+    /// `snow-connect <args>` with its log in `dir/<label>.log`.
+    pub fn command(dir: &Path, label: &str, args: &[&std::ffi::OsStr], filter: &str, env: &[(&str, &str)]) -> Self {
         let log = dir.join(format!("{label}.log"));
         let out = fs::File::create(&log).unwrap();
         let child = Command::new(env!("CARGO_BIN_EXE_snow-connect"))
-            .arg("run")
-            .args(files)
             .args(args)
             .env("SNOW_LOG", filter)
             .envs(env.iter().copied())
@@ -228,6 +235,12 @@ impl Runner {
     pub fn hangup(&self) {
         let status = Command::new("kill").arg("-HUP").arg(self.child.id().to_string()).status().unwrap();
         assert!(status.success(), "kill -HUP");
+    }
+
+    /// The process id.
+    #[allow(dead_code)] // not every test binary signals by pid
+    pub fn pid(&self) -> u32 {
+        self.child.id()
     }
 
     /// Kills the process at once (SIGKILL): nothing is flushed, nothing is committed on the way out.
