@@ -31,6 +31,8 @@ pub struct Runner {
     metrics: Metrics,
     status: StatusBoard,
     prepared: Mutex<Vec<(String, ComponentKind)>>,
+    /// In a fleet, this worker's id (sent with every request, [`crate::outbound::GateSettings`]).
+    worker_id: std::sync::OnceLock<String>,
     /// Each running connector's spec and component slot, for hot-swap ([`crate::reload`]).
     pub(crate) running: Mutex<HashMap<String, Running>>,
 }
@@ -83,8 +85,14 @@ impl Runner {
             metrics,
             status: StatusBoard::default(),
             prepared: Mutex::default(),
+            worker_id: std::sync::OnceLock::new(),
             running: Mutex::default(),
         })
+    }
+
+    /// Marks this runner as worker `id` of a fleet (before any connector is prepared).
+    pub fn set_worker(&self, id: &str) {
+        let _ = self.worker_id.set(id.to_string());
     }
 
     /// The engine and linker.
@@ -229,6 +237,7 @@ impl Runner {
             scheme: spec.instance_scheme.clone(),
             authority: spec.instance_authority.clone(),
             credentials,
+            worker: self.worker_id.get().cloned(),
         };
         Ok(Gate::new(settings, self.limiters.limiter(&spec.instance_authority, spec.max_in_flight), self.metrics.clone()))
     }

@@ -24,10 +24,16 @@ fn fake(now: i64) -> FakeSnow {
 
 /// A source connector's configuration for the fleet: the password as a reference, no offsets file.
 fn source_config(fake: &FakeSnow, name: &str, topic: &str, tables: &[&str]) -> Value {
+    source_config_batch(fake, name, topic, tables, 500)
+}
+
+/// [`source_config`] reading `batch` rows a request.
+fn source_config_batch(fake: &FakeSnow, name: &str, topic: &str, tables: &[&str], batch: usize) -> Value {
+    let batch = batch.to_string();
     let extra = [
         ("snow.auth.username", USER),
         ("snow.auth.password", "${env:SNOW_FLEET_PASSWORD}"),
-        ("snow.batch.size", "500"),
+        ("snow.batch.size", batch.as_str()),
         ("connector.class", "io.snowconnect.ServiceNowSourceConnector"),
     ];
     let mut config: BTreeMap<String, String> = support::source_entries(&fake.url(), name, topic, tables, &extra);
@@ -136,4 +142,239 @@ fn a_wrong_key_is_refused_in_connects_error_shape_by_validate_and_create() {
     assert!(!validated.text.contains(PASSWORD), "nor answered by validate: {}", validated.text);
     let log = worker.stop();
     assert!(!log.contains(PASSWORD), "nor logged");
+}
+
+/// Rows per table of the fleet test: `SNOW_FLEET_ROWS` (the 10,000 in `make fleet`), else
+/// a size `make test` runs in a minute or two.
+fn fleet_rows() -> u64 {
+    std::env::var("SNOW_FLEET_ROWS").ok().and_then(|v| v.parse().ok()).unwrap_or(1_000)
+}
+
+/// The most rows of `stamps` (sorted) inside any `seconds`-long window: what one overlap re-read
+/// can repeat at most.
+fn densest_window(stamps: &mut [i64], seconds: i64) -> usize {
+    stamps.sort_unstable();
+    let mut best = 0;
+    let mut start = 0;
+    for end in 0..stamps.len() {
+        while stamps[end] - stamps[start] > seconds {
+            start += 1;
+        }
+        best = best.max(end - start + 1);
+    }
+    best
+}
+
+/// Asserts that no two workers' requests for one table overlap in time, from the fake's journal
+/// (`X-Snow-Worker`); returns how often each table moved from one worker to another.
+fn assert_no_overlap(fake: &FakeSnow, tables: &[String]) -> BTreeMap<String, usize> {
+    let journal = fake.journal();
+    let mut moves = BTreeMap::new();
+    for table in tables {
+        let path = format!("/api/now/table/{table}");
+        let mut entries: Vec<_> = journal.entries.iter().filter(|e| e.path == path).collect();
+        entries.sort_by_key(|e| (e.at_ms, e.seq));
+        assert!(entries.iter().all(|e| e.worker.is_some()), "every request of {table} names its worker");
+        let mut last_done: BTreeMap<&str, u64> = BTreeMap::new();
+        let mut previous: Option<&str> = None;
+        let mut moved = 0;
+        for e in &entries {
+            let worker = e.worker.as_deref().unwrap();
+            for (other, done) in &last_done {
+                assert!(
+                    *other == worker || *done <= e.at_ms,
+                    "{table}: a request of {worker} at {} ms overlaps one of {other} that ended at {done} ms",
+                    e.at_ms
+                );
+            }
+            let done = last_done.entry(worker).or_insert(0);
+            *done = (*done).max(e.done_ms.max(e.at_ms));
+            if previous.is_some_and(|p| p != worker) {
+                moved += 1;
+            }
+            previous = Some(worker);
+        }
+        moves.insert(table.clone(), moved);
+    }
+    moves
+}
+
+#[test]
+fn three_workers_share_fifty_tables_and_a_sink_survive_a_kill_and_take_in_a_fourth() {
+    let rows = fleet_rows();
+    // 25 requests a table, 150 ms each: the backfill lasts long enough to kill a worker in it.
+    let batch = (rows as usize / 25).max(20);
+    let now = now_secs();
+    let fake = fake(now);
+    // Slow enough that the kill lands in the middle of the backfill, at any size.
+    fake.add_fault(fake_snow::Fault::always(fake_snow::FaultAction::Latency { ms: 150 }).on_method("GET"));
+    let tables: Vec<String> = (0..50).map(|i| format!("u_fleet_{i:02}")).collect();
+    let mut ids: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for table in &tables {
+        ids.insert(table.clone(), fake.shared().seed(table, rows, now - 7200, 7000));
+    }
+    let total = tables.len() as u64 * rows;
+    let dir = work_dir("fleet-three");
+    let group = unique("fleet-three");
+    let specs: Vec<_> = (1..=4).map(|i| worker_properties(&dir, &format!("w{i}"), &group, &[])).collect();
+    let mut workers: Vec<Option<support::Runner>> = specs[..3].iter().enumerate().map(|(i, s)| Some(start_worker(&dir, &format!("w{}", i + 1), s, &[PASSWORD_ENV]))).collect();
+    let id_of = |i: usize| format!("127.0.0.1:{}", specs[i].port);
+
+    // The source and a sink, created with curl against the first worker.
+    let (source, topic) = (unique("fleet-src"), unique("fleet-rows"));
+    let table_refs: Vec<&str> = tables.iter().map(String::as_str).collect();
+    let created = curl(specs[0].port, "POST", "/connectors", Some(&json!({ "name": source, "config": source_config_batch(&fake, &source, &topic, &table_refs, batch) })));
+    assert_eq!(created.status, 201, "{}", created.text);
+    let (sink, sink_topic) = (unique("fleet-sink"), unique("fleet-updates"));
+    support::kafka::create_topic_blocking(kafka_harness::shared().bootstrap(), &sink_topic, 4);
+    let targets = fake.shared().seed("u_sink_target", 200, now - 100, 50);
+    let mut sink_config: BTreeMap<String, String> = support::sink_entries(&fake.url(), &sink, &sink_topic, "u_sink_target", &[
+        ("snow.auth.username", USER),
+        ("snow.auth.password", "${env:SNOW_FLEET_PASSWORD}"),
+        ("snow.sink.operation", "patch"),
+    ]);
+    for k in ["name", "kafka.bootstrap.servers", "component.trusted.keys"] {
+        sink_config.remove(k);
+    }
+    let created = curl(specs[0].port, "POST", "/connectors", Some(&json!({ "name": sink, "config": sink_config })));
+    assert_eq!(created.status, 201, "{}", created.text);
+    let updates = support::keyed_updates(&targets, 4_000, 7);
+    support::kafka::produce_blocking(kafka_harness::shared().bootstrap(), &sink_topic, &updates[..2_000]);
+
+    // Visible with status on all three, the tables shared between them.
+    let started = std::time::Instant::now();
+    for spec in &specs[..3] {
+        wait_status(spec.port, &source, Duration::from_secs(120), "50 tasks running", |s| tasks_in(s, "RUNNING") == 50);
+        eprintln!("fleet: 50 tasks running on {} after {:?}", spec.port, started.elapsed());
+    }
+    let status = curl(specs[2].port, "GET", &format!("/connectors/{source}/status"), None).body;
+    let per_worker = |status: &Value, id: &str| status["tasks"].as_array().unwrap().iter().filter(|t| t["worker_id"] == id).count();
+    for i in 0..3 {
+        assert!(per_worker(&status, &id_of(i)) > 0, "worker {} runs tables: {status}", id_of(i));
+    }
+    let victim = 1;
+    let victims_tables = per_worker(&status, &id_of(victim));
+
+    // SIGKILL the second worker once rows flowed and before the backfill is done.
+    let bootstrap = kafka_harness::shared().bootstrap();
+    let before = support::kafka::read_at_least(bootstrap, &topic, Duration::from_secs(300), total as usize / 10);
+    workers[victim].take().unwrap().kill();
+    let killed = std::time::Instant::now();
+    let at_kill = before.iter().collect::<BTreeSet<_>>().len() as u64;
+    assert!(at_kill < total, "the kill landed during the backfill ({at_kill} of {total} rows had arrived)");
+    let session = Duration::from_millis(6_000);
+    let moved = wait_status(specs[0].port, &source, session + Duration::from_secs(10), "the victim's tables running elsewhere", |s| {
+        tasks_in(s, "RUNNING") == 50 && per_worker(s, &id_of(victim)) == 0
+    });
+    let failover = killed.elapsed();
+    assert!(per_worker(&moved, &id_of(0)) + per_worker(&moved, &id_of(2)) == 50, "{moved}");
+    eprintln!("fleet: {victims_tables} tables of the killed worker ran elsewhere {:.1} s after SIGKILL", failover.as_secs_f64());
+
+    // Rows change meanwhile; the final versions must arrive.
+    fake.clock().advance(1);
+    let mut changes = serde_json::Map::new();
+    changes.insert("state".into(), Value::String("2".into()));
+    for (table, table_ids) in &ids {
+        fake.shared().update_rows(table, &table_ids[..20], &changes);
+    }
+    fake.clock().advance(3);
+
+    // A fourth worker joins and takes a share; the second half of the sink's records follows.
+    workers.push(Some(start_worker(&dir, "w4", &specs[3], &[PASSWORD_ENV])));
+    wait_status(specs[3].port, &source, Duration::from_secs(60), "the fourth worker running tables", |s| {
+        tasks_in(s, "RUNNING") == 50 && per_worker(s, &id_of(3)) > 0
+    });
+    support::kafka::produce_blocking(bootstrap, &sink_topic, &updates[2_000..]);
+
+    let finals: BTreeSet<(String, String)> = tables
+        .iter()
+        .flat_map(|t| fake.rows(t).into_iter().map(|r| (r["sys_id"].as_str().unwrap().to_string(), r["sys_mod_count"].as_str().unwrap().to_string())))
+        .collect();
+    let has_all = |records: &[support::kafka::Read]| {
+        let seen: BTreeSet<(String, String)> =
+            records.iter().map(|r| (r.key.clone(), r.headers.get("snow.sys_mod_count").cloned().unwrap_or_default())).collect();
+        finals.iter().all(|f| seen.contains(f))
+    };
+    let records = read_until(bootstrap, &topic, Duration::from_secs(600), has_all);
+    assert!(has_all(&records), "every final row version arrived");
+    let last: std::collections::HashMap<&str, String> = updates
+        .iter()
+        .map(|(k, v)| (k.as_deref().unwrap(), serde_json::from_str::<Value>(v).unwrap()["u_seq"].as_str().unwrap().to_string()))
+        .collect();
+    let behind = || {
+        fake.rows("u_sink_target").iter().filter(|r| last.get(r["sys_id"].as_str().unwrap()).is_some_and(|seq| r.get("u_seq").and_then(Value::as_str) != Some(seq))).count()
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(180);
+    while behind() > 0 {
+        let patches = fake.journal().entries.iter().filter(|e| e.method == "PATCH").count();
+        assert!(std::time::Instant::now() < deadline, "the sink did not write every update: {} rows behind, {patches} writes", behind());
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    support::assert_last_updates(&fake, "u_sink_target", &updates);
+
+    // Nothing ran on two workers at once; duplicates within the bound, per table and per move.
+    let moves = assert_no_overlap(&fake, &tables);
+    for table in &tables {
+        let mut stamps: Vec<i64> = fake.rows(table).iter().filter_map(|r| snow_core::time::Timestamp::parse(r["sys_updated_on"].as_str()?).ok().map(|t| t.as_millis() / 1000)).collect();
+        let window = densest_window(&mut stamps, 30);
+        let bound = moves[table] * (window + host_runner::source::pipeline::MAX_UNACKNOWLEDGED * batch);
+        let table_ids: BTreeSet<&str> = ids[table].iter().map(String::as_str).collect();
+        let of_table: Vec<&support::kafka::Read> = records.iter().filter(|r| table_ids.contains(r.key.as_str())).collect();
+        let distinct: BTreeSet<(&str, &str)> =
+            of_table.iter().map(|r| (r.key.as_str(), r.headers.get("snow.sys_mod_count").map(String::as_str).unwrap_or_default())).collect();
+        let duplicates = of_table.len() - distinct.len();
+        assert!(duplicates <= bound, "{table}: {duplicates} duplicates, bound {bound} ({} moves)", moves[table]);
+    }
+    let total_moves: usize = moves.values().sum();
+    assert!(total_moves >= victims_tables, "the killed worker's tables moved ({total_moves} moves)");
+    let duplicates = records.len() - records.iter().map(|r| (r.key.as_str(), r.headers.get("snow.sys_mod_count").map(String::as_str))).collect::<BTreeSet<_>>().len();
+    eprintln!("fleet: {} records for {} row versions, {duplicates} duplicates, {total_moves} table moves", records.len(), finals.len());
+    for worker in workers.into_iter().flatten() {
+        let log = worker.stop();
+        assert!(!log.contains(PASSWORD), "the password never reaches a log");
+    }
+}
+
+#[test]
+fn a_sink_in_a_fleet_shares_its_lanes_survives_a_kill_and_writes_every_record() {
+    let now = now_secs();
+    let fake = fake(now);
+    fake.shared().set_latency(fake_snow::server::Latency { request_ms: 0, write_ms: 20, batch_quota_ms: None });
+    let dir = work_dir("fleet-sink");
+    let group = unique("fleet-sink");
+    let specs: Vec<_> = (1..=3).map(|i| worker_properties(&dir, &format!("w{i}"), &group, &[])).collect();
+    let mut workers: Vec<Option<support::Runner>> =
+        specs[..2].iter().enumerate().map(|(i, s)| Some(start_worker(&dir, &format!("w{}", i + 1), s, &[PASSWORD_ENV]))).collect();
+    let (sink, topic) = (unique("fsink"), unique("fsink-updates"));
+    let bootstrap = kafka_harness::shared().bootstrap();
+    support::kafka::create_topic_blocking(bootstrap, &topic, 4);
+    let targets = fake.shared().seed("incident", 100, now - 100, 50);
+    let updates = support::keyed_updates(&targets, 2_000, 7);
+    support::kafka::produce_blocking(bootstrap, &topic, &updates);
+    let mut config: BTreeMap<String, String> = support::sink_entries(&fake.url(), &sink, &topic, "incident", &[
+        ("snow.auth.username", USER),
+        ("snow.auth.password", "${env:SNOW_FLEET_PASSWORD}"),
+    ]);
+    for k in ["name", "kafka.bootstrap.servers", "component.trusted.keys"] {
+        config.remove(k);
+    }
+    let created = curl(specs[1].port, "POST", "/connectors", Some(&json!({ "name": sink, "config": config })));
+    assert_eq!(created.status, 201, "{}", created.text);
+    let status = wait_status(specs[0].port, &sink, Duration::from_secs(60), "4 lanes on both workers", |s| {
+        let ids: BTreeSet<&str> = s["tasks"].as_array().map(|t| t.iter().filter_map(|t| t["worker_id"].as_str()).collect()).unwrap_or_default();
+        s["tasks"].as_array().is_some_and(|t| t.len() == 4) && ids.len() == 2
+    });
+    assert_eq!(status["type"], "sink", "{status}");
+    support::wait_until("writes under way", Duration::from_secs(60), || (fake.journal().entries.iter().filter(|e| e.method == "PATCH").count() >= 300).then_some(()));
+    workers[1].take().unwrap().kill();
+    let written_at_kill = fake.journal().entries.iter().filter(|e| e.method == "PATCH").count();
+    assert!(written_at_kill < updates.len(), "the kill landed while writing ({written_at_kill} of {})", updates.len());
+    workers.push(Some(start_worker(&dir, "w3", &specs[2], &[PASSWORD_ENV])));
+    support::kafka::wait_committed(&format!("connect-{sink}"), &topic, 4, updates.len() as i64, Duration::from_secs(180));
+    let writes = fake.journal().entries.iter().filter(|e| e.method == "PATCH").count();
+    assert!(writes >= updates.len(), "every record written ({writes} writes)");
+    support::assert_last_updates(&fake, "incident", &updates);
+    for worker in workers.into_iter().flatten() {
+        worker.stop();
+    }
 }

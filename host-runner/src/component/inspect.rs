@@ -56,6 +56,7 @@ pub async fn inspect(runtime: &ComponentRuntime, artefact: &Checked, n: u32) -> 
             scheme: "https".into(),
             authority: String::new(),
             credentials: crate::auth::Credentials::None,
+            worker: None,
         },
         Arc::new(LimiterRegistry::default()).limiter("", 1),
         Metrics::default(),

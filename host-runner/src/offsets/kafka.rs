@@ -6,7 +6,7 @@
 //!
 //! [`KafkaOffsetStore`] writes with an idempotent producer (standalone mode). In a fleet every
 //! write of a unit goes through its slot's fenced writer instead ([`OffsetWriter`]), so a worker
-//! that lost the slot can no longer store anything (ADR 0024); both read the same topic.
+//! that lost the slot can no longer store anything (ADR 0023); both read the same topic.
 
 use std::sync::Arc;
 

@@ -45,6 +45,9 @@ pub struct GateSettings {
     pub authority: String,
     /// The credentials the host attaches. Never shown in logs.
     pub credentials: Credentials,
+    /// In a fleet, the worker's id, sent as `X-Snow-Worker` (the instance's logs then say which
+    /// worker asked; the guest never sees it).
+    pub worker: Option<String>,
 }
 
 /// The outbound gate of one guest store; cheap to clone.
@@ -109,6 +112,9 @@ impl Gate {
             }
             if let Some(a) = &authorization {
                 builder = builder.header(AUTHORIZATION, a.value.clone());
+            }
+            if let Some(worker) = &self.settings.worker {
+                builder = builder.header("x-snow-worker", worker.as_str());
             }
             let mut session = self.sessions.check_out();
             if let Some(cookie) = session.header() {

@@ -6,7 +6,7 @@
 //!
 //! Reading to the end ([`StateTopic::read_to_end`]) means: every record below the end offsets
 //! taken when it was called has been applied. With `read_committed` the follower never applies a
-//! record of an aborted or still open transaction (the fenced offset writes of ADR 0024).
+//! record of an aborted or still open transaction (the fenced offset writes of ADR 0023).
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};

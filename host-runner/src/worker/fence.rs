@@ -1,4 +1,4 @@
-//! The fence of a work slot (ADR 0024): one transactional producer per slot, with
+//! The fence of a work slot (ADR 0023): one transactional producer per slot, with
 //! `transactional.id = <group.id>-slot-<n>`. A worker that gains slot n calls `init_transactions`
 //! before it starts any of the slot's units; Kafka's transaction coordinator then bumps the id's
 //! epoch, aborts an open transaction of the previous owner and refuses that owner's every later

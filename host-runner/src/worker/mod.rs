@@ -1,4 +1,4 @@
-//! A worker of a fleet (`snow-connect worker --config worker.properties`, ADR 0024): every worker
+//! A worker of a fleet (`snow-connect worker --config worker.properties`, ADR 0023): every worker
 //! of one `group.id` shares the connectors of the configuration topic ([`configs`]), keeps source
 //! offsets in the offsets topic ([`crate::offsets::kafka`]) and publishes status to the status
 //! topic ([`status_log`]). Kafka's group coordinator shares the work: the worker holds the work
@@ -91,6 +91,7 @@ pub async fn run(config: WorkerConfig, compile_cache: Option<&Path>, shutdown: S
     let offsets = Arc::new(StateTopic::open(&clients, config.offsets.clone(), true).await?);
     crate::state::topic::ensure(&clients, &config.slots).await?;
     let runner = Arc::new(Runner::new(compile_cache)?);
+    runner.set_worker(&config.worker_id);
     let fleet = Arc::new(Fleet {
         configs: ConfigLog::new(configs),
         status: StatusLog::new(status, &config.worker_id),

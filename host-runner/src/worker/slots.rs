@@ -1,4 +1,4 @@
-//! Work slots shared by Kafka's group protocol (ADR 0024). The partitions of `work.slots.topic`
+//! Work slots shared by Kafka's group protocol (ADR 0023). The partitions of `work.slots.topic`
 //! are the slots; every worker of the fleet subscribes to it in consumer group `group.id` with the
 //! `cooperative-sticky` assignor, so Kafka's group coordinator decides which worker holds which
 //! slot and a rebalance moves only the slots that must move. Nothing is ever produced to the

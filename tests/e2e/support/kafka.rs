@@ -180,6 +180,30 @@ pub fn read_until(bootstrap: &str, topic: &str, timeout: Duration, mut done: imp
     }
 }
 
+/// Reads `topic` from the beginning until `count` records were read, and returns at once (not at
+/// the topic's end, unlike [`read_until`]): for acting while records still flow.
+#[allow(dead_code)] // not every test binary needs it
+pub fn read_at_least(bootstrap: &str, topic: &str, timeout: Duration, count: usize) -> Vec<String> {
+    let consumer: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .set("group.id", format!("e2e-check-{}", std::process::id()))
+        .set("enable.auto.commit", "false")
+        .set("auto.offset.reset", "earliest")
+        .set("topic.metadata.refresh.interval.ms", "500")
+        .create()
+        .unwrap();
+    consumer.subscribe(&[topic]).unwrap();
+    let deadline = Instant::now() + timeout;
+    let mut keys = Vec::new();
+    while keys.len() < count {
+        assert!(Instant::now() < deadline, "timed out after {timeout:?} reading {topic}: {} of {count} records", keys.len());
+        if let Some(Ok(m)) = consumer.poll(Duration::from_millis(100)) {
+            keys.push(String::from_utf8_lossy(m.key().unwrap_or_default()).into_owned());
+        }
+    }
+    keys
+}
+
 /// Waits until `group` has committed `expected` records of `topic` in all (its `partitions`).
 #[allow(dead_code)] // not every test binary has a sink
 pub fn wait_committed(group: &str, topic: &str, partitions: i32, expected: i64, timeout: Duration) {
@@ -210,4 +234,16 @@ pub fn try_committed(bootstrap: &str, group: &str, topic: &str, partitions: i32)
     };
     drop(consumer);
     Ok(offsets)
+}
+
+/// [`create_topic`] from a test thread without a runtime.
+#[allow(dead_code)] // not every test binary creates topics this way
+pub fn create_topic_blocking(bootstrap: &str, topic: &str, partitions: i32) {
+    tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(create_topic(bootstrap, topic, partitions));
+}
+
+/// [`produce`] from a test thread without a runtime.
+#[allow(dead_code)] // not every test binary produces this way
+pub fn produce_blocking(bootstrap: &str, topic: &str, records: &[(Option<String>, String)]) {
+    tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(produce(bootstrap, topic, records));
 }

@@ -22,6 +22,8 @@ pub struct JournalEntry {
     pub auth: String,
     /// The request's `X-Request-Id`, if any.
     pub request_id: Option<String>,
+    /// The `X-Snow-Worker` header a fleet worker's gate adds: which worker sent the request.
+    pub worker: Option<String>,
     /// Requests in flight when this one arrived (itself included).
     pub in_flight: usize,
     /// Encoded-query terms ServiceNow would have dropped silently.

@@ -399,6 +399,7 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Response<
     let params = form_decode(req.uri().query().unwrap_or(""));
     let header = |name: &str| req.headers().get(name).and_then(|v| v.to_str().ok()).map(String::from);
     let (authorization, request_id, cookie) = (header("authorization"), header("x-request-id"), header("cookie"));
+    let worker = header("x-snow-worker");
     let body = match req.into_body().collect().await {
         Ok(b) => b.to_bytes(),
         Err(_) => return Err(Hangup),
@@ -413,6 +414,7 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Response<
         status: 0,
         auth: "none".into(),
         request_id: request_id.clone(),
+        worker,
         in_flight: in_flight.at_start,
         dropped_terms: Vec::new(),
         grant: None,
