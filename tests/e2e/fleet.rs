@@ -378,3 +378,169 @@ fn a_sink_in_a_fleet_shares_its_lanes_survives_a_kill_and_writes_every_record() 
         worker.stop();
     }
 }
+
+/// A worker with one source connector over `tables` (200 rows each), created over REST and
+/// running: the fake, the worker, the connector's name and topic, and the worker's port.
+struct Running {
+    fake: FakeSnow,
+    worker: support::Runner,
+    port: u16,
+    name: String,
+    topic: String,
+    now: i64,
+}
+
+fn running_source(label: &str, tables: &[&str], faults: &[fake_snow::Fault]) -> Running {
+    let now = now_secs();
+    let fake = fake(now);
+    for table in tables {
+        fake.shared().seed(table, 200, now - 3600, 3000);
+    }
+    for fault in faults {
+        fake.add_fault(fault.clone());
+    }
+    let dir = work_dir(label);
+    let spec = worker_properties(&dir, "w1", &unique(label), &[]);
+    let worker = start_worker(&dir, "w1", &spec, &[PASSWORD_ENV]);
+    let (name, topic) = (unique(label), unique(&format!("{label}-rows")));
+    let created = curl(spec.port, "POST", "/connectors", Some(&json!({ "name": name, "config": source_config(&fake, &name, &topic, tables) })));
+    assert_eq!(created.status, 201, "{}", created.text);
+    Running { fake, worker, port: spec.port, name, topic, now }
+}
+
+impl Running {
+    fn path(&self, verb: &str) -> String {
+        format!("/connectors/{}{verb}", self.name)
+    }
+
+    fn status(&self, what: &str, check: impl Fn(&Value) -> bool) -> Value {
+        wait_status(self.port, &self.name, Duration::from_secs(60), what, check)
+    }
+
+    /// Requests for `table` the fake has seen.
+    fn reads_of(&self, table: &str) -> usize {
+        let path = format!("/api/now/table/{table}");
+        self.fake.journal().entries.iter().filter(|e| e.path == path).count()
+    }
+
+    fn records(&self, count: usize) -> Vec<support::kafka::Read> {
+        read_until(kafka_harness::shared().bootstrap(), &self.topic, Duration::from_secs(120), |r| r.len() >= count)
+    }
+}
+
+#[test]
+fn pause_stops_the_units_and_resume_goes_on_where_they_were() {
+    let r = running_source("fleet-pause", &["incident"], &[]);
+    r.records(200);
+    r.status("running", |s| tasks_in(s, "RUNNING") == 1);
+    let paused = curl(r.port, "PUT", &r.path("/pause"), None);
+    assert_eq!((paused.status, paused.text.as_str()), (202, ""), "202 Accepted, no body");
+    let status = r.status("paused", |s| s["connector"]["state"] == "PAUSED" && tasks_in(s, "PAUSED") == 1);
+    assert_eq!(status["tasks"][0]["worker_id"], format!("127.0.0.1:{}", r.port));
+    // While paused nothing reads the table: five poll intervals go by without a request.
+    let reads = r.reads_of("incident");
+    r.fake.clock().advance(1);
+    let ids = r.fake.shared().seed("incident", 50, r.now + 1, 0);
+    r.fake.clock().advance(5);
+    let quiet_until = std::time::Instant::now() + Duration::from_secs(1);
+    while std::time::Instant::now() < quiet_until {
+        assert_eq!(r.reads_of("incident"), reads, "a paused connector reads nothing");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let resumed = curl(r.port, "PUT", &r.path("/resume"), None);
+    assert_eq!(resumed.status, 202);
+    r.status("running again", |s| s["connector"]["state"] == "RUNNING" && tasks_in(s, "RUNNING") == 1);
+    let records = read_until(kafka_harness::shared().bootstrap(), &r.topic, Duration::from_secs(60), |recs| {
+        ids.iter().all(|id| recs.iter().any(|x| &x.key == id))
+    });
+    assert!(records.len() < 200 + 50 + 60, "resumed from its offset, not from the start: {} records", records.len());
+    assert_eq!(curl(r.port, "PUT", "/connectors/nope/pause", None).status, 404);
+    r.worker.stop();
+}
+
+#[test]
+fn stop_releases_the_units_and_offsets_are_read_altered_and_reset_only_while_stopped() {
+    let r = running_source("fleet-offsets", &["incident", "problem"], &[]);
+    r.records(400);
+    r.status("running", |s| tasks_in(s, "RUNNING") == 2);
+    let refused = curl(r.port, "PATCH", &r.path("/offsets"), Some(&json!({ "offsets": [] })));
+    assert_eq!(refused.status, 400, "{}", refused.text);
+    assert!(refused.body["message"].as_str().unwrap().starts_with("Connectors must be in the STOPPED state"), "{}", refused.text);
+    assert_eq!(curl(r.port, "DELETE", &r.path("/offsets"), None).status, 400, "nor reset while running");
+
+    let stopped = curl(r.port, "PUT", &r.path("/stop"), None);
+    assert_eq!((stopped.status, stopped.text.as_str()), (204, ""));
+    let status = r.status("stopped", |s| s["connector"]["state"] == "STOPPED");
+    assert_eq!(status["tasks"], json!([]), "a stopped connector has no tasks: {status}");
+    let offsets = curl(r.port, "GET", &r.path("/offsets"), None);
+    assert_eq!(offsets.status, 200);
+    let entries = offsets.body["offsets"].as_array().unwrap().clone();
+    assert_eq!(entries.len(), 2, "{}", offsets.text);
+    let of = |table: &str| entries.iter().find(|e| e["partition"]["table"] == table).cloned().unwrap();
+    assert!(of("problem")["offset"]["ts"].is_string(), "the position: {}", offsets.text);
+
+    // Reset one table: its offset goes (null), the other's stays.
+    let reset_incident = json!({ "offsets": [{ "partition": of("incident")["partition"], "offset": null }] });
+    let altered = curl(r.port, "PATCH", &r.path("/offsets"), Some(&reset_incident));
+    assert_eq!(altered.status, 200, "{}", altered.text);
+    assert_eq!(altered.body["message"], "The offsets for this connector have been altered successfully");
+    let after = curl(r.port, "GET", &r.path("/offsets"), None).body;
+    assert_eq!(after["offsets"].as_array().unwrap().len(), 1, "{after}");
+    assert_eq!(after["offsets"][0], of("problem"), "the other table's offset is untouched");
+    let bad = curl(r.port, "PATCH", &r.path("/offsets"), Some(&json!({ "offsets": [{ "partition": { "table": "x" }, "offset": null }] })));
+    assert_eq!(bad.status, 400, "{}", bad.text);
+
+    // Resumed, the reset table is read again from its start; the other goes on from its offset.
+    let before = r.records(400).len();
+    let incident_reads = r.reads_of("incident");
+    assert_eq!(curl(r.port, "PUT", &r.path("/resume"), None).status, 202);
+    r.status("running again", |s| s["connector"]["state"] == "RUNNING" && tasks_in(s, "RUNNING") == 2);
+    let records = r.records(before + 200);
+    assert!(r.reads_of("incident") > incident_reads, "the reset table was read again");
+    assert!(records.len() < before + 200 + 60, "only the reset table was read again ({} records after {before})", records.len());
+
+    // Reset all while stopped.
+    assert_eq!(curl(r.port, "PUT", &r.path("/stop"), None).status, 204);
+    r.status("stopped", |s| s["connector"]["state"] == "STOPPED");
+    let reset = curl(r.port, "DELETE", &r.path("/offsets"), None);
+    assert_eq!(reset.status, 200, "{}", reset.text);
+    assert_eq!(reset.body["message"], "The offsets for this connector have been reset successfully");
+    assert_eq!(curl(r.port, "GET", &r.path("/offsets"), None).body, json!({ "offsets": [] }));
+    r.worker.stop();
+}
+
+#[test]
+fn restart_restarts_failed_units_and_delete_removes_the_connector_from_the_fleet() {
+    // The first read of `problem` is refused: its unit fails (parked) until restarted.
+    let refuse = fake_snow::Fault::always(fake_snow::FaultAction::Status { status: 403, retry_after: None }).on_path("/api/now/table/problem").times(1);
+    let r = running_source("fleet-restart", &["incident", "problem"], &[refuse]);
+    let failed = r.status("one failed task", |s| tasks_in(s, "FAILED") == 1 && tasks_in(s, "RUNNING") == 1);
+    let task = failed["tasks"].as_array().unwrap().iter().find(|t| t["state"] == "FAILED").unwrap().clone();
+    assert!(task["trace"].as_str().is_some_and(|t| !t.is_empty()), "a failed task says why: {task}");
+    let id = task["id"].as_u64().unwrap();
+    let task_status = curl(r.port, "GET", &r.path(&format!("/tasks/{id}/status")), None);
+    assert_eq!(task_status.body["state"], "FAILED");
+
+    let plain = curl(r.port, "POST", &r.path("/restart"), None);
+    assert_eq!((plain.status, plain.text.as_str()), (204, ""), "restarting only the connector: 204");
+    let restarted = curl(r.port, "POST", &r.path("/restart?includeTasks=true&onlyFailed=true"), None);
+    assert_eq!(restarted.status, 202, "{}", restarted.text);
+    assert_eq!(restarted.body["tasks"][id as usize]["state"], "RESTARTING", "{}", restarted.text);
+    assert_ne!(restarted.body["tasks"][1 - id as usize]["state"], "RESTARTING", "only the failed one: {}", restarted.text);
+    r.status("both running", |s| tasks_in(s, "RUNNING") == 2);
+    r.records(400);
+
+    let deleted = curl(r.port, "DELETE", &r.path(""), None);
+    assert_eq!((deleted.status, deleted.text.as_str()), (204, ""));
+    assert_eq!(curl(r.port, "GET", &r.path(""), None).status, 404);
+    assert_eq!(curl(r.port, "GET", &r.path("/status"), None).status, 404);
+    assert_eq!(curl(r.port, "DELETE", &r.path(""), None).status, 404, "deleting twice: not found");
+    let mut worker = r.worker;
+    worker.wait_for_log("connector deleted; its units here stopped", Duration::from_secs(30));
+    let reads = (r.fake.journal().entries.len(), std::time::Instant::now());
+    while reads.1.elapsed() < Duration::from_secs(1) {
+        assert_eq!(r.fake.journal().entries.len(), reads.0, "a deleted connector reads nothing more");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    worker.stop();
+}
