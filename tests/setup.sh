@@ -29,12 +29,13 @@ done
 # command -> Debian package that provides it.
 declare -A package_of=(
   [cc]=build-essential [c++]=build-essential [make]=make [perl]=perl
-  [java]=openjdk-17-jdk-headless [mvn]=maven [curl]=curl [node]=nodejs [npm]=npm
+  [java]=openjdk-17-jdk-headless [mvn]=maven [curl]=curl [node]=nodejs [npm]=npm [openssl]=openssl
 )
 missing=()
 tools=(cc c++ make perl java mvn curl)
-# node and npm: the second-host tests run the components under jco in Node (tests/hosts/jco).
-[ "$for_tests" = 1 ] && tools+=(node npm)
+# node and npm: the second-host tests run the components under jco in Node (tests/hosts/jco);
+# openssl: the fleet tests make the REST listener's TLS certificate (curl drives the REST API).
+[ "$for_tests" = 1 ] && tools+=(node npm openssl)
 for tool in "${tools[@]}"; do
   command -v "$tool" >/dev/null 2>&1 || missing+=("${package_of[$tool]}")
 done

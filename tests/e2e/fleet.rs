@@ -544,3 +544,47 @@ fn restart_restarts_failed_units_and_delete_removes_the_connector_from_the_fleet
     }
     worker.stop();
 }
+
+#[test]
+fn the_rest_listener_requires_basic_credentials_and_speaks_tls() {
+    let dir = work_dir("fleet-tls");
+    let (cert, key) = (dir.join("rest.crt"), dir.join("rest.key"));
+    let made = std::process::Command::new("openssl")
+        .args(["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1"])
+        .args(["-addext", "subjectAltName=IP:127.0.0.1", "-keyout"])
+        .arg(&key)
+        .arg("-out")
+        .arg(&cert)
+        .output()
+        .unwrap();
+    assert!(made.status.success(), "openssl: {}", String::from_utf8_lossy(&made.stderr));
+    let users = dir.join("rest-users.properties");
+    const REST_PASSWORD: &str = "rest-Admin-Pw-31";
+    std::fs::write(&users, format!("admin={REST_PASSWORD}\n")).unwrap();
+    let port = support::fleet::free_port();
+    let listener = format!("https://127.0.0.1:{port}");
+    let (cert_s, key_s, users_s) = (cert.display().to_string(), key.display().to_string(), users.display().to_string());
+    let mut spec = worker_properties(&dir, "w1", &unique("fleet-tls"), &[
+        ("listeners", &listener),
+        ("rest.tls.certificate.file", &cert_s),
+        ("rest.tls.key.file", &key_s),
+        ("rest.basic.auth.file", &users_s),
+    ]);
+    spec.port = port;
+    let mut worker = support::Runner::command(&dir, "w1", &["worker".as_ref(), "--config".as_ref(), spec.file.as_os_str()], support::DEFAULT_LOG, &[]);
+    worker.wait_for_log("REST API on https://", Duration::from_secs(120));
+    let url = format!("{listener}/connectors");
+    let credentials = format!("admin:{REST_PASSWORD}");
+    let tls = ["--cacert", cert_s.as_str()];
+    let open = support::fleet::curl_with(&tls, &url, "GET", None);
+    assert_eq!(open.status, 401, "no credentials: {}", open.text);
+    assert_eq!(open.body["error_code"], 401);
+    let wrong = support::fleet::curl_with(&[tls[0], tls[1], "-u", "admin:wrong"], &url, "GET", None);
+    assert_eq!(wrong.status, 401);
+    let ok = support::fleet::curl_with(&[tls[0], tls[1], "-u", &credentials], &url, "GET", None);
+    assert_eq!((ok.status, ok.body.clone()), (200, json!([])), "{}", ok.text);
+    let plain = std::process::Command::new("curl").args(["-sS", "-u", &credentials, &format!("http://127.0.0.1:{port}/connectors")]).output().unwrap();
+    assert!(!String::from_utf8_lossy(&plain.stdout).contains("[]"), "plain HTTP is not answered");
+    let log = worker.stop();
+    assert!(!log.contains(REST_PASSWORD), "the REST password never reaches the log");
+}
