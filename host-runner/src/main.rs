@@ -15,6 +15,8 @@ use host_runner::{kafka, logging, shutdown};
 const USAGE: &str = "usage:
   snow-connect run <connector file>... [--for-seconds N] [--status-listen HOST:PORT] [--component-cache DIR|off]
   snow-connect worker --config worker.properties [--component-cache DIR|off]
+  snow-connect component push <component.wasm> --config worker.properties [--bundle FILE]
+                                                         (stores it in the fleet's component.storage.topic; prints its component.ref)
   snow-connect validate <connector file>... [--component-cache DIR|off]
   snow-connect topic count --bootstrap HOST:PORT --topic NAME [--timeout-seconds N]
   snow-connect topic produce --bootstrap HOST:PORT --topic NAME [--key-field FIELD] [--file PATH]
@@ -49,6 +51,7 @@ fn dispatch(args: &[String]) -> Result<()> {
         Some("run") => run(&args[1..], false),
         Some("validate") => run(&args[1..], true),
         Some("worker") => worker(&args[1..]),
+        Some("component") => component(&args[1..]),
         Some("topic") => topic(&args[1..]),
         Some("inspect") => inspect(&args[1..]),
         Some("artefact") => artefact(&args[1..]),
@@ -206,6 +209,41 @@ fn worker(args: &[String]) -> Result<()> {
         trigger.fire();
         run.await
     })
+}
+
+/// `component push`: a component and its bundle into the fleet's components topic, checked first
+/// with the worker's trusted keys.
+fn component(args: &[String]) -> Result<()> {
+    let args = Args::parse("component", args, &["config", "bundle"])?;
+    if args.positional.first().map(String::as_str) != Some("push") {
+        bail!("component needs push\n{USAGE}");
+    }
+    let file = PathBuf::from(args.positional.get(1).context("component push needs the component to push")?);
+    let config = host_runner::worker::load_config(&PathBuf::from(args.option("config").context("--config worker.properties is required")?))?;
+    let trusted: Vec<TrustedKey> = config
+        .connector_defaults
+        .get("component.trusted.keys")
+        .map(|list| list.split(',').filter(|p| !p.trim().is_empty()).map(|p| TrustedKey::from_pem_file(p.trim().as_ref())).collect::<Result<_>>())
+        .transpose()?
+        .unwrap_or_default();
+    let policy = TrustPolicy::new(trusted, None, args.option("bundle").map(PathBuf::from), config.connector_defaults.get("component.allow.unsigned").is_some_and(|v| v == "true"))?;
+    let checked = Checked::read(&file, &policy)?;
+    let bundle_path = policy.bundle_for(&file);
+    let bundle = std::fs::read(&bundle_path).ok();
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let digest = rt.block_on(async {
+        let topic = host_runner::state::StateTopic::open(&config.clients(), config.components.clone(), false).await?;
+        host_runner::worker::components::ComponentStore::new(std::sync::Arc::new(topic)).push(checked.bytes(), bundle.as_deref()).await
+    })?;
+    println!("component.ref=sha256:{digest}");
+    eprintln!(
+        "pushed {} ({} bytes{}) to {}; name it in a connector's configuration with the line above",
+        file.display(),
+        checked.bytes().len(),
+        if bundle.is_some() { ", with its bundle" } else { ", without a bundle" },
+        config.components.name
+    );
+    Ok(())
 }
 
 /// Lists or resets stored source offsets, in a file or a topic. Reset only while the connector is

@@ -179,6 +179,14 @@ impl Runner {
     /// `components`), asks it to validate the configuration and, a source, to plan its units.
     pub(crate) async fn ready(&self, spec: &ConnectorSpec, components: &mut HashMap<String, Loaded>) -> Result<Ready> {
         let artefact = Checked::read(&spec.component_path, &spec.trust).with_context(|| format!("connector {}", spec.name))?;
+        if let Some(pinned) = spec.component_digest.as_deref().filter(|pinned| *pinned != artefact.digest()) {
+            bail!(
+                "connector {} has an invalid configuration:\n  component.digest: component {} has digest sha256:{}, the configuration pins sha256:{pinned}; refused",
+                spec.name,
+                spec.component_path.display(),
+                artefact.digest()
+            );
+        }
         let loaded = match components.get(artefact.digest()) {
             Some(loaded) => loaded.clone(),
             None => {

@@ -588,3 +588,70 @@ fn the_rest_listener_requires_basic_credentials_and_speaks_tls() {
     let log = worker.stop();
     assert!(!log.contains(REST_PASSWORD), "the REST password never reaches the log");
 }
+
+#[test]
+fn components_reach_every_worker_by_a_digest_pinned_reference_and_a_mismatch_is_refused() {
+    let now = now_secs();
+    let fake = fake(now);
+    let ids = fake.shared().seed("incident", 300, now - 3600, 3000);
+    let dir = work_dir("fleet-components");
+    let group = unique("fleet-components");
+    let specs: Vec<_> = (1..=2).map(|i| worker_properties(&dir, &format!("w{i}"), &group, &[])).collect();
+    let component = support::signed(guest_artifacts::GUEST_SOURCE);
+    let config_path = specs[0].file.display().to_string();
+    let (ok, out, err) = support::snow_connect(&dir, &["component", "push", component, "--config", &config_path]);
+    assert!(ok, "push: {err}");
+    let reference = out.trim().strip_prefix("component.ref=").expect("push prints the reference").to_string();
+    let digest = sha2_hex(&std::fs::read(component).unwrap());
+    assert_eq!(reference, format!("sha256:{digest}"), "the reference is the SHA-256 of the bytes");
+
+    let mut workers: Vec<support::Runner> = specs.iter().enumerate().map(|(i, s)| start_worker(&dir, &format!("w{}", i + 1), s, &[PASSWORD_ENV])).collect();
+    let (name, topic) = (unique("fref"), unique("fref-rows"));
+    let mut config = source_config(&fake, &name, &topic, &["incident"]);
+    config.as_object_mut().unwrap().remove("component.path");
+    config["component.ref"] = json!(reference);
+    let created = curl(specs[1].port, "POST", "/connectors", Some(&json!({ "name": name, "config": config })));
+    assert_eq!(created.status, 201, "{}", created.text);
+    let records = read_until(kafka_harness::shared().bootstrap(), &topic, Duration::from_secs(120), |r| r.len() >= ids.len());
+    assert_eq!(records.iter().map(|r| r.key.as_str()).collect::<BTreeSet<_>>().len(), ids.len());
+    for worker in &mut workers {
+        worker.wait_for_log(&format!("component sha256:{digest} resolved"), Duration::from_secs(30));
+    }
+
+    // A reference to bytes nobody pushed, and bytes that do not hash to their key: refused.
+    let mut missing = config.clone();
+    missing["component.ref"] = json!(format!("sha256:{}", "0".repeat(64)));
+    let refused = curl(specs[0].port, "POST", "/connectors", Some(&json!({ "name": unique("fmissing"), "config": missing })));
+    assert_eq!(refused.status, 400, "{}", refused.text);
+    assert!(refused.text.contains("no such component"), "{}", refused.text);
+    let forged = "f".repeat(64);
+    let components_topic = format!("{group}-components");
+    support::kafka::produce_blocking(kafka_harness::shared().bootstrap(), &components_topic, &[
+        (Some(format!("component-{forged}-0")), "not the component".to_string()),
+        (Some(format!("component-{forged}")), r#"{"size":17,"chunks":1}"#.to_string()),
+    ]);
+    let mut tampered = config.clone();
+    tampered["component.ref"] = json!(format!("sha256:{forged}"));
+    let refused = curl(specs[0].port, "POST", "/connectors", Some(&json!({ "name": unique("fforged"), "config": tampered })));
+    assert_eq!(refused.status, 400, "{}", refused.text);
+    assert!(refused.text.contains("the stored bytes have digest sha256:"), "{}", refused.text);
+    for worker in workers {
+        worker.stop();
+    }
+
+    // Standalone: component.digest pins the file named by component.path.
+    let mut pinned = support::source_entries(&fake.url(), "pinned", "t", &["incident"], &[("snow.auth.username", USER), ("snow.auth.password", PASSWORD)]);
+    pinned.insert("component.digest".into(), format!("sha256:{}", "a".repeat(64)));
+    let file = support::connector_file(&dir, "pinned", &pinned);
+    let (ok, _, err) = support::snow_connect(&dir, &["validate", file.to_str().unwrap()]);
+    assert!(!ok && err.contains(&format!("has digest sha256:{digest}, the configuration pins sha256:{}", "a".repeat(64))), "{err}");
+    pinned.insert("component.digest".into(), reference.clone());
+    let file = support::connector_file(&dir, "pinned", &pinned);
+    let (ok, out, err) = support::snow_connect(&dir, &["validate", file.to_str().unwrap()]);
+    assert!(ok, "the right digest passes: {out} {err}");
+}
+
+fn sha2_hex(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
+}

@@ -66,6 +66,9 @@ pub struct ConnectorSpec {
     pub connector_class: Option<String>,
     /// `component.path`: the `.wasm` component to run.
     pub component_path: PathBuf,
+    /// `component.digest` (`sha256:<hex>`): the component's bytes must hash to this, or it is
+    /// refused (in a fleet, set from `component.ref`).
+    pub component_digest: Option<String>,
     /// `component.memory.max.bytes`.
     pub memory_max_bytes: usize,
     /// `component.call.timeout.ms`.
@@ -170,6 +173,20 @@ impl ConnectorSpec {
             errors.push(format!("kafka.bootstrap.servers: {bad:?} is not host:port (a comma-separated list, e.g. 127.0.0.1:9092)"));
         }
         let tasks_max = number("tasks.max", 1, 1, 1024, &mut errors) as u32;
+        let component_digest = get("component.digest").and_then(|d| match crate::worker::components::parse_ref(&d) {
+            Ok(hex) => Some(hex),
+            Err(e) => {
+                errors.push(format!("component.digest: {e:#}"));
+                None
+            }
+        });
+        if entries.contains_key("component.ref") {
+            errors.push(
+                "component.ref: names a component in a fleet's component.storage.topic (snow-connect worker); a standalone run names \
+                 its file with component.path, and may pin it with component.digest=sha256:<hex>"
+                    .into(),
+            );
+        }
         let memory_max_bytes =
             number("component.memory.max.bytes", default_memory_max_bytes() as u64, 16 << 20, 4 << 30, &mut errors) as usize;
         let call_timeout =
@@ -271,6 +288,8 @@ impl ConnectorSpec {
                     | "connector.class"
                     | "tasks.max"
                     | "component.path"
+                    | "component.digest"
+                    | "component.ref"
                     | "component.memory.max.bytes"
                     | "component.call.timeout.ms"
                     | "component.trap.budget"
@@ -313,6 +332,7 @@ impl ConnectorSpec {
             name,
             tasks_max,
             component_path: PathBuf::from(component_path),
+            component_digest,
             memory_max_bytes,
             call_timeout,
             trust,

@@ -27,12 +27,12 @@ pub async fn check(fleet: &Fleet, name: &str, properties: &BTreeMap<String, Stri
     // The host's checks first; the keys they refuse are left out so that the component still
     // checks the rest, and every error is answered at once, as Connect does.
     let mut checked = properties.clone();
-    let spec = match fleet_spec(name, properties, &fleet.config.connector_defaults) {
+    let spec = match fleet_spec(fleet, name, properties).await {
         Ok(spec) => spec,
         Err(e) => {
             attach(&mut errors, &format!("{e:#}"));
             checked.retain(|k, _| !errors.contains_key(k));
-            match fleet_spec(name, &checked, &fleet.config.connector_defaults) {
+            match fleet_spec(fleet, name, &checked).await {
                 Ok(spec) => spec,
                 Err(_) => return errors,
             }

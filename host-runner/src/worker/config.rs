@@ -28,6 +28,8 @@ pub struct WorkerConfig {
     pub status: TopicSpec,
     /// `work.slots.topic` and `work.slots`: the topic whose partitions are the work slots.
     pub slots: TopicSpec,
+    /// `component.storage.topic`: components pushed to the fleet, by digest.
+    pub components: TopicSpec,
     /// `session.timeout.ms`: how long a silent worker keeps its slots.
     pub session_timeout: Duration,
     /// `heartbeat.interval.ms`.
@@ -58,6 +60,8 @@ pub struct TlsFiles {
 
 /// Every key this file reads.
 const KEYS: &[&str] = &[
+    "component.storage.topic",
+    "component.storage.replication.factor",
     "group.id",
     "bootstrap.servers",
     "config.storage.topic",
@@ -153,6 +157,7 @@ impl WorkerConfig {
             number("work.slots", 32, 1, 4096, &mut errors) as i32,
             replication("work.slots.replication.factor", &mut errors),
         );
+        let components = topic("component.storage.topic", "components", 1, replication("component.storage.replication.factor", &mut errors));
         let session_timeout = Duration::from_millis(number("session.timeout.ms", 10_000, 1_000, 3_600_000, &mut errors) as u64);
         let heartbeat_interval = Duration::from_millis(number("heartbeat.interval.ms", 3_000, 100, 600_000, &mut errors) as u64);
         if heartbeat_interval >= session_timeout {
@@ -217,6 +222,7 @@ impl WorkerConfig {
             offsets,
             status,
             slots,
+            components,
             session_timeout,
             heartbeat_interval,
             listen,

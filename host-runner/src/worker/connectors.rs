@@ -6,7 +6,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
-use anyhow::{Result, bail};
+use anyhow::Result;
 use rdkafka::producer::FutureProducer;
 use tokio::task::JoinHandle;
 
@@ -85,20 +85,33 @@ pub struct Managed {
 }
 
 /// The fleet's properties of a connector as this worker runs it: the worker's defaults for what
-/// it leaves out, `${…}` references resolved, offsets in the fleet's topic.
-pub fn fleet_spec(name: &str, properties: &BTreeMap<String, String>, defaults: &BTreeMap<String, String>) -> Result<ConnectorSpec> {
+/// it leaves out, `${…}` references resolved, offsets in the fleet's topic, and a
+/// `component.ref` resolved to a local file pinned to its digest.
+pub async fn fleet_spec(fleet: &super::Fleet, name: &str, properties: &BTreeMap<String, String>) -> Result<ConnectorSpec> {
+    let invalid = |message: String| anyhow::anyhow!("connector {name} has an invalid configuration:\n  {message}");
     let mut entries = properties.clone();
-    for (k, v) in defaults {
+    for (k, v) in &fleet.config.connector_defaults {
         entries.entry(k.clone()).or_insert_with(|| v.clone());
     }
     entries.insert("name".into(), name.to_string());
     for key in ["offset.storage.file.filename", "offset.storage.topic", "offset.storage.partitions", "offset.storage.replication.factor"] {
         if properties.contains_key(key) {
-            bail!("connector {name} has an invalid configuration:\n  {key}: a worker keeps offsets in its own offset.storage.topic (worker.properties); remove it");
+            return Err(invalid(format!("{key}: a worker keeps offsets in its own offset.storage.topic (worker.properties); remove it")));
         }
     }
+    if let Some(reference) = entries.remove("component.ref") {
+        for key in ["component.path", "component.bundle.path"] {
+            if properties.contains_key(key) {
+                return Err(invalid(format!("{key}: a connector names its component by component.ref or by component.path, not both")));
+            }
+        }
+        let hex = super::components::parse_ref(&reference).map_err(|e| invalid(format!("component.ref: {e:#}")))?;
+        let path = fleet.components.resolve(&hex, &fleet.resolved).await.map_err(|e| invalid(format!("{e:#}")))?;
+        entries.insert("component.path".into(), path.display().to_string());
+        entries.insert("component.digest".into(), format!("sha256:{hex}"));
+    }
     if let Err(errors) = crate::config::resolve_providers(&mut entries) {
-        bail!("connector {name} has an invalid configuration:\n  {}", errors.join("\n  "));
+        return Err(invalid(errors.join("\n  ")));
     }
     ConnectorSpec::from_entries(entries)
 }

@@ -11,6 +11,7 @@
 //! change, a slot moves, or a second passes; a revocation stops the revoked slots' units (their
 //! offsets stored, their status published) before the slots are handed on.
 
+pub mod components;
 pub mod config;
 pub mod configs;
 pub mod connectors;
@@ -52,6 +53,10 @@ pub struct Fleet {
     pub status: StatusLog,
     /// The offsets topic.
     pub offsets: KafkaOffsetStore,
+    /// The components topic.
+    pub components: components::ComponentStore,
+    /// Where resolved `component.ref`s are written.
+    pub resolved: std::path::PathBuf,
     /// Each connector's plan as this worker made it: its kind and unit names in task order.
     pub plans: Mutex<BTreeMap<String, Plan>>,
 }
@@ -89,13 +94,20 @@ pub async fn run(config: WorkerConfig, compile_cache: Option<&Path>, shutdown: S
     let configs = Arc::new(StateTopic::open(&clients, config.configs.clone(), false).await?);
     let status = Arc::new(StateTopic::open(&clients, config.status.clone(), false).await?);
     let offsets = Arc::new(StateTopic::open(&clients, config.offsets.clone(), true).await?);
+    let component_topic = Arc::new(StateTopic::open(&clients, config.components.clone(), false).await?);
     crate::state::topic::ensure(&clients, &config.slots).await?;
+    let resolved = match compile_cache {
+        Some(dir) => dir.join("resolved"),
+        None => std::env::temp_dir().join(format!("snow-connect-components-{}", std::process::id())),
+    };
     let runner = Arc::new(Runner::new(compile_cache)?);
     runner.set_worker(&config.worker_id);
     let fleet = Arc::new(Fleet {
         configs: ConfigLog::new(configs),
         status: StatusLog::new(status, &config.worker_id),
         offsets: KafkaOffsetStore::new(offsets),
+        components: components::ComponentStore::new(component_topic),
+        resolved,
         runner: runner.clone(),
         plans: Mutex::default(),
         config,
@@ -288,7 +300,7 @@ impl WorkerLoop {
 
     /// Loads and plans a connector (or notes why it cannot run).
     async fn load(&mut self, name: &str, record: &ConnectorRecord) -> Managed {
-        let live = match fleet_spec(name, &record.properties, &self.fleet.config.connector_defaults) {
+        let live = match fleet_spec(&self.fleet, name, &record.properties).await {
             Ok(spec) => match self.fleet.runner.ready(&spec, &mut self.components).await {
                 Ok(ready) => live(ready),
                 Err(e) => Err(format!("{e:#}")),

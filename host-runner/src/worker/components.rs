@@ -1,0 +1,125 @@
+//! Components reach every worker through Kafka (ADR 0023): `snow-connect component push` stores
+//! a component's bytes and its Sigstore bundle in the fleet's compacted `component.storage.topic`,
+//! keyed by the SHA-256 of the bytes, and prints the reference a connector names it by,
+//! `component.ref=sha256:<hex>`. Every worker resolves a reference the same way: it reads the
+//! chunks, checks that they hash to the digest the reference pins (refusing them otherwise), and
+//! writes them with their bundle to its local directory of resolved components, from where the
+//! signature check and compilation take them as any component file (ADR 0020, 0019).
+//!
+//! Records: `component-<hex>-<n>` → chunk n of the bytes (at most [`CHUNK`] bytes, under any
+//! broker's default `message.max.bytes`), `component-<hex>-bundle` → the bundle's JSON, and
+//! `component-<hex>` → the manifest `{"size","chunks"}`, written last: a manifest means every chunk
+//! before it is there.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::{Context, Result, bail};
+use serde::{Deserialize, Serialize};
+
+use crate::state::StateTopic;
+
+/// Largest chunk of a component in one record.
+pub const CHUNK: usize = 256 * 1024;
+
+/// The fleet's components topic.
+#[derive(Clone)]
+pub struct ComponentStore {
+    topic: Arc<StateTopic>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct Manifest {
+    size: usize,
+    chunks: usize,
+}
+
+/// `sha256:<64 hex>` → the hex digest; an error says what a reference looks like.
+pub fn parse_ref(reference: &str) -> Result<String> {
+    let hex = reference.trim().strip_prefix("sha256:").unwrap_or_default();
+    if hex.len() != 64 || !hex.chars().all(|c| c.is_ascii_hexdigit()) {
+        bail!("{reference:?} is not a component reference: sha256:<64 hex digits>, as `snow-connect component push` prints it");
+    }
+    Ok(hex.to_ascii_lowercase())
+}
+
+impl ComponentStore {
+    /// The store over `topic`.
+    pub fn new(topic: Arc<StateTopic>) -> Self {
+        Self { topic }
+    }
+
+    /// Stores `bytes` and their `bundle` (JSON); returns the hex digest.
+    pub async fn push(&self, bytes: &[u8], bundle: Option<&[u8]>) -> Result<String> {
+        let digest = sigstore_verify::crypto::sha256(bytes).to_hex();
+        let chunks: Vec<&[u8]> = bytes.chunks(CHUNK).collect();
+        for (n, chunk) in chunks.iter().enumerate() {
+            self.topic.write(format!("component-{digest}-{n}").as_bytes(), Some(chunk)).await?;
+        }
+        if let Some(bundle) = bundle {
+            self.topic.write(format!("component-{digest}-bundle").as_bytes(), Some(bundle)).await?;
+        }
+        let manifest = serde_json::to_vec(&Manifest { size: bytes.len(), chunks: chunks.len() })?;
+        self.topic.write(format!("component-{digest}").as_bytes(), Some(&manifest)).await?;
+        Ok(digest)
+    }
+
+    /// The component `hex` as a file in `dir` (its bundle beside it), written once and checked
+    /// against the digest every time.
+    pub async fn resolve(&self, hex: &str, dir: &Path) -> Result<PathBuf> {
+        let path = dir.join(format!("sha256-{hex}.wasm"));
+        if path.is_file() && std::fs::read(&path).is_ok_and(|b| sigstore_verify::crypto::sha256(&b).to_hex() == hex) {
+            tracing::info!(component = %path.display(), "component sha256:{hex} resolved: already in {}", dir.display());
+            return Ok(path);
+        }
+        self.topic.read_to_end().await?;
+        let manifest: Manifest = self
+            .topic
+            .get(format!("component-{hex}").as_bytes())
+            .and_then(|m| serde_json::from_slice(&m).ok())
+            .with_context(|| format!("component.ref sha256:{hex}: no such component in {} (push it with `snow-connect component push`)", self.topic.name()))?;
+        let mut bytes = Vec::with_capacity(manifest.size);
+        for n in 0..manifest.chunks {
+            let chunk = self
+                .topic
+                .get(format!("component-{hex}-{n}").as_bytes())
+                .with_context(|| format!("component.ref sha256:{hex}: chunk {n} of {} is missing from {}", manifest.chunks, self.topic.name()))?;
+            bytes.extend_from_slice(&chunk);
+        }
+        let actual = sigstore_verify::crypto::sha256(&bytes).to_hex();
+        if actual != hex {
+            bail!("component.ref sha256:{hex}: the stored bytes have digest sha256:{actual}; refused");
+        }
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        let bundle = self.topic.get(format!("component-{hex}-bundle").as_bytes());
+        let bundle_path = crate::artefact::default_bundle_path(&path);
+        match bundle {
+            Some(bundle) => write_atomically(&bundle_path, &bundle)?,
+            None => {
+                let _ = std::fs::remove_file(&bundle_path);
+            }
+        }
+        write_atomically(&path, &bytes)?;
+        tracing::info!(component = %path.display(), size = bytes.len(), "component sha256:{hex} resolved from {}", self.topic.name());
+        Ok(path)
+    }
+}
+
+fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
+    let tmp = path.with_extension(format!("tmp-{}", std::process::id()));
+    std::fs::write(&tmp, bytes).with_context(|| format!("writing {}", tmp.display()))?;
+    std::fs::rename(&tmp, path).with_context(|| format!("writing {}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn references_are_sha256_digests() {
+        let hex = "ab".repeat(32);
+        assert_eq!(parse_ref(&format!("sha256:{hex}")).unwrap(), hex);
+        assert!(parse_ref("sha256:abc").unwrap_err().to_string().contains("sha256:<64 hex digits>"));
+        assert!(parse_ref(&hex).is_err(), "the algorithm is named");
+    }
+}
