@@ -49,6 +49,7 @@ bench: wasm
 	target/release/snow-bench sink
 	target/release/snow-bench startup
 	target/release/snow-bench swap
+	target/release/snow-bench fleet
 	@for w in guest_source guest_sink; do target/release/snow-connect inspect target/guests/wasm32-wasip2/wasm-release/$$w.wasm --instantiations 1000; done
 
 ## The composed HTTP connector under `wasmtime serve`: builds wasmtime-cli 48 once into target/tools (a long

@@ -20,11 +20,16 @@ pub struct Fake {
 
 impl Fake {
     pub fn start(dir: &Path, label: &str) -> Result<Self> {
+        Self::start_with_tables(dir, label, &["incident"])
+    }
+
+    /// A fake serving `tables`.
+    pub fn start_with_tables(dir: &Path, label: &str, tables: &[&str]) -> Result<Self> {
         let port_file = dir.join(format!("{label}.port"));
         let child = Command::new(release_bin("fake-snow"))
             .args(["--port", "0", "--port-file"])
             .arg(&port_file)
-            .args(["--table", "incident"])
+            .args(tables.iter().flat_map(|t| ["--table", t]))
             .stdout(Stdio::null())
             .spawn()
             .context("starting fake-snow")?;
@@ -56,6 +61,11 @@ impl Fake {
         let text = String::from_utf8_lossy(&answer);
         let body = text.split_once("\r\n\r\n").map(|(_, b)| b).unwrap_or("");
         serde_json::from_str(body).with_context(|| format!("{method} /__fake/{path}: {}", &body[..body.len().min(200)]))
+    }
+
+    /// Seeds `count` rows into `table` from `start`, `spread_seconds` apart first to last.
+    pub fn seed_table(&self, table: &str, count: u64, start: &str, spread_seconds: u64) -> Result<()> {
+        self.admin("POST", &format!("tables/{table}/seed"), &format!(r#"{{"count":{count},"start":"{start}","spread_seconds":{spread_seconds}}}"#)).map(drop)
     }
 
     pub fn seed(&self, count: u64, at: &str, spread_seconds: u64) -> Result<()> {

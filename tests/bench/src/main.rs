@@ -15,6 +15,7 @@
 
 mod bare;
 mod fake;
+mod fleet;
 mod hidden;
 mod measure;
 mod native;
@@ -35,6 +36,7 @@ fn main() -> Result<()> {
         Some("sink") => sink::run(),
         Some("startup") => startup::run(),
         Some("swap") => swap::run(),
+        Some("fleet") => fleet::run(),
         Some(mode @ ("native" | "bare")) => {
             let fake = opt("--fake").unwrap_or_default();
             let bootstrap = opt("--bootstrap").unwrap_or_default();
@@ -52,7 +54,7 @@ fn main() -> Result<()> {
             Ok(())
         }
         _ => bail!(
-            "usage: snow-bench run [--rows N] | hidden | sink | startup | swap | native|bare --fake URL --bootstrap B --topic T --rows N"
+            "usage: snow-bench run [--rows N] | hidden | sink | startup | swap | fleet | native|bare --fake URL --bootstrap B --topic T --rows N"
         ),
     }
 }
