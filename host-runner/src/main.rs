@@ -13,7 +13,7 @@ use host_runner::runner::{Runner, check_paths};
 use host_runner::{kafka, logging, shutdown};
 
 const USAGE: &str = "usage:
-  snow-connect run <connector file>... [--for-seconds N] [--status-listen HOST:PORT] [--component-cache DIR|off]
+  snow-connect run <connector file>... [--for-seconds N] [--status-listen HOST:PORT] [--rest HOST:PORT] [--component-cache DIR|off]
   snow-connect worker --config worker.properties [--component-cache DIR|off]
   snow-connect component push <component.wasm> --config worker.properties [--bundle FILE]
                                                          (stores it in the fleet's component.storage.topic; prints its component.ref)
@@ -102,7 +102,7 @@ fn run(args: &[String], validate_only: bool) -> Result<()> {
     let parsed = if validate_only {
         Args::parse("validate", args, &["component-cache"])?
     } else {
-        Args::parse("run", args, &["for-seconds", "status-listen", "component-cache"])?
+        Args::parse("run", args, &["for-seconds", "status-listen", "rest", "component-cache"])?
     };
     let compile_cache = match parsed.option("component-cache") {
         Some("off") => None,
@@ -115,11 +115,11 @@ fn run(args: &[String], validate_only: bool) -> Result<()> {
     }
     let for_seconds: Option<u64> =
         parsed.option("for-seconds").map(str::parse).transpose().context("--for-seconds must be a whole number")?;
-    let specs = load_files(&files.iter().map(PathBuf::from).collect::<Vec<_>>())?;
+    let (specs, entries) = host_runner::config::load_files_with_entries(&files.iter().map(PathBuf::from).collect::<Vec<_>>())?;
     check_paths(&specs)?;
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     rt.block_on(async {
-        let runner = Runner::new(compile_cache.as_deref())?;
+        let runner = std::sync::Arc::new(Runner::new(compile_cache.as_deref())?);
         if validate_only {
             runner.validate(&specs).await?;
             println!("{} connector(s) valid", specs.len());
@@ -131,6 +131,13 @@ fn run(args: &[String], validate_only: bool) -> Result<()> {
             let admin = Admin { status: runner.status().clone(), metrics: runner.metrics().clone() };
             let bound = admin::serve(addr, admin, watch.clone()).await?;
             tracing::info!("status endpoint on http://{bound}/status and http://{bound}/metrics");
+        }
+        if let Some(addr) = parsed.option("rest") {
+            let listener = host_runner::rest::Listener { address: addr.to_string(), ..Default::default() };
+            let view = std::sync::Arc::new(host_runner::rest::view::Standalone::new(runner.clone(), entries));
+            let bound = host_runner::rest::serve(view.clone(), &listener, watch.clone()).await?;
+            let _ = view.worker_id.set(bound.to_string());
+            tracing::info!("REST API (read-only: a standalone run) on http://{bound}/connectors");
         }
         let run = runner.run(&specs, watch);
         tokio::pin!(run);

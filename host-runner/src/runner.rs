@@ -31,6 +31,10 @@ pub struct Runner {
     metrics: Metrics,
     status: StatusBoard,
     prepared: Mutex<Vec<(String, ComponentKind)>>,
+    /// Each connector's plan as this process made it (for the REST API).
+    plans: Mutex<std::collections::BTreeMap<String, Plan>>,
+    /// Each source connector's offset store (for the REST API).
+    offset_stores: Mutex<HashMap<String, Arc<dyn OffsetStore>>>,
     /// In a fleet, this worker's id (sent with every request, [`crate::outbound::GateSettings`]).
     worker_id: std::sync::OnceLock<String>,
     /// Each running connector's spec and component slot, for hot-swap ([`crate::reload`]).
@@ -48,6 +52,28 @@ pub(crate) struct Running {
 pub(crate) enum Slots {
     Source(Arc<Slot<SourcePre<HostState>>>),
     Sink(Arc<Slot<SinkPre<HostState>>>),
+}
+
+/// A connector's plan: its kind and, a source, its units in task order with their configuration.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    /// `source` or `sink`.
+    pub kind: &'static str,
+    /// The source's units in task order, with their configuration.
+    pub units: Vec<(String, Vec<(String, String)>)>,
+}
+
+impl Plan {
+    /// The plan of a connector made ready.
+    pub(crate) fn of(ready: &Ready) -> Self {
+        match ready {
+            Ready::Source { units, .. } => Plan {
+                kind: "source",
+                units: units.iter().map(|u| (u.name.clone(), u.config.iter().map(|e| (e.key.clone(), e.value.clone())).collect())).collect(),
+            },
+            Ready::Sink { .. } => Plan { kind: "sink", units: Vec::new() },
+        }
+    }
 }
 
 /// A connector validated (and a source planned), with its component and the component's digest.
@@ -86,8 +112,29 @@ impl Runner {
             status: StatusBoard::default(),
             prepared: Mutex::default(),
             worker_id: std::sync::OnceLock::new(),
+            plans: Mutex::default(),
+            offset_stores: Mutex::default(),
             running: Mutex::default(),
         })
+    }
+
+    /// The plan of `connector`, if this process made one.
+    pub fn plan(&self, connector: &str) -> Option<Plan> {
+        self.plans.lock().unwrap_or_else(|e| e.into_inner()).get(connector).cloned()
+    }
+
+    /// Records (or, `None`, forgets) the plan of `connector`.
+    pub(crate) fn record_plan(&self, connector: &str, plan: Option<Plan>) {
+        let mut plans = self.plans.lock().unwrap_or_else(|e| e.into_inner());
+        match plan {
+            Some(plan) => plans.insert(connector.to_string(), plan),
+            None => plans.remove(connector),
+        };
+    }
+
+    /// The offset store of source connector `connector` in a standalone run.
+    pub fn offsets_of(&self, connector: &str) -> Option<Arc<dyn OffsetStore>> {
+        self.offset_stores.lock().unwrap_or_else(|e| e.into_inner()).get(connector).cloned()
     }
 
     /// Marks this runner as worker `id` of a fleet (before any connector is prepared).
@@ -164,9 +211,12 @@ impl Runner {
         let mut offset_stores = OffsetStores::default();
         let mut prepared = Vec::new();
         for spec in specs {
-            prepared.push(match self.ready(spec, &mut components).await? {
+            let ready = self.ready(spec, &mut components).await?;
+            self.record_plan(&spec.name, Some(Plan::of(&ready)));
+            prepared.push(match ready {
                 Ready::Source { ctx, pre, digest, units } => {
                     let offsets = offset_stores.of(spec).await.with_context(|| format!("connector {}", spec.name))?;
+                    self.offset_stores.lock().unwrap_or_else(|e| e.into_inner()).insert(spec.name.clone(), offsets.clone());
                     Prepared::Source { ctx, loaded: Loaded::Source(pre), digest, units, offsets }
                 }
                 Ready::Sink { ctx, pre, digest } => Prepared::Sink { ctx, loaded: Loaded::Sink(pre), digest },

@@ -655,3 +655,37 @@ fn sha2_hex(bytes: &[u8]) -> String {
     use sha2::Digest;
     sha2::Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
 }
+
+#[test]
+fn a_standalone_run_answers_the_rest_api_read_only() {
+    let now = now_secs();
+    let fake = fake(now);
+    let ids = fake.shared().seed("incident", 300, now - 3600, 3000);
+    let dir = work_dir("standalone-rest");
+    let (name, topic) = (unique("srest"), unique("srest-rows"));
+    let config = support::source_entries(&fake.url(), &name, &topic, &["incident"], &[("snow.auth.username", USER), ("snow.auth.password", PASSWORD)]);
+    let file = support::connector_file(&dir, &name, &config);
+    let port = support::fleet::free_port();
+    let address = format!("127.0.0.1:{port}");
+    let mut runner = support::Runner::start_with_args(&dir, "run", &[&file], &["--rest", &address]);
+    runner.wait_for_log("REST API (read-only: a standalone run) on", Duration::from_secs(60));
+    read_until(kafka_harness::shared().bootstrap(), &topic, Duration::from_secs(60), |r| r.len() >= ids.len());
+    assert_eq!(curl(port, "GET", "/connectors", None).body, json!([name]));
+    let status = wait_status(port, &name, Duration::from_secs(30), "running", |s| tasks_in(s, "RUNNING") == 1);
+    assert_eq!((status["connector"]["state"].as_str(), status["tasks"][0]["worker_id"].as_str()), (Some("RUNNING"), Some(address.as_str())));
+    let shown = curl(port, "GET", &format!("/connectors/{name}/config"), None);
+    assert_eq!(shown.body["snow.auth.password"], "[hidden]", "{}", shown.text);
+    assert!(!shown.text.contains(PASSWORD));
+    let offsets = curl(port, "GET", &format!("/connectors/{name}/offsets"), None);
+    assert_eq!(offsets.body["offsets"][0]["partition"]["table"], "incident", "{}", offsets.text);
+    let paused = curl(port, "PUT", &format!("/connectors/{name}/pause"), None);
+    assert_eq!(paused.status, 405, "{}", paused.text);
+    assert!(paused.text.contains("standalone"), "{}", paused.text);
+    let mut bad = config.clone();
+    bad.insert("kafka.typo".into(), "1".into());
+    let validated = curl(port, "PUT", "/connector-plugins/ServiceNowSourceConnector/config/validate", Some(&json!(bad)));
+    assert_eq!((validated.status, validated.body["error_count"].as_u64()), (200, Some(1)), "{}", validated.text);
+    assert!(!validated.text.contains(PASSWORD), "a literal secret is not answered");
+    let log = runner.stop();
+    assert!(!log.contains(PASSWORD));
+}

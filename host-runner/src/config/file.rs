@@ -12,7 +12,13 @@ use super::spec::ConnectorSpec;
 
 /// Reads every file and builds its connectors; errors name the file and the key.
 pub fn load_files(paths: &[impl AsRef<Path>]) -> Result<Vec<ConnectorSpec>> {
+    load_files_with_entries(paths).map(|(specs, _)| specs)
+}
+
+/// [`load_files`], and each connector's entries as written (provider references unresolved).
+pub fn load_files_with_entries(paths: &[impl AsRef<Path>]) -> Result<(Vec<ConnectorSpec>, Vec<BTreeMap<String, String>>)> {
     let mut specs = Vec::new();
+    let mut written = Vec::new();
     for path in paths {
         let path = path.as_ref();
         let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
@@ -23,6 +29,7 @@ pub fn load_files(paths: &[impl AsRef<Path>]) -> Result<Vec<ConnectorSpec>> {
         }
         .with_context(|| format!("reading {}", path.display()))?;
         for mut map in maps {
+            written.push(map.clone());
             if let Err(errors) = super::providers::resolve(&mut map, |name| std::env::var(name).ok()) {
                 bail!("in {}: {}", path.display(), errors.join("; "));
             }
@@ -34,7 +41,7 @@ pub fn load_files(paths: &[impl AsRef<Path>]) -> Result<Vec<ConnectorSpec>> {
     if let Some(w) = names.windows(2).find(|w| w[0] == w[1]) {
         bail!("connector name {:?} is used twice", w[0]);
     }
-    Ok(specs)
+    Ok((specs, written))
 }
 
 fn parse_json(text: &str) -> Result<Vec<BTreeMap<String, String>>> {

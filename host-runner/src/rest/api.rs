@@ -1,4 +1,5 @@
-//! The routes of Kafka Connect's REST API, answered from and written to the fleet's topics.
+//! The routes of Kafka Connect's REST API, answered from and written to the fleet's topics (or,
+//! read-only, a standalone run: [`super::view`]).
 //! Tasks are the connector's units: a source's tables in plan order (task id = index), a sink's
 //! partition lanes in name order. Errors are Connect's `{"error_code":…,"message":…}`.
 
@@ -13,7 +14,8 @@ use serde_json::{Value, json};
 use super::validate;
 use crate::worker::configs::TargetState;
 use crate::worker::status_log::Published;
-use crate::worker::{Fleet, SINK_CLASS, SOURCE_CLASS};
+use super::view::View;
+use crate::worker::{SINK_CLASS, SOURCE_CLASS};
 
 /// A JSON answer.
 pub fn reply(status: StatusCode, body: &Value) -> Response<Full<Bytes>> {
@@ -35,12 +37,21 @@ pub fn error(status: StatusCode, message: &str) -> Response<Full<Bytes>> {
     reply(status, &json!({ "error_code": status.as_u16(), "message": crate::redact::clean(message) }))
 }
 
+/// A standalone run's answer to a write.
+fn read_only() -> Response<Full<Bytes>> {
+    error(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "This is a standalone run: its connectors come from the files given to `snow-connect run`; edit a file and send SIGHUP, \
+         or run a fleet (`snow-connect worker`) to manage connectors over this API",
+    )
+}
+
 fn not_found(name: &str) -> Response<Full<Bytes>> {
     error(StatusCode::NOT_FOUND, &format!("Connector {name} not found"))
 }
 
 /// Answers `method uri` with `body`.
-pub async fn answer(fleet: &Fleet, method: &Method, uri: &Uri, body: &Bytes) -> Response<Full<Bytes>> {
+pub async fn answer(view: &dyn View, method: &Method, uri: &Uri, body: &Bytes) -> Response<Full<Bytes>> {
     let path: Vec<String> = uri.path().trim_matches('/').split('/').filter(|s| !s.is_empty()).map(decode).collect();
     let pairs: Vec<(String, String)> = uri
         .query()
@@ -54,36 +65,36 @@ pub async fn answer(fleet: &Fleet, method: &Method, uri: &Uri, body: &Bytes) -> 
     let segments: Vec<&str> = path.iter().map(String::as_str).collect();
     match (method, segments.as_slice()) {
         (&Method::GET, []) => reply(StatusCode::OK, &json!({ "version": env!("CARGO_PKG_VERSION"), "commit": "snow-connect", "kafka_cluster_id": null })),
-        (&Method::GET, ["connectors"]) => list(fleet, (!expand.is_empty()).then(|| expand.join(",")).as_deref()),
-        (&Method::POST, ["connectors"]) => create(fleet, body).await,
-        (&Method::GET, ["connectors", name]) => match info(fleet, name) {
+        (&Method::GET, ["connectors"]) => list(view, (!expand.is_empty()).then(|| expand.join(",")).as_deref()),
+        (&Method::POST, ["connectors"]) => create(view, body).await,
+        (&Method::GET, ["connectors", name]) => match info(view, name) {
             Some(info) => reply(StatusCode::OK, &info),
             None => not_found(name),
         },
-        (&Method::DELETE, ["connectors", name]) => delete(fleet, name).await,
-        (&Method::GET, ["connectors", name, "config"]) => match fleet.configs.connector(name) {
+        (&Method::DELETE, ["connectors", name]) => delete(view, name).await,
+        (&Method::GET, ["connectors", name, "config"]) => match view.connector(name) {
             Some(record) => reply(StatusCode::OK, &json!(shown(&record.properties, name))),
             None => not_found(name),
         },
-        (&Method::PUT, ["connectors", name, "config"]) => put_config(fleet, name, body).await,
-        (&Method::PATCH, ["connectors", name, "config"]) => patch_config(fleet, name, body).await,
-        (&Method::GET, ["connectors", name, "status"]) => match status(fleet, name) {
+        (&Method::PUT, ["connectors", name, "config"]) => put_config(view, name, body).await,
+        (&Method::PATCH, ["connectors", name, "config"]) => patch_config(view, name, body).await,
+        (&Method::GET, ["connectors", name, "status"]) => match status(view, name) {
             Some(status) => reply(StatusCode::OK, &status),
             None => not_found(name),
         },
-        (&Method::GET, ["connectors", name, "tasks"]) => match fleet.configs.connector(name) {
-            Some(_) => reply(StatusCode::OK, &Value::Array(tasks(fleet, name))),
+        (&Method::GET, ["connectors", name, "tasks"]) => match view.connector(name) {
+            Some(_) => reply(StatusCode::OK, &Value::Array(tasks(view, name))),
             None => not_found(name),
         },
-        (&Method::GET, ["connectors", name, "tasks", id, "status"]) => task_status(fleet, name, id),
-        (&Method::POST, ["connectors", name, "tasks", id, "restart"]) => restart_task(fleet, name, id).await,
-        (&Method::PUT, ["connectors", name, "pause"]) => target(fleet, name, TargetState::Paused, StatusCode::ACCEPTED).await,
-        (&Method::PUT, ["connectors", name, "resume"]) => target(fleet, name, TargetState::Started, StatusCode::ACCEPTED).await,
-        (&Method::PUT, ["connectors", name, "stop"]) => target(fleet, name, TargetState::Stopped, StatusCode::NO_CONTENT).await,
-        (&Method::POST, ["connectors", name, "restart"]) => restart(fleet, name, &query).await,
-        (&Method::GET, ["connectors", name, "offsets"]) => offsets(fleet, name),
-        (&Method::PATCH, ["connectors", name, "offsets"]) => alter_offsets(fleet, name, body).await,
-        (&Method::DELETE, ["connectors", name, "offsets"]) => reset_offsets(fleet, name).await,
+        (&Method::GET, ["connectors", name, "tasks", id, "status"]) => task_status(view, name, id),
+        (&Method::POST, ["connectors", name, "tasks", id, "restart"]) => restart_task(view, name, id).await,
+        (&Method::PUT, ["connectors", name, "pause"]) => target(view, name, TargetState::Paused, StatusCode::ACCEPTED).await,
+        (&Method::PUT, ["connectors", name, "resume"]) => target(view, name, TargetState::Started, StatusCode::ACCEPTED).await,
+        (&Method::PUT, ["connectors", name, "stop"]) => target(view, name, TargetState::Stopped, StatusCode::NO_CONTENT).await,
+        (&Method::POST, ["connectors", name, "restart"]) => restart(view, name, &query).await,
+        (&Method::GET, ["connectors", name, "offsets"]) => offsets(view, name),
+        (&Method::PATCH, ["connectors", name, "offsets"]) => alter_offsets(view, name, body).await,
+        (&Method::DELETE, ["connectors", name, "offsets"]) => reset_offsets(view, name).await,
         (&Method::GET, ["connector-plugins"]) => reply(
             StatusCode::OK,
             &json!([
@@ -91,7 +102,7 @@ pub async fn answer(fleet: &Fleet, method: &Method, uri: &Uri, body: &Bytes) -> 
                 { "class": SOURCE_CLASS, "type": "source", "version": env!("CARGO_PKG_VERSION") },
             ]),
         ),
-        (&Method::PUT, ["connector-plugins", plugin, "config", "validate"]) => validate_plugin(fleet, plugin, body).await,
+        (&Method::PUT, ["connector-plugins", plugin, "config", "validate"]) => validate_plugin(view, plugin, body).await,
         (_, ["connectors", ..] | ["connector-plugins", ..] | []) => error(StatusCode::METHOD_NOT_ALLOWED, &format!("HTTP {method} is not supported on {}", uri.path())),
         _ => error(StatusCode::NOT_FOUND, &format!("Unknown path {}", uri.path())),
     }
@@ -130,8 +141,8 @@ fn shown(properties: &BTreeMap<String, String>, name: &str) -> BTreeMap<String, 
 }
 
 /// The connector's type: from its plan here, else from `connector.class`.
-fn kind(fleet: &Fleet, name: &str, properties: &BTreeMap<String, String>) -> &'static str {
-    if let Some(plan) = fleet.plans.lock().unwrap_or_else(|e| e.into_inner()).get(name) {
+fn kind(view: &dyn View, name: &str, properties: &BTreeMap<String, String>) -> &'static str {
+    if let Some(plan) = view.plan(name) {
         return plan.kind;
     }
     match properties.get("connector.class").map(String::as_str) {
@@ -141,28 +152,28 @@ fn kind(fleet: &Fleet, name: &str, properties: &BTreeMap<String, String>) -> &'s
     }
 }
 
-fn info(fleet: &Fleet, name: &str) -> Option<Value> {
-    let record = fleet.configs.connector(name)?;
-    let tasks: Vec<Value> = tasks(fleet, name).iter().map(|t| t["id"].clone()).collect();
-    Some(json!({ "name": name, "config": shown(&record.properties, name), "tasks": tasks, "type": kind(fleet, name, &record.properties) }))
+fn info(view: &dyn View, name: &str) -> Option<Value> {
+    let record = view.connector(name)?;
+    let tasks: Vec<Value> = tasks(view, name).iter().map(|t| t["id"].clone()).collect();
+    Some(json!({ "name": name, "config": shown(&record.properties, name), "tasks": tasks, "type": kind(view, name, &record.properties) }))
 }
 
 /// The connector's units in task order: `(task id, unit name, its configuration)`.
-fn units(fleet: &Fleet, name: &str) -> Vec<(usize, String, Vec<(String, String)>)> {
-    let plan = fleet.plans.lock().unwrap_or_else(|e| e.into_inner()).get(name).cloned();
+fn units(view: &dyn View, name: &str) -> Vec<(usize, String, Vec<(String, String)>)> {
+    let plan = view.plan(name);
     match plan {
         Some(plan) if plan.kind == "source" => plan.units.into_iter().enumerate().map(|(i, (unit, config))| (i, unit, config)).collect(),
         _ => {
             // A sink's lanes: the partitions whose status was published, in name order.
-            let mut lanes: Vec<String> = fleet.status.units(name).into_iter().map(|(u, _)| u).filter(|u| u != "consumer").collect();
+            let mut lanes: Vec<String> = view.unit_statuses(name).into_iter().map(|(u, _)| u).filter(|u| u != "consumer").collect();
             lanes.sort();
             lanes.into_iter().enumerate().map(|(i, unit)| (i, unit, Vec::new())).collect()
         }
     }
 }
 
-fn tasks(fleet: &Fleet, name: &str) -> Vec<Value> {
-    units(fleet, name)
+fn tasks(view: &dyn View, name: &str) -> Vec<Value> {
+    units(view, name)
         .into_iter()
         .map(|(id, unit, config)| {
             let mut config: BTreeMap<String, String> = config.into_iter().filter(|(k, _)| !k.starts_with("snow.auth.")).collect();
@@ -194,15 +205,15 @@ fn unit_status(id: usize, unit: &str, published: Option<&Published>, target: Tar
     status
 }
 
-fn status(fleet: &Fleet, name: &str) -> Option<Value> {
-    let record = fleet.configs.connector(name)?;
-    let published: BTreeMap<String, Published> = fleet.status.units(name).into_iter().collect();
+fn status(view: &dyn View, name: &str) -> Option<Value> {
+    let record = view.connector(name)?;
+    let published: BTreeMap<String, Published> = view.unit_statuses(name).into_iter().collect();
     let tasks: Vec<Value> = if record.target == TargetState::Stopped {
         Vec::new()
     } else {
-        units(fleet, name).iter().map(|(id, unit, _)| unit_status(*id, unit, published.get(unit), record.target)).collect()
+        units(view, name).iter().map(|(id, unit, _)| unit_status(*id, unit, published.get(unit), record.target)).collect()
     };
-    let connector = match fleet.status.connector(name) {
+    let connector = match view.connector_status(name) {
         Some(p) => {
             let mut c = json!({ "state": p.state, "worker_id": p.worker_id });
             if let Some(trace) = p.trace {
@@ -212,11 +223,11 @@ fn status(fleet: &Fleet, name: &str) -> Option<Value> {
         }
         None => json!({ "state": "UNASSIGNED", "worker_id": null }),
     };
-    Some(json!({ "name": name, "connector": connector, "tasks": tasks, "type": kind(fleet, name, &record.properties) }))
+    Some(json!({ "name": name, "connector": connector, "tasks": tasks, "type": kind(view, name, &record.properties) }))
 }
 
-fn list(fleet: &Fleet, expand: Option<&str>) -> Response<Full<Bytes>> {
-    let names: Vec<String> = fleet.configs.connectors().into_keys().collect();
+fn list(view: &dyn View, expand: Option<&str>) -> Response<Full<Bytes>> {
+    let names: Vec<String> = view.connectors().into_keys().collect();
     match expand {
         None => reply(StatusCode::OK, &json!(names)),
         Some(expand) => {
@@ -226,10 +237,10 @@ fn list(fleet: &Fleet, expand: Option<&str>) -> Response<Full<Bytes>> {
                 for what in expand.split(',') {
                     match what {
                         "status" => {
-                            entry.insert("status".into(), status(fleet, &name).unwrap_or(Value::Null));
+                            entry.insert("status".into(), status(view, &name).unwrap_or(Value::Null));
                         }
                         "info" => {
-                            entry.insert("info".into(), info(fleet, &name).unwrap_or(Value::Null));
+                            entry.insert("info".into(), info(view, &name).unwrap_or(Value::Null));
                         }
                         _ => {}
                     }
@@ -260,7 +271,8 @@ fn parse_json(body: &Bytes) -> Result<Value, Response<Full<Bytes>>> {
 }
 
 /// Checks and stores a configuration; the answer for a refusal, or `None`.
-async fn store(fleet: &Fleet, name: &str, mut properties: BTreeMap<String, String>, initial: Option<TargetState>) -> Option<Response<Full<Bytes>>> {
+async fn store(view: &dyn View, name: &str, mut properties: BTreeMap<String, String>, initial: Option<TargetState>) -> Option<Response<Full<Bytes>>> {
+    let Some(fleet) = view.fleet() else { return Some(read_only()) };
     if name.is_empty() || name.contains('/') || name.chars().any(char::is_control) {
         return Some(error(StatusCode::BAD_REQUEST, "A connector name must be non-empty and hold no '/' or control characters"));
     }
@@ -268,7 +280,7 @@ async fn store(fleet: &Fleet, name: &str, mut properties: BTreeMap<String, Strin
         return Some(error(StatusCode::BAD_REQUEST, &format!("Connector name configuration ({other}) doesn't match connector name in the URL ({name})")));
     }
     properties.remove("name");
-    let errors = validate::check(fleet, name, &properties).await;
+    let errors = validate::check(view, name, &properties).await;
     if !errors.is_empty() {
         return Some(error(StatusCode::BAD_REQUEST, &validate::refusal_message(&errors)));
     }
@@ -279,16 +291,16 @@ async fn store(fleet: &Fleet, name: &str, mut properties: BTreeMap<String, Strin
 }
 
 /// Waits a little for this worker to plan a connector just stored, so the answer lists its tasks.
-async fn planned(fleet: &Fleet, name: &str) {
+async fn planned(view: &dyn View, name: &str) {
     for _ in 0..50 {
-        if fleet.plans.lock().unwrap_or_else(|e| e.into_inner()).contains_key(name) {
+        if view.plan(name).is_some() {
             return;
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
 
-async fn create(fleet: &Fleet, body: &Bytes) -> Response<Full<Bytes>> {
+async fn create(view: &dyn View, body: &Bytes) -> Response<Full<Bytes>> {
     let request = match parse_json(body) {
         Ok(v) => v,
         Err(answer) => return answer,
@@ -307,31 +319,31 @@ async fn create(fleet: &Fleet, body: &Bytes) -> Response<Full<Bytes>> {
         Some("STOPPED") => Some(TargetState::Stopped),
         Some(other) => return error(StatusCode::BAD_REQUEST, &format!("initial_state must be RUNNING, PAUSED or STOPPED, not {other}")),
     };
-    if fleet.configs.connector(&name).is_some() {
+    if view.connector(&name).is_some() {
         return error(StatusCode::CONFLICT, &format!("Connector {name} already exists"));
     }
-    if let Some(refused) = store(fleet, &name, properties, Some(initial.unwrap_or(TargetState::Started))).await {
+    if let Some(refused) = store(view, &name, properties, Some(initial.unwrap_or(TargetState::Started))).await {
         return refused;
     }
-    planned(fleet, &name).await;
-    reply(StatusCode::CREATED, &info(fleet, &name).unwrap_or(Value::Null))
+    planned(view, &name).await;
+    reply(StatusCode::CREATED, &info(view, &name).unwrap_or(Value::Null))
 }
 
-async fn put_config(fleet: &Fleet, name: &str, body: &Bytes) -> Response<Full<Bytes>> {
+async fn put_config(view: &dyn View, name: &str, body: &Bytes) -> Response<Full<Bytes>> {
     let properties = match parse_json(body).and_then(|v| string_map(&v, "the configuration").map_err(|m| error(StatusCode::BAD_REQUEST, &m))) {
         Ok(p) => p,
         Err(answer) => return answer,
     };
-    let existed = fleet.configs.connector(name).is_some();
-    if let Some(refused) = store(fleet, name, properties, (!existed).then_some(TargetState::Started)).await {
+    let existed = view.connector(name).is_some();
+    if let Some(refused) = store(view, name, properties, (!existed).then_some(TargetState::Started)).await {
         return refused;
     }
-    planned(fleet, name).await;
-    reply(if existed { StatusCode::OK } else { StatusCode::CREATED }, &info(fleet, name).unwrap_or(Value::Null))
+    planned(view, name).await;
+    reply(if existed { StatusCode::OK } else { StatusCode::CREATED }, &info(view, name).unwrap_or(Value::Null))
 }
 
-async fn patch_config(fleet: &Fleet, name: &str, body: &Bytes) -> Response<Full<Bytes>> {
-    let Some(record) = fleet.configs.connector(name) else { return not_found(name) };
+async fn patch_config(view: &dyn View, name: &str, body: &Bytes) -> Response<Full<Bytes>> {
+    let Some(record) = view.connector(name) else { return not_found(name) };
     let patch = match parse_json(body) {
         Ok(Value::Object(patch)) => patch,
         Ok(_) => return error(StatusCode::BAD_REQUEST, "The patch must be a JSON object"),
@@ -351,45 +363,48 @@ async fn patch_config(fleet: &Fleet, name: &str, body: &Bytes) -> Response<Full<
             }
         }
     }
-    if let Some(refused) = store(fleet, name, properties, None).await {
+    if let Some(refused) = store(view, name, properties, None).await {
         return refused;
     }
-    reply(StatusCode::OK, &info(fleet, name).unwrap_or(Value::Null))
+    reply(StatusCode::OK, &info(view, name).unwrap_or(Value::Null))
 }
 
-async fn delete(fleet: &Fleet, name: &str) -> Response<Full<Bytes>> {
-    if fleet.configs.connector(name).is_none() {
+async fn delete(view: &dyn View, name: &str) -> Response<Full<Bytes>> {
+    if view.connector(name).is_none() {
         return not_found(name);
     }
+    let Some(fleet) = view.fleet() else { return read_only() };
     match fleet.configs.delete(name).await {
         Ok(()) => empty(StatusCode::NO_CONTENT),
         Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, &format!("Deleting the connector failed: {e:#}")),
     }
 }
 
-async fn target(fleet: &Fleet, name: &str, state: TargetState, ok: StatusCode) -> Response<Full<Bytes>> {
-    if fleet.configs.connector(name).is_none() {
+async fn target(view: &dyn View, name: &str, state: TargetState, ok: StatusCode) -> Response<Full<Bytes>> {
+    if view.connector(name).is_none() {
         return not_found(name);
     }
+    let Some(fleet) = view.fleet() else { return read_only() };
     match fleet.configs.set_target(name, state).await {
         Ok(()) => empty(ok),
         Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, &format!("Changing the connector's state failed: {e:#}")),
     }
 }
 
-async fn restart(fleet: &Fleet, name: &str, query: &BTreeMap<String, String>) -> Response<Full<Bytes>> {
-    if fleet.configs.connector(name).is_none() {
+async fn restart(view: &dyn View, name: &str, query: &BTreeMap<String, String>) -> Response<Full<Bytes>> {
+    if view.connector(name).is_none() {
         return not_found(name);
     }
     let flag = |k: &str| query.get(k).is_some_and(|v| v.eq_ignore_ascii_case("true"));
     let (include_tasks, only_failed) = (flag("includeTasks"), flag("onlyFailed"));
+    let Some(fleet) = view.fleet() else { return read_only() };
     if let Err(e) = fleet.configs.request_restart(name, include_tasks, only_failed).await {
         return error(StatusCode::INTERNAL_SERVER_ERROR, &format!("Asking for the restart failed: {e:#}"));
     }
     if !include_tasks && !only_failed {
         return empty(StatusCode::NO_CONTENT);
     }
-    let mut answer = status(fleet, name).unwrap_or(Value::Null);
+    let mut answer = status(view, name).unwrap_or(Value::Null);
     if let Some(tasks) = answer["tasks"].as_array_mut() {
         for task in tasks {
             if !only_failed || task["state"] == "FAILED" {
@@ -403,48 +418,47 @@ async fn restart(fleet: &Fleet, name: &str, query: &BTreeMap<String, String>) ->
     reply(StatusCode::ACCEPTED, &answer)
 }
 
-fn task_of(fleet: &Fleet, name: &str, id: &str) -> Result<(usize, String), Response<Full<Bytes>>> {
-    if fleet.configs.connector(name).is_none() {
+fn task_of(view: &dyn View, name: &str, id: &str) -> Result<(usize, String), Response<Full<Bytes>>> {
+    if view.connector(name).is_none() {
         return Err(not_found(name));
     }
-    let units = units(fleet, name);
+    let units = units(view, name);
     id.parse::<usize>()
         .ok()
         .and_then(|id| units.into_iter().find(|(i, _, _)| *i == id).map(|(i, u, _)| (i, u)))
         .ok_or_else(|| error(StatusCode::NOT_FOUND, &format!("Task {name}-{id} not found")))
 }
 
-fn task_status(fleet: &Fleet, name: &str, id: &str) -> Response<Full<Bytes>> {
-    match task_of(fleet, name, id) {
+fn task_status(view: &dyn View, name: &str, id: &str) -> Response<Full<Bytes>> {
+    match task_of(view, name, id) {
         Ok((id, unit)) => {
-            let published: BTreeMap<String, Published> = fleet.status.units(name).into_iter().collect();
-            let target = fleet.configs.connector(name).map(|c| c.target).unwrap_or(TargetState::Started);
+            let published: BTreeMap<String, Published> = view.unit_statuses(name).into_iter().collect();
+            let target = view.connector(name).map(|c| c.target).unwrap_or(TargetState::Started);
             reply(StatusCode::OK, &unit_status(id, &unit, published.get(&unit), target))
         }
         Err(answer) => answer,
     }
 }
 
-async fn restart_task(fleet: &Fleet, name: &str, id: &str) -> Response<Full<Bytes>> {
-    if let Err(answer) = task_of(fleet, name, id) {
+async fn restart_task(view: &dyn View, name: &str, id: &str) -> Response<Full<Bytes>> {
+    if let Err(answer) = task_of(view, name, id) {
         return answer;
     }
+    let Some(fleet) = view.fleet() else { return read_only() };
     match fleet.configs.request_restart(name, true, true).await {
         Ok(_) => empty(StatusCode::NO_CONTENT),
         Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, &format!("Asking for the restart failed: {e:#}")),
     }
 }
 
-fn offsets(fleet: &Fleet, name: &str) -> Response<Full<Bytes>> {
-    if fleet.configs.connector(name).is_none() {
+fn offsets(view: &dyn View, name: &str) -> Response<Full<Bytes>> {
+    if view.connector(name).is_none() {
         return not_found(name);
     }
-    let offsets: Vec<Value> = fleet
-        .offsets
-        .entries()
+    let offsets: Vec<Value> = view
+        .offsets(name)
         .into_iter()
-        .filter(|(c, _, _)| c == name)
-        .map(|(_, partition, position)| {
+        .map(|(partition, position)| {
             let as_json = |t: &str| serde_json::from_str::<Value>(t).unwrap_or_else(|_| json!(t));
             json!({ "partition": as_json(&partition), "offset": as_json(&position) })
         })
@@ -453,9 +467,9 @@ fn offsets(fleet: &Fleet, name: &str) -> Response<Full<Bytes>> {
 }
 
 /// Offsets may change only while the connector is stopped and nothing of it runs (KIP-875).
-fn stopped(fleet: &Fleet, name: &str) -> Result<(), Response<Full<Bytes>>> {
-    let Some(record) = fleet.configs.connector(name) else { return Err(not_found(name)) };
-    let running = fleet.status.units(name).into_iter().any(|(_, p)| p.state == "RUNNING");
+fn stopped(view: &dyn View, name: &str) -> Result<(), Response<Full<Bytes>>> {
+    let Some(record) = view.connector(name) else { return Err(not_found(name)) };
+    let running = view.unit_statuses(name).into_iter().any(|(_, p)| p.state == "RUNNING");
     if record.target != TargetState::Stopped || running {
         return Err(error(
             StatusCode::BAD_REQUEST,
@@ -467,8 +481,8 @@ fn stopped(fleet: &Fleet, name: &str) -> Result<(), Response<Full<Bytes>>> {
     Ok(())
 }
 
-async fn alter_offsets(fleet: &Fleet, name: &str, body: &Bytes) -> Response<Full<Bytes>> {
-    if let Err(answer) = stopped(fleet, name) {
+async fn alter_offsets(view: &dyn View, name: &str, body: &Bytes) -> Response<Full<Bytes>> {
+    if let Err(answer) = stopped(view, name) {
         return answer;
     }
     let request = match parse_json(body) {
@@ -495,6 +509,7 @@ async fn alter_offsets(fleet: &Fleet, name: &str, body: &Bytes) -> Response<Full
         };
         writes.push((partition.key(), position));
     }
+    let Some(fleet) = view.fleet() else { return read_only() };
     let store = fleet.offsets.clone();
     let name_owned = name.to_string();
     let written = tokio::task::spawn_blocking(move || {
@@ -516,10 +531,11 @@ async fn alter_offsets(fleet: &Fleet, name: &str, body: &Bytes) -> Response<Full
     }
 }
 
-async fn reset_offsets(fleet: &Fleet, name: &str) -> Response<Full<Bytes>> {
-    if let Err(answer) = stopped(fleet, name) {
+async fn reset_offsets(view: &dyn View, name: &str) -> Response<Full<Bytes>> {
+    if let Err(answer) = stopped(view, name) {
         return answer;
     }
+    let Some(fleet) = view.fleet() else { return read_only() };
     let (store, name_owned) = (fleet.offsets.clone(), name.to_string());
     match tokio::task::spawn_blocking(move || store.remove(&name_owned, |_| true)).await {
         Ok(Ok(_)) => reply(StatusCode::OK, &json!({ "message": "The offsets for this connector have been reset successfully" })),
@@ -528,7 +544,7 @@ async fn reset_offsets(fleet: &Fleet, name: &str) -> Response<Full<Bytes>> {
     }
 }
 
-async fn validate_plugin(fleet: &Fleet, plugin: &str, body: &Bytes) -> Response<Full<Bytes>> {
+async fn validate_plugin(view: &dyn View, plugin: &str, body: &Bytes) -> Response<Full<Bytes>> {
     let class = match plugin {
         SOURCE_CLASS | "ServiceNowSourceConnector" => SOURCE_CLASS,
         SINK_CLASS | "ServiceNowSinkConnector" => SINK_CLASS,
@@ -540,7 +556,7 @@ async fn validate_plugin(fleet: &Fleet, plugin: &str, body: &Bytes) -> Response<
     };
     properties.entry("connector.class".into()).or_insert_with(|| class.to_string());
     let name = properties.remove("name").unwrap_or_else(|| "validate".into());
-    let errors = validate::check(fleet, &name, &properties).await;
+    let errors = validate::check(view, &name, &properties).await;
     properties.insert("name".into(), name);
     reply(StatusCode::OK, &validate::config_infos(class, &properties, &errors))
 }

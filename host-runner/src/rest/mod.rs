@@ -10,6 +10,7 @@
 
 pub mod api;
 pub mod validate;
+pub mod view;
 
 use std::collections::BTreeMap;
 use std::convert::Infallible;
@@ -28,20 +29,38 @@ use hyper_util::rt::TokioIo;
 use tokio::net::TcpListener;
 
 use crate::shutdown::Shutdown;
-use crate::worker::Fleet;
+use view::View;
 
 /// Largest request body read (a connector configuration is a few kilobytes).
 const MAX_BODY: usize = 1 << 20;
 
-/// Serves the API until `shutdown`; returns the bound address.
-pub async fn serve(fleet: Arc<Fleet>, mut shutdown: Shutdown) -> Result<SocketAddr> {
-    let listener = TcpListener::bind(&fleet.config.listen).await.with_context(|| format!("listeners: cannot listen on {}", fleet.config.listen))?;
+/// Where and how the API listens.
+#[derive(Debug, Clone, Default)]
+pub struct Listener {
+    /// `HOST:PORT`.
+    pub address: String,
+    /// PEM certificate and key: TLS only.
+    pub tls: Option<crate::worker::config::TlsFiles>,
+    /// A properties file of `user=password`: HTTP Basic required.
+    pub basic_auth_file: Option<std::path::PathBuf>,
+}
+
+impl Listener {
+    /// A fleet worker's listener, from its configuration.
+    pub fn of(config: &crate::worker::WorkerConfig) -> Self {
+        Self { address: config.listen.clone(), tls: config.tls.clone(), basic_auth_file: config.basic_auth_file.clone() }
+    }
+}
+
+/// Serves the API over `view` until `shutdown`; returns the bound address.
+pub async fn serve(view: Arc<dyn View>, listen: &Listener, mut shutdown: Shutdown) -> Result<SocketAddr> {
+    let listener = TcpListener::bind(&listen.address).await.with_context(|| format!("the REST listener cannot listen on {}", listen.address))?;
     let bound = listener.local_addr()?;
-    let users = match &fleet.config.basic_auth_file {
+    let users = match &listen.basic_auth_file {
         Some(file) => Some(Arc::new(read_users(file)?)),
         None => None,
     };
-    let tls = match &fleet.config.tls {
+    let tls = match &listen.tls {
         Some(files) => Some(tls_acceptor(&files.certificate, &files.key)?),
         None => None,
     };
@@ -52,11 +71,11 @@ pub async fn serve(fleet: Arc<Fleet>, mut shutdown: Shutdown) -> Result<SocketAd
                 () = shutdown.wait() => break,
             };
             let Ok((stream, _)) = accepted else { continue };
-            let (fleet, users, tls) = (fleet.clone(), users.clone(), tls.clone());
+            let (view, users, tls) = (view.clone(), users.clone(), tls.clone());
             tokio::spawn(async move {
                 let service = service_fn(move |request: http::Request<Incoming>| {
-                    let (fleet, users) = (fleet.clone(), users.clone());
-                    async move { Ok::<_, Infallible>(handle(&fleet, users.as_deref(), request).await) }
+                    let (view, users) = (view.clone(), users.clone());
+                    async move { Ok::<_, Infallible>(handle(view.as_ref(), users.as_deref(), request).await) }
                 });
                 match tls {
                     Some(acceptor) => {
@@ -75,7 +94,7 @@ pub async fn serve(fleet: Arc<Fleet>, mut shutdown: Shutdown) -> Result<SocketAd
 }
 
 /// A request, authenticated, read and answered.
-async fn handle(fleet: &Fleet, users: Option<&BTreeMap<String, String>>, request: http::Request<Incoming>) -> Response<Full<Bytes>> {
+async fn handle(view: &dyn View, users: Option<&BTreeMap<String, String>>, request: http::Request<Incoming>) -> Response<Full<Bytes>> {
     if let Some(users) = users {
         if !authorised(users, request.headers().get(header::AUTHORIZATION).and_then(|v| v.to_str().ok())) {
             let mut response = api::error(StatusCode::UNAUTHORIZED, "The request needs HTTP Basic credentials of a user in rest.basic.auth.file");
@@ -88,7 +107,7 @@ async fn handle(fleet: &Fleet, users: Option<&BTreeMap<String, String>>, request
         Ok(collected) => collected.to_bytes(),
         Err(_) => return api::error(StatusCode::PAYLOAD_TOO_LARGE, &format!("The request body is larger than {MAX_BODY} bytes or was cut off")),
     };
-    let response = api::answer(fleet, &parts.method, &parts.uri, &body).await;
+    let response = api::answer(view, &parts.method, &parts.uri, &body).await;
     tracing::debug!(method = %parts.method, path = parts.uri.path(), status = response.status().as_u16(), "REST");
     response
 }

@@ -8,17 +8,17 @@ use std::collections::{BTreeMap, HashMap};
 
 use serde_json::{Value, json};
 
-use crate::worker::Fleet;
+use super::view::View;
 use crate::worker::configs::{SECRET_KEYS, check_secrets};
-use crate::worker::connectors::fleet_spec;
 
 /// The errors of a configuration, by key (a key with no error is absent).
 pub type Errors = BTreeMap<String, Vec<String>>;
 
-/// Checks `properties` of connector `name` as a worker of `fleet` would run them.
-pub async fn check(fleet: &Fleet, name: &str, properties: &BTreeMap<String, String>) -> Errors {
+/// Checks `properties` of connector `name` as `view`'s process would run them.
+pub async fn check(view: &dyn View, name: &str, properties: &BTreeMap<String, String>) -> Errors {
     let mut errors = Errors::new();
-    for (key, message) in check_secrets(properties) {
+    // A fleet stores the configuration: a secret must be a reference there.
+    for (key, message) in check_secrets(properties).into_iter().filter(|_| view.fleet().is_some()) {
         errors.entry(key).or_default().push(message);
     }
     if !errors.is_empty() {
@@ -27,18 +27,18 @@ pub async fn check(fleet: &Fleet, name: &str, properties: &BTreeMap<String, Stri
     // The host's checks first; the keys they refuse are left out so that the component still
     // checks the rest, and every error is answered at once, as Connect does.
     let mut checked = properties.clone();
-    let spec = match fleet_spec(fleet, name, properties).await {
+    let spec = match view.spec(name, properties).await {
         Ok(spec) => spec,
         Err(e) => {
             attach(&mut errors, &format!("{e:#}"));
             checked.retain(|k, _| !errors.contains_key(k));
-            match fleet_spec(fleet, name, &checked).await {
+            match view.spec(name, &checked).await {
                 Ok(spec) => spec,
                 Err(_) => return errors,
             }
         }
     };
-    if let Err(e) = fleet.runner.ready(&spec, &mut HashMap::new()).await {
+    if let Err(e) = view.runner().ready(&spec, &mut HashMap::new()).await {
         attach(&mut errors, &format!("{e:#}"));
     }
     errors

@@ -21,7 +21,7 @@ pub mod status_log;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
@@ -29,7 +29,7 @@ use anyhow::{Context, Result};
 use crate::component::Loaded;
 use crate::component::swap::Slot;
 use crate::offsets::KafkaOffsetStore;
-use crate::runner::{Ready, Runner};
+use crate::runner::{Plan, Ready, Runner};
 use crate::shutdown::{Shutdown, linked};
 use crate::state::StateTopic;
 use crate::status::UnitState;
@@ -57,17 +57,6 @@ pub struct Fleet {
     pub components: components::ComponentStore,
     /// Where resolved `component.ref`s are written.
     pub resolved: std::path::PathBuf,
-    /// Each connector's plan as this worker made it: its kind and unit names in task order.
-    pub plans: Mutex<BTreeMap<String, Plan>>,
-}
-
-/// A connector's plan.
-#[derive(Debug, Clone)]
-pub struct Plan {
-    /// `source` or `sink`.
-    pub kind: &'static str,
-    /// The source's units in task order, with their configuration.
-    pub units: Vec<(String, Vec<(String, String)>)>,
 }
 
 /// A slot held here, once fenced.
@@ -109,7 +98,6 @@ pub async fn run(config: WorkerConfig, compile_cache: Option<&Path>, shutdown: S
         components: components::ComponentStore::new(component_topic),
         resolved,
         runner: runner.clone(),
-        plans: Mutex::default(),
         config,
     });
     tracing::info!(
@@ -132,7 +120,7 @@ pub async fn run(config: WorkerConfig, compile_cache: Option<&Path>, shutdown: S
         let bound = crate::admin::serve(addr, admin, shutdown.clone()).await?;
         tracing::info!("status endpoint on http://{bound}/status and http://{bound}/metrics");
     }
-    let bound = crate::rest::serve(fleet.clone(), shutdown.clone()).await?;
+    let bound = crate::rest::serve(fleet.clone(), &crate::rest::Listener::of(&fleet.config), shutdown.clone()).await?;
     tracing::info!("REST API on {}://{bound}/connectors", if fleet.config.tls.is_some() { "https" } else { "http" });
     let (membership, mut slot_events) = Membership::join(&fleet.config)?;
     let mut worker = WorkerLoop {
@@ -276,7 +264,7 @@ impl WorkerLoop {
                 stop_managed(managed).await;
             }
             if !desired.contains_key(&name) {
-                self.fleet.plans.lock().unwrap_or_else(|e| e.into_inner()).remove(&name);
+                self.fleet.runner.record_plan(&name, None);
                 if leads {
                     if let Err(e) = self.fleet.status.forget(&name).await {
                         tracing::warn!(connector = name, "removing the status of a deleted connector: {e:#}");
@@ -302,26 +290,16 @@ impl WorkerLoop {
     async fn load(&mut self, name: &str, record: &ConnectorRecord) -> Managed {
         let live = match fleet_spec(&self.fleet, name, &record.properties).await {
             Ok(spec) => match self.fleet.runner.ready(&spec, &mut self.components).await {
-                Ok(ready) => live(ready),
+                Ok(ready) => {
+                    self.fleet.runner.record_plan(name, Some(Plan::of(&ready)));
+                    live(ready)
+                }
                 Err(e) => Err(format!("{e:#}")),
             },
             Err(e) => Err(format!("{e:#}")),
         };
-        match &live {
-            Ok(live) => {
-                let plan = match live {
-                    Live::Source { units, .. } => Plan {
-                        kind: "source",
-                        units: units.iter().map(|u| (u.name.clone(), u.config.iter().map(|e| (e.key.clone(), e.value.clone())).collect())).collect(),
-                    },
-                    Live::Sink { .. } => Plan { kind: "sink", units: Vec::new() },
-                };
-                self.fleet.plans.lock().unwrap_or_else(|e| e.into_inner()).insert(name.to_string(), plan);
-            }
-            Err(e) => {
-                let message = crate::redact::clean(e);
-                tracing::error!(connector = name, "the connector cannot run: {message}");
-            }
+        if let Err(e) = &live {
+            tracing::error!(connector = name, "the connector cannot run: {}", crate::redact::clean(e));
         }
         Managed {
             properties: record.properties.clone(),

@@ -1,0 +1,182 @@
+//! What the REST API reads and writes, in one place: a fleet ([`Fleet`]: every answer from its
+//! topics, every write to them) or a standalone run ([`Standalone`]: the connector files it was
+//! started with, its status board and offset stores; read-only, writes answer `405` naming what to
+//! do instead).
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use anyhow::Result;
+
+use crate::config::ConnectorSpec;
+use crate::runner::{Plan, Runner};
+use crate::status::UnitState;
+use crate::worker::Fleet;
+use crate::worker::configs::{ConnectorRecord, SECRET_KEYS, TargetState};
+use crate::worker::status_log::{Published, connect_state};
+
+/// A boxed future of the REST API's.
+pub type Pending<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// What the API answers from.
+pub trait View: Send + Sync {
+    /// Every connector, by name.
+    fn connectors(&self) -> BTreeMap<String, ConnectorRecord>;
+    /// One connector.
+    fn connector(&self, name: &str) -> Option<ConnectorRecord> {
+        self.connectors().remove(name)
+    }
+    /// Its plan, if made.
+    fn plan(&self, name: &str) -> Option<Plan>;
+    /// Its units' statuses, by unit.
+    fn unit_statuses(&self, name: &str) -> Vec<(String, Published)>;
+    /// Its own status.
+    fn connector_status(&self, name: &str) -> Option<Published>;
+    /// Its stored offsets: `(partition, position)`.
+    fn offsets(&self, name: &str) -> Vec<(String, String)>;
+    /// The fleet, where writes go; `None` in a standalone run.
+    fn fleet(&self) -> Option<&Fleet>;
+    /// The engine that validates.
+    fn runner(&self) -> &Runner;
+    /// The spec `properties` of connector `name` would run with here.
+    fn spec<'a>(&'a self, name: &'a str, properties: &'a BTreeMap<String, String>) -> Pending<'a, Result<ConnectorSpec>>;
+}
+
+impl View for Fleet {
+    fn connectors(&self) -> BTreeMap<String, ConnectorRecord> {
+        self.configs.connectors()
+    }
+
+    fn connector(&self, name: &str) -> Option<ConnectorRecord> {
+        self.configs.connector(name)
+    }
+
+    fn plan(&self, name: &str) -> Option<Plan> {
+        self.runner.plan(name)
+    }
+
+    fn unit_statuses(&self, name: &str) -> Vec<(String, Published)> {
+        self.status.units(name)
+    }
+
+    fn connector_status(&self, name: &str) -> Option<Published> {
+        self.status.connector(name)
+    }
+
+    fn offsets(&self, name: &str) -> Vec<(String, String)> {
+        self.offsets.entries().into_iter().filter(|(c, _, _)| c == name).map(|(_, p, v)| (p, v)).collect()
+    }
+
+    fn fleet(&self) -> Option<&Fleet> {
+        Some(self)
+    }
+
+    fn runner(&self) -> &Runner {
+        &self.runner
+    }
+
+    fn spec<'a>(&'a self, name: &'a str, properties: &'a BTreeMap<String, String>) -> Pending<'a, Result<ConnectorSpec>> {
+        Box::pin(crate::worker::connectors::fleet_spec(self, name, properties))
+    }
+}
+
+/// A standalone run as the API sees it.
+pub struct Standalone {
+    /// The process's runner.
+    pub runner: Arc<Runner>,
+    /// Each connector's entries as its file gave them (secrets shown as `[hidden]`).
+    pub connectors: BTreeMap<String, BTreeMap<String, String>>,
+    /// The id status answers name (the REST listener's bound address, set once bound).
+    pub worker_id: std::sync::OnceLock<String>,
+}
+
+impl Standalone {
+    /// The view of `specs` (their files' entries) run by `runner`.
+    pub fn new(runner: Arc<Runner>, entries: Vec<BTreeMap<String, String>>) -> Self {
+        let connectors = entries
+            .into_iter()
+            .filter_map(|mut e| {
+                let name = e.remove("name")?;
+                for key in SECRET_KEYS {
+                    if let Some(value) = e.get_mut(key).filter(|v| !crate::config::is_provider_reference(v)) {
+                        *value = "[hidden]".into();
+                    }
+                }
+                Some((name, e))
+            })
+            .collect();
+        Self { runner, connectors, worker_id: std::sync::OnceLock::new() }
+    }
+}
+
+impl View for Standalone {
+    fn connectors(&self) -> BTreeMap<String, ConnectorRecord> {
+        self.connectors
+            .iter()
+            .map(|(name, properties)| (name.clone(), ConnectorRecord { properties: properties.clone(), target: TargetState::Started, restart: None }))
+            .collect()
+    }
+
+    fn plan(&self, name: &str) -> Option<Plan> {
+        self.runner.plan(name)
+    }
+
+    fn unit_statuses(&self, name: &str) -> Vec<(String, Published)> {
+        self.runner
+            .status()
+            .snapshot()
+            .into_iter()
+            .filter(|s| s.connector == name && s.unit != "connector" && s.unit != "component")
+            .map(|s| {
+                let state = connect_state(s.state);
+                let published = Published {
+                    state: state.to_string(),
+                    detail: serde_json::to_value(s.state).ok().and_then(|v| v.as_str().map(str::to_string)),
+                    message: s.message.clone(),
+                    trace: s.message.clone().filter(|_| state == "FAILED"),
+                    worker_id: self.worker_id.get().cloned().unwrap_or_default(),
+                    since_ms: s.since_ms,
+                };
+                (s.unit, published)
+            })
+            .collect()
+    }
+
+    fn connector_status(&self, name: &str) -> Option<Published> {
+        self.plan(name)?;
+        let failed = self.runner.status().in_state(name, UnitState::Parked).into_iter().find(|s| s.unit == "connector");
+        Some(Published {
+            state: if failed.is_some() { "FAILED" } else { "RUNNING" }.into(),
+            detail: None,
+            message: failed.as_ref().and_then(|f| f.message.clone()),
+            trace: failed.and_then(|f| f.message),
+            worker_id: self.worker_id.get().cloned().unwrap_or_default(),
+            since_ms: 0,
+        })
+    }
+
+    fn offsets(&self, name: &str) -> Vec<(String, String)> {
+        self.runner.offsets_of(name).map(|store| store.load(name)).unwrap_or_default()
+    }
+
+    fn fleet(&self) -> Option<&Fleet> {
+        None
+    }
+
+    fn runner(&self) -> &Runner {
+        &self.runner
+    }
+
+    fn spec<'a>(&'a self, name: &'a str, properties: &'a BTreeMap<String, String>) -> Pending<'a, Result<ConnectorSpec>> {
+        Box::pin(async move {
+            let mut entries = properties.clone();
+            entries.insert("name".into(), name.to_string());
+            if let Err(errors) = crate::config::resolve_providers(&mut entries) {
+                anyhow::bail!("connector {name} has an invalid configuration:\n  {}", errors.join("\n  "));
+            }
+            ConnectorSpec::from_entries(entries)
+        })
+    }
+}
