@@ -195,7 +195,8 @@ fn run(args: &[String], validate_only: bool) -> Result<()> {
 /// protocol, Kafka Connect's REST API; runs until SIGINT/SIGTERM.
 fn worker(args: &[String]) -> Result<()> {
     let parsed = Args::parse("worker", args, &["config", "component-cache"])?;
-    let config = host_runner::worker::load_config(&PathBuf::from(parsed.option("config").context("--config worker.properties is required")?))?;
+    let config =
+        host_runner::worker::load_config(&PathBuf::from(parsed.option("config").context("--config worker.properties is required")?))?;
     let compile_cache = match parsed.option("component-cache") {
         Some("off") => None,
         Some(dir) => Some(PathBuf::from(dir)),
@@ -226,14 +227,22 @@ fn component(args: &[String]) -> Result<()> {
         bail!("component needs push\n{USAGE}");
     }
     let file = PathBuf::from(args.positional.get(1).context("component push needs the component to push")?);
-    let config = host_runner::worker::load_config(&PathBuf::from(args.option("config").context("--config worker.properties is required")?))?;
+    let config =
+        host_runner::worker::load_config(&PathBuf::from(args.option("config").context("--config worker.properties is required")?))?;
     let trusted: Vec<TrustedKey> = config
         .connector_defaults
         .get("component.trusted.keys")
-        .map(|list| list.split(',').filter(|p| !p.trim().is_empty()).map(|p| TrustedKey::from_pem_file(p.trim().as_ref())).collect::<Result<_>>())
+        .map(|list| {
+            list.split(',').filter(|p| !p.trim().is_empty()).map(|p| TrustedKey::from_pem_file(p.trim().as_ref())).collect::<Result<_>>()
+        })
         .transpose()?
         .unwrap_or_default();
-    let policy = TrustPolicy::new(trusted, None, args.option("bundle").map(PathBuf::from), config.connector_defaults.get("component.allow.unsigned").is_some_and(|v| v == "true"))?;
+    let policy = TrustPolicy::new(
+        trusted,
+        None,
+        args.option("bundle").map(PathBuf::from),
+        config.connector_defaults.get("component.allow.unsigned").is_some_and(|v| v == "true"),
+    )?;
     let checked = Checked::read(&file, &policy)?;
     let bundle_path = policy.bundle_for(&file);
     let bundle = std::fs::read(&bundle_path).ok();
@@ -260,29 +269,35 @@ fn offsets(args: &[String]) -> Result<()> {
     use host_runner::state::{Clients, StateTopic, TopicSpec};
     let args = Args::parse("offsets", args, &["file", "topic", "bootstrap", "connector", "table"])?;
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
-    let (entries, remove): (Vec<(String, String, String)>, Box<dyn Fn(&str, &dyn Fn(&str) -> bool) -> Result<usize>>) =
-        match (args.option("file"), args.option("topic")) {
-            (Some(file), None) => {
-                let file = PathBuf::from(file);
-                if !file.exists() {
-                    bail!("no offset file at {}", file.display());
-                }
-                let store = FileOffsetStore::open(&file)?;
-                (store.entries(), Box::new(move |c, m| store.remove(c, m)))
+    /// Removes a connector's offsets whose partition passes the filter; how many.
+    type Remove = Box<dyn Fn(&str, &dyn Fn(&str) -> bool) -> Result<usize>>;
+    let (entries, remove): (Vec<(String, String, String)>, Remove) = match (args.option("file"), args.option("topic")) {
+        (Some(file), None) => {
+            let file = PathBuf::from(file);
+            if !file.exists() {
+                bail!("no offset file at {}", file.display());
             }
-            (None, Some(topic)) => {
-                let bootstrap = args.option("bootstrap").context("--bootstrap is required with --topic")?;
-                let clients = Clients { bootstrap: bootstrap.to_string(), common: Default::default() };
-                let spec = TopicSpec { name: topic.to_string(), partitions: 25, replication: -1, key: "offset.storage.topic" };
-                let store = KafkaOffsetStore::new(std::sync::Arc::new(rt.block_on(StateTopic::open(&clients, spec, true))?));
-                let handle = rt.handle().clone();
-                (store.entries(), Box::new(move |c, m| {
+            let store = FileOffsetStore::open(&file)?;
+            (store.entries(), Box::new(move |c, m| store.remove(c, m)))
+        }
+        (None, Some(topic)) => {
+            let bootstrap = args.option("bootstrap").context("--bootstrap is required with --topic")?;
+            let clients = Clients { bootstrap: bootstrap.to_string(), common: Default::default() };
+            let spec = TopicSpec { name: topic.to_string(), partitions: 25, replication: -1, key: "offset.storage.topic" };
+            let store = KafkaOffsetStore::new(std::sync::Arc::new(rt.block_on(StateTopic::open(&clients, spec, true))?));
+            let handle = rt.handle().clone();
+            (
+                store.entries(),
+                Box::new(move |c, m| {
                     let _runtime = handle.enter();
                     store.remove(c, m)
-                }))
-            }
-            _ => bail!("give --file (the connector's offset.storage.file.filename) or --topic and --bootstrap (its offset.storage.topic)\n{USAGE}"),
-        };
+                }),
+            )
+        }
+        _ => bail!(
+            "give --file (the connector's offset.storage.file.filename) or --topic and --bootstrap (its offset.storage.topic)\n{USAGE}"
+        ),
+    };
     match args.positional.first().map(String::as_str) {
         Some("list") => {
             for (connector, partition, position) in entries {

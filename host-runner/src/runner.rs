@@ -18,9 +18,9 @@ use crate::config::ConnectorSpec;
 use crate::connector::{ConnectorContext, SharedContext};
 use crate::metrics::Metrics;
 use crate::offsets::{FileOffsetStore, KafkaOffsetStore, OffsetStore};
-use crate::state::{Clients, StateTopic};
 use crate::outbound::{Gate, GateSettings, LimiterRegistry};
 use crate::shutdown::Shutdown;
+use crate::state::{Clients, StateTopic};
 use crate::status::{StatusBoard, UnitState};
 
 /// Everything one process shares between connectors.
@@ -69,7 +69,10 @@ impl Plan {
         match ready {
             Ready::Source { units, .. } => Plan {
                 kind: "source",
-                units: units.iter().map(|u| (u.name.clone(), u.config.iter().map(|e| (e.key.clone(), e.value.clone())).collect())).collect(),
+                units: units
+                    .iter()
+                    .map(|u| (u.name.clone(), u.config.iter().map(|e| (e.key.clone(), e.value.clone())).collect()))
+                    .collect(),
             },
             Ready::Sink { .. } => Plan { kind: "sink", units: Vec::new() },
         }

@@ -61,16 +61,27 @@ fn a_connector_created_over_rest_runs_and_answers_in_connects_shapes() {
     let plugins = curl(spec.port, "GET", "/connector-plugins", None);
     assert!(plugins.text.contains("io.snowconnect.ServiceNowSourceConnector"), "{}", plugins.text);
 
-    let created = curl(spec.port, "POST", "/connectors", Some(&json!({ "name": name, "config": source_config(&fake, &name, &topic, &["incident"]) })));
+    let created = curl(
+        spec.port,
+        "POST",
+        "/connectors",
+        Some(&json!({ "name": name, "config": source_config(&fake, &name, &topic, &["incident"]) })),
+    );
     assert_eq!(created.status, 201, "{}", created.text);
     assert_eq!(created.body["name"], name.as_str());
     assert_eq!(created.body["type"], "source");
-    assert_eq!(curl(spec.port, "POST", "/connectors", Some(&json!({ "name": name, "config": {} }))).status, 409, "a second create conflicts");
+    assert_eq!(
+        curl(spec.port, "POST", "/connectors", Some(&json!({ "name": name, "config": {} }))).status,
+        409,
+        "a second create conflicts"
+    );
 
     let records = read_until(kafka_harness::shared().bootstrap(), &topic, Duration::from_secs(120), |r| r.len() >= ids.len());
     let keys: BTreeSet<&str> = records.iter().map(|r| r.key.as_str()).collect();
     assert_eq!(keys.len(), ids.len(), "every row arrived; log:\n{}", tail(&worker.log(), 30));
-    let status = wait_status(spec.port, &name, Duration::from_secs(30), "RUNNING", |s| s["connector"]["state"] == "RUNNING" && tasks_in(s, "RUNNING") == 1);
+    let status = wait_status(spec.port, &name, Duration::from_secs(30), "RUNNING", |s| {
+        s["connector"]["state"] == "RUNNING" && tasks_in(s, "RUNNING") == 1
+    });
     assert_eq!(status["tasks"][0]["worker_id"], format!("127.0.0.1:{}", spec.port));
     assert_eq!(status["type"], "source");
     let info = curl(spec.port, "GET", &format!("/connectors/{name}"), None);
@@ -129,7 +140,10 @@ fn a_wrong_key_is_refused_in_connects_error_shape_by_validate_and_create() {
     assert_eq!(refused.status, 400, "{}", refused.text);
     assert_eq!(refused.body["error_code"], 400);
     let message = refused.body["message"].as_str().unwrap();
-    assert!(message.starts_with("Connector configuration is invalid and contains the following") && message.contains("kafka.typo"), "{message}");
+    assert!(
+        message.starts_with("Connector configuration is invalid and contains the following") && message.contains("kafka.typo"),
+        "{message}"
+    );
     assert_eq!(curl(spec.port, "GET", "/connectors", None).body, json!([]), "nothing was stored");
 
     let mut literal = source_config(&fake, &name, "t", &["incident"]);
@@ -217,22 +231,30 @@ fn three_workers_share_fifty_tables_and_a_sink_survive_a_kill_and_take_in_a_four
     let dir = work_dir("fleet-three");
     let group = unique("fleet-three");
     let specs: Vec<_> = (1..=4).map(|i| worker_properties(&dir, &format!("w{i}"), &group, &[])).collect();
-    let mut workers: Vec<Option<support::Runner>> = specs[..3].iter().enumerate().map(|(i, s)| Some(start_worker(&dir, &format!("w{}", i + 1), s, &[PASSWORD_ENV]))).collect();
+    let mut workers: Vec<Option<support::Runner>> =
+        specs[..3].iter().enumerate().map(|(i, s)| Some(start_worker(&dir, &format!("w{}", i + 1), s, &[PASSWORD_ENV]))).collect();
     let id_of = |i: usize| format!("127.0.0.1:{}", specs[i].port);
 
     // The source and a sink, created with curl against the first worker.
     let (source, topic) = (unique("fleet-src"), unique("fleet-rows"));
     let table_refs: Vec<&str> = tables.iter().map(String::as_str).collect();
-    let created = curl(specs[0].port, "POST", "/connectors", Some(&json!({ "name": source, "config": source_config_batch(&fake, &source, &topic, &table_refs, batch) })));
+    let created = curl(
+        specs[0].port,
+        "POST",
+        "/connectors",
+        Some(&json!({ "name": source, "config": source_config_batch(&fake, &source, &topic, &table_refs, batch) })),
+    );
     assert_eq!(created.status, 201, "{}", created.text);
     let (sink, sink_topic) = (unique("fleet-sink"), unique("fleet-updates"));
     support::kafka::create_topic_blocking(kafka_harness::shared().bootstrap(), &sink_topic, 4);
     let targets = fake.shared().seed("u_sink_target", 200, now - 100, 50);
-    let mut sink_config: BTreeMap<String, String> = support::sink_entries(&fake.url(), &sink, &sink_topic, "u_sink_target", &[
-        ("snow.auth.username", USER),
-        ("snow.auth.password", "${env:SNOW_FLEET_PASSWORD}"),
-        ("snow.sink.operation", "patch"),
-    ]);
+    let mut sink_config: BTreeMap<String, String> = support::sink_entries(
+        &fake.url(),
+        &sink,
+        &sink_topic,
+        "u_sink_target",
+        &[("snow.auth.username", USER), ("snow.auth.password", "${env:SNOW_FLEET_PASSWORD}"), ("snow.sink.operation", "patch")],
+    );
     for k in ["name", "kafka.bootstrap.servers", "component.trusted.keys"] {
         sink_config.remove(k);
     }
@@ -288,7 +310,9 @@ fn three_workers_share_fifty_tables_and_a_sink_survive_a_kill_and_take_in_a_four
 
     let finals: BTreeSet<(String, String)> = tables
         .iter()
-        .flat_map(|t| fake.rows(t).into_iter().map(|r| (r["sys_id"].as_str().unwrap().to_string(), r["sys_mod_count"].as_str().unwrap().to_string())))
+        .flat_map(|t| {
+            fake.rows(t).into_iter().map(|r| (r["sys_id"].as_str().unwrap().to_string(), r["sys_mod_count"].as_str().unwrap().to_string()))
+        })
         .collect();
     let has_all = |records: &[support::kafka::Read]| {
         let seen: BTreeSet<(String, String)> =
@@ -302,7 +326,10 @@ fn three_workers_share_fifty_tables_and_a_sink_survive_a_kill_and_take_in_a_four
         .map(|(k, v)| (k.as_deref().unwrap(), serde_json::from_str::<Value>(v).unwrap()["u_seq"].as_str().unwrap().to_string()))
         .collect();
     let behind = || {
-        fake.rows("u_sink_target").iter().filter(|r| last.get(r["sys_id"].as_str().unwrap()).is_some_and(|seq| r.get("u_seq").and_then(Value::as_str) != Some(seq))).count()
+        fake.rows("u_sink_target")
+            .iter()
+            .filter(|r| last.get(r["sys_id"].as_str().unwrap()).is_some_and(|seq| r.get("u_seq").and_then(Value::as_str) != Some(seq)))
+            .count()
     };
     let deadline = std::time::Instant::now() + Duration::from_secs(180);
     while behind() > 0 {
@@ -315,19 +342,26 @@ fn three_workers_share_fifty_tables_and_a_sink_survive_a_kill_and_take_in_a_four
     // Nothing ran on two workers at once; duplicates within the bound, per table and per move.
     let moves = assert_no_overlap(&fake, &tables);
     for table in &tables {
-        let mut stamps: Vec<i64> = fake.rows(table).iter().filter_map(|r| snow_core::time::Timestamp::parse(r["sys_updated_on"].as_str()?).ok().map(|t| t.as_millis() / 1000)).collect();
+        let mut stamps: Vec<i64> = fake
+            .rows(table)
+            .iter()
+            .filter_map(|r| snow_core::time::Timestamp::parse(r["sys_updated_on"].as_str()?).ok().map(|t| t.as_millis() / 1000))
+            .collect();
         let window = densest_window(&mut stamps, 30);
         let bound = moves[table] * (window + host_runner::source::pipeline::MAX_UNACKNOWLEDGED * batch);
         let table_ids: BTreeSet<&str> = ids[table].iter().map(String::as_str).collect();
         let of_table: Vec<&support::kafka::Read> = records.iter().filter(|r| table_ids.contains(r.key.as_str())).collect();
-        let distinct: BTreeSet<(&str, &str)> =
-            of_table.iter().map(|r| (r.key.as_str(), r.headers.get("snow.sys_mod_count").map(String::as_str).unwrap_or_default())).collect();
+        let distinct: BTreeSet<(&str, &str)> = of_table
+            .iter()
+            .map(|r| (r.key.as_str(), r.headers.get("snow.sys_mod_count").map(String::as_str).unwrap_or_default()))
+            .collect();
         let duplicates = of_table.len() - distinct.len();
         assert!(duplicates <= bound, "{table}: {duplicates} duplicates, bound {bound} ({} moves)", moves[table]);
     }
     let total_moves: usize = moves.values().sum();
     assert!(total_moves >= victims_tables, "the killed worker's tables moved ({total_moves} moves)");
-    let duplicates = records.len() - records.iter().map(|r| (r.key.as_str(), r.headers.get("snow.sys_mod_count").map(String::as_str))).collect::<BTreeSet<_>>().len();
+    let duplicates = records.len()
+        - records.iter().map(|r| (r.key.as_str(), r.headers.get("snow.sys_mod_count").map(String::as_str))).collect::<BTreeSet<_>>().len();
     eprintln!("fleet: {} records for {} row versions, {duplicates} duplicates, {total_moves} table moves", records.len(), finals.len());
     for worker in workers.into_iter().flatten() {
         let log = worker.stop();
@@ -351,21 +385,27 @@ fn a_sink_in_a_fleet_shares_its_lanes_survives_a_kill_and_writes_every_record() 
     let targets = fake.shared().seed("incident", 100, now - 100, 50);
     let updates = support::keyed_updates(&targets, 2_000, 7);
     support::kafka::produce_blocking(bootstrap, &topic, &updates);
-    let mut config: BTreeMap<String, String> = support::sink_entries(&fake.url(), &sink, &topic, "incident", &[
-        ("snow.auth.username", USER),
-        ("snow.auth.password", "${env:SNOW_FLEET_PASSWORD}"),
-    ]);
+    let mut config: BTreeMap<String, String> = support::sink_entries(
+        &fake.url(),
+        &sink,
+        &topic,
+        "incident",
+        &[("snow.auth.username", USER), ("snow.auth.password", "${env:SNOW_FLEET_PASSWORD}")],
+    );
     for k in ["name", "kafka.bootstrap.servers", "component.trusted.keys"] {
         config.remove(k);
     }
     let created = curl(specs[1].port, "POST", "/connectors", Some(&json!({ "name": sink, "config": config })));
     assert_eq!(created.status, 201, "{}", created.text);
     let status = wait_status(specs[0].port, &sink, Duration::from_secs(60), "4 lanes on both workers", |s| {
-        let ids: BTreeSet<&str> = s["tasks"].as_array().map(|t| t.iter().filter_map(|t| t["worker_id"].as_str()).collect()).unwrap_or_default();
+        let ids: BTreeSet<&str> =
+            s["tasks"].as_array().map(|t| t.iter().filter_map(|t| t["worker_id"].as_str()).collect()).unwrap_or_default();
         s["tasks"].as_array().is_some_and(|t| t.len() == 4) && ids.len() == 2
     });
     assert_eq!(status["type"], "sink", "{status}");
-    support::wait_until("writes under way", Duration::from_secs(60), || (fake.journal().entries.iter().filter(|e| e.method == "PATCH").count() >= 300).then_some(()));
+    support::wait_until("writes under way", Duration::from_secs(60), || {
+        (fake.journal().entries.iter().filter(|e| e.method == "PATCH").count() >= 300).then_some(())
+    });
     workers[1].take().unwrap().kill();
     let written_at_kill = fake.journal().entries.iter().filter(|e| e.method == "PATCH").count();
     assert!(written_at_kill < updates.len(), "the kill landed while writing ({written_at_kill} of {})", updates.len());
@@ -403,7 +443,8 @@ fn running_source(label: &str, tables: &[&str], faults: &[fake_snow::Fault]) -> 
     let spec = worker_properties(&dir, "w1", &unique(label), &[]);
     let worker = start_worker(&dir, "w1", &spec, &[PASSWORD_ENV]);
     let (name, topic) = (unique(label), unique(&format!("{label}-rows")));
-    let created = curl(spec.port, "POST", "/connectors", Some(&json!({ "name": name, "config": source_config(&fake, &name, &topic, tables) })));
+    let created =
+        curl(spec.port, "POST", "/connectors", Some(&json!({ "name": name, "config": source_config(&fake, &name, &topic, tables) })));
     assert_eq!(created.status, 201, "{}", created.text);
     Running { fake, worker, port: spec.port, name, topic, now }
 }
@@ -512,7 +553,9 @@ fn stop_releases_the_units_and_offsets_are_read_altered_and_reset_only_while_sto
 #[test]
 fn restart_restarts_failed_units_and_delete_removes_the_connector_from_the_fleet() {
     // The first read of `problem` is refused: its unit fails (parked) until restarted.
-    let refuse = fake_snow::Fault::always(fake_snow::FaultAction::Status { status: 403, retry_after: None }).on_path("/api/now/table/problem").times(1);
+    let refuse = fake_snow::Fault::always(fake_snow::FaultAction::Status { status: 403, retry_after: None })
+        .on_path("/api/now/table/problem")
+        .times(1);
     let r = running_source("fleet-restart", &["incident", "problem"], &[refuse]);
     let failed = r.status("one failed task", |s| tasks_in(s, "FAILED") == 1 && tasks_in(s, "RUNNING") == 1);
     let task = failed["tasks"].as_array().unwrap().iter().find(|t| t["state"] == "FAILED").unwrap().clone();
@@ -550,7 +593,19 @@ fn the_rest_listener_requires_basic_credentials_and_speaks_tls() {
     let dir = work_dir("fleet-tls");
     let (cert, key) = (dir.join("rest.crt"), dir.join("rest.key"));
     let made = std::process::Command::new("openssl")
-        .args(["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1"])
+        .args([
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+            "-nodes",
+            "-days",
+            "1",
+            "-subj",
+            "/CN=127.0.0.1",
+        ])
         .args(["-addext", "subjectAltName=IP:127.0.0.1", "-keyout"])
         .arg(&key)
         .arg("-out")
@@ -564,14 +619,20 @@ fn the_rest_listener_requires_basic_credentials_and_speaks_tls() {
     let port = support::fleet::free_port();
     let listener = format!("https://127.0.0.1:{port}");
     let (cert_s, key_s, users_s) = (cert.display().to_string(), key.display().to_string(), users.display().to_string());
-    let mut spec = worker_properties(&dir, "w1", &unique("fleet-tls"), &[
-        ("listeners", &listener),
-        ("rest.tls.certificate.file", &cert_s),
-        ("rest.tls.key.file", &key_s),
-        ("rest.basic.auth.file", &users_s),
-    ]);
+    let mut spec = worker_properties(
+        &dir,
+        "w1",
+        &unique("fleet-tls"),
+        &[
+            ("listeners", &listener),
+            ("rest.tls.certificate.file", &cert_s),
+            ("rest.tls.key.file", &key_s),
+            ("rest.basic.auth.file", &users_s),
+        ],
+    );
     spec.port = port;
-    let mut worker = support::Runner::command(&dir, "w1", &["worker".as_ref(), "--config".as_ref(), spec.file.as_os_str()], support::DEFAULT_LOG, &[]);
+    let mut worker =
+        support::Runner::command(&dir, "w1", &["worker".as_ref(), "--config".as_ref(), spec.file.as_os_str()], support::DEFAULT_LOG, &[]);
     worker.wait_for_log("REST API on https://", Duration::from_secs(120));
     let url = format!("{listener}/connectors");
     let credentials = format!("admin:{REST_PASSWORD}");
@@ -583,7 +644,10 @@ fn the_rest_listener_requires_basic_credentials_and_speaks_tls() {
     assert_eq!(wrong.status, 401);
     let ok = support::fleet::curl_with(&[tls[0], tls[1], "-u", &credentials], &url, "GET", None);
     assert_eq!((ok.status, ok.body.clone()), (200, json!([])), "{}", ok.text);
-    let plain = std::process::Command::new("curl").args(["-sS", "-u", &credentials, &format!("http://127.0.0.1:{port}/connectors")]).output().unwrap();
+    let plain = std::process::Command::new("curl")
+        .args(["-sS", "-u", &credentials, &format!("http://127.0.0.1:{port}/connectors")])
+        .output()
+        .unwrap();
     assert!(!String::from_utf8_lossy(&plain.stdout).contains("[]"), "plain HTTP is not answered");
     let log = worker.stop();
     assert!(!log.contains(REST_PASSWORD), "the REST password never reaches the log");
@@ -605,7 +669,8 @@ fn components_reach_every_worker_by_a_digest_pinned_reference_and_a_mismatch_is_
     let digest = sha2_hex(&std::fs::read(component).unwrap());
     assert_eq!(reference, format!("sha256:{digest}"), "the reference is the SHA-256 of the bytes");
 
-    let mut workers: Vec<support::Runner> = specs.iter().enumerate().map(|(i, s)| start_worker(&dir, &format!("w{}", i + 1), s, &[PASSWORD_ENV])).collect();
+    let mut workers: Vec<support::Runner> =
+        specs.iter().enumerate().map(|(i, s)| start_worker(&dir, &format!("w{}", i + 1), s, &[PASSWORD_ENV])).collect();
     let (name, topic) = (unique("fref"), unique("fref-rows"));
     let mut config = source_config(&fake, &name, &topic, &["incident"]);
     config.as_object_mut().unwrap().remove("component.path");
@@ -626,10 +691,14 @@ fn components_reach_every_worker_by_a_digest_pinned_reference_and_a_mismatch_is_
     assert!(refused.text.contains("no such component"), "{}", refused.text);
     let forged = "f".repeat(64);
     let components_topic = format!("{group}-components");
-    support::kafka::produce_blocking(kafka_harness::shared().bootstrap(), &components_topic, &[
-        (Some(format!("component-{forged}-0")), "not the component".to_string()),
-        (Some(format!("component-{forged}")), r#"{"size":17,"chunks":1}"#.to_string()),
-    ]);
+    support::kafka::produce_blocking(
+        kafka_harness::shared().bootstrap(),
+        &components_topic,
+        &[
+            (Some(format!("component-{forged}-0")), "not the component".to_string()),
+            (Some(format!("component-{forged}")), r#"{"size":17,"chunks":1}"#.to_string()),
+        ],
+    );
     let mut tampered = config.clone();
     tampered["component.ref"] = json!(format!("sha256:{forged}"));
     let refused = curl(specs[0].port, "POST", "/connectors", Some(&json!({ "name": unique("fforged"), "config": tampered })));
@@ -640,7 +709,13 @@ fn components_reach_every_worker_by_a_digest_pinned_reference_and_a_mismatch_is_
     }
 
     // Standalone: component.digest pins the file named by component.path.
-    let mut pinned = support::source_entries(&fake.url(), "pinned", "t", &["incident"], &[("snow.auth.username", USER), ("snow.auth.password", PASSWORD)]);
+    let mut pinned = support::source_entries(
+        &fake.url(),
+        "pinned",
+        "t",
+        &["incident"],
+        &[("snow.auth.username", USER), ("snow.auth.password", PASSWORD)],
+    );
     pinned.insert("component.digest".into(), format!("sha256:{}", "a".repeat(64)));
     let file = support::connector_file(&dir, "pinned", &pinned);
     let (ok, _, err) = support::snow_connect(&dir, &["validate", file.to_str().unwrap()]);
@@ -663,7 +738,13 @@ fn a_standalone_run_answers_the_rest_api_read_only() {
     let ids = fake.shared().seed("incident", 300, now - 3600, 3000);
     let dir = work_dir("standalone-rest");
     let (name, topic) = (unique("srest"), unique("srest-rows"));
-    let config = support::source_entries(&fake.url(), &name, &topic, &["incident"], &[("snow.auth.username", USER), ("snow.auth.password", PASSWORD)]);
+    let config = support::source_entries(
+        &fake.url(),
+        &name,
+        &topic,
+        &["incident"],
+        &[("snow.auth.username", USER), ("snow.auth.password", PASSWORD)],
+    );
     let file = support::connector_file(&dir, &name, &config);
     let port = support::fleet::free_port();
     let address = format!("127.0.0.1:{port}");
@@ -672,7 +753,10 @@ fn a_standalone_run_answers_the_rest_api_read_only() {
     read_until(kafka_harness::shared().bootstrap(), &topic, Duration::from_secs(60), |r| r.len() >= ids.len());
     assert_eq!(curl(port, "GET", "/connectors", None).body, json!([name]));
     let status = wait_status(port, &name, Duration::from_secs(30), "running", |s| tasks_in(s, "RUNNING") == 1);
-    assert_eq!((status["connector"]["state"].as_str(), status["tasks"][0]["worker_id"].as_str()), (Some("RUNNING"), Some(address.as_str())));
+    assert_eq!(
+        (status["connector"]["state"].as_str(), status["tasks"][0]["worker_id"].as_str()),
+        (Some("RUNNING"), Some(address.as_str()))
+    );
     let shown = curl(port, "GET", &format!("/connectors/{name}/config"), None);
     assert_eq!(shown.body["snow.auth.password"], "[hidden]", "{}", shown.text);
     assert!(!shown.text.contains(PASSWORD));

@@ -133,7 +133,8 @@ fn killed_mid_table_the_host_resumes_from_the_stored_offset_without_losing_a_row
 /// The stored position of `connector` in offset topic `topic`, read with `snow-connect offsets list`.
 fn position_in_topic(dir: &Path, topic: &str, connector: &str) -> Option<Value> {
     let bootstrap = kafka_harness::shared().bootstrap();
-    let (ok, out, err) = support::snow_connect(dir, &["offsets", "list", "--topic", topic, "--bootstrap", bootstrap, "--connector", connector]);
+    let (ok, out, err) =
+        support::snow_connect(dir, &["offsets", "list", "--topic", topic, "--bootstrap", bootstrap, "--connector", connector]);
     assert!(ok, "offsets list: {err}");
     let line: Value = serde_json::from_str(out.lines().next()?).unwrap();
     Some(line["position"].clone())
@@ -177,8 +178,10 @@ fn offsets_in_a_kafka_topic_survive_a_kill_and_can_be_reset() {
 
     // Reset while stopped: a tombstone, and the table starts over.
     let bootstrap = kafka_harness::shared().bootstrap();
-    let (ok, out, err) =
-        support::snow_connect(&dir, &["offsets", "reset", "--topic", &offsets, "--bootstrap", bootstrap, "--connector", &name, "--table", "incident"]);
+    let (ok, out, err) = support::snow_connect(
+        &dir,
+        &["offsets", "reset", "--topic", &offsets, "--bootstrap", bootstrap, "--connector", &name, "--table", "incident"],
+    );
     assert!(ok && out.contains("removed 1 offset(s)"), "{out} {err}");
     assert_eq!(position_in_topic(&dir, &offsets, &name), None, "the offset is gone");
 }

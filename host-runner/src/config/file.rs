@@ -15,8 +15,11 @@ pub fn load_files(paths: &[impl AsRef<Path>]) -> Result<Vec<ConnectorSpec>> {
     load_files_with_entries(paths).map(|(specs, _)| specs)
 }
 
+/// One connector's entries, as its file wrote them.
+pub type Entries = BTreeMap<String, String>;
+
 /// [`load_files`], and each connector's entries as written (provider references unresolved).
-pub fn load_files_with_entries(paths: &[impl AsRef<Path>]) -> Result<(Vec<ConnectorSpec>, Vec<BTreeMap<String, String>>)> {
+pub fn load_files_with_entries(paths: &[impl AsRef<Path>]) -> Result<(Vec<ConnectorSpec>, Vec<Entries>)> {
     let mut specs = Vec::new();
     let mut written = Vec::new();
     for path in paths {

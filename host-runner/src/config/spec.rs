@@ -258,7 +258,8 @@ impl ConnectorSpec {
                 None => -1,
                 Some(Ok(r)) if r == -1 || (1..=32).contains(&r) => r,
                 Some(_) => {
-                    errors.push("offset.storage.replication.factor: must be -1 (the broker's default) or a whole number from 1 to 32".into());
+                    errors
+                        .push("offset.storage.replication.factor: must be -1 (the broker's default) or a whole number from 1 to 32".into());
                     -1
                 }
             },

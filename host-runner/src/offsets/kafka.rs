@@ -63,8 +63,7 @@ impl KafkaOffsetStore {
 
     /// Removes the offsets of `connector` whose partition passes `matches` (tombstones); returns how many.
     pub fn remove(&self, connector: &str, matches: impl Fn(&str) -> bool) -> Result<usize> {
-        let doomed: Vec<String> =
-            self.entries().into_iter().filter(|(c, p, _)| c == connector && matches(p)).map(|(_, p, _)| p).collect();
+        let doomed: Vec<String> = self.entries().into_iter().filter(|(c, p, _)| c == connector && matches(p)).map(|(_, p, _)| p).collect();
         for partition in &doomed {
             self.writer.write(key(connector, partition), None)?;
         }
@@ -150,7 +149,8 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn commits_are_read_by_a_new_store_and_removals_are_tombstones() {
         let clients = Clients { bootstrap: kafka_harness::shared().bootstrap().to_string(), common: Default::default() };
-        let spec = TopicSpec { name: format!("offsets-{}", std::process::id()), partitions: 5, replication: 1, key: "offset.storage.topic" };
+        let spec =
+            TopicSpec { name: format!("offsets-{}", std::process::id()), partitions: 5, replication: 1, key: "offset.storage.topic" };
         let store = KafkaOffsetStore::new(Arc::new(StateTopic::open(&clients, spec.clone(), true).await.unwrap()));
         let s = store.clone();
         tokio::task::spawn_blocking(move || {

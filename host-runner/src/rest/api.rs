@@ -2,6 +2,8 @@
 //! read-only, a standalone run: [`super::view`]).
 //! Tasks are the connector's units: a source's tables in plan order (task id = index), a sink's
 //! partition lanes in name order. Errors are Connect's `{"error_code":…,"message":…}`.
+// A handler's `Err` is the HTTP answer itself, built once per request: boxing it buys nothing.
+#![allow(clippy::result_large_err)]
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -12,9 +14,9 @@ use http_body_util::Full;
 use serde_json::{Value, json};
 
 use super::validate;
+use super::view::View;
 use crate::worker::configs::TargetState;
 use crate::worker::status_log::Published;
-use super::view::View;
 use crate::worker::{SINK_CLASS, SOURCE_CLASS};
 
 /// A JSON answer.
@@ -57,14 +59,18 @@ pub async fn answer(view: &dyn View, method: &Method, uri: &Uri, body: &Bytes) -
         .query()
         .unwrap_or_default()
         .split('&')
-        .filter_map(|kv| kv.split_once('=').map(|(k, v)| (decode(k), decode(v))).or_else(|| (!kv.is_empty()).then(|| (decode(kv), String::new()))))
+        .filter_map(|kv| {
+            kv.split_once('=').map(|(k, v)| (decode(k), decode(v))).or_else(|| (!kv.is_empty()).then(|| (decode(kv), String::new())))
+        })
         .collect();
     // `expand` may be repeated (`?expand=status&expand=info`).
     let expand: Vec<&str> = pairs.iter().filter(|(k, _)| k == "expand").map(|(_, v)| v.as_str()).collect();
     let query: BTreeMap<String, String> = pairs.iter().cloned().collect();
     let segments: Vec<&str> = path.iter().map(String::as_str).collect();
     match (method, segments.as_slice()) {
-        (&Method::GET, []) => reply(StatusCode::OK, &json!({ "version": env!("CARGO_PKG_VERSION"), "commit": "snow-connect", "kafka_cluster_id": null })),
+        (&Method::GET, []) => {
+            reply(StatusCode::OK, &json!({ "version": env!("CARGO_PKG_VERSION"), "commit": "snow-connect", "kafka_cluster_id": null }))
+        }
         (&Method::GET, ["connectors"]) => list(view, (!expand.is_empty()).then(|| expand.join(",")).as_deref()),
         (&Method::POST, ["connectors"]) => create(view, body).await,
         (&Method::GET, ["connectors", name]) => match info(view, name) {
@@ -103,7 +109,9 @@ pub async fn answer(view: &dyn View, method: &Method, uri: &Uri, body: &Bytes) -
             ]),
         ),
         (&Method::PUT, ["connector-plugins", plugin, "config", "validate"]) => validate_plugin(view, plugin, body).await,
-        (_, ["connectors", ..] | ["connector-plugins", ..] | []) => error(StatusCode::METHOD_NOT_ALLOWED, &format!("HTTP {method} is not supported on {}", uri.path())),
+        (_, ["connectors", ..] | ["connector-plugins", ..] | []) => {
+            error(StatusCode::METHOD_NOT_ALLOWED, &format!("HTTP {method} is not supported on {}", uri.path()))
+        }
         _ => error(StatusCode::NOT_FOUND, &format!("Unknown path {}", uri.path())),
     }
 }
@@ -115,16 +123,14 @@ fn decode(text: &str) -> String {
     let mut i = 0;
     while i < bytes.len() {
         match bytes[i] {
-            b'%' if i + 2 < bytes.len() => {
-                match u8::from_str_radix(std::str::from_utf8(&bytes[i + 1..i + 3]).unwrap_or("zz"), 16) {
-                    Ok(b) => {
-                        out.push(b);
-                        i += 3;
-                        continue;
-                    }
-                    Err(_) => out.push(b'%'),
+            b'%' if i + 2 < bytes.len() => match u8::from_str_radix(std::str::from_utf8(&bytes[i + 1..i + 3]).unwrap_or("zz"), 16) {
+                Ok(b) => {
+                    out.push(b);
+                    i += 3;
+                    continue;
                 }
-            }
+                Err(_) => out.push(b'%'),
+            },
             b'+' => out.push(b' '),
             b => out.push(b),
         }
@@ -159,7 +165,10 @@ fn info(view: &dyn View, name: &str) -> Option<Value> {
 }
 
 /// The connector's units in task order: `(task id, unit name, its configuration)`.
-fn units(view: &dyn View, name: &str) -> Vec<(usize, String, Vec<(String, String)>)> {
+/// A task: its id, its unit's name and the unit's configuration.
+type Task = (usize, String, Vec<(String, String)>);
+
+fn units(view: &dyn View, name: &str) -> Vec<Task> {
     let plan = view.plan(name);
     match plan {
         Some(plan) if plan.kind == "source" => plan.units.into_iter().enumerate().map(|(i, (unit, config))| (i, unit, config)).collect(),
@@ -271,13 +280,21 @@ fn parse_json(body: &Bytes) -> Result<Value, Response<Full<Bytes>>> {
 }
 
 /// Checks and stores a configuration; the answer for a refusal, or `None`.
-async fn store(view: &dyn View, name: &str, mut properties: BTreeMap<String, String>, initial: Option<TargetState>) -> Option<Response<Full<Bytes>>> {
+async fn store(
+    view: &dyn View,
+    name: &str,
+    mut properties: BTreeMap<String, String>,
+    initial: Option<TargetState>,
+) -> Option<Response<Full<Bytes>>> {
     let Some(fleet) = view.fleet() else { return Some(read_only()) };
     if name.is_empty() || name.contains('/') || name.chars().any(char::is_control) {
         return Some(error(StatusCode::BAD_REQUEST, "A connector name must be non-empty and hold no '/' or control characters"));
     }
     if let Some(other) = properties.get("name").filter(|n| n.as_str() != name) {
-        return Some(error(StatusCode::BAD_REQUEST, &format!("Connector name configuration ({other}) doesn't match connector name in the URL ({name})")));
+        return Some(error(
+            StatusCode::BAD_REQUEST,
+            &format!("Connector name configuration ({other}) doesn't match connector name in the URL ({name})"),
+        ));
     }
     properties.remove("name");
     let errors = validate::check(view, name, &properties).await;
@@ -311,7 +328,9 @@ async fn create(view: &dyn View, body: &Bytes) -> Response<Full<Bytes>> {
     let properties = match request.get("config").map(|c| string_map(c, "config")) {
         Some(Ok(p)) => p,
         Some(Err(message)) => return error(StatusCode::BAD_REQUEST, &message),
-        None => return error(StatusCode::BAD_REQUEST, "The request must hold the connector's configuration: {\"name\": …, \"config\": {…}}"),
+        None => {
+            return error(StatusCode::BAD_REQUEST, "The request must hold the connector's configuration: {\"name\": …, \"config\": {…}}");
+        }
     };
     let initial = match request.get("initial_state").and_then(Value::as_str) {
         None | Some("RUNNING") => None,
@@ -330,10 +349,11 @@ async fn create(view: &dyn View, body: &Bytes) -> Response<Full<Bytes>> {
 }
 
 async fn put_config(view: &dyn View, name: &str, body: &Bytes) -> Response<Full<Bytes>> {
-    let properties = match parse_json(body).and_then(|v| string_map(&v, "the configuration").map_err(|m| error(StatusCode::BAD_REQUEST, &m))) {
-        Ok(p) => p,
-        Err(answer) => return answer,
-    };
+    let properties =
+        match parse_json(body).and_then(|v| string_map(&v, "the configuration").map_err(|m| error(StatusCode::BAD_REQUEST, &m))) {
+            Ok(p) => p,
+            Err(answer) => return answer,
+        };
     let existed = view.connector(name).is_some();
     if let Some(refused) = store(view, name, properties, (!existed).then_some(TargetState::Started)).await {
         return refused;
@@ -494,8 +514,12 @@ async fn alter_offsets(view: &dyn View, name: &str, body: &Bytes) -> Response<Fu
     };
     let mut writes = Vec::new();
     for (i, item) in items.iter().enumerate() {
-        let Some(partition) = item.get("partition").and_then(|p| serde_json::from_value::<snow_core::cursor::Partition>(p.clone()).ok()) else {
-            return error(StatusCode::BAD_REQUEST, &format!("offsets[{i}].partition is not a partition of this connector (instance, table, timestamp_field, fingerprint)"));
+        let Some(partition) = item.get("partition").and_then(|p| serde_json::from_value::<snow_core::cursor::Partition>(p.clone()).ok())
+        else {
+            return error(
+                StatusCode::BAD_REQUEST,
+                &format!("offsets[{i}].partition is not a partition of this connector (instance, table, timestamp_field, fingerprint)"),
+            );
         };
         let position = match item.get("offset") {
             None | Some(Value::Null) => None,
@@ -550,10 +574,11 @@ async fn validate_plugin(view: &dyn View, plugin: &str, body: &Bytes) -> Respons
         SINK_CLASS | "ServiceNowSinkConnector" => SINK_CLASS,
         other => return error(StatusCode::NOT_FOUND, &format!("Unknown plugin {other}; GET /connector-plugins lists them")),
     };
-    let mut properties = match parse_json(body).and_then(|v| string_map(&v, "the configuration").map_err(|m| error(StatusCode::BAD_REQUEST, &m))) {
-        Ok(p) => p,
-        Err(answer) => return answer,
-    };
+    let mut properties =
+        match parse_json(body).and_then(|v| string_map(&v, "the configuration").map_err(|m| error(StatusCode::BAD_REQUEST, &m))) {
+            Ok(p) => p,
+            Err(answer) => return answer,
+        };
     properties.entry("connector.class".into()).or_insert_with(|| class.to_string());
     let name = properties.remove("name").unwrap_or_else(|| "validate".into());
     let errors = validate::check(view, &name, &properties).await;

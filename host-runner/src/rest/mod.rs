@@ -54,7 +54,8 @@ impl Listener {
 
 /// Serves the API over `view` until `shutdown`; returns the bound address.
 pub async fn serve(view: Arc<dyn View>, listen: &Listener, mut shutdown: Shutdown) -> Result<SocketAddr> {
-    let listener = TcpListener::bind(&listen.address).await.with_context(|| format!("the REST listener cannot listen on {}", listen.address))?;
+    let listener =
+        TcpListener::bind(&listen.address).await.with_context(|| format!("the REST listener cannot listen on {}", listen.address))?;
     let bound = listener.local_addr()?;
     let users = match &listen.basic_auth_file {
         Some(file) => Some(Arc::new(read_users(file)?)),
@@ -95,17 +96,20 @@ pub async fn serve(view: Arc<dyn View>, listen: &Listener, mut shutdown: Shutdow
 
 /// A request, authenticated, read and answered.
 async fn handle(view: &dyn View, users: Option<&BTreeMap<String, String>>, request: http::Request<Incoming>) -> Response<Full<Bytes>> {
-    if let Some(users) = users {
-        if !authorised(users, request.headers().get(header::AUTHORIZATION).and_then(|v| v.to_str().ok())) {
-            let mut response = api::error(StatusCode::UNAUTHORIZED, "The request needs HTTP Basic credentials of a user in rest.basic.auth.file");
-            response.headers_mut().insert(header::WWW_AUTHENTICATE, header::HeaderValue::from_static("Basic realm=\"snow-connect\""));
-            return response;
-        }
+    if let Some(users) = users
+        && !authorised(users, request.headers().get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()))
+    {
+        let mut response =
+            api::error(StatusCode::UNAUTHORIZED, "The request needs HTTP Basic credentials of a user in rest.basic.auth.file");
+        response.headers_mut().insert(header::WWW_AUTHENTICATE, header::HeaderValue::from_static("Basic realm=\"snow-connect\""));
+        return response;
     }
     let (parts, body) = request.into_parts();
     let body = match Limited::new(body, MAX_BODY).collect().await {
         Ok(collected) => collected.to_bytes(),
-        Err(_) => return api::error(StatusCode::PAYLOAD_TOO_LARGE, &format!("The request body is larger than {MAX_BODY} bytes or was cut off")),
+        Err(_) => {
+            return api::error(StatusCode::PAYLOAD_TOO_LARGE, &format!("The request body is larger than {MAX_BODY} bytes or was cut off"));
+        }
     };
     let response = api::answer(view, &parts.method, &parts.uri, &body).await;
     tracing::debug!(method = %parts.method, path = parts.uri.path(), status = response.status().as_u16(), "REST");
@@ -145,7 +149,8 @@ fn tls_acceptor(certificate: &std::path::Path, key: &std::path::Path) -> Result<
         .with_context(|| format!("rest.tls.certificate.file: reading {}", certificate.display()))?
         .collect::<Result<_, _>>()
         .with_context(|| format!("rest.tls.certificate.file: {} is not a PEM certificate chain", certificate.display()))?;
-    let key = PrivateKeyDer::from_pem_file(key).with_context(|| format!("rest.tls.key.file: {} is not a PEM private key", key.display()))?;
+    let key =
+        PrivateKeyDer::from_pem_file(key).with_context(|| format!("rest.tls.key.file: {} is not a PEM private key", key.display()))?;
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let config = rustls::ServerConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()

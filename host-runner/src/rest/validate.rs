@@ -103,7 +103,9 @@ pub fn config_infos(class: &str, properties: &BTreeMap<String, String>, errors: 
         .enumerate()
         .map(|(order, key)| {
             let secret = SECRET_KEYS.contains(&key.as_str());
-            let value = properties.get(*key).map(|v| if secret && !crate::config::is_provider_reference(v) { "[hidden]".to_string() } else { v.clone() });
+            let value = properties
+                .get(*key)
+                .map(|v| if secret && !crate::config::is_provider_reference(v) { "[hidden]".to_string() } else { v.clone() });
             json!({
                 "definition": {
                     "name": key,

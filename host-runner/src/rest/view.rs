@@ -115,7 +115,9 @@ impl View for Standalone {
     fn connectors(&self) -> BTreeMap<String, ConnectorRecord> {
         self.connectors
             .iter()
-            .map(|(name, properties)| (name.clone(), ConnectorRecord { properties: properties.clone(), target: TargetState::Started, restart: None }))
+            .map(|(name, properties)| {
+                (name.clone(), ConnectorRecord { properties: properties.clone(), target: TargetState::Started, restart: None })
+            })
             .collect()
     }
 

@@ -276,7 +276,8 @@ fn partitions_of(consumer: &BaseConsumer, spec: &TopicSpec) -> Result<Vec<i32>> 
 /// compacted (old state would be deleted by retention).
 pub async fn ensure(clients: &Clients, spec: &TopicSpec) -> Result<()> {
     let admin: AdminClient<DefaultClientContext> = clients.config().create().context("creating a Kafka admin client")?;
-    let new = NewTopic::new(&spec.name, spec.partitions, TopicReplication::Fixed(spec.replication.max(-1))).set("cleanup.policy", "compact");
+    let new =
+        NewTopic::new(&spec.name, spec.partitions, TopicReplication::Fixed(spec.replication.max(-1))).set("cleanup.policy", "compact");
     let options = AdminOptions::new().operation_timeout(Some(REQUEST_TIMEOUT));
     let created = admin.create_topics(&[new], &options).await.with_context(|| format!("creating {} {}", spec.key, spec.name))?;
     for result in created {

@@ -73,17 +73,18 @@ impl ComponentStore {
             return Ok(path);
         }
         self.topic.read_to_end().await?;
-        let manifest: Manifest = self
-            .topic
-            .get(format!("component-{hex}").as_bytes())
-            .and_then(|m| serde_json::from_slice(&m).ok())
-            .with_context(|| format!("component.ref sha256:{hex}: no such component in {} (push it with `snow-connect component push`)", self.topic.name()))?;
+        let manifest: Manifest =
+            self.topic.get(format!("component-{hex}").as_bytes()).and_then(|m| serde_json::from_slice(&m).ok()).with_context(|| {
+                format!(
+                    "component.ref sha256:{hex}: no such component in {} (push it with `snow-connect component push`)",
+                    self.topic.name()
+                )
+            })?;
         let mut bytes = Vec::with_capacity(manifest.size);
         for n in 0..manifest.chunks {
-            let chunk = self
-                .topic
-                .get(format!("component-{hex}-{n}").as_bytes())
-                .with_context(|| format!("component.ref sha256:{hex}: chunk {n} of {} is missing from {}", manifest.chunks, self.topic.name()))?;
+            let chunk = self.topic.get(format!("component-{hex}-{n}").as_bytes()).with_context(|| {
+                format!("component.ref sha256:{hex}: chunk {n} of {} is missing from {}", manifest.chunks, self.topic.name())
+            })?;
             bytes.extend_from_slice(&chunk);
         }
         let actual = sigstore_verify::crypto::sha256(&bytes).to_hex();

@@ -89,13 +89,14 @@ const KEYS: &[&str] = &[
 ];
 
 /// Keys passed on to connectors as defaults (besides `bootstrap.servers`).
-const CONNECTOR_DEFAULTS: &[&str] = & ["component.trusted.keys", "component.trusted.root", "component.allow.unsigned"];
+const CONNECTOR_DEFAULTS: &[&str] = &["component.trusted.keys", "component.trusted.root", "component.allow.unsigned"];
 
 impl WorkerConfig {
     /// Reads `path` (Java properties; `${env:…}` and `${file:…}` references resolved).
     pub fn load(path: &Path) -> Result<Self> {
         let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-        let mut entries = crate::config::parse_properties(&text).map_err(anyhow::Error::msg).with_context(|| format!("reading {}", path.display()))?;
+        let mut entries =
+            crate::config::parse_properties(&text).map_err(anyhow::Error::msg).with_context(|| format!("reading {}", path.display()))?;
         crate::config::resolve_providers(&mut entries).map_err(|e| anyhow::anyhow!("in {}: {}", path.display(), e.join("; ")))?;
         Self::from_entries(&entries).with_context(|| format!("in {}", path.display()))
     }
@@ -157,7 +158,8 @@ impl WorkerConfig {
             number("work.slots", 32, 1, 4096, &mut errors) as i32,
             replication("work.slots.replication.factor", &mut errors),
         );
-        let components = topic("component.storage.topic", "components", 1, replication("component.storage.replication.factor", &mut errors));
+        let components =
+            topic("component.storage.topic", "components", 1, replication("component.storage.replication.factor", &mut errors));
         let session_timeout = Duration::from_millis(number("session.timeout.ms", 10_000, 1_000, 3_600_000, &mut errors) as u64);
         let heartbeat_interval = Duration::from_millis(number("heartbeat.interval.ms", 3_000, 100, 600_000, &mut errors) as u64);
         if heartbeat_interval >= session_timeout {
@@ -266,7 +268,15 @@ mod tests {
         ]))
         .unwrap_err()
         .to_string();
-        for key in ["group.id: is required", "bootstrap.servers: is required", "listeners: ", "work.slots: ", "heartbeat.interval.ms: ", "rest.tls.certificate.file, rest.tls.key.file", "group.idd: unknown"] {
+        for key in [
+            "group.id: is required",
+            "bootstrap.servers: is required",
+            "listeners: ",
+            "work.slots: ",
+            "heartbeat.interval.ms: ",
+            "rest.tls.certificate.file, rest.tls.key.file",
+            "group.idd: unknown",
+        ] {
             assert!(err.contains(key), "missing {key:?} in {err}");
         }
     }

@@ -94,10 +94,10 @@ impl ConfigLog {
                 if let Ok(t) = serde_json::from_slice::<Target>(&value) {
                     targets.insert(name.to_string(), t.state);
                 }
-            } else if let Some(name) = key.strip_prefix("restart-") {
-                if let Ok(r) = serde_json::from_slice::<RestartRequest>(&value) {
-                    restarts.insert(name.to_string(), r);
-                }
+            } else if let Some(name) = key.strip_prefix("restart-")
+                && let Ok(r) = serde_json::from_slice::<RestartRequest>(&value)
+            {
+                restarts.insert(name.to_string(), r);
             }
         }
         properties
@@ -173,10 +173,11 @@ mod tests {
 
     #[test]
     fn a_secret_value_is_refused_and_a_reference_is_not() {
-        let props: BTreeMap<String, String> = [("snow.auth.password", "hunter2"), ("snow.auth.client.secret", "${env:SNOW_SECRET}"), ("snow.tables", "incident")]
-            .into_iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
+        let props: BTreeMap<String, String> =
+            [("snow.auth.password", "hunter2"), ("snow.auth.client.secret", "${env:SNOW_SECRET}"), ("snow.tables", "incident")]
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect();
         let errors = check_secrets(&props);
         assert_eq!(errors.len(), 1);
         assert_eq!(errors[0].0, "snow.auth.password");

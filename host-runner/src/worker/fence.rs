@@ -8,8 +8,8 @@
 //! fenced, the slot's units are stopped at once (its `stop` trigger).
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use anyhow::{Result, anyhow, bail};
@@ -89,7 +89,11 @@ impl SlotWriter {
             KafkaError::Transaction(t) => t.is_fatal(),
             other => matches!(
                 other.rdkafka_error_code(),
-                Some(rdkafka::types::RDKafkaErrorCode::Fenced | rdkafka::types::RDKafkaErrorCode::ProducerFenced | rdkafka::types::RDKafkaErrorCode::InvalidProducerEpoch)
+                Some(
+                    rdkafka::types::RDKafkaErrorCode::Fenced
+                        | rdkafka::types::RDKafkaErrorCode::ProducerFenced
+                        | rdkafka::types::RDKafkaErrorCode::InvalidProducerEpoch
+                )
             ),
         };
         if fatal { self.fence_hit(&e) } else { anyhow!("writing an offset of slot {}: {e}", self.slot) }

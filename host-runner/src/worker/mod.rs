@@ -35,8 +35,8 @@ use crate::state::StateTopic;
 use crate::status::UnitState;
 pub use config::WorkerConfig;
 use configs::{ConfigLog, ConnectorRecord, TargetState};
-pub use connectors::{SINK_CLASS, SOURCE_CLASS};
 use connectors::{Live, Managed, RunningUnit, fleet_spec};
+pub use connectors::{SINK_CLASS, SOURCE_CLASS};
 use fence::SlotWriter;
 use slots::{Membership, SlotEvent, slot_of};
 use status_log::StatusLog;
@@ -176,11 +176,7 @@ impl WorkerLoop {
             let (clients, group, offsets) =
                 (self.fleet.config.clients(), self.fleet.config.group.clone(), self.fleet.offsets.topic().clone());
             let (trigger, fenced) = linked(&[]);
-            fencing.push((
-                slot,
-                fenced,
-                tokio::task::spawn_blocking(move || SlotWriter::open(&clients, &group, slot, offsets, trigger)),
-            ));
+            fencing.push((slot, fenced, tokio::task::spawn_blocking(move || SlotWriter::open(&clients, &group, slot, offsets, trigger))));
         }
         let mut fenced_now = Vec::new();
         for (slot, fenced, task) in fencing {
@@ -265,10 +261,8 @@ impl WorkerLoop {
             }
             if !desired.contains_key(&name) {
                 self.fleet.runner.record_plan(&name, None);
-                if leads {
-                    if let Err(e) = self.fleet.status.forget(&name).await {
-                        tracing::warn!(connector = name, "removing the status of a deleted connector: {e:#}");
-                    }
+                if leads && let Err(e) = self.fleet.status.forget(&name).await {
+                    tracing::warn!(connector = name, "removing the status of a deleted connector: {e:#}");
                 }
                 tracing::info!(connector = name, "connector deleted; its units here stopped");
             } else {
@@ -335,10 +329,8 @@ impl WorkerLoop {
             let status = self.fleet.runner.status().clone();
             let parked: BTreeSet<String> = status.in_state(name, UnitState::Parked).into_iter().map(|s| s.unit).collect();
             managed.units.retain(|unit, _| !parked.contains(unit));
-            if let Some((_, task)) = &managed.sink {
-                if task.is_finished() {
-                    managed.sink = None;
-                }
+            if managed.sink.as_ref().is_some_and(|(_, task)| task.is_finished()) {
+                managed.sink = None;
             }
         }
     }
@@ -370,7 +362,7 @@ impl WorkerLoop {
             }
             Ok(Live::Sink { ctx, slot }) => {
                 if managed.sink.is_none() {
-                    let (stop, watch) = linked(&[self.shutdown.clone()]);
+                    let (stop, watch) = linked(std::slice::from_ref(&self.shutdown));
                     let task = tokio::spawn(crate::sink::run(ctx.clone(), slot.clone(), watch));
                     managed.sink = Some((stop, task));
                 }

@@ -17,9 +17,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use anyhow::{Context, Result};
+use rdkafka::ClientConfig;
 use rdkafka::client::ClientContext;
 use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext, Rebalance};
-use rdkafka::ClientConfig;
 use tokio::sync::mpsc;
 
 use super::config::WorkerConfig;
@@ -75,7 +75,9 @@ impl ConsumerContext for SlotContext {
             let (done, stopped) = std::sync::mpsc::channel();
             tracing::info!(?slots, lost, "work slots revoked; stopping their units");
             if self.events.send(SlotEvent::Revoked { slots, lost, done }).is_ok() && stopped.recv_timeout(REVOKE_LIMIT).is_err() {
-                tracing::warn!("the units of revoked slots did not stop within {REVOKE_LIMIT:?}; handing the slots over anyway (their writes are fenced)");
+                tracing::warn!(
+                    "the units of revoked slots did not stop within {REVOKE_LIMIT:?}; handing the slots over anyway (their writes are fenced)"
+                );
             }
         }
     }

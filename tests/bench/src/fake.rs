@@ -65,7 +65,12 @@ impl Fake {
 
     /// Seeds `count` rows into `table` from `start`, `spread_seconds` apart first to last.
     pub fn seed_table(&self, table: &str, count: u64, start: &str, spread_seconds: u64) -> Result<()> {
-        self.admin("POST", &format!("tables/{table}/seed"), &format!(r#"{{"count":{count},"start":"{start}","spread_seconds":{spread_seconds}}}"#)).map(drop)
+        self.admin(
+            "POST",
+            &format!("tables/{table}/seed"),
+            &format!(r#"{{"count":{count},"start":"{start}","spread_seconds":{spread_seconds}}}"#),
+        )
+        .map(drop)
     }
 
     pub fn seed(&self, count: u64, at: &str, spread_seconds: u64) -> Result<()> {

@@ -148,14 +148,19 @@ fn create_topic(bootstrap: &str, topic: &str) -> Result<()> {
 }
 
 fn produced(bootstrap: &str, topic: &str) -> u64 {
-    let Ok(consumer) = ClientConfig::new().set("bootstrap.servers", bootstrap).set("group.id", "bench-fleet-watch").create::<BaseConsumer>() else { return 0 };
+    let Ok(consumer) =
+        ClientConfig::new().set("bootstrap.servers", bootstrap).set("group.id", "bench-fleet-watch").create::<BaseConsumer>()
+    else {
+        return 0;
+    };
     (0..PARTITIONS).map(|p| consumer.fetch_watermarks(topic, p, Duration::from_secs(5)).map(|(_, h)| h.max(0) as u64).unwrap_or(0)).sum()
 }
 
 /// Rows per second of the 50-table backfill with `count` workers.
 fn backfill(dir: &Path, bootstrap: &str, fake: &Fake, tables: &[&str], count: usize, label: &str) -> Result<f64> {
     let group = format!("bench-{label}-{}", std::process::id());
-    let workers: Vec<Worker> = (0..count).map(|i| Worker::start(dir, &format!("{label}-w{i}"), &group, bootstrap)).collect::<Result<_>>()?;
+    let workers: Vec<Worker> =
+        (0..count).map(|i| Worker::start(dir, &format!("{label}-w{i}"), &group, bootstrap)).collect::<Result<_>>()?;
     // Let the group settle (every worker holding its slots) before the clock starts.
     std::thread::sleep(Duration::from_secs(8));
     let topic = format!("bench.fleet.{label}");
@@ -163,7 +168,8 @@ fn backfill(dir: &Path, bootstrap: &str, fake: &Fake, tables: &[&str], count: us
     let total = tables.len() as u64 * ROWS;
     eprintln!("backfill: {count} worker(s), {total} rows");
     let started = Instant::now();
-    let (status, answer) = http(workers[0].port, "POST", "/connectors", Some(&json!({ "name": label, "config": connector(fake, tables, &topic, 1000) })))?;
+    let (status, answer) =
+        http(workers[0].port, "POST", "/connectors", Some(&json!({ "name": label, "config": connector(fake, tables, &topic, 1000) })))?;
     if status != 201 {
         bail!("creating the connector: {status} {answer}");
     }
@@ -188,12 +194,15 @@ fn failover(dir: &Path, bootstrap: &str, fake: &Fake, tables: &[&str], label: &s
     let topic = format!("bench.fleet.{label}");
     create_topic(bootstrap, &topic)?;
     let port = workers[0].as_ref().map(|w| w.port).unwrap_or_default();
-    let (status, answer) = http(port, "POST", "/connectors", Some(&json!({ "name": label, "config": connector(fake, tables, &topic, 200) })))?;
+    let (status, answer) =
+        http(port, "POST", "/connectors", Some(&json!({ "name": label, "config": connector(fake, tables, &topic, 200) })))?;
     if status != 201 {
         bail!("creating the connector: {status} {answer}");
     }
     let victim = workers[1].as_ref().map(|w| format!("127.0.0.1:{}", w.port)).unwrap_or_default();
-    let on = |status: &Value, id: &str| status["tasks"].as_array().map(|t| t.iter().filter(|t| t["worker_id"] == id && t["state"] == "RUNNING").count()).unwrap_or(0);
+    let on = |status: &Value, id: &str| {
+        status["tasks"].as_array().map(|t| t.iter().filter(|t| t["worker_id"] == id && t["state"] == "RUNNING").count()).unwrap_or(0)
+    };
     let running = |status: &Value| status["tasks"].as_array().map(|t| t.iter().filter(|t| t["state"] == "RUNNING").count()).unwrap_or(0);
     let started = Instant::now();
     let moved = loop {
@@ -210,7 +219,9 @@ fn failover(dir: &Path, bootstrap: &str, fake: &Fake, tables: &[&str], label: &s
     if produced(bootstrap, &topic) >= total {
         bail!("the backfill ended before the kill");
     }
-    workers[1].take().map(Worker::kill);
+    if let Some(victim) = workers[1].take() {
+        victim.kill();
+    }
     let killed = Instant::now();
     loop {
         let (_, status) = http(port, "GET", &format!("/connectors/{label}/status"), None)?;
@@ -240,11 +251,11 @@ fn report(throughput: &[(usize, f64)], failovers: &[(f64, usize)]) -> String {
     for (workers, rate) in throughput {
         out.push_str(&format!("| {workers} | {rate:.0} |\n"));
     }
-    out.push_str(&format!(
+    out.push_str(
         "\nFailover (three workers backfilling the same tables, pages of 200, the fake taking 20 ms a request, default \
          `session.timeout.ms`=10000; time from SIGKILL of one worker until `GET /connectors/…/status` on another shows every table \
-         running on the two left):\n\n| run | tables moved | seconds |\n|---|---|---|\n"
-    ));
+         running on the two left):\n\n| run | tables moved | seconds |\n|---|---|---|\n",
+    );
     for (i, (seconds, moved)) in failovers.iter().enumerate() {
         out.push_str(&format!("| {} | {moved} | {seconds:.2} |\n", i + 1));
     }

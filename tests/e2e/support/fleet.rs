@@ -50,7 +50,13 @@ pub fn worker_properties(dir: &Path, label: &str, group: &str, extra: &[(&str, &
 
 /// Starts `snow-connect worker --config <file>` with `env` (what `${env:…}` references read).
 pub fn start_worker(dir: &Path, label: &str, spec: &WorkerSpec, env: &[(&str, &str)]) -> Runner {
-    let mut worker = Runner::command(dir, label, &[std::ffi::OsStr::new("worker"), std::ffi::OsStr::new("--config"), spec.file.as_os_str()], DEFAULT_LOG, env);
+    let mut worker = Runner::command(
+        dir,
+        label,
+        &[std::ffi::OsStr::new("worker"), std::ffi::OsStr::new("--config"), spec.file.as_os_str()],
+        DEFAULT_LOG,
+        env,
+    );
     worker.wait_for_log("REST API on http://", Duration::from_secs(120));
     worker
 }
