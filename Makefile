@@ -6,7 +6,7 @@ GUESTS := -p guest-source -p guest-sink -p rogue-guest -p rogue-sink -p http-ada
 # The same command tests/guest-artifacts runs, so both share one build in target/guests.
 WASM_BUILD := $(CARGO) build --target wasm32-wasip2 --profile wasm-release --target-dir target/guests $(GUESTS)
 
-.PHONY: setup demo test bench hosts wasm build kafka-up kafka-down lint fmt clean
+.PHONY: setup demo test bench hosts soak wasm build kafka-up kafka-down lint fmt clean
 
 ## What every target needs on a fresh machine: the pinned toolchain with its wasm32-wasip2 target,
 ## rustfmt and clippy (installed through rustup); missing system packages are named, not guessed.
@@ -51,6 +51,12 @@ bench: wasm
 	target/release/snow-bench swap
 	target/release/snow-bench fleet
 	@for w in guest_source guest_sink; do target/release/snow-connect inspect target/guests/wasm32-wasip2/wasm-release/$$w.wasm --instantiations 1000; done
+
+## The fleet test at the issue's full size: three workers, 50 tables x 10,000 rows and a sink, a worker
+## SIGKILLed during the backfill, a fourth joining (tests/e2e/fleet.rs; `make test` runs it at 1,000 rows a table).
+soak: $(JCO_HOST)/node_modules/.package-lock.json
+	@bash tests/setup.sh --tests
+	SNOW_FLEET_ROWS=10000 $(CARGO) test -p host-runner --test e2e_fleet three_workers -- --nocapture
 
 ## The composed HTTP connector under `wasmtime serve`: builds wasmtime-cli 48 once into target/tools (a long
 ## build, so it is not part of `make test`), then runs the tests that need it (tests/e2e/hosts.rs).

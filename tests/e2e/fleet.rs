@@ -51,7 +51,9 @@ fn a_connector_created_over_rest_runs_and_answers_in_connects_shapes() {
     let ids = fake.shared().seed("incident", 2000, now - 3600, 3000);
     let dir = work_dir("fleet-one");
     let group = unique("fleet-one");
-    let spec = worker_properties(&dir, "w1", &group, &[]);
+    let status_port = support::fleet::free_port();
+    let status_listen = format!("127.0.0.1:{status_port}");
+    let spec = worker_properties(&dir, "w1", &group, &[("status.listen", &status_listen)]);
     let mut worker = start_worker(&dir, "w1", &spec, &[PASSWORD_ENV]);
     let (name, topic) = (unique("fsrc"), unique("incident"));
 
@@ -98,6 +100,18 @@ fn a_connector_created_over_rest_runs_and_answers_in_connects_shapes() {
     assert_eq!(curl(spec.port, "GET", "/connectors/nope", None).body["error_code"], 404);
     let expanded = curl(spec.port, "GET", "/connectors?expand=status&expand=info", None);
     assert!(expanded.body[&name]["status"]["connector"]["state"] == "RUNNING", "{}", expanded.text);
+
+    // The secret is in neither the configuration nor the status topic, nor in a metric (the
+    // offsets topic holds positions only, written in transactions).
+    let bootstrap = kafka_harness::shared().bootstrap();
+    for state in ["configs", "status"] {
+        let held = read_until(bootstrap, &format!("{group}-{state}"), Duration::from_secs(30), |_| true);
+        assert!(!held.is_empty(), "{state} holds records");
+        assert!(held.iter().all(|r| !String::from_utf8_lossy(&r.value).contains(PASSWORD)), "no secret in the {state} topic");
+    }
+    let metrics = support::fleet::curl_with(&[], &format!("http://{status_listen}/metrics"), "GET", None);
+    assert!(metrics.status == 200 && metrics.text.contains("snow_source_records_total"), "{}", metrics.text);
+    assert!(!metrics.text.contains(PASSWORD), "no secret in a metric");
 
     let log = worker.wait_for_log("unit started on this worker", Duration::from_secs(1));
     let deleted = curl(spec.port, "DELETE", &format!("/connectors/{name}"), None);
