@@ -70,12 +70,31 @@ impl Clients {
     }
 }
 
-/// What the follower has applied.
+/// What the follower (and this process's own acknowledged writes) applied.
 #[derive(Default)]
 struct View {
     entries: BTreeMap<Vec<u8>, Vec<u8>>,
+    /// Where each key's value (or its removal) was written: `(partition, offset)`. A record is
+    /// applied only if it is not older than what the key holds, so a write applied as soon as Kafka
+    /// acknowledged it is never undone by the follower reading older records afterwards.
+    written_at: HashMap<Vec<u8>, (i32, i64)>,
     /// The next offset to read, per partition.
     positions: HashMap<i32, i64>,
+}
+
+impl View {
+    /// Applies `value` (`None`: a removal) of `key`, written at `offset` of `partition`, unless the
+    /// key already holds something written later in that partition.
+    fn apply(&mut self, key: &[u8], value: Option<&[u8]>, partition: i32, offset: i64) {
+        if self.written_at.get(key).is_some_and(|(p, o)| *p == partition && *o > offset) {
+            return;
+        }
+        self.written_at.insert(key.to_vec(), (partition, offset));
+        match value {
+            Some(value) => self.entries.insert(key.to_vec(), value.to_vec()),
+            None => self.entries.remove(key),
+        };
+    }
 }
 
 /// One compacted topic, read into memory and followed.
@@ -101,6 +120,8 @@ impl StateTopic {
             .set("enable.auto.commit", "false")
             .set("enable.auto.offset.store", "false")
             .set("enable.partition.eof", "false")
+            // Other workers' writes show within tens of milliseconds (librdkafka waits 500 ms).
+            .set("fetch.wait.max.ms", "50")
             .set("isolation.level", if read_committed { "read_committed" } else { "read_uncommitted" });
         let consumer: Arc<BaseConsumer> = Arc::new(config.create().context("creating the state topic reader")?);
         let partitions = partitions_of(&consumer, &spec)?;
@@ -144,8 +165,8 @@ impl StateTopic {
         self.changed.clone()
     }
 
-    /// Writes `value` at `key` (`None`: deletes it) and waits until Kafka acknowledged it and the
-    /// follower applied it, so a read after this sees it.
+    /// Writes `value` at `key` (`None`: deletes it) and waits until Kafka acknowledged it; a read
+    /// after this sees it (it is applied here at once, [`StateTopic::applied`]).
     pub async fn write(&self, key: &[u8], value: Option<&[u8]>) -> Result<()> {
         let mut record: FutureRecord<'_, [u8], [u8]> = FutureRecord::to(&self.spec.name).key(key);
         if let Some(value) = value {
@@ -157,13 +178,14 @@ impl StateTopic {
             .await
             .map_err(|(e, _)| anyhow!("writing to {} {}: {e}", self.spec.key, self.spec.name))
             .map(|d| (d.partition, d.offset))?;
-        self.seen(&[(partition, offset + 1)]).await
+        self.applied(key, value, partition, offset);
+        Ok(())
     }
 
-    /// Waits until the follower applied everything of `partition` below `end` (a write made by
-    /// another producer, a transactional one for example).
-    pub async fn wait_applied(&self, partition: i32, end: i64) -> Result<()> {
-        self.seen(&[(partition, end)]).await
+    /// Applies a write this process made and Kafka acknowledged (committed, for a transactional
+    /// one) at `offset` of `partition`, without waiting for the follower to read it back.
+    pub fn applied(&self, key: &[u8], value: Option<&[u8]>, partition: i32, offset: i64) {
+        self.lock().apply(key, value, partition, offset);
     }
 
     /// Waits until every record below the topic's end offsets of now is applied.
@@ -225,10 +247,7 @@ fn follow(consumer: &BaseConsumer, topic: &str, view: &Mutex<View>, changed: &wa
             Some(Ok(message)) => {
                 let mut view = view.lock().unwrap_or_else(|e| e.into_inner());
                 if let Some(key) = message.key() {
-                    match message.payload() {
-                        Some(value) => view.entries.insert(key.to_vec(), value.to_vec()),
-                        None => view.entries.remove(key),
-                    };
+                    view.apply(key, message.payload(), message.partition(), message.offset());
                 }
                 let next = message.offset() + 1;
                 let at = view.positions.entry(message.partition()).or_insert(0);
@@ -290,20 +309,29 @@ pub async fn ensure(clients: &Clients, spec: &TopicSpec) -> Result<()> {
             Err((_, e)) => bail!("creating {} {}: {e}", spec.key, spec.name),
         }
     }
-    let described = admin
-        .describe_configs(&[ResourceSpecifier::Topic(&spec.name)], &options)
-        .await
-        .with_context(|| format!("reading the configuration of {} {}", spec.key, spec.name))?;
-    for resource in described {
-        let resource = resource.map_err(|e| anyhow!("reading the configuration of {} {}: {e}", spec.key, spec.name))?;
-        let policy = resource.get("cleanup.policy").and_then(|e| e.value.clone()).unwrap_or_default();
-        if !policy.split(',').any(|p| p.trim() == "compact") {
-            bail!(
-                "{} {} has cleanup.policy={policy}; a state topic must be compacted (cleanup.policy=compact), or its old entries are lost to retention",
-                spec.key,
-                spec.name
-            );
+    // A topic another client has just created may not show its configuration yet: ask again a
+    // few times before judging it.
+    let mut policy = String::new();
+    for _ in 0..20 {
+        let described = admin
+            .describe_configs(&[ResourceSpecifier::Topic(&spec.name)], &options)
+            .await
+            .with_context(|| format!("reading the configuration of {} {}", spec.key, spec.name))?;
+        for resource in described {
+            let resource = resource.map_err(|e| anyhow!("reading the configuration of {} {}: {e}", spec.key, spec.name))?;
+            policy = resource.get("cleanup.policy").and_then(|e| e.value.clone()).unwrap_or_default();
         }
+        if !policy.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    if !policy.split(',').any(|p| p.trim() == "compact") {
+        bail!(
+            "{} {} has cleanup.policy={policy}; a state topic must be compacted (cleanup.policy=compact), or its old entries are lost to retention",
+            spec.key,
+            spec.name
+        );
     }
     Ok(())
 }
@@ -320,6 +348,19 @@ mod tests {
 
     fn spec(name: &str) -> TopicSpec {
         TopicSpec { name: name.into(), partitions: 3, replication: 1, key: "test.topic" }
+    }
+
+    #[test]
+    fn a_write_applied_on_acknowledgement_is_not_undone_by_older_records_read_later() {
+        let mut view = View::default();
+        view.apply(b"k", Some(b"new"), 0, 7);
+        view.apply(b"k", Some(b"old"), 0, 5);
+        assert_eq!(view.entries.get(&b"k"[..]).map(Vec::as_slice), Some(&b"new"[..]));
+        view.apply(b"k", Some(b"new"), 0, 7);
+        view.apply(b"k", None, 0, 9);
+        assert!(!view.entries.contains_key(&b"k"[..]), "a later tombstone removes it");
+        view.apply(b"k", Some(b"older"), 0, 8);
+        assert!(!view.entries.contains_key(&b"k"[..]), "and stays removed");
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -107,7 +107,8 @@ impl OffsetWriter for SlotWriter {
             bail!("slot {} is fenced: another worker owns it now; nothing more is stored from here", self.slot);
         }
         let (partition, offset) = self.transaction(&key, value.as_deref())?;
-        let offsets = self.offsets.clone();
-        tokio::runtime::Handle::current().block_on(async move { offsets.wait_applied(partition, offset + 1).await })
+        // Committed: this worker's readers see it now (the follower would take a fetch round).
+        self.offsets.applied(&key, value.as_deref(), partition, offset);
+        Ok(())
     }
 }
