@@ -59,7 +59,7 @@ fn a_connector_created_over_rest_runs_and_answers_in_connects_shapes() {
 
     let root = curl(spec.port, "GET", "/", None);
     assert_eq!(root.status, 200);
-    assert!(root.body["version"].is_string(), "{}", root.text);
+    assert!(root.body["version"].is_string() && root.body["kafka_cluster_id"].is_string(), "{}", root.text);
     let plugins = curl(spec.port, "GET", "/connector-plugins", None);
     assert!(plugins.text.contains("io.snowconnect.ServiceNowSourceConnector"), "{}", plugins.text);
 

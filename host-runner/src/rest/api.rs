@@ -68,9 +68,10 @@ pub async fn answer(view: &dyn View, method: &Method, uri: &Uri, body: &Bytes) -
     let query: BTreeMap<String, String> = pairs.iter().cloned().collect();
     let segments: Vec<&str> = path.iter().map(String::as_str).collect();
     match (method, segments.as_slice()) {
-        (&Method::GET, []) => {
-            reply(StatusCode::OK, &json!({ "version": env!("CARGO_PKG_VERSION"), "commit": "snow-connect", "kafka_cluster_id": null }))
-        }
+        (&Method::GET, []) => reply(
+            StatusCode::OK,
+            &json!({ "version": env!("CARGO_PKG_VERSION"), "commit": "snow-connect", "kafka_cluster_id": view.cluster_id() }),
+        ),
         (&Method::GET, ["connectors"]) => list(view, (!expand.is_empty()).then(|| expand.join(",")).as_deref()),
         (&Method::POST, ["connectors"]) => create(view, body).await,
         (&Method::GET, ["connectors", name]) => match info(view, name) {

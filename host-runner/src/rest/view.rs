@@ -40,6 +40,10 @@ pub trait View: Send + Sync {
     fn fleet(&self) -> Option<&Fleet>;
     /// The engine that validates.
     fn runner(&self) -> &Runner;
+    /// The Kafka cluster's id, if known.
+    fn cluster_id(&self) -> Option<String> {
+        None
+    }
     /// The spec `properties` of connector `name` would run with here.
     fn spec<'a>(&'a self, name: &'a str, properties: &'a BTreeMap<String, String>) -> Pending<'a, Result<ConnectorSpec>>;
 }
@@ -71,6 +75,10 @@ impl View for Fleet {
 
     fn fleet(&self) -> Option<&Fleet> {
         Some(self)
+    }
+
+    fn cluster_id(&self) -> Option<String> {
+        self.cluster_id.clone()
     }
 
     fn runner(&self) -> &Runner {

@@ -145,6 +145,11 @@ impl StateTopic {
         Ok(topic)
     }
 
+    /// The Kafka cluster's id (blocking: a metadata request).
+    pub fn cluster_id(&self) -> Option<String> {
+        self.consumer.client().fetch_cluster_id(REQUEST_TIMEOUT)
+    }
+
     /// The topic's name.
     pub fn name(&self) -> &str {
         &self.spec.name

@@ -57,6 +57,8 @@ pub struct Fleet {
     pub components: components::ComponentStore,
     /// Where resolved `component.ref`s are written.
     pub resolved: std::path::PathBuf,
+    /// The Kafka cluster's id (`GET /`).
+    pub cluster_id: Option<String>,
 }
 
 /// A slot held here, once fenced.
@@ -84,6 +86,10 @@ pub async fn run(config: WorkerConfig, compile_cache: Option<&Path>, shutdown: S
     let status = Arc::new(StateTopic::open(&clients, config.status.clone(), false).await?);
     let offsets = Arc::new(StateTopic::open(&clients, config.offsets.clone(), true).await?);
     let component_topic = Arc::new(StateTopic::open(&clients, config.components.clone(), false).await?);
+    let cluster_id = {
+        let topic = configs.clone();
+        tokio::task::spawn_blocking(move || topic.cluster_id()).await.ok().flatten()
+    };
     crate::state::topic::ensure(&clients, &config.slots).await?;
     let resolved = match compile_cache {
         Some(dir) => dir.join("resolved"),
@@ -97,6 +103,7 @@ pub async fn run(config: WorkerConfig, compile_cache: Option<&Path>, shutdown: S
         offsets: KafkaOffsetStore::new(offsets),
         components: components::ComponentStore::new(component_topic),
         resolved,
+        cluster_id,
         runner: runner.clone(),
         config,
     });
