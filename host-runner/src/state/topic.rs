@@ -124,7 +124,10 @@ impl StateTopic {
             .set("fetch.wait.max.ms", "50")
             .set("isolation.level", if read_committed { "read_committed" } else { "read_uncommitted" });
         let consumer: Arc<BaseConsumer> = Arc::new(config.create().context("creating the state topic reader")?);
-        let partitions = partitions_of(&consumer, &spec)?;
+        let partitions = {
+            let (consumer, spec) = (consumer.clone(), spec.clone());
+            tokio::task::spawn_blocking(move || partitions_of(&consumer, &spec)).await??
+        };
         {
             let mut assignment = TopicPartitionList::new();
             for p in &partitions {
@@ -284,16 +287,23 @@ fn follow(consumer: &BaseConsumer, topic: &str, view: &Mutex<View>, changed: &wa
     }
 }
 
-/// The partitions of the topic.
+/// The partitions of the topic (a topic just created may list none for a moment: asked again).
 fn partitions_of(consumer: &BaseConsumer, spec: &TopicSpec) -> Result<Vec<i32>> {
-    let metadata = consumer
-        .fetch_metadata(Some(&spec.name), REQUEST_TIMEOUT)
-        .with_context(|| format!("reading the metadata of {} {}", spec.key, spec.name))?;
-    let partitions: Vec<i32> = metadata.topics().iter().flat_map(|t| t.partitions().iter().map(|p| p.id())).collect();
-    if partitions.is_empty() {
-        bail!("{} {} has no partitions", spec.key, spec.name);
+    let started = Instant::now();
+    loop {
+        let metadata = consumer
+            .fetch_metadata(Some(&spec.name), REQUEST_TIMEOUT)
+            .with_context(|| format!("reading the metadata of {} {}", spec.key, spec.name))?;
+        let partitions: Vec<i32> =
+            metadata.topics().iter().filter(|t| t.error().is_none()).flat_map(|t| t.partitions().iter().map(|p| p.id())).collect();
+        if !partitions.is_empty() {
+            return Ok(partitions);
+        }
+        if started.elapsed() > REQUEST_TIMEOUT {
+            bail!("{} {} has no partitions", spec.key, spec.name);
+        }
+        std::thread::sleep(Duration::from_millis(100));
     }
-    Ok(partitions)
 }
 
 /// Creates the topic, compacted, if it does not exist; refuses one that exists and is not
