@@ -1,8 +1,8 @@
 //! `snow-bench fleet`: a fleet of release `snow-connect worker` processes on this machine, one
 //! group, the real source component, a release fake-snow and the broker:
 //!
-//! * backfill throughput of 50 tables × 10,000 rows with 1, 2 and 3 workers (the fake answering at
-//!   once), from the connector's creation over REST to the last record in Kafka;
+//! * backfill throughput of 50 tables × 10,000 rows by a standalone run and by 1, 2 and 3 workers
+//!   (the fake answering at once), from the first record in Kafka to the last;
 //! * failover: three workers backfilling (the fake taking 20 ms a request), one SIGKILLed; the
 //!   time from the kill until `GET …/status` shows every table running on the other two, with the
 //!   default `session.timeout.ms` (10 s), three times.
@@ -41,6 +41,7 @@ pub fn run() -> Result<()> {
     for table in &tables {
         fake.seed_table(table, ROWS, &stamp(now() - 86_400), 80_000)?;
     }
+    let alone = standalone(&dir, &bootstrap, &fake, &names)?;
     let mut throughput = Vec::new();
     for workers in 1..=3 {
         throughput.push((workers, backfill(&dir, &bootstrap, &fake, &names, workers, &format!("tp{workers}"))?));
@@ -51,7 +52,7 @@ pub fn run() -> Result<()> {
         failovers.push(failover(&dir, &bootstrap, &fake, &names, &format!("kill{kill}"))?);
     }
     drop(broker);
-    let report = report(&throughput, &failovers);
+    let report = report(alone, &throughput, &failovers);
     println!("{report}");
     write_report("bench-fleet", "A fleet of workers (make bench)", &report)
 }
@@ -167,22 +168,69 @@ fn backfill(dir: &Path, bootstrap: &str, fake: &Fake, tables: &[&str], count: us
     create_topic(bootstrap, &topic)?;
     let total = tables.len() as u64 * ROWS;
     eprintln!("backfill: {count} worker(s), {total} rows");
-    let started = Instant::now();
+    let created = Instant::now();
     let (status, answer) =
         http(workers[0].port, "POST", "/connectors", Some(&json!({ "name": label, "config": connector(fake, tables, &topic, 1000) })))?;
     if status != 201 {
         bail!("creating the connector: {status} {answer}");
     }
-    while produced(bootstrap, &topic) < total {
-        if started.elapsed() > Duration::from_secs(600) {
-            bail!("the backfill with {count} workers did not finish; logs in {}", dir.display());
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let started = wait_records(bootstrap, &topic, total, created, dir)?;
     let seconds = started.elapsed().as_secs_f64();
     for worker in workers {
         worker.stop();
     }
+    Ok(total as f64 / seconds)
+}
+
+/// Waits for the first record of `topic`, then for `total`; returns when the first arrived.
+fn wait_records(bootstrap: &str, topic: &str, total: u64, since: Instant, dir: &Path) -> Result<Instant> {
+    while produced(bootstrap, topic) == 0 {
+        if since.elapsed() > Duration::from_secs(120) {
+            bail!("no record within 2 minutes; logs in {}", dir.display());
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let first = Instant::now();
+    while produced(bootstrap, topic) < total {
+        if since.elapsed() > Duration::from_secs(600) {
+            bail!("the backfill did not finish; logs in {}", dir.display());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Ok(first)
+}
+
+/// Rows per second of the same 50-table backfill by `snow-connect run` (offsets in a file).
+fn standalone(dir: &Path, bootstrap: &str, fake: &Fake, tables: &[&str]) -> Result<f64> {
+    let topic = "bench.fleet.standalone";
+    create_topic(bootstrap, topic)?;
+    let config = connector(fake, tables, topic, 1000);
+    let mut text = format!(
+        "name=standalone\nkafka.bootstrap.servers={bootstrap}\noffset.storage.file.filename={}\ncomponent.trusted.keys={}\n",
+        dir.join("standalone.offsets.json").display(),
+        workspace().join("tests/keys/development-only.pub").display()
+    );
+    for (k, v) in config.as_object().into_iter().flatten() {
+        text.push_str(&format!("{k}={}\n", v.as_str().unwrap_or_default()));
+    }
+    let file = dir.join("standalone.properties");
+    std::fs::write(&file, text)?;
+    let total = tables.len() as u64 * ROWS;
+    eprintln!("backfill: standalone, {total} rows");
+    let since = Instant::now();
+    let mut child = Command::new(release_bin("snow-connect"))
+        .arg("run")
+        .arg(&file)
+        .arg("--component-cache")
+        .arg(dir.join("cache"))
+        .env("SNOW_LOG", "info")
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(dir.join("standalone.log"))?)
+        .spawn()?;
+    let started = wait_records(bootstrap, topic, total, since, dir)?;
+    let seconds = started.elapsed().as_secs_f64();
+    let _ = Command::new("kill").arg("-TERM").arg(child.id().to_string()).status();
+    let _ = child.wait();
     Ok(total as f64 / seconds)
 }
 
@@ -241,15 +289,15 @@ fn failover(dir: &Path, bootstrap: &str, fake: &Fake, tables: &[&str], label: &s
     Ok((seconds, moved))
 }
 
-fn report(throughput: &[(usize, f64)], failovers: &[(f64, usize)]) -> String {
+fn report(alone: f64, throughput: &[(usize, f64)], failovers: &[(f64, usize)]) -> String {
     let mut out = format!(
         "Machine: {}. `make bench` → `target/release/snow-bench fleet`: release `snow-connect worker` processes of one group on this \
          machine, the release fake-snow and Apache Kafka on the same two cores, the real source component.\n\n",
         machine()
     );
-    out.push_str(&format!("Backfill of {TABLES} tables × {ROWS} rows (pages of 1,000, the fake answering at once), from `POST /connectors` to the last record in Kafka:\n\n| workers | rows/s |\n|---|---|\n"));
+    out.push_str(&format!("Backfill of {TABLES} tables × {ROWS} rows (pages of 1,000, the fake answering at once), from the first record in Kafka to the last (a fleet's offset writes are transactions of the slots' fenced producers; standalone's go to a file):\n\n| run | rows/s |\n|---|---|\n| standalone (`snow-connect run`) | {alone:.0} |\n"));
     for (workers, rate) in throughput {
-        out.push_str(&format!("| {workers} | {rate:.0} |\n"));
+        out.push_str(&format!("| {workers} worker{} | {rate:.0} |\n", if *workers == 1 { "" } else { "s" }));
     }
     out.push_str(
         "\nFailover (three workers backfilling the same tables, pages of 200, the fake taking 20 ms a request, default \
