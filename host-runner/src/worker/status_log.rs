@@ -99,16 +99,13 @@ impl StatusLog {
 
     /// Every unit status published for `connector`, by unit.
     pub fn units(&self, connector: &str) -> Vec<(String, Published)> {
-        let prefix = format!("status-unit-{}", serde_json::json!([connector, ""]));
-        let prefix = prefix.trim_end_matches("\"]");
         self.topic
             .entries()
             .into_iter()
             .filter_map(|(k, v)| {
                 let key = String::from_utf8(k).ok()?;
-                let rest = key.strip_prefix("status-unit-")?;
-                let (c, unit): (String, String) = serde_json::from_str(rest).ok()?;
-                (c == connector && key.starts_with(prefix)).then_some(())?;
+                let (c, unit): (String, String) = serde_json::from_str(key.strip_prefix("status-unit-")?).ok()?;
+                (c == connector).then_some(())?;
                 Some((unit, serde_json::from_slice(&v).ok()?))
             })
             .collect()
