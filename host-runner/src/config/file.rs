@@ -47,20 +47,24 @@ pub fn load_files_with_entries(paths: &[impl AsRef<Path>]) -> Result<(Vec<Connec
     Ok((specs, written))
 }
 
+/// A JSON object of key/value strings (numbers and booleans taken as their text), as a
+/// connector's configuration; an error names the place (`at`) and the key.
+pub fn string_entries(value: &Value, at: &str) -> Result<BTreeMap<String, String>, String> {
+    let Some(object) = value.as_object() else { return Err(format!("{at} must be an object of key/value strings")) };
+    object
+        .iter()
+        .map(|(k, v)| match v {
+            Value::String(s) => Ok((k.clone(), s.clone())),
+            Value::Number(n) => Ok((k.clone(), n.to_string())),
+            Value::Bool(b) => Ok((k.clone(), b.to_string())),
+            _ => Err(format!("{at}.{k} must be a string, number or boolean")),
+        })
+        .collect()
+}
+
 fn parse_json(text: &str) -> Result<Vec<BTreeMap<String, String>>> {
     let value: Value = serde_json::from_str(text).context("not valid JSON")?;
-    let flat = |v: &Value, at: &str| -> Result<BTreeMap<String, String>> {
-        let Some(object) = v.as_object() else { bail!("{at} must be an object of key/value strings") };
-        object
-            .iter()
-            .map(|(k, v)| match v {
-                Value::String(s) => Ok((k.clone(), s.clone())),
-                Value::Number(n) => Ok((k.clone(), n.to_string())),
-                Value::Bool(b) => Ok((k.clone(), b.to_string())),
-                _ => bail!("{at}.{k} must be a string, number or boolean"),
-            })
-            .collect()
-    };
+    let flat = |v: &Value, at: &str| string_entries(v, at).map_err(anyhow::Error::msg);
     let one = |v: &Value, worker: &BTreeMap<String, String>, at: &str| -> Result<BTreeMap<String, String>> {
         let mut map = worker.clone();
         if let Some(config) = v.get("config") {

@@ -15,7 +15,7 @@ mod providers;
 mod sink;
 mod spec;
 
-pub use file::{load_files, load_files_with_entries};
+pub use file::{load_files, load_files_with_entries, string_entries};
 pub use properties::parse as parse_properties;
 pub use sink::{OnFailure, SinkSpec};
 pub use snow_core::auth::Secret;

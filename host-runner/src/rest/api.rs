@@ -262,20 +262,6 @@ fn list(view: &dyn View, expand: Option<&str>) -> Response<Full<Bytes>> {
     }
 }
 
-/// A JSON object of strings (numbers and booleans taken as their text).
-fn string_map(value: &Value, what: &str) -> Result<BTreeMap<String, String>, String> {
-    let Some(object) = value.as_object() else { return Err(format!("{what} must be a JSON object")) };
-    object
-        .iter()
-        .map(|(k, v)| match v {
-            Value::String(s) => Ok((k.clone(), s.clone())),
-            Value::Number(n) => Ok((k.clone(), n.to_string())),
-            Value::Bool(b) => Ok((k.clone(), b.to_string())),
-            _ => Err(format!("{what}: {k} must be a string, number or boolean")),
-        })
-        .collect()
-}
-
 fn parse_json(body: &Bytes) -> Result<Value, Response<Full<Bytes>>> {
     serde_json::from_slice(body).map_err(|e| error(StatusCode::BAD_REQUEST, &format!("The request body is not valid JSON: {e}")))
 }
@@ -326,7 +312,7 @@ async fn create(view: &dyn View, body: &Bytes) -> Response<Full<Bytes>> {
     let Some(name) = request.get("name").and_then(Value::as_str).map(str::to_string) else {
         return error(StatusCode::BAD_REQUEST, "The request must name the connector: {\"name\": …, \"config\": {…}}");
     };
-    let properties = match request.get("config").map(|c| string_map(c, "config")) {
+    let properties = match request.get("config").map(|c| crate::config::string_entries(c, "config")) {
         Some(Ok(p)) => p,
         Some(Err(message)) => return error(StatusCode::BAD_REQUEST, &message),
         None => {
@@ -350,11 +336,12 @@ async fn create(view: &dyn View, body: &Bytes) -> Response<Full<Bytes>> {
 }
 
 async fn put_config(view: &dyn View, name: &str, body: &Bytes) -> Response<Full<Bytes>> {
-    let properties =
-        match parse_json(body).and_then(|v| string_map(&v, "the configuration").map_err(|m| error(StatusCode::BAD_REQUEST, &m))) {
-            Ok(p) => p,
-            Err(answer) => return answer,
-        };
+    let properties = match parse_json(body)
+        .and_then(|v| crate::config::string_entries(&v, "the configuration").map_err(|m| error(StatusCode::BAD_REQUEST, &m)))
+    {
+        Ok(p) => p,
+        Err(answer) => return answer,
+    };
     let existed = view.connector(name).is_some();
     if let Some(refused) = store(view, name, properties, (!existed).then_some(TargetState::Started)).await {
         return refused;
@@ -575,11 +562,12 @@ async fn validate_plugin(view: &dyn View, plugin: &str, body: &Bytes) -> Respons
         SINK_CLASS | "ServiceNowSinkConnector" => SINK_CLASS,
         other => return error(StatusCode::NOT_FOUND, &format!("Unknown plugin {other}; GET /connector-plugins lists them")),
     };
-    let mut properties =
-        match parse_json(body).and_then(|v| string_map(&v, "the configuration").map_err(|m| error(StatusCode::BAD_REQUEST, &m))) {
-            Ok(p) => p,
-            Err(answer) => return answer,
-        };
+    let mut properties = match parse_json(body)
+        .and_then(|v| crate::config::string_entries(&v, "the configuration").map_err(|m| error(StatusCode::BAD_REQUEST, &m)))
+    {
+        Ok(p) => p,
+        Err(answer) => return answer,
+    };
     properties.entry("connector.class".into()).or_insert_with(|| class.to_string());
     let name = properties.remove("name").unwrap_or_else(|| "validate".into());
     let errors = validate::check(view, &name, &properties).await;
