@@ -228,7 +228,7 @@ fn assert_no_overlap(fake: &FakeSnow, tables: &[String]) -> BTreeMap<String, usi
 }
 
 #[test]
-fn three_workers_share_fifty_tables_survive_a_kill_and_take_in_a_fourth() {
+fn three_workers_share_fifty_tables_and_a_sink_survive_a_kill_and_take_in_a_fourth() {
     let rows = fleet_rows();
     // 25 requests a table, 150 ms each: the backfill lasts long enough to kill a worker in it.
     let batch = (rows as usize / 25).max(20);
@@ -249,8 +249,7 @@ fn three_workers_share_fifty_tables_survive_a_kill_and_take_in_a_fourth() {
         specs[..3].iter().enumerate().map(|(i, s)| Some(start_worker(&dir, &format!("w{}", i + 1), s, &[PASSWORD_ENV]))).collect();
     let id_of = |i: usize| format!("127.0.0.1:{}", specs[i].port);
 
-    // The source, created with curl against the first worker (the sink's share of a fleet, its
-    // kill and its join: a_sink_in_a_fleet_…, below).
+    // The source and a sink, created with curl against the first worker.
     let (source, topic) = (unique("fleet-src"), unique("fleet-rows"));
     let table_refs: Vec<&str> = tables.iter().map(String::as_str).collect();
     let created = curl(
@@ -260,6 +259,23 @@ fn three_workers_share_fifty_tables_survive_a_kill_and_take_in_a_fourth() {
         Some(&json!({ "name": source, "config": source_config_batch(&fake, &source, &topic, &table_refs, batch) })),
     );
     assert_eq!(created.status, 201, "{}", created.text);
+    let (sink, sink_topic) = (unique("fleet-sink"), unique("fleet-updates"));
+    support::kafka::create_topic_blocking(kafka_harness::shared().bootstrap(), &sink_topic, 4);
+    let targets = fake.shared().seed("u_sink_target", 200, now - 100, 50);
+    let mut sink_config: BTreeMap<String, String> = support::sink_entries(
+        &fake.url(),
+        &sink,
+        &sink_topic,
+        "u_sink_target",
+        &[("snow.auth.username", USER), ("snow.auth.password", "${env:SNOW_FLEET_PASSWORD}"), ("snow.sink.operation", "patch")],
+    );
+    for k in ["name", "kafka.bootstrap.servers", "component.trusted.keys"] {
+        sink_config.remove(k);
+    }
+    let created = curl(specs[0].port, "POST", "/connectors", Some(&json!({ "name": sink, "config": sink_config })));
+    assert_eq!(created.status, 201, "{}", created.text);
+    let updates = support::keyed_updates(&targets, 4_000, 7);
+    support::kafka::produce_blocking(kafka_harness::shared().bootstrap(), &sink_topic, &updates[..2_000]);
 
     // Visible with status on all three, the tables shared between them.
     let started = std::time::Instant::now();
@@ -299,11 +315,12 @@ fn three_workers_share_fifty_tables_survive_a_kill_and_take_in_a_fourth() {
     }
     fake.clock().advance(3);
 
-    // A fourth worker joins and takes a share.
+    // A fourth worker joins and takes a share; the second half of the sink's records follows.
     workers.push(Some(start_worker(&dir, "w4", &specs[3], &[PASSWORD_ENV])));
     wait_status(specs[3].port, &source, Duration::from_secs(60), "the fourth worker running tables", |s| {
         tasks_in(s, "RUNNING") == 50 && per_worker(s, &id_of(3)) > 0
     });
+    support::kafka::produce_blocking(bootstrap, &sink_topic, &updates[2_000..]);
 
     let finals: BTreeSet<(String, String)> = tables
         .iter()
@@ -318,6 +335,23 @@ fn three_workers_share_fifty_tables_survive_a_kill_and_take_in_a_fourth() {
     };
     let records = read_until(bootstrap, &topic, Duration::from_secs(600), has_all);
     assert!(has_all(&records), "every final row version arrived");
+    let last: std::collections::HashMap<&str, String> = updates
+        .iter()
+        .map(|(k, v)| (k.as_deref().unwrap(), serde_json::from_str::<Value>(v).unwrap()["u_seq"].as_str().unwrap().to_string()))
+        .collect();
+    let behind = || {
+        fake.rows("u_sink_target")
+            .iter()
+            .filter(|r| last.get(r["sys_id"].as_str().unwrap()).is_some_and(|seq| r.get("u_seq").and_then(Value::as_str) != Some(seq)))
+            .count()
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(180);
+    while behind() > 0 {
+        let patches = fake.journal().entries.iter().filter(|e| e.method == "PATCH").count();
+        assert!(std::time::Instant::now() < deadline, "the sink did not write every update: {} rows behind, {patches} writes", behind());
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    support::assert_last_updates(&fake, "u_sink_target", &updates);
 
     // Nothing ran on two workers at once; duplicates within the bound, per table and per move.
     let moves = assert_no_overlap(&fake, &tables);

@@ -123,8 +123,11 @@ impl Gate {
             let request = builder
                 .body(Full::new(body.clone()).map_err(|never| match never {}).boxed_unsync())
                 .map_err(|e| HttpError::InternalError(Some(format!("rebuilding the request: {e}"))))?;
-            let permit = self.limiter.acquire().await;
+            let permit = self.limiter.acquire(&connector).await;
             self.metrics.counter_add("snow_outbound_requests_total", 1, &labels(&[("connector", &connector)]));
+            if permit.queued() {
+                self.metrics.counter_add("snow_outbound_queued_total", 1, &labels(&[("connector", &connector)]));
+            }
             let response = ConnectionPool::shared().send(request, options).await?;
             let io: IoFuture = Box::new(async { Ok(()) });
             let status = response.status().as_u16();

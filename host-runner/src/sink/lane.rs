@@ -201,6 +201,14 @@ impl Lane {
             self.swapped(since, &from);
         }
         let instance = self.instance.as_mut()?;
+        tracing::debug!(
+            connector = self.shared.ctx.name(),
+            "lane {}: put of {} record(s), offsets {}..={}",
+            self.unit,
+            records.len(),
+            records.first().map_or(-1, |r| r.offset),
+            records.last().map_or(-1, |r| r.offset)
+        );
         let result = instance.put(records).await;
         drop(permit);
         let outcomes = match result {
@@ -257,6 +265,7 @@ impl Lane {
         if done > 0 && !self.settle(&finals).await {
             return None;
         }
+        tracing::debug!(connector = self.shared.ctx.name(), "lane {}: {done} of {} outcome(s) final and committed", self.unit, records.len());
         Some(Step { done, then })
     }
 

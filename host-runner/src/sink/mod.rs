@@ -202,7 +202,8 @@ fn apply(
             }
         }
         Change::Assigned(partitions) => {
-            tracing::info!(connector = ctx.name(), "assigned {} partition(s)", partitions.len());
+            let names: Vec<String> = partitions.iter().map(|(t, p)| format!("{t}-{p}")).collect();
+            tracing::info!(connector = ctx.name(), "assigned {} partition(s): {}", partitions.len(), names.join(", "));
             let mut list = TopicPartitionList::new();
             for (topic, partition) in &partitions {
                 list.add_partition(topic, *partition);
@@ -227,7 +228,11 @@ fn flow_control(ctx: &SharedContext, consumer: &StreamConsumer<SinkContext>, lan
         list.add_partition(topic, *partition);
         let result = if entry.paused { consumer.resume(&list) } else { consumer.pause(&list) };
         match result {
-            Ok(()) => entry.paused = !entry.paused,
+            Ok(()) => {
+                entry.paused = !entry.paused;
+                let verb = if entry.paused { "paused" } else { "resumed" };
+                tracing::debug!(connector = ctx.name(), "{topic}-{partition} {verb} ({waiting} record(s) waiting in its lane)");
+            }
             Err(e) => tracing::warn!(connector = ctx.name(), "pausing or resuming {topic}-{partition}: {e}"),
         }
     }

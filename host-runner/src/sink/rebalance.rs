@@ -87,6 +87,8 @@ impl SinkContext {
         for c in &controls {
             c.revoked.store(true, Ordering::SeqCst);
         }
+        let names: Vec<String> = partitions.iter().map(|(t, p)| format!("{t}-{p}")).collect();
+        tracing::info!("revoking {} partition(s): {}; waiting for their puts in progress", partitions.len(), names.join(", "));
         let wait = || {
             let started = Instant::now();
             while controls.iter().any(|c| c.busy.load(Ordering::SeqCst)) {
