@@ -52,7 +52,7 @@ bench: wasm
 	target/release/snow-bench fleet
 	@for w in guest_source guest_sink; do target/release/snow-connect inspect target/guests/wasm32-wasip2/wasm-release/$$w.wasm --instantiations 1000; done
 
-## The fleet test at the issue's full size: three workers, 50 tables x 10,000 rows, a worker
+## The fleet test at the issue's full size: three workers, 50 tables x 10,000 rows and a sink, a worker
 ## SIGKILLed during the backfill, a fourth joining (tests/e2e/fleet.rs; `make test` runs it at 1,000 rows a table).
 soak: $(JCO_HOST)/node_modules/.package-lock.json
 	@bash tests/setup.sh --tests

@@ -197,12 +197,42 @@ fn densest_window(stamps: &mut [i64], seconds: i64) -> usize {
 /// (`X-Snow-Worker`); returns how often each table moved from one worker to another.
 fn assert_no_overlap(fake: &FakeSnow, tables: &[String]) -> BTreeMap<String, usize> {
     let journal = fake.journal();
+    let units = tables
+        .iter()
+        .map(|table| {
+            let path = format!("/api/now/table/{table}");
+            (table.clone(), journal.entries.iter().filter(|e| e.path == path).collect())
+        })
+        .collect();
+    assert_units_never_overlap(units)
+}
+
+/// Asserts that no two workers wrote one partition of a sink at once: each `PATCH` in the fake's
+/// journal is the record whose `u_seq` its body carries, read back from `topic` for its partition.
+/// Returns how often each partition's lane moved from one worker to another.
+fn assert_lanes_never_overlap(fake: &FakeSnow, topic: &str, records: usize) -> BTreeMap<String, usize> {
+    let u_seq = |text: &str| serde_json::from_str::<Value>(text).ok().and_then(|v| v["u_seq"].as_str().map(str::to_string));
+    let partition_of: BTreeMap<String, i32> = read_until(kafka_harness::shared().bootstrap(), topic, Duration::from_secs(60), |r| r.len() >= records)
+        .iter()
+        .filter_map(|r| Some((u_seq(std::str::from_utf8(&r.value).ok()?)?, r.partition)))
+        .collect();
+    assert_eq!(partition_of.len(), records, "every sink record read back with its partition");
+    let journal = fake.journal();
+    let mut units: BTreeMap<String, Vec<&fake_snow::journal::JournalEntry>> = BTreeMap::new();
+    for e in journal.entries.iter().filter(|e| e.method == "PATCH") {
+        let seq = e.body.as_deref().and_then(u_seq).unwrap_or_else(|| panic!("a PATCH without u_seq: {e:?}"));
+        units.entry(format!("{topic}-{}", partition_of[&seq])).or_default().push(e);
+    }
+    assert_units_never_overlap(units)
+}
+
+/// Asserts, for each unit's requests, that none of one worker starts before every earlier request
+/// of another worker ended; returns how often each unit moved from one worker to another.
+fn assert_units_never_overlap(units: BTreeMap<String, Vec<&fake_snow::journal::JournalEntry>>) -> BTreeMap<String, usize> {
     let mut moves = BTreeMap::new();
-    for table in tables {
-        let path = format!("/api/now/table/{table}");
-        let mut entries: Vec<_> = journal.entries.iter().filter(|e| e.path == path).collect();
+    for (unit, mut entries) in units {
         entries.sort_by_key(|e| (e.at_ms, e.seq));
-        assert!(entries.iter().all(|e| e.worker.is_some()), "every request of {table} names its worker");
+        assert!(entries.iter().all(|e| e.worker.is_some()), "every request of {unit} names its worker");
         let mut last_done: BTreeMap<&str, u64> = BTreeMap::new();
         let mut previous: Option<&str> = None;
         let mut moved = 0;
@@ -211,7 +241,7 @@ fn assert_no_overlap(fake: &FakeSnow, tables: &[String]) -> BTreeMap<String, usi
             for (other, done) in &last_done {
                 assert!(
                     *other == worker || *done <= e.at_ms,
-                    "{table}: a request of {worker} at {} ms overlaps one of {other} that ended at {done} ms",
+                    "{unit}: a request of {worker} at {} ms overlaps one of {other} that ended at {done} ms",
                     e.at_ms
                 );
             }
@@ -222,7 +252,7 @@ fn assert_no_overlap(fake: &FakeSnow, tables: &[String]) -> BTreeMap<String, usi
             }
             previous = Some(worker);
         }
-        moves.insert(table.clone(), moved);
+        moves.insert(unit, moved);
     }
     moves
 }
@@ -290,6 +320,15 @@ fn three_workers_share_fifty_tables_and_a_sink_survive_a_kill_and_take_in_a_four
     }
     let victim = 1;
     let victims_tables = per_worker(&status, &id_of(victim));
+    // The sink's four lanes too, on all three, shared between them.
+    let lanes_on = |s: &Value| -> BTreeSet<String> {
+        s["tasks"].as_array().map(|t| t.iter().filter(|t| t["state"] == "RUNNING").filter_map(|t| t["worker_id"].as_str().map(str::to_string)).collect()).unwrap_or_default()
+    };
+    for spec in &specs[..3] {
+        wait_status(spec.port, &sink, Duration::from_secs(120), "4 sink lanes running on the three workers", |s| {
+            tasks_in(s, "RUNNING") == 4 && lanes_on(s).len() == 3
+        });
+    }
 
     // SIGKILL the second worker once rows flowed and before the backfill is done.
     let bootstrap = kafka_harness::shared().bootstrap();
@@ -304,7 +343,16 @@ fn three_workers_share_fifty_tables_and_a_sink_survive_a_kill_and_take_in_a_four
     });
     let failover = killed.elapsed();
     assert!(per_worker(&moved, &id_of(0)) + per_worker(&moved, &id_of(2)) == 50, "{moved}");
-    eprintln!("fleet: {victims_tables} tables of the killed worker ran elsewhere {:.1} s after SIGKILL", failover.as_secs_f64());
+    let left = (session + Duration::from_secs(10)).saturating_sub(killed.elapsed());
+    wait_status(specs[2].port, &sink, left, "the victim's sink lanes running elsewhere", |s| {
+        tasks_in(s, "RUNNING") == 4 && !lanes_on(s).contains(&id_of(victim))
+    });
+    let sink_failover = killed.elapsed();
+    eprintln!(
+        "fleet: {victims_tables} tables of the killed worker ran elsewhere {:.1} s after SIGKILL, its sink lanes {:.1} s after",
+        failover.as_secs_f64(),
+        sink_failover.as_secs_f64()
+    );
 
     // Rows change meanwhile; the final versions must arrive.
     fake.clock().advance(1);
@@ -319,6 +367,9 @@ fn three_workers_share_fifty_tables_and_a_sink_survive_a_kill_and_take_in_a_four
     workers.push(Some(start_worker(&dir, "w4", &specs[3], &[PASSWORD_ENV])));
     wait_status(specs[3].port, &source, Duration::from_secs(60), "the fourth worker running tables", |s| {
         tasks_in(s, "RUNNING") == 50 && per_worker(s, &id_of(3)) > 0
+    });
+    wait_status(specs[3].port, &sink, Duration::from_secs(60), "the fourth worker writing a sink lane", |s| {
+        tasks_in(s, "RUNNING") == 4 && lanes_on(s).contains(&id_of(3))
     });
     support::kafka::produce_blocking(bootstrap, &sink_topic, &updates[2_000..]);
 
@@ -335,22 +386,7 @@ fn three_workers_share_fifty_tables_and_a_sink_survive_a_kill_and_take_in_a_four
     };
     let records = read_until(bootstrap, &topic, Duration::from_secs(600), has_all);
     assert!(has_all(&records), "every final row version arrived");
-    let last: std::collections::HashMap<&str, String> = updates
-        .iter()
-        .map(|(k, v)| (k.as_deref().unwrap(), serde_json::from_str::<Value>(v).unwrap()["u_seq"].as_str().unwrap().to_string()))
-        .collect();
-    let behind = || {
-        fake.rows("u_sink_target")
-            .iter()
-            .filter(|r| last.get(r["sys_id"].as_str().unwrap()).is_some_and(|seq| r.get("u_seq").and_then(Value::as_str) != Some(seq)))
-            .count()
-    };
-    let deadline = std::time::Instant::now() + Duration::from_secs(180);
-    while behind() > 0 {
-        let patches = fake.journal().entries.iter().filter(|e| e.method == "PATCH").count();
-        assert!(std::time::Instant::now() < deadline, "the sink did not write every update: {} rows behind, {patches} writes", behind());
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    support::kafka::wait_committed(&format!("connect-{sink}"), &sink_topic, 4, updates.len() as i64, Duration::from_secs(180));
     support::assert_last_updates(&fake, "u_sink_target", &updates);
 
     // Nothing ran on two workers at once; duplicates within the bound, per table and per move.
@@ -372,6 +408,14 @@ fn three_workers_share_fifty_tables_and_a_sink_survive_a_kill_and_take_in_a_four
         let duplicates = of_table.len() - distinct.len();
         assert!(duplicates <= bound, "{table}: {duplicates} duplicates, bound {bound} ({} moves)", moves[table]);
     }
+    let lane_moves = assert_lanes_never_overlap(&fake, &sink_topic, updates.len());
+    let writes = fake.journal().entries.iter().filter(|e| e.method == "PATCH").count();
+    assert!(writes >= updates.len(), "every sink record written ({writes} writes)");
+    eprintln!(
+        "fleet: the sink wrote {} records in {writes} writes; its lanes moved {} times",
+        updates.len(),
+        lane_moves.values().sum::<usize>()
+    );
     let total_moves: usize = moves.values().sum();
     assert!(total_moves >= victims_tables, "the killed worker's tables moved ({total_moves} moves)");
     let duplicates = records.len()

@@ -115,6 +115,8 @@ impl Lane {
 
     /// Writes until stopped.
     pub async fn run(mut self) {
+        // Assigned and ready: its instance opens with the first records.
+        self.state(UnitState::Running, None);
         let mut pending: Vec<SinkRecord> = Vec::new();
         loop {
             if pending.is_empty() {

@@ -109,7 +109,7 @@ pub async fn run(ctx: SharedContext, slot: Arc<Slot<SinkPre<HostState>>>, mut sh
         // the record goes to the lane of the partition as it is now assigned, never to a lane
         // that is about to be stopped (whose queue is dropped).
         for change in consumer.context().take_changes() {
-            apply(&ctx, &consumer, &mut lanes, &mut stopping, change);
+            apply(&shared, &mut lanes, &mut stopping, change);
         }
         match received {
             Some(Ok(record)) => {
@@ -182,15 +182,16 @@ fn start_lane(shared: &Arc<LaneShared>, topic: &str, partition: i32, predecessor
 }
 
 /// Acts on a rebalance: revoked partitions' lanes stop (the rebalance callback already waited for
-/// their puts in progress, [`rebalance`]), and assigned partitions are resumed (librdkafka keeps a
-/// partition paused across a reassignment).
+/// their puts in progress, [`rebalance`]); assigned partitions get their lanes at once (so the
+/// fleet's status shows where each partition is written, records or not) and are resumed
+/// (librdkafka keeps a partition paused across a reassignment).
 fn apply(
-    ctx: &SharedContext,
-    consumer: &StreamConsumer<SinkContext>,
+    shared: &Arc<LaneShared>,
     lanes: &mut HashMap<(String, i32), LaneEntry>,
     stopping: &mut HashMap<(String, i32), JoinHandle<()>>,
     change: Change,
 ) {
+    let ctx = &shared.ctx;
     match change {
         Change::Revoked(partitions) => {
             for key in partitions {
@@ -205,10 +206,12 @@ fn apply(
             let names: Vec<String> = partitions.iter().map(|(t, p)| format!("{t}-{p}")).collect();
             tracing::info!(connector = ctx.name(), "assigned {} partition(s): {}", partitions.len(), names.join(", "));
             let mut list = TopicPartitionList::new();
-            for (topic, partition) in &partitions {
-                list.add_partition(topic, *partition);
+            for key in partitions {
+                list.add_partition(&key.0, key.1);
+                let predecessor = stopping.remove(&key);
+                lanes.entry(key.clone()).or_insert_with(|| start_lane(shared, &key.0, key.1, predecessor));
             }
-            if let Err(e) = consumer.resume(&list) {
+            if let Err(e) = shared.consumer.resume(&list) {
                 tracing::warn!(connector = ctx.name(), "resuming the assigned partitions: {e}");
             }
         }

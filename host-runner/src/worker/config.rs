@@ -209,6 +209,10 @@ impl WorkerConfig {
         let mut connector_defaults: BTreeMap<String, String> =
             CONNECTOR_DEFAULTS.iter().filter_map(|k| get(k).map(|v| (k.to_string(), v))).collect();
         connector_defaults.insert("kafka.bootstrap.servers".into(), bootstrap.clone());
+        // A sink's lanes fail over with the worker's slots: its consumer's session follows the
+        // worker's unless the connector sets its own.
+        connector_defaults.insert("kafka.consumer.session.timeout.ms".into(), session_timeout.as_millis().to_string());
+        connector_defaults.insert("kafka.consumer.heartbeat.interval.ms".into(), heartbeat_interval.as_millis().to_string());
         for key in entries.keys() {
             if !KEYS.contains(&key.as_str()) && !CONNECTOR_DEFAULTS.contains(&key.as_str()) {
                 errors.push(format!("{key}: unknown worker key (check the spelling and docs/configuration.md)"));
@@ -259,6 +263,19 @@ mod tests {
         );
         assert_eq!((config.configs.partitions, config.offsets.partitions, config.slots.partitions), (1, 25, 32));
         assert_eq!((config.listen.as_str(), config.worker_id.as_str()), ("127.0.0.1:8083", "127.0.0.1:8083"));
+        let sessions = WorkerConfig::from_entries(&entries(&[
+            ("group.id", "fleet"),
+            ("bootstrap.servers", "127.0.0.1:9092"),
+            ("session.timeout.ms", "6000"),
+            ("heartbeat.interval.ms", "1000"),
+        ]))
+        .unwrap();
+        let default = |k: &str| sessions.connector_defaults.get(k).map(String::as_str);
+        assert_eq!(
+            (default("kafka.consumer.session.timeout.ms"), default("kafka.consumer.heartbeat.interval.ms")),
+            (Some("6000"), Some("1000")),
+            "a sink's consumer session follows the worker's"
+        );
         let err = WorkerConfig::from_entries(&entries(&[
             ("listeners", "ftp://x"),
             ("work.slots", "0"),
