@@ -335,7 +335,11 @@ fn two_runners_share_the_partitions_and_the_survivor_takes_over_a_killed_ones() 
     let at_kill = writes();
     let killed_at_ms = fake.journal().entries.iter().map(|e| e.done_ms).max().unwrap_or(0);
     a.kill();
-    b.wait_for_log("assigned 4 partition(s)", Duration::from_secs(60));
+    // The rebalance is cooperative: the survivor is assigned the dead runner's two partitions
+    // beside its own two.
+    wait_until("the survivor holding all four partitions", Duration::from_secs(60), || {
+        (assigned_partitions(&b.log()).len() == 4).then_some(())
+    });
     wait_committed(&format!("connect-{name}"), &topic, 4, RECORDS as i64, Duration::from_secs(300));
     let lanes: Vec<serde_json::Value> = (0..4).filter_map(|p| support::unit_status_of(&addr_b, &name, &format!("{topic}-{p}"))).collect();
     let log_b = b.stop();
@@ -358,6 +362,22 @@ fn two_runners_share_the_partitions_and_the_survivor_takes_over_a_killed_ones() 
         assert!(seq > before, "{}: u_seq {seq} written after {before} before the kill", e.path);
     }
     assert_last_updates(&fake, "incident", &records);
+}
+
+/// The partitions a runner's log says it was assigned and not revoked since.
+fn assigned_partitions(log: &str) -> std::collections::BTreeSet<String> {
+    let mut held = std::collections::BTreeSet::new();
+    for line in log.lines() {
+        if let Some((_, list)) = line.split_once(" partition(s): ").filter(|_| line.contains(" INFO assigned ")) {
+            let list = list.split(" connector=").next().unwrap_or_default();
+            held.extend(list.split(", ").filter(|p| !p.trim().is_empty()).map(|p| p.trim().to_string()));
+        } else if let Some((_, rest)) = line.split_once("INFO partition ") {
+            if let Some((partition, _)) = rest.split_once(" was revoked") {
+                held.remove(partition);
+            }
+        }
+    }
+    held
 }
 
 #[test]

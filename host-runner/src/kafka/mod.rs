@@ -60,6 +60,9 @@ fn consumer_config(spec: &KafkaSpec, group: &str) -> ClientConfig {
         ("enable.auto.offset.store", "false"),
         ("auto.offset.reset", "earliest"),
         ("session.timeout.ms", "10000"),
+        // A rebalance moves only the partitions that must move: the others' lanes go on writing
+        // (an eager rebalance would stop every lane, each revocation waiting for its put).
+        ("partition.assignment.strategy", "cooperative-sticky"),
         ("reconnect.backoff.ms", "100"),
         ("reconnect.backoff.max.ms", "1000"),
     ];

@@ -7,7 +7,13 @@
 //! 8·n / (0.04 + 0.01·n) writes/s (769/s at n = 100). Each path is reported against its limit,
 //! with the ratio of the two, the host's CPU time per record and its peak RSS. Records patch 2,000
 //! rows in turn, so no batch holds two writes of one row (nothing is merged: every record is one
-//! executed write). Results go to `docs/benchmarks.md` between the `bench-sink` markers.
+//! executed write).
+//!
+//! A third run writes through the Table API while a source connector of the same process backfills
+//! 24 tables from the same instance: both share its in-flight cap (`snow.instance.max.in.flight`,
+//! 8), and a place freed goes to the waiting connectors in turn (ADR 0024), so the sink's fair
+//! share is half the places: 4 / 0.05 s = 80 writes/s. Results go to `docs/benchmarks.md` between
+//! the `bench-sink` markers.
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -23,13 +29,17 @@ use serde_json::Value;
 
 use crate::fake::{Fake, now, stamp};
 use crate::measure::{cpu_of, peak_rss_kb};
-use crate::paths::{fresh_dir, machine, release_bin, require_built, sink_component, trusted_keys_line, write_report};
+use crate::paths::{fresh_dir, machine, release_bin, require_built, sink_component, source_component, trusted_keys_line, write_report};
 
 const LANES: u32 = 8;
 const ROWS: u64 = 2_000;
 const REQUEST_MS: f64 = 40.0;
 const WRITE_MS: f64 = 10.0;
 const BATCH: u32 = 100;
+/// The source backfilling beside the third run: tables, rows each, rows a page.
+const BESIDE_TABLES: usize = 24;
+const BESIDE_ROWS: u64 = 5_000;
+const BESIDE_BATCH: u32 = 20;
 
 /// One path's measurement.
 struct Measured {
@@ -46,7 +56,7 @@ struct Measured {
 /// Runs both paths and writes the report.
 pub fn run() -> Result<()> {
     let component = sink_component();
-    require_built(&[release_bin("snow-connect"), release_bin("fake-snow"), component.clone()])?;
+    require_built(&[release_bin("snow-connect"), release_bin("fake-snow"), component.clone(), source_component()])?;
     let dir = fresh_dir("bench-sink")?;
     eprintln!("starting Apache Kafka");
     let broker = kafka_harness::KafkaBroker::start()?;
@@ -54,29 +64,36 @@ pub fn run() -> Result<()> {
     let table_limit = f64::from(LANES) / ((REQUEST_MS + WRITE_MS) / 1000.0);
     let n = f64::from(BATCH);
     let batch_limit = f64::from(LANES) * n / ((REQUEST_MS + WRITE_MS * n) / 1000.0);
-    let table = measure(&dir, &bootstrap, &component, "table", 4_000, table_limit)?;
-    let batch = measure(&dir, &bootstrap, &component, "batch", 20_000, batch_limit)?;
+    let table = measure(&dir, &bootstrap, &component, "table", 4_000, table_limit, false)?;
+    let batch = measure(&dir, &bootstrap, &component, "batch", 20_000, batch_limit, false)?;
+    let beside = measure(&dir, &bootstrap, &component, "table", 4_000, table_limit / 2.0, true)?;
     drop(broker);
-    let report = report(&[table, batch]);
+    let report = report(&[table, batch, beside]);
     println!("{report}");
     write_report("bench-sink", "Sink write paths (make bench)", &report)
 }
 
-/// One path over `records` records.
-fn measure(dir: &Path, bootstrap: &str, component: &Path, mode: &'static str, records: u64, limit: f64) -> Result<Measured> {
-    let fake = Fake::start(dir, &format!("sink-{mode}"))?;
+/// One path over `records` records; `beside`: while a source of the same process backfills.
+fn measure(dir: &Path, bootstrap: &str, component: &Path, mode: &'static str, records: u64, limit: f64, beside: bool) -> Result<Measured> {
+    let label = if beside { format!("{mode}-beside") } else { mode.to_string() };
+    let backfilled: Vec<String> = if beside { (0..BESIDE_TABLES).map(|i| format!("u_backfill_{i:02}")).collect() } else { Vec::new() };
+    let served: Vec<&str> = std::iter::once("incident").chain(backfilled.iter().map(String::as_str)).collect();
+    let fake = Fake::start_with_tables(dir, &format!("sink-{label}"), &served)?;
     fake.seed(ROWS, &stamp(now() - 7200), 3600)?;
+    for table in &backfilled {
+        fake.seed_table(table, BESIDE_ROWS, &stamp(now() - 86_400), 80_000)?;
+    }
     let rows = fake.sys_ids()?;
     fake.admin("POST", "settings", &format!(r#"{{"latency":{{"request_ms":{REQUEST_MS},"write_ms":{WRITE_MS}}}}}"#))?;
-    let topic = format!("bench.sink.{mode}");
+    let topic = format!("bench.sink.{label}");
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
-    eprintln!("{mode}: producing {records} records over {LANES} partitions");
+    eprintln!("{label}: producing {records} records over {LANES} partitions");
     rt.block_on(produce(bootstrap, &topic, &rows, records))?;
-    let config = dir.join(format!("{mode}.properties"));
+    let config = dir.join(format!("{label}.properties"));
     std::fs::write(
         &config,
         format!(
-            "name=bench-sink-{mode}\ncomponent.path={}\nkafka.bootstrap.servers={bootstrap}\ntopics={topic}\n\
+            "name=bench-sink-{label}\ncomponent.path={}\nkafka.bootstrap.servers={bootstrap}\ntopics={topic}\n\
              snow.instance.url={}\nsnow.auth.type=none\nsnow.sink.table=incident\nsnow.sink.max.in.flight={LANES}\n\
              snow.sink.write.mode={mode}\nsnow.sink.batch.size={BATCH}\n{}",
             component.display(),
@@ -84,16 +101,20 @@ fn measure(dir: &Path, bootstrap: &str, component: &Path, mode: &'static str, re
             trusted_keys_line()
         ),
     )?;
-    let log = dir.join(format!("{mode}.log"));
-    eprintln!("{mode}: writing");
+    let mut files = vec![config];
+    if beside {
+        files.push(backfill_config(dir, bootstrap, &fake, &backfilled)?);
+    }
+    let log = dir.join(format!("{label}.log"));
+    eprintln!("{label}: writing");
     let mut child = Command::new(release_bin("snow-connect"))
         .arg("run")
-        .arg(&config)
+        .args(&files)
         .stdout(Stdio::null())
         .stderr(std::fs::File::create(&log)?)
         .spawn()?;
     let pid = child.id();
-    let group = format!("connect-bench-sink-{mode}");
+    let group = format!("connect-bench-sink-{label}");
     let watch: BaseConsumer = ClientConfig::new().set("bootstrap.servers", bootstrap).set("group.id", &group).create()?;
     let started = Instant::now();
     let (cpu, rss) = loop {
@@ -112,7 +133,7 @@ fn measure(dir: &Path, bootstrap: &str, component: &Path, mode: &'static str, re
             bail!("snow-connect exited early; see {}", log.display());
         }
         if started.elapsed() > Duration::from_secs(900) {
-            bail!("{mode}: not done in 15 minutes ({done} of {records} committed); see {}", log.display());
+            bail!("{label}: not done in 15 minutes ({done} of {records} committed); see {}", log.display());
         }
         std::thread::sleep(Duration::from_millis(100));
     };
@@ -122,7 +143,7 @@ fn measure(dir: &Path, bootstrap: &str, component: &Path, mode: &'static str, re
     let entries = journal["entries"].as_array().context("journal")?;
     let writes: Vec<&Value> = entries.iter().filter(|e| e["method"] == "PATCH").collect();
     if writes.len() as u64 != records {
-        bail!("{mode}: {} writes executed for {records} records", writes.len());
+        bail!("{label}: {} writes executed for {records} records", writes.len());
     }
     // From the first request that carried a write to the last answer.
     let carriers: Vec<&Value> =
@@ -130,8 +151,22 @@ fn measure(dir: &Path, bootstrap: &str, component: &Path, mode: &'static str, re
     let first = carriers.iter().filter_map(|e| e["at_ms"].as_u64()).min().unwrap_or(0);
     let last = carriers.iter().filter_map(|e| e["done_ms"].as_u64()).max().unwrap_or(0);
     let seconds = (last.saturating_sub(first)) as f64 / 1000.0;
+    if beside {
+        // The backfill must have been under way for the whole of the sink's run.
+        let reads = |e: &&Value| e["method"] == "GET" && e["path"].as_str().is_some_and(|p| p.starts_with("/api/now/table/u_backfill_"));
+        let (read_first, read_last) = entries.iter().filter(reads).fold((u64::MAX, 0), |(a, b), e| {
+            (a.min(e["at_ms"].as_u64().unwrap_or(u64::MAX)), b.max(e["done_ms"].as_u64().unwrap_or(0)))
+        });
+        if read_first > first || read_last < last {
+            bail!("{label}: the backfill ran from {read_first} to {read_last} ms, not across the sink's writes ({first} to {last} ms)");
+        }
+    }
     Ok(Measured {
-        path: if mode == "table" { "Table API (one write per request)" } else { "Batch API (n = 100)" },
+        path: match (mode, beside) {
+            ("table", false) => "Table API (one write per request)",
+            ("table", true) => "Table API beside a 24-table backfill (limit: half the cap)",
+            _ => "Batch API (n = 100)",
+        },
         records,
         writes_per_second: records as f64 / seconds.max(1e-9),
         limit,
@@ -139,6 +174,26 @@ fn measure(dir: &Path, bootstrap: &str, component: &Path, mode: &'static str, re
         cpu_us_per_record: cpu.as_secs_f64() * 1e6 / records as f64,
         peak_rss_mb: rss as f64 / 1024.0,
     })
+}
+
+/// A source connector over `tables` of `fake` into one topic, with the default in-flight cap.
+fn backfill_config(dir: &Path, bootstrap: &str, fake: &Fake, tables: &[String]) -> Result<std::path::PathBuf> {
+    let topic = "bench.sink.backfill";
+    let mut text = format!(
+        "name=bench-backfill\ncomponent.path={}\nkafka.bootstrap.servers={bootstrap}\nsnow.instance.url={}\nsnow.auth.type=none\n\
+         snow.tables={}\nsnow.batch.size={BESIDE_BATCH}\noffset.storage.file.filename={}\n{}",
+        source_component().display(),
+        fake.url(),
+        tables.join(","),
+        dir.join("backfill.offsets.json").display(),
+        trusted_keys_line()
+    );
+    for t in tables {
+        text.push_str(&format!("snow.table.{t}.topic={topic}\n"));
+    }
+    let file = dir.join("backfill.properties");
+    std::fs::write(&file, text)?;
+    Ok(file)
 }
 
 /// Produces `records` patches of `rows` in turn to a new topic of [`LANES`] partitions, record `i`
@@ -193,12 +248,21 @@ fn report(results: &[Measured]) -> String {
             m.peak_rss_mb
         ));
     }
-    if let [table, batch] = results {
+    if let [table, batch, beside] = results {
         out.push_str(&format!(
             "\nBatch / Table API: **{:.1}×** (target ≥ 4 at n = 100); each path at **{:.2}** and **{:.2}** of its limit (target ≥ 0.9).\n",
             batch.writes_per_second / table.writes_per_second,
             table.writes_per_second / table.limit,
             batch.writes_per_second / batch.limit
+        ));
+        out.push_str(&format!(
+            "\nBeside a backfill: a source connector of the same process reads {BESIDE_TABLES} tables ({BESIDE_ROWS} rows each, \
+             {BESIDE_BATCH} a page) from the same instance during the whole of the sink's run (checked in the journal), both \
+             under the instance's in-flight cap of 8. Freed places go to the waiting connectors in turn (ADR 0024), so the \
+             sink's limit is half the cap: it wrote **{:.0} writes/s**, **{:.2}** of that limit and **{:.2}** of its rate alone.\n",
+            beside.writes_per_second,
+            beside.writes_per_second / beside.limit,
+            beside.writes_per_second / table.writes_per_second
         ));
     }
     out
