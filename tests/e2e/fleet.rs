@@ -212,10 +212,11 @@ fn assert_no_overlap(fake: &FakeSnow, tables: &[String]) -> BTreeMap<String, usi
 /// Returns how often each partition's lane moved from one worker to another.
 fn assert_lanes_never_overlap(fake: &FakeSnow, topic: &str, records: usize) -> BTreeMap<String, usize> {
     let u_seq = |text: &str| serde_json::from_str::<Value>(text).ok().and_then(|v| v["u_seq"].as_str().map(str::to_string));
-    let partition_of: BTreeMap<String, i32> = read_until(kafka_harness::shared().bootstrap(), topic, Duration::from_secs(60), |r| r.len() >= records)
-        .iter()
-        .filter_map(|r| Some((u_seq(std::str::from_utf8(&r.value).ok()?)?, r.partition)))
-        .collect();
+    let partition_of: BTreeMap<String, i32> =
+        read_until(kafka_harness::shared().bootstrap(), topic, Duration::from_secs(60), |r| r.len() >= records)
+            .iter()
+            .filter_map(|r| Some((u_seq(std::str::from_utf8(&r.value).ok()?)?, r.partition)))
+            .collect();
     assert_eq!(partition_of.len(), records, "every sink record read back with its partition");
     let journal = fake.journal();
     let mut units: BTreeMap<String, Vec<&fake_snow::journal::JournalEntry>> = BTreeMap::new();
@@ -322,7 +323,10 @@ fn three_workers_share_fifty_tables_and_a_sink_survive_a_kill_and_take_in_a_four
     let victims_tables = per_worker(&status, &id_of(victim));
     // The sink's four lanes too, on all three, shared between them.
     let lanes_on = |s: &Value| -> BTreeSet<String> {
-        s["tasks"].as_array().map(|t| t.iter().filter(|t| t["state"] == "RUNNING").filter_map(|t| t["worker_id"].as_str().map(str::to_string)).collect()).unwrap_or_default()
+        s["tasks"]
+            .as_array()
+            .map(|t| t.iter().filter(|t| t["state"] == "RUNNING").filter_map(|t| t["worker_id"].as_str().map(str::to_string)).collect())
+            .unwrap_or_default()
     };
     for spec in &specs[..3] {
         wait_status(spec.port, &sink, Duration::from_secs(120), "4 sink lanes running on the three workers", |s| {

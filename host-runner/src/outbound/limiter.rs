@@ -9,8 +9,8 @@
 //! with few (a sink whose lanes write in milliseconds); each connector that waits gets an equal
 //! share of the places as they free up. Nobody arriving while others wait jumps the line.
 
-use std::collections::{BTreeMap, VecDeque};
 use std::collections::HashMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex};
 
 use tokio::sync::oneshot;
@@ -33,7 +33,8 @@ impl State {
         while self.in_flight < self.limit {
             let next = {
                 let after = self.served.as_deref();
-                let later = after.and_then(|a| self.waiting.range::<str, _>((std::ops::Bound::Excluded(a), std::ops::Bound::Unbounded)).next());
+                let later =
+                    after.and_then(|a| self.waiting.range::<str, _>((std::ops::Bound::Excluded(a), std::ops::Bound::Unbounded)).next());
                 match later.or_else(|| self.waiting.iter().next()) {
                     Some((connector, _)) => connector.clone(),
                     None => return,

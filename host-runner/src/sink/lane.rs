@@ -267,7 +267,12 @@ impl Lane {
         if done > 0 && !self.settle(&finals).await {
             return None;
         }
-        tracing::debug!(connector = self.shared.ctx.name(), "lane {}: {done} of {} outcome(s) final and committed", self.unit, records.len());
+        tracing::debug!(
+            connector = self.shared.ctx.name(),
+            "lane {}: {done} of {} outcome(s) final and committed",
+            self.unit,
+            records.len()
+        );
         Some(Step { done, then })
     }
 

@@ -157,9 +157,10 @@ fn measure(dir: &Path, bootstrap: &str, component: &Path, mode: &'static str, re
     if beside {
         // The backfill must have been under way for the whole of the sink's run.
         let reads = |e: &&Value| e["method"] == "GET" && e["path"].as_str().is_some_and(|p| p.starts_with("/api/now/table/u_backfill_"));
-        let (read_first, read_last) = entries.iter().filter(reads).fold((u64::MAX, 0), |(a, b), e| {
-            (a.min(e["at_ms"].as_u64().unwrap_or(u64::MAX)), b.max(e["done_ms"].as_u64().unwrap_or(0)))
-        });
+        let (read_first, read_last) = entries
+            .iter()
+            .filter(reads)
+            .fold((u64::MAX, 0), |(a, b), e| (a.min(e["at_ms"].as_u64().unwrap_or(u64::MAX)), b.max(e["done_ms"].as_u64().unwrap_or(0))));
         if read_first > first || read_last < last {
             bail!("{label}: the backfill ran from {read_first} to {read_last} ms, not across the sink's writes ({first} to {last} ms)");
         }
