@@ -371,10 +371,8 @@ fn assigned_partitions(log: &str) -> std::collections::BTreeSet<String> {
         if let Some((_, list)) = line.split_once(" partition(s): ").filter(|_| line.contains(" INFO assigned ")) {
             let list = list.split(" connector=").next().unwrap_or_default();
             held.extend(list.split(", ").filter(|p| !p.trim().is_empty()).map(|p| p.trim().to_string()));
-        } else if let Some((_, rest)) = line.split_once("INFO partition ") {
-            if let Some((partition, _)) = rest.split_once(" was revoked") {
-                held.remove(partition);
-            }
+        } else if let Some((partition, _)) = line.split_once("INFO partition ").and_then(|(_, rest)| rest.split_once(" was revoked")) {
+            held.remove(partition);
         }
     }
     held
