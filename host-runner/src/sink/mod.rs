@@ -75,7 +75,7 @@ struct LaneEntry {
 /// rebalance took away.
 pub async fn run(ctx: SharedContext, slot: Arc<Slot<SinkPre<HostState>>>, mut shutdown: Shutdown) -> Result<()> {
     let group = format!("connect-{}", ctx.name());
-    let consumer = Arc::new(crate::kafka::consumer(&ctx.spec.kafka, &group, SinkContext::default())?);
+    let consumer = Arc::new(crate::kafka::consumer(&ctx.spec.kafka, &group, SinkContext::new(ctx.name()))?);
     let mut topics: Vec<String> = ctx.spec.topics.clone();
     if let Some(pattern) = &ctx.spec.sink.topics_regex {
         // librdkafka takes a subscription starting with ^ as a pattern; Connect matches whole names.

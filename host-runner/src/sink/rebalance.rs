@@ -67,11 +67,18 @@ impl Drop for Busy {
 /// lanes.
 #[derive(Debug, Default)]
 pub struct SinkContext {
+    /// The connector, for logs.
+    connector: String,
     changes: Mutex<Vec<Change>>,
     lanes: Mutex<HashMap<(String, i32), Arc<LaneControl>>>,
 }
 
 impl SinkContext {
+    /// The context of `connector`'s consumer.
+    pub fn new(connector: &str) -> Self {
+        Self { connector: connector.to_string(), ..Self::default() }
+    }
+
     /// Registers the lane of `topic`-`partition` (replacing an earlier one of the partition).
     pub fn register(&self, topic: &str, partition: i32, control: Arc<LaneControl>) {
         self.lanes.lock().unwrap_or_else(|e| e.into_inner()).insert((topic.to_string(), partition), control);
@@ -88,12 +95,12 @@ impl SinkContext {
             c.revoked.store(true, Ordering::SeqCst);
         }
         let names: Vec<String> = partitions.iter().map(|(t, p)| format!("{t}-{p}")).collect();
-        tracing::info!("revoking {} partition(s): {}; waiting for their puts in progress", partitions.len(), names.join(", "));
+        tracing::info!(connector = %self.connector, "revoking {} partition(s): {}; waiting for their puts in progress", partitions.len(), names.join(", "));
         let wait = || {
             let started = Instant::now();
             while controls.iter().any(|c| c.busy.load(Ordering::SeqCst)) {
                 if started.elapsed() > QUIESCE_LIMIT {
-                    tracing::warn!("a revoked lane was still writing after {QUIESCE_LIMIT:?}; its records may be written twice");
+                    tracing::warn!(connector = %self.connector, "a revoked lane was still writing after {QUIESCE_LIMIT:?}; its records may be written twice");
                     return;
                 }
                 std::thread::sleep(Duration::from_millis(5));
@@ -132,7 +139,7 @@ impl ConsumerContext for SinkContext {
             Rebalance::Assign(list) => {
                 self.note(Change::Assigned(list.elements().iter().map(|e| (e.topic().to_string(), e.partition())).collect()));
             }
-            Rebalance::Error(e) => tracing::warn!("a consumer group rebalance failed: {e}"),
+            Rebalance::Error(e) => tracing::warn!(connector = %self.connector, "a consumer group rebalance failed: {e}"),
             Rebalance::Revoke(_) => {}
         }
     }
