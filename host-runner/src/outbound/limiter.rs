@@ -9,8 +9,7 @@
 //! with few (a sink whose lanes write in milliseconds); each connector that waits gets an equal
 //! share of the places as they free up. Nobody arriving while others wait jumps the line.
 
-use std::collections::HashMap;
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 
 use tokio::sync::oneshot;
