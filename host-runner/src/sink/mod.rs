@@ -119,7 +119,7 @@ pub async fn run(ctx: SharedContext, slot: Arc<Slot<SinkPre<HostState>>>, mut sh
                 }
                 backoff.reset();
                 let key = (record.topic.clone(), record.partition);
-                let entry = lanes.entry(key.clone()).or_insert_with(|| start_lane(&shared, &key.0, key.1, stopping.remove(&key)));
+                let entry = lane_of(&shared, &mut lanes, &mut stopping, &key);
                 if record.offset <= entry.last {
                     continue;
                 }
@@ -167,6 +167,16 @@ pub async fn run(ctx: SharedContext, slot: Arc<Slot<SinkPre<HostState>>>, mut sh
     Ok(())
 }
 
+/// The lane of `key`, started (after its predecessor in `stopping`, if any) when there is none.
+fn lane_of<'a>(
+    shared: &Arc<LaneShared>,
+    lanes: &'a mut HashMap<(String, i32), LaneEntry>,
+    stopping: &mut HashMap<(String, i32), JoinHandle<()>>,
+    key: &(String, i32),
+) -> &'a mut LaneEntry {
+    lanes.entry(key.clone()).or_insert_with(|| start_lane(shared, &key.0, key.1, stopping.remove(key)))
+}
+
 /// A new lane of `topic`-`partition`; it starts writing once `predecessor` (the lane of an earlier
 /// assignment of the partition, still finishing its put) has ended.
 fn start_lane(shared: &Arc<LaneShared>, topic: &str, partition: i32, predecessor: Option<JoinHandle<()>>) -> LaneEntry {
@@ -208,8 +218,7 @@ fn apply(
             let mut list = TopicPartitionList::new();
             for key in partitions {
                 list.add_partition(&key.0, key.1);
-                let predecessor = stopping.remove(&key);
-                lanes.entry(key.clone()).or_insert_with(|| start_lane(shared, &key.0, key.1, predecessor));
+                lane_of(shared, lanes, stopping, &key);
             }
             if let Err(e) = shared.consumer.resume(&list) {
                 tracing::warn!(connector = ctx.name(), "resuming the assigned partitions: {e}");
