@@ -213,8 +213,7 @@ fn apply(
             }
         }
         Change::Assigned(partitions) => {
-            let names: Vec<String> = partitions.iter().map(|(t, p)| format!("{t}-{p}")).collect();
-            tracing::info!(connector = ctx.name(), "assigned {} partition(s): {}", partitions.len(), names.join(", "));
+            tracing::info!(connector = ctx.name(), "assigned {} partition(s): {}", partitions.len(), rebalance::names(&partitions));
             let mut list = TopicPartitionList::new();
             for key in partitions {
                 list.add_partition(&key.0, key.1);

@@ -26,6 +26,11 @@ pub enum Change {
     Revoked(Vec<(String, i32)>),
 }
 
+/// `topic-partition` names of `partitions`, for logs.
+pub fn names(partitions: &[(String, i32)]) -> String {
+    partitions.iter().map(|(t, p)| format!("{t}-{p}")).collect::<Vec<_>>().join(", ")
+}
+
 /// Longest a revocation waits for a lane's `put` in progress (a put is at most 200 writes).
 const QUIESCE_LIMIT: Duration = Duration::from_secs(60);
 
@@ -94,8 +99,12 @@ impl SinkContext {
         for c in &controls {
             c.revoked.store(true, Ordering::SeqCst);
         }
-        let names: Vec<String> = partitions.iter().map(|(t, p)| format!("{t}-{p}")).collect();
-        tracing::info!(connector = %self.connector, "revoking {} partition(s): {}; waiting for their puts in progress", partitions.len(), names.join(", "));
+        tracing::info!(
+            connector = %self.connector,
+            "revoking {} partition(s): {}; waiting for their puts in progress",
+            partitions.len(),
+            names(partitions)
+        );
         let wait = || {
             let started = Instant::now();
             while controls.iter().any(|c| c.busy.load(Ordering::SeqCst)) {
