@@ -5,7 +5,7 @@
 //! sandboxing components ([`component`]), the outbound gate every guest request passes ([`outbound`]), Kafka I/O
 //! ([`kafka`], [`source`], [`sink`]), source offset storage ([`offsets`]), metrics ([`metrics`]),
 //! units' states and the operator's endpoint ([`status`], [`admin`]), redaction of secrets
-//! ([`redact`]) and the process lifecycle ([`runner`], [`reload`], [`shutdown`]). In a fleet
+//! ([`redact`]), the files it writes for itself ([`files`]) and the process lifecycle ([`runner`], [`reload`], [`shutdown`]). In a fleet
 //! ([`worker`]): state in Kafka topics ([`state`]), work slots by Kafka's group protocol, and
 //! Kafka Connect's REST API ([`rest`]).
 //! What it does not own: what to ask ServiceNow and how a record maps to a write; that is the
@@ -18,6 +18,7 @@ pub mod backoff;
 pub mod component;
 pub mod config;
 pub mod connector;
+pub mod files;
 pub mod kafka;
 pub mod logging;
 pub mod metrics;

@@ -12,9 +12,20 @@ use snow_core::redact::KnownSecrets;
 
 static KNOWN: RwLock<KnownSecrets> = RwLock::new(KnownSecrets::new());
 
+/// Most secrets one process holds: registered on start only (a connector's credentials, tokens
+/// as issued), so a long-lived worker stays far below; past it new ones are refused with an
+/// error, and the by-shape redaction still applies to them.
+pub const MAX_SECRETS: usize = 4096;
+
 /// Makes `secret` (and its encodings) unshowable from now on.
 pub fn register(secret: &str) {
-    KNOWN.write().unwrap_or_else(|e| e.into_inner()).add(secret);
+    let mut known = KNOWN.write().unwrap_or_else(|e| e.into_inner());
+    if known.count() >= MAX_SECRETS && !known.contains(secret) {
+        static WARNED: std::sync::Once = std::sync::Once::new();
+        WARNED.call_once(|| tracing::error!("{MAX_SECRETS} secrets are registered for redaction; later ones are redacted by shape only"));
+        return;
+    }
+    known.add(secret);
 }
 
 /// `text` without the secrets this process holds, in any encoding (by value only).

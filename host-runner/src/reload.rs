@@ -1,7 +1,8 @@
 //! Applying re-read connector files to the running process (SIGHUP): a connector whose component
 //! changed gets the new version hot-swapped.
 //!
-//! The new version is verified ([`Checked::read`]), compiled and pre-instantiated (off the async
+//! The new version is checked as start-up checks it ([`ConnectorSpec::component`]: signature and
+//! pinned `component.digest`), compiled and pre-instantiated (off the async
 //! threads), and asked to validate the running connector's configuration (a source also plans its
 //! units) before it is published to the connector's slot; until then, and whenever any of these
 //! fails, the old version keeps running and the reason is logged and shown on the status board
@@ -78,7 +79,7 @@ impl Runner {
                 changed.join(", ")
             );
         }
-        let artefact = match Checked::read(&spec.component_path, &spec.trust) {
+        let artefact = match spec.component() {
             Ok(artefact) => artefact,
             Err(e) => return Reloaded::Kept(format!("{e:#}")),
         };

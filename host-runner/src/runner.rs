@@ -8,7 +8,6 @@ use std::sync::{Arc, Mutex};
 
 use anyhow::{Context, Result, bail};
 
-use crate::artefact::Checked;
 use crate::auth::Credentials;
 use crate::auth::tokens::TokenRegistry;
 use crate::component::bindings::{sink::SinkPre, source::SourcePre};
@@ -169,6 +168,7 @@ impl Runner {
     /// error is logged and shown on the status board (unit `connector`, parked) the moment it
     /// ends, whatever the others do; the first such error is returned once all have ended.
     pub async fn run(&self, specs: &[ConnectorSpec], shutdown: Shutdown) -> Result<()> {
+        specs.iter().for_each(ConnectorSpec::register_secrets);
         let prepared = self.prepare(specs).await?;
         let mut running = tokio::task::JoinSet::new();
         for p in prepared {
@@ -231,15 +231,7 @@ impl Runner {
     /// Loads `spec`'s component (signature checked; identical bytes compiled once through
     /// `components`), asks it to validate the configuration and, a source, to plan its units.
     pub(crate) async fn ready(&self, spec: &ConnectorSpec, components: &mut HashMap<String, Loaded>) -> Result<Ready> {
-        let artefact = Checked::read(&spec.component_path, &spec.trust).with_context(|| format!("connector {}", spec.name))?;
-        if let Some(pinned) = spec.component_digest.as_deref().filter(|pinned| *pinned != artefact.digest()) {
-            bail!(
-                "connector {} has an invalid configuration:\n  component.digest: component {} has digest sha256:{}, the configuration pins sha256:{pinned}; refused",
-                spec.name,
-                spec.component_path.display(),
-                artefact.digest()
-            );
-        }
+        let artefact = spec.component()?;
         let loaded = match components.get(artefact.digest()) {
             Some(loaded) => loaded.clone(),
             None => {
@@ -278,6 +270,7 @@ impl Runner {
             }
             Loaded::Sink(pre) => {
                 crate::kafka::check_consumer(&spec.kafka, &format!("connect-{}", spec.name))
+                    .and_then(|()| crate::kafka::check_producer(&spec.kafka))
                     .with_context(|| format!("connector {}", spec.name))?;
                 crate::sink::validate(&ctx, &pre).await?;
                 Ready::Sink { ctx, pre, digest }
@@ -365,7 +358,7 @@ impl OffsetStores {
             if let Some(store) = self.topics.get(&place) {
                 return Ok(Arc::new(store.clone()));
             }
-            let clients = Clients { bootstrap: spec.kafka.bootstrap_servers.clone(), common: Default::default() };
+            let clients = Clients { bootstrap: spec.kafka.bootstrap_servers.clone(), common: spec.kafka.security.clone() };
             let store = KafkaOffsetStore::new(Arc::new(StateTopic::open(&clients, topic.clone(), true).await?));
             tracing::info!(connector = spec.name, "offsets in offset.storage.topic {} ({} stored)", topic.name, store.entries().len());
             self.topics.insert(place, store.clone());

@@ -35,23 +35,17 @@ pub struct Authorization {
 
 impl Credentials {
     /// The credentials `spec` asks for; OAuth providers come from the process-wide `registry`.
-    /// Every secret they hold is registered for redaction by value ([`crate::redact`]).
+    /// Their secrets are registered for redaction when a connector starts
+    /// ([`crate::config::ConnectorSpec::register_secrets`]), not here: validating a caller's
+    /// configuration registers nothing.
     pub fn from_spec(spec: &AuthSpec, registry: &TokenRegistry) -> Result<Self> {
         Ok(match spec {
             AuthSpec::None => Credentials::None,
             AuthSpec::Basic { username, password } => {
                 let value = snow_core::auth::basic::authorization(username, password.expose());
-                crate::redact::register(password.expose());
-                crate::redact::register(value.trim_start_matches("Basic "));
                 Credentials::Basic(sensitive(&value).context("snow.auth.username/password contain characters not allowed in a header")?)
             }
-            AuthSpec::OAuth(oauth) => {
-                crate::redact::register(oauth.client_secret.expose());
-                if let snow_core::auth::oauth::Grant::Password { password, .. } = &oauth.grant {
-                    crate::redact::register(password.expose());
-                }
-                Credentials::OAuth(registry.provider(oauth))
-            }
+            AuthSpec::OAuth(oauth) => Credentials::OAuth(registry.provider(oauth)),
         })
     }
 

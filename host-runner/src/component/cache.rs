@@ -16,8 +16,7 @@
 //! one is required, is checked against), never the cache.
 
 use std::hash::{Hash, Hasher};
-use std::io::Write;
-use std::os::unix::fs::{MetadataExt, PermissionsExt};
+
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, anyhow, bail};
@@ -58,24 +57,7 @@ impl CompileCache {
     /// The cache in `dir`, created with mode 0700 when missing. Refused when the directory belongs
     /// to another user or others may write it.
     pub fn open(dir: &Path) -> Result<Self> {
-        if !dir.exists() {
-            std::fs::create_dir_all(dir).with_context(|| format!("creating the compile cache {}", dir.display()))?;
-            std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
-                .with_context(|| format!("restricting the compile cache {}", dir.display()))?;
-        }
-        let meta = std::fs::metadata(dir).with_context(|| format!("reading the compile cache {}", dir.display()))?;
-        // This process's user: the owner of its /proc entry.
-        let uid = std::fs::metadata("/proc/self").map(|m| m.uid()).context("reading this process's user")?;
-        if meta.uid() != uid {
-            bail!("the compile cache {} belongs to user {}, not to this user ({uid})", dir.display(), meta.uid());
-        }
-        if meta.permissions().mode() & 0o022 != 0 {
-            bail!(
-                "the compile cache {} may be written by other users (mode {:o}); make it 0700",
-                dir.display(),
-                meta.permissions().mode() & 0o777
-            );
-        }
+        crate::files::private_dir(dir, "the compile cache")?;
         Ok(Self { dir: dir.to_path_buf() })
     }
 
@@ -98,8 +80,8 @@ impl CompileCache {
 
     fn store(&self, component: &Component, code: &Path, sidecar: &Path) -> Result<()> {
         let bytes = component.serialize().map_err(|e| anyhow!("serializing: {e}"))?;
-        write_atomically(code, &bytes)?;
-        write_atomically(sidecar, hex(&Sha256::digest(&bytes)).as_bytes())
+        crate::files::write_atomically(code, &bytes)?;
+        crate::files::write_atomically(sidecar, hex(&Sha256::digest(&bytes)).as_bytes())
     }
 }
 
@@ -147,16 +129,10 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
-    let tmp = path.with_extension(format!("tmp{}", std::process::id()));
-    let mut file = std::fs::File::create(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
-    file.write_all(bytes)?;
-    file.sync_all()?;
-    std::fs::rename(&tmp, path).with_context(|| format!("renaming {} to {}", tmp.display(), path.display()))
-}
-
 #[cfg(test)]
 mod tests {
+    use std::os::unix::fs::PermissionsExt;
+
     use super::*;
 
     fn engine_with(epochs: bool) -> Engine {

@@ -1,12 +1,17 @@
 //! A connector's `component.*` trust keys: which keys may sign its component, where the bundle
 //! is, and whether an unverified component may run. Read once, keys parsed at load, so a missing
-//! or malformed key file is a configuration error naming the key.
+//! or malformed key file is a configuration error naming the key. [`ConnectorSpec::component`] is
+//! the one check of a component file against a connector (signature and pinned digest), at start
+//! and at a SIGHUP hot-swap alike.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use crate::artefact::{TrustPolicy, TrustedKey};
+use anyhow::{Context, Result, bail};
+
+use super::ConnectorSpec;
+use crate::artefact::{Checked, TrustPolicy, TrustedKey};
 
 /// The keys this module reads.
 pub const KEYS: [&str; 4] = ["component.trusted.keys", "component.trusted.root", "component.bundle.path", "component.allow.unsigned"];
@@ -56,4 +61,22 @@ pub fn trust_policy(entries: &BTreeMap<String, String>, errors: &mut Vec<String>
         TrustPolicy::new(Vec::new(), None, bundle_path, allow_unsigned).expect("the empty trusted root is valid")
     });
     Arc::new(policy)
+}
+
+impl ConnectorSpec {
+    /// Reads the connector's component and checks it against the connector: its signature under
+    /// the connector's trust policy, and the digest `component.digest` pins. What start-up runs
+    /// and what a hot-swap publishes pass this same check.
+    pub fn component(&self) -> Result<Checked> {
+        let artefact = Checked::read(&self.component_path, &self.trust).with_context(|| format!("connector {}", self.name))?;
+        if let Some(pinned) = self.component_digest.as_deref().filter(|pinned| *pinned != artefact.digest()) {
+            bail!(
+                "connector {} has an invalid configuration:\n  component.digest: component {} has digest sha256:{}, the configuration pins sha256:{pinned}; refused",
+                self.name,
+                self.component_path.display(),
+                artefact.digest()
+            );
+        }
+        Ok(artefact)
+    }
 }

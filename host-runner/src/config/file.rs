@@ -33,7 +33,7 @@ pub fn load_files_with_entries(paths: &[impl AsRef<Path>]) -> Result<(Vec<Connec
         .with_context(|| format!("reading {}", path.display()))?;
         for mut map in maps {
             written.push(map.clone());
-            if let Err(errors) = super::providers::resolve(&mut map, |name| std::env::var(name).ok()) {
+            if let Err(errors) = super::resolve_providers(&mut map) {
                 bail!("in {}: {}", path.display(), errors.join("; "));
             }
             specs.push(ConnectorSpec::from_entries(map).with_context(|| format!("in {}", path.display()))?);

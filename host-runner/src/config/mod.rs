@@ -5,29 +5,38 @@
 //! sink's `topics.regex`, `errors.*`, `reporter.*`, `behavior.on.api.errors` and
 //! `snow.sink.max.in.flight` ([`sink`]), and the credentials under `snow.auth.*`; every other `snow.*` key is handed to the guest, which
 //! validates it. Credentials never reach the guest. Values may be `${env:NAME}` or
-//! `${file:PATH:KEY}` references, resolved by the host first ([`providers`]).
+//! `${file:PATH:KEY}` references, resolved by the host first ([`providers`]). A configuration
+//! written by a caller rather than the operator passes [`caller`] first.
 //! `docs/configuration.md` lists every key.
 
 mod artefact;
+pub mod caller;
 mod file;
 mod properties;
-mod providers;
+pub mod providers;
 mod sink;
 mod spec;
 
+pub use artefact::KEYS as TRUST_KEYS;
 pub use file::{load_files, load_files_with_entries, string_entries};
 pub use properties::parse as parse_properties;
 pub use sink::{OnFailure, SinkSpec};
 pub use snow_core::auth::Secret;
 pub use spec::{AuthSpec, ConnectorSpec, KafkaSpec, OAuthSpec};
 
-/// Replaces the `${env:…}` and `${file:…}` references in `entries` (errors name the key).
+/// Replaces the `${env:…}` and `${file:…}` references in the operator's own `entries` (a
+/// connector or worker file): anywhere, files capped. Errors name the key.
 pub fn resolve_providers(entries: &mut std::collections::BTreeMap<String, String>) -> Result<(), Vec<String>> {
-    providers::resolve(entries, |name| std::env::var(name).ok())
+    providers::resolve(entries, &providers::ProviderPolicy::operator(), |name| std::env::var(name).ok()).map(drop)
 }
 
 /// Whether `value` is a provider reference (`${env:…}`, `${file:…}`): how a fleet stores secrets.
 pub fn is_provider_reference(value: &str) -> bool {
-    let v = value.trim();
-    v.starts_with("${") && v.ends_with('}')
+    providers::is_reference(value)
+}
+
+/// Whether connector key `key` holds a secret: never shown, and a provider reference in a fleet.
+pub fn is_secret_key(key: &str) -> bool {
+    matches!(key, "snow.auth.password" | "snow.auth.client.secret")
+        || key.strip_prefix("kafka.").is_some_and(crate::kafka::security::is_secret_key)
 }

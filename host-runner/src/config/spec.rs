@@ -10,18 +10,39 @@ use snow_core::auth::oauth::Grant;
 use snow_core::config::instance::{INSTANCE_URL_KEY, parse_base_url};
 
 use super::sink::SinkSpec;
+use crate::kafka::keys::Client;
 
 /// Kafka client settings of a connector.
-#[derive(Debug, Clone)]
+#[derive(Clone, Default)]
 pub struct KafkaSpec {
     /// `kafka.bootstrap.servers`.
     pub bootstrap_servers: String,
-    /// `kafka.producer.<librdkafka key>` overrides.
+    /// The connection's security (`kafka.security.protocol`, `kafka.sasl.*`, `kafka.ssl.*`, as
+    /// librdkafka names them without `kafka.`), for every client of the connector.
+    pub security: BTreeMap<String, String>,
+    /// `kafka.producer.<librdkafka key>` overrides (tuning only: [`crate::kafka::keys`]).
     pub producer: BTreeMap<String, String>,
-    /// `kafka.consumer.<librdkafka key>` overrides.
+    /// `kafka.consumer.<librdkafka key>` overrides (tuning only).
     pub consumer: BTreeMap<String, String>,
     /// `kafka.producer.unsafe=true`: the user accepts producer settings that can lose records.
     pub unsafe_producer: bool,
+}
+
+impl std::fmt::Debug for KafkaSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let security: BTreeMap<&str, &str> = self
+            .security
+            .iter()
+            .map(|(k, v)| (k.as_str(), if crate::kafka::keys::SECURITY_SECRETS.contains(&k.as_str()) { "[hidden]" } else { v.as_str() }))
+            .collect();
+        f.debug_struct("KafkaSpec")
+            .field("bootstrap_servers", &self.bootstrap_servers)
+            .field("security", &security)
+            .field("producer", &self.producer)
+            .field("consumer", &self.consumer)
+            .field("unsafe_producer", &self.unsafe_producer)
+            .finish()
+    }
 }
 
 /// How the host authenticates to the instance.
@@ -280,7 +301,12 @@ impl ConnectorSpec {
                 false
             }
         };
-        let kafka = KafkaSpec { bootstrap_servers, producer, consumer: prefixed("kafka.consumer."), unsafe_producer };
+        let consumer = prefixed("kafka.consumer.");
+        for (client, keys) in [(Client::Producer, &producer), (Client::Consumer, &consumer)] {
+            errors.extend(keys.keys().filter_map(|k| crate::kafka::keys::refusal(client, k)));
+        }
+        let security = crate::kafka::security::read(&entries, "kafka.", &mut errors);
+        let kafka = KafkaSpec { bootstrap_servers, security, producer, consumer, unsafe_producer };
 
         let known_host_key = |k: &str| {
             matches!(
@@ -304,6 +330,7 @@ impl ConnectorSpec {
                 || super::artefact::KEYS.contains(&k)
                 || k.starts_with("kafka.producer.")
                 || k.starts_with("kafka.consumer.")
+                || k.strip_prefix("kafka.").is_some_and(crate::kafka::security::is_security_key)
         };
         let mut guest_config = BTreeMap::new();
         for (k, v) in &entries {
@@ -349,6 +376,32 @@ impl ConnectorSpec {
             auth,
             guest_config,
         })
+    }
+}
+
+impl ConnectorSpec {
+    /// Registers the secrets this connector holds for redaction by value ([`crate::redact`]):
+    /// called when it starts, never when a configuration is only validated.
+    pub fn register_secrets(&self) {
+        match &self.auth {
+            AuthSpec::None => {}
+            AuthSpec::Basic { username, password } => {
+                crate::redact::register(password.expose());
+                let value = snow_core::auth::basic::authorization(username, password.expose());
+                crate::redact::register(value.trim_start_matches("Basic "));
+            }
+            AuthSpec::OAuth(oauth) => {
+                crate::redact::register(oauth.client_secret.expose());
+                if let Grant::Password { password, .. } = &oauth.grant {
+                    crate::redact::register(password.expose());
+                }
+            }
+        }
+        for (key, value) in &self.kafka.security {
+            if crate::kafka::security::is_secret_key(key) {
+                crate::redact::register(value);
+            }
+        }
     }
 }
 

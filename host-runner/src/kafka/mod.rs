@@ -5,8 +5,11 @@
 //! consumers with `enable.auto.offset.store=false` so only finished records are committed. Both
 //! reconnect within a second of a broker's return (librdkafka's default backoff grows to 10 s, which
 //! a table waiting for its acknowledgements would spend idle).
-//! Any librdkafka key can be overridden with `kafka.producer.*` / `kafka.consumer.*`.
+//! A connector tunes its clients with `kafka.producer.*` / `kafka.consumer.*` (an allow-list:
+//! [`keys`]); the connection's security applies to every client ([`KafkaSpec::security`]).
 
+pub mod keys;
+pub mod security;
 pub mod tools;
 
 use std::collections::BTreeMap;
@@ -19,9 +22,14 @@ use rdkafka::producer::FutureProducer;
 
 use crate::config::KafkaSpec;
 
-fn client_config(bootstrap: &str, defaults: &[(&str, &str)], overrides: &BTreeMap<String, String>) -> ClientConfig {
+/// The settings of a client of `spec`'s cluster: its brokers and security, `defaults`, then
+/// `overrides`.
+fn client_config(spec: &KafkaSpec, defaults: &[(&str, &str)], overrides: &BTreeMap<String, String>) -> ClientConfig {
     let mut config = ClientConfig::new();
-    config.set("bootstrap.servers", bootstrap);
+    config.set("bootstrap.servers", &spec.bootstrap_servers);
+    for (k, v) in &spec.security {
+        config.set(k, v);
+    }
     for (k, v) in defaults {
         config.set(*k, *v);
     }
@@ -43,7 +51,7 @@ fn producer_config(spec: &KafkaSpec) -> ClientConfig {
         ("reconnect.backoff.ms", "100"),
         ("reconnect.backoff.max.ms", "1000"),
     ];
-    client_config(&spec.bootstrap_servers, &defaults, &spec.producer)
+    client_config(spec, &defaults, &spec.producer)
 }
 
 /// The producer of a source connector.
@@ -66,7 +74,7 @@ fn consumer_config(spec: &KafkaSpec, group: &str) -> ClientConfig {
         ("reconnect.backoff.ms", "100"),
         ("reconnect.backoff.max.ms", "1000"),
     ];
-    client_config(&spec.bootstrap_servers, &defaults, &spec.consumer)
+    client_config(spec, &defaults, &spec.consumer)
 }
 
 /// The consumer of a sink connector, in consumer group `group`, with `context` told of rebalances.
@@ -74,18 +82,20 @@ pub fn consumer<C: ConsumerContext + 'static>(spec: &KafkaSpec, group: &str, con
     consumer_config(spec, group).create_with_context(context).context("creating the Kafka consumer")
 }
 
-/// Checks a source's producer settings without creating a client (nothing connects): librdkafka
+/// Checks a connector's producer settings (a source's records, a sink's reports and dead
+/// letters) without creating a client (nothing connects): librdkafka
 /// takes every key and value, and nothing lets Kafka lose records it acknowledged — `acks` other
 /// than `all` or `enable.idempotence=false` — unless `kafka.producer.unsafe=true` says the user
 /// accepts that loss.
 pub fn check_producer(spec: &KafkaSpec) -> Result<()> {
     let config = producer_config(spec);
-    native(&config, "kafka.producer.")?;
+    native(&config, spec, "kafka.producer.")?;
     if !spec.unsafe_producer {
         if let Some(acks) = config.get("acks").filter(|a| !matches!(a.trim(), "all" | "-1")) {
             bail!(
-                "kafka.producer.acks={acks}: a source stores a table's offset once Kafka acknowledged its records, and acks other than \
-                 all lets a broker failure lose acknowledged records; use acks=all, or set kafka.producer.unsafe=true to accept the loss"
+                "kafka.producer.acks={acks}: a record counts as done once Kafka acknowledged it (a source's records, a sink's \
+                 reports and dead letters), and acks other than all lets a broker failure lose acknowledged records; use acks=all, or \
+                 set kafka.producer.unsafe=true to accept the loss"
             );
         }
         if let Some(off) = config.get("enable.idempotence").filter(|v| v.trim() == "false") {
@@ -100,16 +110,22 @@ pub fn check_producer(spec: &KafkaSpec) -> Result<()> {
 
 /// Checks a sink's consumer settings without creating a client.
 pub fn check_consumer(spec: &KafkaSpec, group: &str) -> Result<()> {
-    native(&consumer_config(spec, group), "kafka.consumer.")
+    native(&consumer_config(spec, group), spec, "kafka.consumer.")
 }
 
 /// Builds librdkafka's configuration from `config` (each key and value checked, nothing started);
-/// an error names the key as the connector file writes it (`prefix` + the librdkafka key).
-fn native(config: &ClientConfig, prefix: &str) -> Result<()> {
+/// an error names the key as the connector file writes it (`prefix` + the librdkafka key) and
+/// never shows a secret's value.
+fn native(config: &ClientConfig, spec: &KafkaSpec, prefix: &str) -> Result<()> {
     match config.create_native_config() {
         Ok(_) => Ok(()),
         Err(KafkaError::ClientConfig(_, description, key, value)) => {
-            let shown = if key == "bootstrap.servers" { "kafka.bootstrap.servers".to_string() } else { format!("{prefix}{key}") };
+            let shown = match key.as_str() {
+                "bootstrap.servers" => "kafka.bootstrap.servers".to_string(),
+                k if spec.security.contains_key(k) => format!("kafka.{k}"),
+                k => format!("{prefix}{k}"),
+            };
+            let value = if keys::SECURITY_SECRETS.contains(&key.as_str()) { "[hidden]".to_string() } else { value };
             bail!("{shown}={value}: {description}")
         }
         Err(e) => Err(e).context("checking the Kafka client settings"),
@@ -124,8 +140,8 @@ mod tests {
         KafkaSpec {
             bootstrap_servers: "127.0.0.1:9092".into(),
             producer: producer.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
-            consumer: BTreeMap::new(),
             unsafe_producer,
+            ..Default::default()
         }
     }
 
@@ -136,6 +152,9 @@ mod tests {
         assert!(err.starts_with("kafka.producer.linger.ms=soon: "), "{err}");
         let err = check_producer(&spec(&[("no.such.key", "1")], false)).unwrap_err().to_string();
         assert!(err.starts_with("kafka.producer.no.such.key=1: "), "{err}");
+        let secure = KafkaSpec { security: [("sasl.mechanism".into(), "NOPE".into())].into(), ..spec(&[], false) };
+        let err = check_producer(&secure).unwrap_err().to_string();
+        assert!(err.starts_with("kafka.sasl.mechanism=NOPE: "), "{err}");
         let err = check_producer(&spec(&[("acks", "1")], false)).unwrap_err().to_string();
         assert!(err.starts_with("kafka.producer.acks=1: ") && err.contains("kafka.producer.unsafe=true"), "{err}");
         assert!(check_producer(&spec(&[("acks", "-1")], false)).is_ok());

@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, HashMap};
 use serde_json::{Value, json};
 
 use super::view::View;
-use crate::worker::configs::{SECRET_KEYS, check_secrets};
+use crate::worker::configs::check_secrets;
 
 /// The errors of a configuration, by key (a key with no error is absent).
 pub type Errors = BTreeMap<String, Vec<String>>;
@@ -102,7 +102,7 @@ pub fn config_infos(class: &str, properties: &BTreeMap<String, String>, errors: 
         .iter()
         .enumerate()
         .map(|(order, key)| {
-            let secret = SECRET_KEYS.contains(&key.as_str());
+            let secret = crate::config::is_secret_key(key);
             let value = properties
                 .get(*key)
                 .map(|v| if secret && !crate::config::is_provider_reference(v) { "[hidden]".to_string() } else { v.clone() });

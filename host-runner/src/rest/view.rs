@@ -14,7 +14,7 @@ use crate::config::ConnectorSpec;
 use crate::runner::{Plan, Runner};
 use crate::status::UnitState;
 use crate::worker::Fleet;
-use crate::worker::configs::{ConnectorRecord, SECRET_KEYS, TargetState};
+use crate::worker::configs::{ConnectorRecord, TargetState};
 use crate::worker::status_log::{Published, connect_state};
 
 /// A boxed future of the REST API's.
@@ -98,24 +98,35 @@ pub struct Standalone {
     pub connectors: BTreeMap<String, BTreeMap<String, String>>,
     /// The id status answers name (the REST listener's bound address, set once bound).
     pub worker_id: std::sync::OnceLock<String>,
+    /// The components the run's files name, each with its file's signing keys: all that a
+    /// caller's configuration may be validated against.
+    components: Vec<(std::path::PathBuf, BTreeMap<String, String>)>,
 }
 
 impl Standalone {
     /// The view of `specs` (their files' entries) run by `runner`.
     pub fn new(runner: Arc<Runner>, entries: Vec<BTreeMap<String, String>>) -> Self {
+        let components = entries
+            .iter()
+            .filter_map(|e| {
+                let path = std::path::PathBuf::from(e.get("component.path")?.trim());
+                let trust = e.iter().filter(|(k, _)| crate::config::TRUST_KEYS.contains(&k.as_str())).map(|(k, v)| (k.clone(), v.clone()));
+                Some((path, trust.collect()))
+            })
+            .collect();
         let connectors = entries
             .into_iter()
             .filter_map(|mut e| {
                 let name = e.remove("name")?;
-                for key in SECRET_KEYS {
-                    if let Some(value) = e.get_mut(key).filter(|v| !crate::config::is_provider_reference(v)) {
+                for (key, value) in e.iter_mut() {
+                    if crate::config::is_secret_key(key) && !crate::config::is_provider_reference(value) {
                         *value = "[hidden]".into();
                     }
                 }
                 Some((name, e))
             })
             .collect();
-        Self { runner, connectors, worker_id: std::sync::OnceLock::new() }
+        Self { runner, connectors, worker_id: std::sync::OnceLock::new(), components }
     }
 }
 
@@ -179,13 +190,28 @@ impl View for Standalone {
         &self.runner
     }
 
+    /// A caller's configuration as validate checks it: nothing but a connector (no signing policy
+    /// or Kafka security of its own, references left unread), and only a component this run's
+    /// files name, checked with the keys its file gives: nothing runs that a start would not run.
     fn spec<'a>(&'a self, name: &'a str, properties: &'a BTreeMap<String, String>) -> Pending<'a, Result<ConnectorSpec>> {
         Box::pin(async move {
-            let mut entries = properties.clone();
+            let asked = properties.get("component.path").and_then(|p| std::path::Path::new(p.trim()).canonicalize().ok());
+            let trust = self
+                .components
+                .iter()
+                .find(|(path, _)| path.canonicalize().ok().is_some_and(|p| Some(p) == asked))
+                .map(|(_, trust)| trust.clone())
+                .unwrap_or_default();
+            let rules = crate::config::caller::CallerRules {
+                providers: crate::config::providers::ProviderPolicy::caller_unread(),
+                component_paths: self.components.iter().map(|(p, _)| p.clone()).collect(),
+                defaults: trust,
+            };
+            let applied = rules
+                .apply(properties)
+                .map_err(|errors| anyhow::anyhow!("connector {name} has an invalid configuration:\n  {}", errors.join("\n  ")))?;
+            let mut entries = applied.entries;
             entries.insert("name".into(), name.to_string());
-            if let Err(errors) = crate::config::resolve_providers(&mut entries) {
-                anyhow::bail!("connector {name} has an invalid configuration:\n  {}", errors.join("\n  "));
-            }
             ConnectorSpec::from_entries(entries)
         })
     }

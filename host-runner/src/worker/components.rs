@@ -10,6 +10,13 @@
 //! broker's default `message.max.bytes`), `component-<hex>-bundle` → the bundle's JSON, and
 //! `component-<hex>` → the manifest `{"size","chunks"}`, written last: a manifest means every chunk
 //! before it is there.
+//!
+//! Whoever may write the topic may offer components (and whoever may create connectors may name
+//! them), so nothing read from it is trusted: a manifest's size and chunk count are bounded
+//! ([`MAX_COMPONENT`]) and must agree, every chunk is at most [`CHUNK`] bytes and all of them add
+//! up to the size before anything is assembled, a bundle is at most [`MAX_BUNDLE`] bytes, and the
+//! files are written into a directory only this user may write, never through a planted link
+//! ([`crate::files`]).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -21,6 +28,13 @@ use crate::state::StateTopic;
 
 /// Largest chunk of a component in one record.
 pub const CHUNK: usize = 256 * 1024;
+
+/// Largest component a fleet stores: our connectors are a few megabytes; a component compiled
+/// with its dependencies in debug mode stays far below.
+pub const MAX_COMPONENT: usize = 256 << 20;
+
+/// Largest Sigstore bundle read (one is a few kilobytes).
+pub const MAX_BUNDLE: usize = 1 << 20;
 
 /// The fleet's components topic.
 #[derive(Clone)]
@@ -51,6 +65,12 @@ impl ComponentStore {
 
     /// Stores `bytes` and their `bundle` (JSON); returns the hex digest.
     pub async fn push(&self, bytes: &[u8], bundle: Option<&[u8]>) -> Result<String> {
+        if bytes.len() > MAX_COMPONENT {
+            bail!("the component is {} bytes; a fleet stores components of at most {MAX_COMPONENT} bytes", bytes.len());
+        }
+        if bundle.is_some_and(|b| b.len() > MAX_BUNDLE) {
+            bail!("the bundle is larger than {MAX_BUNDLE} bytes");
+        }
         let digest = sigstore_verify::crypto::sha256(bytes).to_hex();
         let chunks: Vec<&[u8]> = bytes.chunks(CHUNK).collect();
         for (n, chunk) in chunks.iter().enumerate() {
@@ -68,53 +88,85 @@ impl ComponentStore {
     /// against the digest every time.
     pub async fn resolve(&self, hex: &str, dir: &Path) -> Result<PathBuf> {
         let path = dir.join(format!("sha256-{hex}.wasm"));
+        crate::files::private_dir(dir, "the directory of resolved components")?;
         if path.is_file() && std::fs::read(&path).is_ok_and(|b| sigstore_verify::crypto::sha256(&b).to_hex() == hex) {
             tracing::info!(component = %path.display(), "component sha256:{hex} resolved: already in {}", dir.display());
             return Ok(path);
         }
         self.topic.read_to_end().await?;
+        let topic = self.topic.name();
         let manifest: Manifest =
             self.topic.get(format!("component-{hex}").as_bytes()).and_then(|m| serde_json::from_slice(&m).ok()).with_context(|| {
-                format!(
-                    "component.ref sha256:{hex}: no such component in {} (push it with `snow-connect component push`)",
-                    self.topic.name()
-                )
+                format!("component.ref sha256:{hex}: no such component in {topic} (push it with `snow-connect component push`)")
             })?;
-        let mut bytes = Vec::with_capacity(manifest.size);
+        manifest.check().map_err(|why| anyhow::anyhow!("component.ref sha256:{hex}: the manifest in {topic} is refused: {why}"))?;
+        let mut chunks = Vec::with_capacity(manifest.chunks);
+        let mut total = 0usize;
         for n in 0..manifest.chunks {
-            let chunk = self.topic.get(format!("component-{hex}-{n}").as_bytes()).with_context(|| {
-                format!("component.ref sha256:{hex}: chunk {n} of {} is missing from {}", manifest.chunks, self.topic.name())
-            })?;
-            bytes.extend_from_slice(&chunk);
+            let chunk = self
+                .topic
+                .get(format!("component-{hex}-{n}").as_bytes())
+                .with_context(|| format!("component.ref sha256:{hex}: chunk {n} of {} is missing from {topic}", manifest.chunks))?;
+            if chunk.len() > CHUNK || chunk.is_empty() {
+                bail!("component.ref sha256:{hex}: chunk {n} in {topic} holds {} bytes (1 to {CHUNK}); refused", chunk.len());
+            }
+            total += chunk.len();
+            if total > manifest.size {
+                bail!("component.ref sha256:{hex}: the chunks in {topic} hold more than the manifest's {} bytes; refused", manifest.size);
+            }
+            chunks.push(chunk);
         }
+        if total != manifest.size {
+            bail!("component.ref sha256:{hex}: the chunks in {topic} hold {total} bytes, the manifest says {}; refused", manifest.size);
+        }
+        let bytes = chunks.concat();
         let actual = sigstore_verify::crypto::sha256(&bytes).to_hex();
         if actual != hex {
             bail!("component.ref sha256:{hex}: the stored bytes have digest sha256:{actual}; refused");
         }
-        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        crate::files::private_dir(dir, "the directory of resolved components")?;
         let bundle = self.topic.get(format!("component-{hex}-bundle").as_bytes());
         let bundle_path = crate::artefact::default_bundle_path(&path);
         match bundle {
-            Some(bundle) => write_atomically(&bundle_path, &bundle)?,
+            Some(bundle) if bundle.len() > MAX_BUNDLE => {
+                bail!("component.ref sha256:{hex}: its bundle in {topic} is larger than {MAX_BUNDLE} bytes; refused")
+            }
+            Some(bundle) => crate::files::write_atomically(&bundle_path, &bundle)?,
             None => {
                 let _ = std::fs::remove_file(&bundle_path);
             }
         }
-        write_atomically(&path, &bytes)?;
-        tracing::info!(component = %path.display(), size = bytes.len(), "component sha256:{hex} resolved from {}", self.topic.name());
+        crate::files::write_atomically(&path, &bytes)?;
+        tracing::info!(component = %path.display(), size = bytes.len(), "component sha256:{hex} resolved from {topic}");
         Ok(path)
     }
 }
 
-fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
-    let tmp = path.with_extension(format!("tmp-{}", std::process::id()));
-    std::fs::write(&tmp, bytes).with_context(|| format!("writing {}", tmp.display()))?;
-    std::fs::rename(&tmp, path).with_context(|| format!("writing {}", path.display()))
+impl Manifest {
+    /// Why the manifest cannot describe a component this store wrote, if it cannot.
+    fn check(&self) -> Result<(), String> {
+        if self.size == 0 || self.size > MAX_COMPONENT {
+            return Err(format!("size {} is not between 1 and {MAX_COMPONENT} bytes", self.size));
+        }
+        if self.chunks != self.size.div_ceil(CHUNK) {
+            return Err(format!("{} chunks cannot hold {} bytes in chunks of {CHUNK}", self.chunks, self.size));
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_manifest_must_be_bounded_and_agree_with_its_chunks() {
+        let ok = Manifest { size: CHUNK + 1, chunks: 2 };
+        assert!(ok.check().is_ok());
+        assert!(Manifest { size: 1 << 62, chunks: 1 }.check().unwrap_err().contains("is not between 1 and"));
+        assert!(Manifest { size: 10, chunks: 1 << 40 }.check().unwrap_err().contains("chunks cannot hold"));
+        assert!(Manifest { size: 0, chunks: 0 }.check().is_err());
+    }
 
     #[test]
     fn references_are_sha256_digests() {

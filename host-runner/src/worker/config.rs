@@ -47,6 +47,13 @@ pub struct WorkerConfig {
     /// Connector keys every connector gets unless it sets them (`component.trusted.keys`,
     /// `component.trusted.root`, `component.allow.unsigned`), and `kafka.bootstrap.servers`.
     pub connector_defaults: BTreeMap<String, String>,
+    /// The Kafka connection's security (librdkafka settings), for every client of the worker
+    /// and of its connectors ([`crate::kafka::security`]).
+    pub security: BTreeMap<String, String>,
+    /// `plugin.path`: the directories whose components a connector may name by `component.path`.
+    pub plugin_path: Vec<PathBuf>,
+    /// `config.providers.*`: where a connector's references may resolve.
+    pub providers: crate::config::providers::ProviderPolicy,
 }
 
 /// `rest.tls.certificate.file` and `rest.tls.key.file` (PEM).
@@ -86,6 +93,13 @@ const KEYS: &[&str] = &[
     "rest.tls.certificate.file",
     "rest.tls.key.file",
     "status.listen",
+    "plugin.path",
+    "config.providers",
+    "config.providers.file.class",
+    "config.providers.env.class",
+    "config.providers.file.allowed.paths",
+    "config.providers.env.allowed.names",
+    "config.providers.allowed.keys",
 ];
 
 /// Keys passed on to connectors as defaults (besides `bootstrap.servers`).
@@ -213,8 +227,41 @@ impl WorkerConfig {
         // worker's unless the connector sets its own.
         connector_defaults.insert("kafka.consumer.session.timeout.ms".into(), session_timeout.as_millis().to_string());
         connector_defaults.insert("kafka.consumer.heartbeat.interval.ms".into(), heartbeat_interval.as_millis().to_string());
+        let security = crate::kafka::security::read(entries, "", &mut errors);
+        crate::kafka::security::check_client_prefixes(entries, &mut errors);
+        for (k, v) in &security {
+            connector_defaults.insert(format!("kafka.{k}"), v.clone());
+        }
+        let list = |k: &str| -> Vec<String> {
+            get(k).map(|v| v.split(',').map(str::trim).filter(|s| !s.is_empty()).map(str::to_string).collect()).unwrap_or_default()
+        };
+        let plugin_path: Vec<PathBuf> = list("plugin.path").into_iter().map(PathBuf::from).collect();
+        for dir in plugin_path.iter().filter(|d| !d.is_dir()) {
+            errors.push(format!("plugin.path: {} is not a directory", dir.display()));
+        }
+        let enabled = get("config.providers").map(|_| list("config.providers")).unwrap_or_else(|| vec!["env".into(), "file".into()]);
+        for (name, class) in [("file", "FileConfigProvider"), ("env", "EnvVarConfigProvider")] {
+            let key = format!("config.providers.{name}.class");
+            if let Some(given) = get(&key).filter(|c| !c.ends_with(class)) {
+                errors.push(format!(
+                    "{key}: {given} is not supported; the {name} provider is org.apache.kafka.common.config.provider.{class}"
+                ));
+            }
+        }
+        if let Some(other) = enabled.iter().find(|p| !matches!(p.as_str(), "env" | "file")) {
+            errors.push(format!("config.providers: {other} is not a provider here (env, file)"));
+        }
+        let keys = list("config.providers.allowed.keys");
+        let file_dirs = if enabled.iter().any(|p| p == "file") {
+            list("config.providers.file.allowed.paths").into_iter().map(PathBuf::from).collect()
+        } else {
+            Vec::new()
+        };
+        let env_names = if enabled.iter().any(|p| p == "env") { list("config.providers.env.allowed.names") } else { Vec::new() };
+        let providers = crate::config::providers::ProviderPolicy::caller(keys, file_dirs, env_names);
         for key in entries.keys() {
-            if !KEYS.contains(&key.as_str()) && !CONNECTOR_DEFAULTS.contains(&key.as_str()) {
+            let security_key = crate::kafka::security::is_security_key(key) || crate::kafka::security::is_client_prefixed_security_key(key);
+            if !KEYS.contains(&key.as_str()) && !CONNECTOR_DEFAULTS.contains(&key.as_str()) && !security_key {
                 errors.push(format!("{key}: unknown worker key (check the spelling and docs/configuration.md)"));
             }
         }
@@ -237,12 +284,24 @@ impl WorkerConfig {
             worker_id,
             status_listen: get("status.listen"),
             connector_defaults,
+            security,
+            plugin_path,
+            providers,
         })
     }
 
-    /// The Kafka clients' settings of the state topics.
+    /// The Kafka clients' settings of the state topics (and slots, fences).
     pub fn clients(&self) -> Clients {
-        Clients { bootstrap: self.bootstrap.clone(), common: BTreeMap::new() }
+        Clients { bootstrap: self.bootstrap.clone(), common: self.security.clone() }
+    }
+
+    /// What a connector configuration written by a caller may ask for on this worker.
+    pub fn caller_rules(&self) -> crate::config::caller::CallerRules {
+        crate::config::caller::CallerRules {
+            providers: self.providers.clone(),
+            component_paths: self.plugin_path.clone(),
+            defaults: self.connector_defaults.clone(),
+        }
     }
 }
 

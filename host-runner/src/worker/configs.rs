@@ -146,15 +146,12 @@ impl ConfigLog {
     }
 }
 
-/// The connector keys that hold secrets.
-pub const SECRET_KEYS: [&str; 2] = ["snow.auth.password", "snow.auth.client.secret"];
-
 /// Refuses a secret given as a value: a fleet stores configurations in a Kafka topic, so a secret
 /// must be a provider reference each worker resolves. The errors name the key, never the value.
 pub fn check_secrets(properties: &BTreeMap<String, String>) -> Vec<(String, String)> {
     properties
         .iter()
-        .filter(|(k, v)| SECRET_KEYS.contains(&k.as_str()) && !v.trim().is_empty() && !crate::config::is_provider_reference(v))
+        .filter(|(k, v)| crate::config::is_secret_key(k) && !v.trim().is_empty() && !crate::config::is_provider_reference(v))
         .map(|(k, _)| {
             (
                 k.clone(),

@@ -84,22 +84,21 @@ pub struct Managed {
     pub published: Option<String>,
 }
 
-/// The fleet's properties of a connector as this worker runs it: the worker's defaults for what
-/// it leaves out, `${…}` references resolved, offsets in the fleet's topic, and a
-/// `component.ref` resolved to a local file pinned to its digest.
+/// The fleet's properties of a connector as this worker runs it: a caller's configuration
+/// ([`crate::config::caller`]: no signing policy, security, cluster or file of its own; references
+/// only where the worker allows), offsets in the fleet's topic, a `component.ref` resolved to a
+/// local file pinned to its digest, and the worker's keys added. Errors never hold a value a
+/// reference resolved to.
 pub async fn fleet_spec(fleet: &super::Fleet, name: &str, properties: &BTreeMap<String, String>) -> Result<ConnectorSpec> {
     let invalid = |message: String| anyhow::anyhow!("connector {name} has an invalid configuration:\n  {message}");
-    let mut entries = properties.clone();
-    for (k, v) in &fleet.config.connector_defaults {
-        entries.entry(k.clone()).or_insert_with(|| v.clone());
-    }
-    entries.insert("name".into(), name.to_string());
     for key in ["offset.storage.file.filename", "offset.storage.topic", "offset.storage.partitions", "offset.storage.replication.factor"] {
         if properties.contains_key(key) {
             return Err(invalid(format!("{key}: a worker keeps offsets in its own offset.storage.topic (worker.properties); remove it")));
         }
     }
-    if let Some(reference) = entries.remove("component.ref") {
+    let mut rules = fleet.config.caller_rules();
+    let mut properties = properties.clone();
+    if let Some(reference) = properties.remove("component.ref") {
         for key in ["component.path", "component.bundle.path"] {
             if properties.contains_key(key) {
                 return Err(invalid(format!("{key}: a connector names its component by component.ref or by component.path, not both")));
@@ -107,11 +106,12 @@ pub async fn fleet_spec(fleet: &super::Fleet, name: &str, properties: &BTreeMap<
         }
         let hex = super::components::parse_ref(&reference).map_err(|e| invalid(format!("component.ref: {e:#}")))?;
         let path = fleet.components.resolve(&hex, &fleet.resolved).await.map_err(|e| invalid(format!("{e:#}")))?;
-        entries.insert("component.path".into(), path.display().to_string());
-        entries.insert("component.digest".into(), format!("sha256:{hex}"));
+        rules.component_paths.push(path.clone());
+        properties.insert("component.path".into(), path.display().to_string());
+        properties.insert("component.digest".into(), format!("sha256:{hex}"));
     }
-    if let Err(errors) = crate::config::resolve_providers(&mut entries) {
-        return Err(invalid(errors.join("\n  ")));
-    }
-    ConnectorSpec::from_entries(entries)
+    let applied = rules.apply(&properties).map_err(|errors| invalid(errors.join("\n  ")))?;
+    let mut entries = applied.entries.clone();
+    entries.insert("name".into(), name.to_string());
+    ConnectorSpec::from_entries(entries).map_err(|e| anyhow::anyhow!("{}", applied.scrub(&format!("{e:#}"))))
 }

@@ -81,6 +81,11 @@ struct WorkerLoop {
 
 /// Opens the state topics, joins the fleet, serves the REST API and runs until `shutdown`.
 pub async fn run(config: WorkerConfig, compile_cache: Option<&Path>, shutdown: Shutdown) -> Result<()> {
+    for (key, value) in &config.security {
+        if crate::kafka::security::is_secret_key(key) {
+            crate::redact::register(value);
+        }
+    }
     let clients = config.clients();
     let configs = Arc::new(StateTopic::open(&clients, config.configs.clone(), false).await?);
     let status = Arc::new(StateTopic::open(&clients, config.status.clone(), false).await?);
@@ -91,9 +96,11 @@ pub async fn run(config: WorkerConfig, compile_cache: Option<&Path>, shutdown: S
         tokio::task::spawn_blocking(move || topic.cluster_id()).await.ok().flatten()
     };
     crate::state::topic::ensure(&clients, &config.slots).await?;
+    // Components resolved from the fleet's topic: beside the compile cache, or in a new private
+    // directory (never a predictable path others could prepare).
     let resolved = match compile_cache {
         Some(dir) => dir.join("resolved"),
-        None => std::env::temp_dir().join(format!("snow-connect-components-{}", std::process::id())),
+        None => crate::files::private_temp_dir("snow-connect-components")?,
     };
     let runner = Arc::new(Runner::new(compile_cache)?);
     runner.set_worker(&config.worker_id);
@@ -292,6 +299,7 @@ impl WorkerLoop {
         let live = match fleet_spec(&self.fleet, name, &record.properties).await {
             Ok(spec) => match self.fleet.runner.ready(&spec, &mut self.components).await {
                 Ok(ready) => {
+                    spec.register_secrets();
                     self.fleet.runner.record_plan(name, Some(Plan::of(&ready)));
                     live(ready)
                 }

@@ -18,6 +18,8 @@ use super::pattern::MASK;
 pub struct KnownSecrets {
     /// Longest first, so an encoding containing another is replaced whole.
     forms: Vec<String>,
+    /// How many secrets were added.
+    count: usize,
 }
 
 impl KnownSecrets {
@@ -26,20 +28,31 @@ impl KnownSecrets {
 
     /// No secret known yet.
     pub const fn new() -> Self {
-        Self { forms: Vec::new() }
+        Self { forms: Vec::new(), count: 0 }
     }
 
     /// Adds `secret` (and its encodings). Short or empty secrets are ignored.
     pub fn add(&mut self, secret: &str) {
-        if secret.chars().count() < Self::MIN_LEN {
+        if secret.chars().count() < Self::MIN_LEN || self.contains(secret) {
             return;
         }
+        self.count += 1;
         for form in encodings(secret) {
             if !form.is_empty() && !self.forms.contains(&form) {
                 self.forms.push(form);
             }
         }
         self.forms.sort_by_key(|f| std::cmp::Reverse(f.len()));
+    }
+
+    /// How many secrets are known.
+    pub fn count(&self) -> usize {
+        self.count
+    }
+
+    /// Whether `secret` is known.
+    pub fn contains(&self, secret: &str) -> bool {
+        self.forms.iter().any(|f| f == secret)
     }
 
     /// True when no secret is known.

@@ -36,6 +36,10 @@ pub fn worker_properties(dir: &Path, label: &str, group: &str, extra: &[(&str, &
         ("offset.storage.partitions", "5".to_string()),
         ("work.slots", "16".to_string()),
         ("component.trusted.keys", super::DEV_PUB.to_string()),
+        // Connectors may name the components built for the tests (and nothing else on the machine).
+        ("plugin.path", Path::new(guest_artifacts::GUEST_SOURCE).parent().unwrap().display().to_string()),
+        // The variables a connector's references may read: the tests' passwords.
+        ("config.providers.env.allowed.names", "SNOW_*".to_string()),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_string(), v))

@@ -1,0 +1,171 @@
+//! A connector configuration written by a caller — a REST client, a writer of a fleet's
+//! configuration topic, the validate route of a standalone run — gets no more than a connector
+//! (design §6): its tables, its instance, its topics. [`CallerRules`] is what the operator lets
+//! such a configuration ask for, and [`CallerRules::apply`] turns the caller's properties into the
+//! entries a connector runs with:
+//!
+//! - the signing policy (`component.trusted.keys`, `.trusted.root`, `.bundle.path`,
+//!   `.allow.unsigned`) and the Kafka connection's security (`kafka.security.protocol`,
+//!   `kafka.sasl.*`, `kafka.ssl.*`) are the operator's: a caller setting them to anything but the
+//!   operator's own value is refused;
+//! - `component.path` must name a file under the directories (or be one of the files) the
+//!   operator allows; whether any other file exists is never told;
+//! - `kafka.bootstrap.servers` is the worker's cluster (its credentials go nowhere else);
+//! - `${env:…}` / `${file:…}` resolve only where [`super::providers::ProviderPolicy::caller`] allows;
+//! - then the operator's keys are added.
+//!
+//! Errors name the key; the values a reference resolved to are returned so that any answer built
+//! from the entries can be scrubbed of them ([`Applied::scrub`]).
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use super::providers::{self, ProviderPolicy};
+
+/// What the operator lets a caller's configuration ask for.
+#[derive(Debug, Clone, Default)]
+pub struct CallerRules {
+    /// Where references may resolve.
+    pub providers: ProviderPolicy,
+    /// Component files a caller may name by `component.path`: files, or directories holding them.
+    pub component_paths: Vec<PathBuf>,
+    /// The operator's connector keys (signing policy, Kafka cluster and security, defaults),
+    /// added to what the caller wrote.
+    pub defaults: BTreeMap<String, String>,
+}
+
+/// A caller's configuration made ready to run.
+#[derive(Debug, Clone)]
+pub struct Applied {
+    /// The entries the connector runs with.
+    pub entries: BTreeMap<String, String>,
+    /// The values references resolved to.
+    resolved: Vec<String>,
+}
+
+impl Applied {
+    /// `text` without any value a reference resolved to (answers to a caller never echo one).
+    pub fn scrub(&self, text: &str) -> String {
+        scrub(text, &self.resolved)
+    }
+}
+
+/// `text` without `values` (each in every encoding the redaction knows, and as written).
+pub fn scrub(text: &str, values: &[String]) -> String {
+    let mut known = snow_core::redact::KnownSecrets::new();
+    for value in values {
+        known.add(value);
+    }
+    let mut out = known.scrub(text).into_owned();
+    for value in values.iter().filter(|v| v.len() >= 3) {
+        out = out.replace(value.as_str(), "[hidden]");
+    }
+    out
+}
+
+/// Whether `key` belongs to the operator alone.
+fn operator_only(key: &str) -> Option<&'static str> {
+    if super::artefact::KEYS.contains(&key) {
+        return Some("the signing policy is the worker's (worker.properties); a connector configuration may not set it");
+    }
+    if key.strip_prefix("kafka.").is_some_and(crate::kafka::security::is_security_key) {
+        return Some("the Kafka connection's security is the worker's (worker.properties); a connector configuration may not set it");
+    }
+    None
+}
+
+impl CallerRules {
+    /// The entries a caller's `properties` run with, or every reason they may not (by key).
+    pub fn apply(&self, properties: &BTreeMap<String, String>) -> Result<Applied, Vec<String>> {
+        let mut errors = Vec::new();
+        for (key, value) in properties {
+            // Repeating the operator's own setting asks for nothing more.
+            let repeated = self.defaults.get(key).is_some_and(|own| own.trim() == value.trim());
+            if let Some(why) = operator_only(key).filter(|_| !repeated) {
+                errors.push(format!("{key}: {why}"));
+            }
+        }
+        if let (Some(asked), Some(worker)) = (properties.get("kafka.bootstrap.servers"), self.defaults.get("kafka.bootstrap.servers"))
+            && asked.trim() != worker.trim()
+        {
+            errors.push(
+                "kafka.bootstrap.servers: a connector runs on the worker's Kafka cluster (bootstrap.servers in worker.properties); \
+                 remove it"
+                    .into(),
+            );
+        }
+        if let Some(path) = properties.get("component.path") {
+            let allowed = PathBuf::from(path.trim())
+                .canonicalize()
+                .ok()
+                .filter(|real| real.is_file())
+                .is_some_and(|real| self.component_paths.iter().filter_map(|p| p.canonicalize().ok()).any(|p| real.starts_with(p)));
+            if !allowed {
+                errors.push(format!(
+                    "component.path: {path} is not a component this worker lets connectors run (files under plugin.path in \
+                     worker.properties); push it with `snow-connect component push` and name it by component.ref"
+                ));
+            }
+        }
+        let mut entries = properties.clone();
+        let resolved = match providers::resolve(&mut entries, &self.providers, |name| std::env::var(name).ok()) {
+            Ok(resolved) => resolved,
+            Err(more) => {
+                errors.extend(more);
+                Vec::new()
+            }
+        };
+        if !errors.is_empty() {
+            return Err(errors);
+        }
+        for (k, v) in &self.defaults {
+            entries.entry(k.clone()).or_insert_with(|| v.clone());
+        }
+        Ok(Applied { entries, resolved })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn map(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    }
+
+    #[test]
+    fn a_caller_cannot_set_the_signing_policy_security_or_cluster_nor_name_any_file() {
+        let dir = std::env::temp_dir().join(format!("snow-caller-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("plugins")).unwrap();
+        std::fs::write(dir.join("plugins/c.wasm"), b"x").unwrap();
+        std::fs::write(dir.join("elsewhere.wasm"), b"x").unwrap();
+        let rules = CallerRules {
+            component_paths: vec![dir.join("plugins")],
+            defaults: map(&[("kafka.bootstrap.servers", "b:9092"), ("component.trusted.keys", "/etc/keys/release.pub")]),
+            providers: ProviderPolicy::caller(Vec::new(), Vec::new(), Vec::new()),
+        };
+        let ok = rules.apply(&map(&[("component.path", &format!("{}/plugins/c.wasm", dir.display()))])).unwrap();
+        assert_eq!(ok.entries["component.trusted.keys"], "/etc/keys/release.pub", "the operator's policy is added");
+        assert!(rules.apply(&map(&[("component.trusted.keys", "/etc/keys/release.pub")])).is_ok(), "repeating it is no change");
+        for (key, value, expected) in [
+            ("component.allow.unsigned", "true".to_string(), "signing policy is the worker's"),
+            ("component.trusted.keys", "/tmp/mine.pub".to_string(), "signing policy is the worker's"),
+            ("component.bundle.path", "/etc/passwd".to_string(), "signing policy is the worker's"),
+            ("kafka.sasl.password", "x".to_string(), "security is the worker's"),
+            ("kafka.bootstrap.servers", "evil:9092".to_string(), "the worker's Kafka cluster"),
+            ("component.path", format!("{}/elsewhere.wasm", dir.display()), "is not a component this worker lets"),
+            ("component.path", format!("{}/plugins/../elsewhere.wasm", dir.display()), "is not a component this worker lets"),
+            ("component.path", "/no/such/file.wasm".to_string(), "is not a component this worker lets"),
+        ] {
+            let errors = rules.apply(&map(&[(key, &value)])).unwrap_err();
+            assert!(errors[0].starts_with(&format!("{key}: ")) && errors[0].contains(expected), "{key}={value}: {errors:?}");
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn resolved_values_are_scrubbed_from_answers() {
+        let values = vec!["Worker-Secret/9".to_string()];
+        assert_eq!(scrub("x Worker-Secret/9 y Worker-Secret%2F9", &values), "x *** y ***");
+    }
+}
