@@ -3,17 +3,12 @@
 //! Prometheus text format. Read-only; it binds where it is told (keep it on a private address) and
 //! stops with the process.
 
-use std::convert::Infallible;
 use std::net::SocketAddr;
 
 use anyhow::{Context, Result};
 use bytes::Bytes;
 use http::{Method, Response, StatusCode, header};
 use http_body_util::Full;
-use hyper::body::Incoming;
-use hyper::server::conn::http1;
-use hyper::service::service_fn;
-use hyper_util::rt::TokioIo;
 use tokio::net::TcpListener;
 
 use crate::metrics::Metrics;
@@ -29,27 +24,16 @@ pub struct Admin {
     pub metrics: Metrics,
 }
 
-/// Binds `addr` and returns the bound address; serves until `shutdown` fires.
-pub async fn serve(addr: &str, admin: Admin, mut shutdown: Shutdown) -> Result<SocketAddr> {
+/// Binds `addr` and returns the bound address; serves until `shutdown` fires, within the
+/// listener's limits ([`crate::listener`]).
+pub async fn serve(addr: &str, admin: Admin, shutdown: Shutdown) -> Result<SocketAddr> {
     let listener = TcpListener::bind(addr).await.with_context(|| format!("--status-listen {addr}: cannot listen there"))?;
     let bound = listener.local_addr()?;
-    tokio::spawn(async move {
-        loop {
-            let accepted = tokio::select! {
-                a = listener.accept() => a,
-                () = shutdown.wait() => break,
-            };
-            let Ok((stream, _)) = accepted else { continue };
-            let admin = admin.clone();
-            tokio::spawn(async move {
-                let service = service_fn(move |request: http::Request<Incoming>| {
-                    let answer = answer(&admin, request.method(), request.uri().path());
-                    async move { Ok::<_, Infallible>(answer) }
-                });
-                let _ = http1::Builder::new().serve_connection(TokioIo::new(stream), service).await;
-            });
-        }
+    let handler: crate::listener::Handler = std::sync::Arc::new(move |request| {
+        let answer = answer(&admin, request.method(), request.uri().path());
+        Box::pin(async move { answer })
     });
+    crate::listener::spawn("the status listener", listener, None, crate::listener::Limits::default(), handler, shutdown);
     Ok(bound)
 }
 

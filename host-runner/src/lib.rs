@@ -20,6 +20,7 @@ pub mod config;
 pub mod connector;
 pub mod files;
 pub mod kafka;
+pub mod listener;
 pub mod logging;
 pub mod metrics;
 pub mod offsets;

@@ -19,13 +19,19 @@ pub const MAX_SECRETS: usize = 4096;
 
 /// Makes `secret` (and its encodings) unshowable from now on.
 pub fn register(secret: &str) {
-    let mut known = KNOWN.write().unwrap_or_else(|e| e.into_inner());
-    if known.count() >= MAX_SECRETS && !known.contains(secret) {
+    if !admit(&mut KNOWN.write().unwrap_or_else(|e| e.into_inner()), secret, MAX_SECRETS) {
         static WARNED: std::sync::Once = std::sync::Once::new();
         WARNED.call_once(|| tracing::error!("{MAX_SECRETS} secrets are registered for redaction; later ones are redacted by shape only"));
-        return;
+    }
+}
+
+/// Adds `secret` to `known` unless it already holds `max` others; whether it is known now.
+fn admit(known: &mut KnownSecrets, secret: &str, max: usize) -> bool {
+    if known.count() >= max && !known.contains(secret) {
+        return false;
     }
     known.add(secret);
+    true
 }
 
 /// `text` without the secrets this process holds, in any encoding (by value only).
@@ -70,6 +76,16 @@ impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for ScrubbedStderr {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_registry_is_bounded() {
+        let mut known = KnownSecrets::new();
+        for i in 0..5 {
+            admit(&mut known, &format!("secret-number-{i}"), 3);
+        }
+        assert_eq!(known.count(), 3);
+        assert!(admit(&mut known, "secret-number-0", 3), "a known one is still known");
+    }
 
     #[test]
     fn registered_secrets_are_cleaned_in_their_encodings() {

@@ -766,6 +766,23 @@ fn components_reach_every_worker_by_a_digest_pinned_reference_and_a_mismatch_is_
     let refused = curl(specs[0].port, "POST", "/connectors", Some(&json!({ "name": unique("fforged"), "config": tampered })));
     assert_eq!(refused.status, 400, "{}", refused.text);
     assert!(refused.text.contains("the stored bytes have digest sha256:"), "{}", refused.text);
+    // A manifest that claims 2^62 bytes (or more chunks than bytes): refused, no worker aborts.
+    for (digit, manifest) in [('e', r#"{"size":4611686018427387904,"chunks":1}"#), ('d', r#"{"size":17,"chunks":1099511627776}"#)] {
+        let huge = digit.to_string().repeat(64);
+        support::kafka::produce_blocking(
+            kafka_harness::shared().bootstrap(),
+            &components_topic,
+            &[(Some(format!("component-{huge}")), manifest.to_string())],
+        );
+        let mut claimed = config.clone();
+        claimed["component.ref"] = json!(format!("sha256:{huge}"));
+        let refused = curl(specs[0].port, "POST", "/connectors", Some(&json!({ "name": unique("fhuge"), "config": claimed })));
+        assert_eq!(refused.status, 400, "{}", refused.text);
+        assert!(refused.text.contains("the manifest in") && refused.text.contains("is refused"), "{}", refused.text);
+    }
+    for spec in &specs {
+        assert_eq!(curl(spec.port, "GET", "/", None).status, 200, "every worker is still up");
+    }
     for worker in workers {
         worker.stop();
     }

@@ -2,7 +2,8 @@
 //! each swapped to a new build five times by editing the connector file and sending SIGHUP; no row
 //! is lost, no record goes without an outcome, and duplicates stay within what a restart at the
 //! stored offset gives. A new version that traps in its first calls is rolled back; one that fails
-//! to verify keeps the old one running.
+//! to verify, is of another kind or is not the digest the configuration pins keeps the old one
+//! running.
 #![allow(clippy::unwrap_used)] // a panic is how a test fails
 
 mod support;
@@ -175,6 +176,13 @@ fn a_new_version_that_does_not_verify_or_is_of_another_kind_keeps_the_old_one_ru
     // A signed component of the other kind: it compiles, but it is not a source.
     swap_to(&runner, &dir, &name, &mut config, Path::new(support::signed(guest_artifacts::GUEST_SINK)));
     runner.wait_for_log("is a Sink component; the running connector is not", Duration::from_secs(60));
+    // A signed new build, while the configuration pins the running version's digest: refused as
+    // a start would refuse it.
+    let pinned = sigstore_digest(&std::fs::read(guest_artifacts::GUEST_SOURCE).unwrap());
+    config.insert("component.digest".into(), format!("sha256:{pinned}"));
+    let signed_build = new_build(guest_artifacts::GUEST_SOURCE, 2, &dir);
+    swap_to(&runner, &dir, &name, &mut config, &signed_build);
+    runner.wait_for_log(&format!("the configuration pins sha256:{pinned}; refused"), Duration::from_secs(60));
     let log = runner.stop();
     assert!(
         line.contains("the file changed after it was signed") || log.contains("the file changed after it was signed"),

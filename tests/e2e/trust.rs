@@ -147,6 +147,29 @@ fn a_fleet_connector_gets_no_more_than_a_connector() {
     assert!(!marker.exists(), "no plugin library was ever loaded");
     assert_eq!(curl(spec.port, "GET", "/", None).status, 200, "the worker is still up");
 
+    // A thousand idle sockets: the worker keeps at most its cap of them open, drops the silent
+    // ones after the header deadline, and answers again.
+    let descriptors = || std::fs::read_dir(format!("/proc/{}/fd", worker.pid())).unwrap().count();
+    let before = descriptors();
+    let idle: Vec<std::net::TcpStream> = (0..1000).map(|_| std::net::TcpStream::connect(("127.0.0.1", spec.port)).unwrap()).collect();
+    let most = support::wait_until("the worker accepted the idle sockets", Duration::from_secs(30), || {
+        let now = descriptors();
+        (now >= before + 200).then_some(now)
+    });
+    std::thread::sleep(Duration::from_millis(500));
+    let held = descriptors().max(most);
+    assert!(held <= before + 256 + 16, "{held} descriptors with 1000 idle sockets (before: {before}): the cap holds");
+    let answered = support::wait_until("an answer while the idle sockets are open", Duration::from_secs(60), || {
+        use std::io::{Read, Write};
+        let mut client = std::net::TcpStream::connect(("127.0.0.1", spec.port)).ok()?;
+        client.write_all(b"GET / HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n").ok()?;
+        let mut answer = String::new();
+        let _ = client.read_to_string(&mut answer);
+        answer.starts_with("HTTP/1.1 200").then_some(answer)
+    });
+    assert!(answered.contains("kafka_cluster_id"), "{answered}");
+    drop(idle);
+
     // What the operator allows does run: the password from the allowed directory and, by env, a
     // variable the worker lists.
     let answer = create_with(spec.port, &base, &[]);

@@ -13,9 +13,9 @@ pub mod validate;
 pub mod view;
 
 use std::collections::BTreeMap;
-use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use base64::Engine as _;
@@ -23,9 +23,6 @@ use bytes::Bytes;
 use http::{Response, StatusCode, header};
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
-use hyper::server::conn::http1;
-use hyper::service::service_fn;
-use hyper_util::rt::TokioIo;
 use tokio::net::TcpListener;
 
 use crate::shutdown::Shutdown;
@@ -52,8 +49,12 @@ impl Listener {
     }
 }
 
-/// Serves the API over `view` until `shutdown`; returns the bound address.
-pub async fn serve(view: Arc<dyn View>, listen: &Listener, mut shutdown: Shutdown) -> Result<SocketAddr> {
+/// Time a client has to send a request's body once its headers arrived.
+const BODY_READ: Duration = Duration::from_secs(30);
+
+/// Serves the API over `view` until `shutdown`; returns the bound address. Connections are
+/// accepted within the listener's limits ([`crate::listener`]).
+pub async fn serve(view: Arc<dyn View>, listen: &Listener, shutdown: Shutdown) -> Result<SocketAddr> {
     let listener =
         TcpListener::bind(&listen.address).await.with_context(|| format!("the REST listener cannot listen on {}", listen.address))?;
     let bound = listener.local_addr()?;
@@ -65,39 +66,18 @@ pub async fn serve(view: Arc<dyn View>, listen: &Listener, mut shutdown: Shutdow
         Some(files) => Some(tls_acceptor(&files.certificate, &files.key)?),
         None => None,
     };
-    tokio::spawn(async move {
-        loop {
-            let accepted = tokio::select! {
-                a = listener.accept() => a,
-                () = shutdown.wait() => break,
-            };
-            let Ok((stream, _)) = accepted else { continue };
-            let (view, users, tls) = (view.clone(), users.clone(), tls.clone());
-            tokio::spawn(async move {
-                let service = service_fn(move |request: http::Request<Incoming>| {
-                    let (view, users) = (view.clone(), users.clone());
-                    async move { Ok::<_, Infallible>(handle(view.as_ref(), users.as_deref(), request).await) }
-                });
-                match tls {
-                    Some(acceptor) => {
-                        if let Ok(stream) = acceptor.accept(stream).await {
-                            let _ = http1::Builder::new().serve_connection(TokioIo::new(stream), service).await;
-                        }
-                    }
-                    None => {
-                        let _ = http1::Builder::new().serve_connection(TokioIo::new(stream), service).await;
-                    }
-                }
-            });
-        }
+    let handler: crate::listener::Handler = Arc::new(move |request| {
+        let (view, users) = (view.clone(), users.clone());
+        Box::pin(async move { handle(view.as_ref(), users.as_deref(), request).await })
     });
+    crate::listener::spawn("the REST listener", listener, tls, crate::listener::Limits::default(), handler, shutdown);
     Ok(bound)
 }
 
 /// A request, authenticated, read and answered.
-async fn handle(view: &dyn View, users: Option<&BTreeMap<String, String>>, request: http::Request<Incoming>) -> Response<Full<Bytes>> {
+async fn handle(view: &dyn View, users: Option<&Users>, request: http::Request<Incoming>) -> Response<Full<Bytes>> {
     if let Some(users) = users
-        && !authorised(users, request.headers().get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()))
+        && !users.authorised(request.headers().get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()))
     {
         let mut response =
             api::error(StatusCode::UNAUTHORIZED, "The request needs HTTP Basic credentials of a user in rest.basic.auth.file");
@@ -105,31 +85,55 @@ async fn handle(view: &dyn View, users: Option<&BTreeMap<String, String>>, reque
         return response;
     }
     let (parts, body) = request.into_parts();
-    let body = match Limited::new(body, MAX_BODY).collect().await {
-        Ok(collected) => collected.to_bytes(),
-        Err(_) => {
+    let body = match tokio::time::timeout(BODY_READ, Limited::new(body, MAX_BODY).collect()).await {
+        Ok(Ok(collected)) => collected.to_bytes(),
+        Ok(Err(_)) => {
             return api::error(StatusCode::PAYLOAD_TOO_LARGE, &format!("The request body is larger than {MAX_BODY} bytes or was cut off"));
         }
+        Err(_) => return api::error(StatusCode::REQUEST_TIMEOUT, &format!("The request body did not arrive within {BODY_READ:?}")),
     };
     let response = api::answer(view, &parts.method, &parts.uri, &body).await;
     tracing::debug!(method = %parts.method, path = parts.uri.path(), status = response.status().as_u16(), "REST");
     response
 }
 
-/// Whether `authorization` is HTTP Basic for one of `users` (compared without early exit).
-fn authorised(users: &BTreeMap<String, String>, authorization: Option<&str>) -> bool {
-    let Some(encoded) = authorization.and_then(|a| a.strip_prefix("Basic ")) else { return false };
-    let Ok(decoded) = base64::engine::general_purpose::STANDARD.decode(encoded.trim()) else { return false };
-    let Ok(text) = String::from_utf8(decoded) else { return false };
-    let Some((user, password)) = text.split_once(':') else { return false };
-    users.get(user).is_some_and(|expected| {
-        let (a, b) = (expected.as_bytes(), password.as_bytes());
-        a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
-    })
+/// The users of `rest.basic.auth.file`, kept as digests of `user:password`: a request's
+/// credentials are compared with every one in constant time, so neither a password's prefix nor
+/// whether a user exists shows in how long the answer takes.
+struct Users {
+    digests: Vec<[u8; 32]>,
+}
+
+impl Users {
+    fn new(users: &BTreeMap<String, String>) -> Self {
+        Self { digests: users.iter().map(|(user, password)| digest(&format!("{user}:{password}"))).collect() }
+    }
+
+    /// Whether `authorization` is HTTP Basic for one of the users.
+    fn authorised(&self, authorization: Option<&str>) -> bool {
+        let presented = authorization
+            .and_then(|a| a.strip_prefix("Basic "))
+            .and_then(|encoded| base64::engine::general_purpose::STANDARD.decode(encoded.trim()).ok())
+            .map(|decoded| digest_bytes(&decoded));
+        let Some(presented) = presented else { return false };
+        // Every digest is compared, whatever matched before.
+        self.digests
+            .iter()
+            .fold(false, |found, expected| found | (expected.iter().zip(&presented).fold(0u8, |acc, (a, b)| acc | (a ^ b)) == 0))
+    }
+}
+
+fn digest(text: &str) -> [u8; 32] {
+    digest_bytes(text.as_bytes())
+}
+
+fn digest_bytes(bytes: &[u8]) -> [u8; 32] {
+    use sha2::Digest as _;
+    sha2::Sha256::digest(bytes).into()
 }
 
 /// The users of `rest.basic.auth.file`; their passwords are registered as secrets (never shown).
-fn read_users(file: &std::path::Path) -> Result<BTreeMap<String, String>> {
+fn read_users(file: &std::path::Path) -> Result<Users> {
     let text = std::fs::read_to_string(file).with_context(|| format!("rest.basic.auth.file: reading {}", file.display()))?;
     let users = crate::config::parse_properties(&text).map_err(|e| anyhow::anyhow!("rest.basic.auth.file: {}: {e}", file.display()))?;
     if users.is_empty() {
@@ -138,7 +142,7 @@ fn read_users(file: &std::path::Path) -> Result<BTreeMap<String, String>> {
     for password in users.values() {
         crate::redact::register(password);
     }
-    Ok(users)
+    Ok(Users::new(&users))
 }
 
 /// A TLS acceptor for the PEM certificate chain and key.
@@ -167,12 +171,14 @@ mod tests {
 
     #[test]
     fn basic_credentials_are_checked() {
-        let users: BTreeMap<String, String> = [("admin".to_string(), "s3cret".to_string())].into();
+        let users = Users::new(&[("admin".to_string(), "s3cret".to_string()), ("ops".to_string(), "0ther:pw".to_string())].into());
         let basic = |s: &str| format!("Basic {}", base64::engine::general_purpose::STANDARD.encode(s));
-        assert!(authorised(&users, Some(&basic("admin:s3cret"))));
-        assert!(!authorised(&users, Some(&basic("admin:s3cres"))));
-        assert!(!authorised(&users, Some(&basic("other:s3cret"))));
-        assert!(!authorised(&users, Some("Bearer x")));
-        assert!(!authorised(&users, None));
+        assert!(users.authorised(Some(&basic("admin:s3cret"))));
+        assert!(users.authorised(Some(&basic("ops:0ther:pw"))), "a password may hold a colon");
+        assert!(!users.authorised(Some(&basic("admin:s3cres"))));
+        assert!(!users.authorised(Some(&basic("other:s3cret"))));
+        assert!(!users.authorised(Some(&basic("admin:0ther:pw"))));
+        assert!(!users.authorised(Some("Bearer x")));
+        assert!(!users.authorised(None));
     }
 }
