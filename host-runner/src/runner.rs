@@ -213,7 +213,13 @@ impl Runner {
         let mut components: HashMap<String, Loaded> = HashMap::new();
         let mut offset_stores = OffsetStores::default();
         let mut prepared = Vec::new();
+        let mut checked: Vec<(String, std::collections::BTreeMap<String, String>)> = Vec::new();
         for spec in specs {
+            let cluster = (spec.kafka.bootstrap_servers.clone(), spec.kafka.security.clone());
+            if !checked.contains(&cluster) {
+                check_cluster(spec).await?;
+                checked.push(cluster);
+            }
             let ready = self.ready(spec, &mut components).await?;
             self.record_plan(&spec.name, Some(Plan::of(&ready)));
             prepared.push(match ready {
@@ -371,6 +377,24 @@ impl OffsetStores {
         let store = Arc::new(FileOffsetStore::open(&path)?);
         self.files.insert(path, store.clone());
         Ok(store)
+    }
+}
+
+/// Whether `spec`'s Kafka cluster accepts its clients: a refusal (credentials, TLS) stops the
+/// start with the listener and the cause; a cluster that does not answer yet is only logged (the
+/// connector's clients wait for it, as they wait through any outage).
+async fn check_cluster(spec: &ConnectorSpec) -> Result<()> {
+    let (bootstrap, security) = (spec.kafka.bootstrap_servers.clone(), spec.kafka.security.clone());
+    let checked =
+        tokio::task::spawn_blocking(move || crate::kafka::preflight::check(&bootstrap, &security, std::time::Duration::from_secs(5)))
+            .await?;
+    match checked {
+        Ok(()) => Ok(()),
+        Err(e) if e.is_retryable() => {
+            tracing::warn!(connector = spec.name, "{e}; starting anyway (records wait for the brokers)");
+            Ok(())
+        }
+        Err(e) => Err(anyhow::anyhow!("connector {}: {e}", spec.name)),
     }
 }
 

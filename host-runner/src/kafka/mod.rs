@@ -9,6 +9,7 @@
 //! [`keys`]); the connection's security applies to every client ([`KafkaSpec::security`]).
 
 pub mod keys;
+pub mod preflight;
 pub mod security;
 pub mod tools;
 

@@ -49,7 +49,13 @@ pub struct Clients {
 }
 
 impl Clients {
-    fn config(&self) -> ClientConfig {
+    /// The listener these clients connect to, as messages name it.
+    pub fn listener(&self) -> String {
+        crate::kafka::preflight::listener(&self.bootstrap, &self.common)
+    }
+
+    /// A client's settings: the brokers, the connection's security, quick reconnects.
+    pub fn config(&self) -> ClientConfig {
         let mut config = ClientConfig::new();
         config.set("bootstrap.servers", &self.bootstrap);
         config.set("reconnect.backoff.ms", "100").set("reconnect.backoff.max.ms", "1000");
@@ -126,7 +132,8 @@ impl StateTopic {
         let consumer: Arc<BaseConsumer> = Arc::new(config.create().context("creating the state topic reader")?);
         let partitions = {
             let (consumer, spec) = (consumer.clone(), spec.clone());
-            tokio::task::spawn_blocking(move || partitions_of(&consumer, &spec)).await??
+            let listener = clients.listener();
+            tokio::task::spawn_blocking(move || partitions_of(&consumer, &spec, &listener)).await??
         };
         {
             let mut assignment = TopicPartitionList::new();
@@ -287,13 +294,36 @@ fn follow(consumer: &BaseConsumer, topic: &str, view: &Mutex<View>, changed: &wa
     }
 }
 
+/// Whether `code` says the principal may not do what it asked.
+fn is_denied(code: &RDKafkaErrorCode) -> bool {
+    matches!(
+        code,
+        RDKafkaErrorCode::TopicAuthorizationFailed
+            | RDKafkaErrorCode::GroupAuthorizationFailed
+            | RDKafkaErrorCode::ClusterAuthorizationFailed
+            | RDKafkaErrorCode::TransactionalIdAuthorizationFailed
+    )
+}
+
+/// The message for a denial of `code` on `spec`'s topic.
+fn denied(spec: &TopicSpec, code: RDKafkaErrorCode, listener: &str) -> String {
+    format!(
+        "{} {}: {code} on Kafka at {listener}: the principal may not use this topic; a fleet's workers need the ACLs \
+         docs/security.md lists (create, describe, read and write on the state topics, and on their group and transactional ids)",
+        spec.key, spec.name
+    )
+}
+
 /// The partitions of the topic (a topic just created may list none for a moment: asked again).
-fn partitions_of(consumer: &BaseConsumer, spec: &TopicSpec) -> Result<Vec<i32>> {
+fn partitions_of(consumer: &BaseConsumer, spec: &TopicSpec, listener: &str) -> Result<Vec<i32>> {
     let started = Instant::now();
     loop {
         let metadata = consumer
             .fetch_metadata(Some(&spec.name), REQUEST_TIMEOUT)
             .with_context(|| format!("reading the metadata of {} {}", spec.key, spec.name))?;
+        if let Some(code) = metadata.topics().iter().filter_map(|t| t.error()).map(RDKafkaErrorCode::from).find(is_denied) {
+            bail!("{}", denied(spec, code, &listener));
+        }
         let partitions: Vec<i32> =
             metadata.topics().iter().filter(|t| t.error().is_none()).flat_map(|t| t.partitions().iter().map(|p| p.id())).collect();
         if !partitions.is_empty() {
@@ -321,7 +351,8 @@ pub async fn ensure(clients: &Clients, spec: &TopicSpec) -> Result<()> {
                 return Ok(());
             }
             Err((_, RDKafkaErrorCode::TopicAlreadyExists)) => {}
-            Err((_, e)) => bail!("creating {} {}: {e}", spec.key, spec.name),
+            Err((_, e)) if is_denied(&e) => bail!("{}", denied(spec, e, &clients.listener())),
+            Err((_, e)) => bail!("creating {} {} on Kafka at {}: {e}", spec.key, spec.name, clients.listener()),
         }
     }
     // A topic another client has just created may not show its configuration yet: ask again a

@@ -87,6 +87,7 @@ pub async fn run(config: WorkerConfig, compile_cache: Option<&Path>, shutdown: S
         }
     }
     let clients = config.clients();
+    crate::kafka::preflight::wait_until_answered(&clients.bootstrap, &clients.common, &shutdown).await?;
     let configs = Arc::new(StateTopic::open(&clients, config.configs.clone(), false).await?);
     let status = Arc::new(StateTopic::open(&clients, config.status.clone(), false).await?);
     let offsets = Arc::new(StateTopic::open(&clients, config.offsets.clone(), true).await?);

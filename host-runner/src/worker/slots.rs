@@ -17,7 +17,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use rdkafka::ClientConfig;
 use rdkafka::client::ClientContext;
 use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext, Rebalance};
 use tokio::sync::mpsc;
@@ -109,17 +108,14 @@ impl Membership {
     /// returned receiver.
     pub fn join(config: &WorkerConfig) -> Result<(Self, mpsc::UnboundedReceiver<SlotEvent>)> {
         let (tx, rx) = mpsc::unbounded_channel();
-        let mut client = ClientConfig::new();
+        let mut client = config.clients().config();
         client
-            .set("bootstrap.servers", &config.bootstrap)
             .set("group.id", &config.group)
             .set("client.id", format!("snow-connect-worker-{}", config.worker_id))
             .set("partition.assignment.strategy", "cooperative-sticky")
             .set("session.timeout.ms", config.session_timeout.as_millis().to_string())
             .set("heartbeat.interval.ms", config.heartbeat_interval.as_millis().to_string())
-            .set("enable.auto.commit", "false")
-            .set("reconnect.backoff.ms", "100")
-            .set("reconnect.backoff.max.ms", "1000");
+            .set("enable.auto.commit", "false");
         let consumer: BaseConsumer<SlotContext> =
             client.create_with_context(SlotContext { events: tx }).context("creating the work slot consumer")?;
         consumer.subscribe(&[&config.slots.name]).with_context(|| format!("joining group {} on {}", config.group, config.slots.name))?;

@@ -274,6 +274,11 @@ impl Runner {
                 return log;
             }
             if let Ok(Some(status)) = self.child.try_wait() {
+                // Read once more: it may have logged the needle just before it exited.
+                let log = self.log();
+                if log.contains(needle) {
+                    return log;
+                }
                 panic!("snow-connect exited ({status}) before logging {needle:?}; log:\n{}", tail(&log, 60));
             }
             assert!(Instant::now() < deadline, "no {needle:?} in the log after {timeout:?}; log:\n{}", tail(&log, 60));

@@ -8,10 +8,14 @@ use std::process::{Command, Stdio};
 /// The Apache Kafka release the harness runs (Java 17 is enough for 4.x brokers).
 pub const KAFKA_VERSION: &str = "4.1.1";
 
+/// Which set of jars `pom.xml` lists (bumped when it changes, so a cache of an older set is not
+/// taken for it).
+const JAR_SET: &str = "tools";
+
 /// The directory holding the broker's jars, fetching them from Maven Central on first use.
 pub fn ensure_jars() -> io::Result<PathBuf> {
     let home = super::home();
-    let libs = home.join(format!("jars-{KAFKA_VERSION}"));
+    let libs = home.join(format!("jars-{KAFKA_VERSION}-{JAR_SET}"));
     let done = libs.join(".complete");
     if done.exists() {
         return Ok(libs);
@@ -23,7 +27,7 @@ pub fn ensure_jars() -> io::Result<PathBuf> {
         return Ok(libs);
     }
     let pom = Path::new(env!("CARGO_MANIFEST_DIR")).join("pom.xml");
-    let partial = home.join(format!("jars-{KAFKA_VERSION}.partial"));
+    let partial = home.join(format!("jars-{KAFKA_VERSION}-{JAR_SET}.partial"));
     let _ = fs::remove_dir_all(&partial);
     let status = Command::new("mvn")
         .args(["-q", "-B", "-Dstyle.color=never", "-f"])

@@ -11,6 +11,7 @@
 
 mod jars;
 mod process;
+pub mod secure;
 
 use std::fs;
 use std::io;
@@ -44,38 +45,40 @@ pub fn home() -> PathBuf {
 /// The broker shared by every test of this process; it is killed when the process exits.
 pub fn shared() -> &'static KafkaBroker {
     static BROKER: OnceLock<KafkaBroker> = OnceLock::new();
-    BROKER.get_or_init(|| {
-        let (tx, rx) = std::sync::mpsc::channel();
-        // The kernel kills the broker when the thread that started it ends (PR_SET_PDEATHSIG), so
-        // that thread lives as long as the process.
-        std::thread::Builder::new()
-            .name("kafka-broker-keeper".into())
-            .spawn(move || {
-                let started = KafkaBroker::launch(&home().join("run"), process::Lifetime::TiedToThread);
-                let failed = started.is_err();
-                let _ = tx.send(started);
-                if !failed {
-                    loop {
-                        std::thread::park();
-                    }
+    BROKER.get_or_init(|| tied(None).unwrap_or_else(|e| panic!("starting Kafka: {e}")))
+}
+
+/// A broker (secured as `secure` asks) that the kernel kills when this process exits: the thread
+/// that starts it (PR_SET_PDEATHSIG) lives as long as the process.
+fn tied(secure: Option<secure::Request>) -> io::Result<KafkaBroker> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::Builder::new()
+        .name("kafka-broker-keeper".into())
+        .spawn(move || {
+            let started = KafkaBroker::launch(&home().join("run"), process::Lifetime::TiedToThread, secure.as_ref());
+            let failed = started.is_err();
+            let _ = tx.send(started);
+            if !failed {
+                loop {
+                    std::thread::park();
                 }
-            })
-            .expect("starting the broker keeper thread");
-        let mut broker = rx.recv().expect("the keeper thread answers").unwrap_or_else(|e| panic!("starting Kafka: {e}"));
-        broker.owned = false;
-        broker
-    })
+            }
+        })
+        .expect("starting the broker keeper thread");
+    let mut broker = rx.recv().expect("the keeper thread answers")?;
+    broker.owned = false;
+    Ok(broker)
 }
 
 impl KafkaBroker {
     /// Starts a broker that is stopped when this value is dropped.
     pub fn start() -> io::Result<Self> {
-        Self::launch(&home().join("run"), process::Lifetime::UntilDropped)
+        Self::launch(&home().join("run"), process::Lifetime::UntilDropped, None)
     }
 
     /// Starts a broker in `dir` that keeps running after this process ends.
     pub fn start_detached(dir: &Path) -> io::Result<Self> {
-        let mut broker = Self::launch(dir, process::Lifetime::Detached)?;
+        let mut broker = Self::launch(dir, process::Lifetime::Detached, None)?;
         broker.owned = false;
         fs::write(dir.join("bootstrap"), &broker.bootstrap)?;
         fs::write(dir.join("pid"), broker.pid.to_string())?;
@@ -107,7 +110,12 @@ impl KafkaBroker {
         wait_ready(&self.dir, self.pid, port)
     }
 
-    fn launch(parent: &Path, lifetime: process::Lifetime) -> io::Result<Self> {
+    /// The broker's directory (its log, certificates, configuration).
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    fn launch(parent: &Path, lifetime: process::Lifetime, secure: Option<&secure::Request>) -> io::Result<Self> {
         let libs = ensure_jars()?;
         let dir = match lifetime {
             process::Lifetime::Detached => parent.to_path_buf(),
@@ -120,9 +128,14 @@ impl KafkaBroker {
         let _ = fs::remove_dir_all(dir.join("data"));
         fs::create_dir_all(dir.join("data"))?;
         let (port, controller_port) = (free_port()?, free_port()?);
-        fs::write(dir.join("server.properties"), server_properties(&dir, port, controller_port))?;
+        let secured = secure.map(|request| secure::prepare(&dir, request)).transpose()?;
+        let mut properties = server_properties(&dir, port, controller_port);
+        if let Some(secured) = &secured {
+            properties = secured.apply(&properties);
+        }
+        fs::write(dir.join("server.properties"), properties)?;
         fs::write(dir.join("log4j2.properties"), LOG4J2)?;
-        process::format_storage(&libs, &dir)?;
+        process::format_storage(&libs, &dir, secured.as_ref().map(|s| s.format_args.as_slice()).unwrap_or_default())?;
         let pid = process::spawn_broker(&libs, &dir, lifetime)?;
         let broker = Self { bootstrap: format!("127.0.0.1:{port}"), pid, dir: dir.clone(), owned: true };
         if let Err(e) = wait_ready(&dir, pid, port) {

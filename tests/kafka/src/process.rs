@@ -20,7 +20,8 @@ pub enum Lifetime {
     Detached,
 }
 
-fn classpath(libs: &Path) -> String {
+/// The classpath of the broker and Kafka's tools.
+pub fn classpath(libs: &Path) -> String {
     format!("{}/*", libs.display())
 }
 
@@ -52,14 +53,15 @@ fn cluster_id() -> String {
     out
 }
 
-/// Formats the broker's storage directory.
-pub fn format_storage(libs: &Path, dir: &Path) -> io::Result<()> {
+/// Formats the broker's storage directory (`extra`: more arguments, such as SCRAM users).
+pub fn format_storage(libs: &Path, dir: &Path, extra: &[String]) -> io::Result<()> {
     let output = Command::new("java")
         .arg("-cp")
         .arg(classpath(libs))
         .arg(format!("-Dlog4j2.configurationFile={}", dir.join("log4j2.properties").display()))
         .args(["kafka.tools.StorageTool", "format", "--ignore-formatted", "-t", &cluster_id(), "-c"])
         .arg(dir.join("server.properties"))
+        .args(extra)
         .output()
         .map_err(|e| io::Error::other(format!("running java (is a JDK 17+ installed?): {e}")))?;
     if !output.status.success() {

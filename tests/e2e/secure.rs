@@ -1,0 +1,259 @@
+//! Kafka security end to end: a broker with a `SASL_SSL` listener (certificates made by the
+//! test with openssl, SCRAM users made by Kafka's storage tool, PLAIN users, ACLs added by Kafka's
+//! AclCommand), and the real binary reaching it — a source and a sink of a standalone run (the
+//! connector file's `kafka.*` security keys, SCRAM-SHA-512 and PLAIN), a three-worker fleet (a
+//! Connect user's worker.properties as written: `sasl.jaas.config`, a PEM trust store) — and the
+//! clear errors a wrong password or a principal without ACLs gets. What the tests read back goes
+//! through the harness's own listener; what is tested goes through `SASL_SSL` only.
+#![allow(clippy::unwrap_used)] // a panic is how a test fails
+
+mod support;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use fake_snow::{FakeOptions, FakeSnow};
+use kafka_harness::secure::{Request, SecureBroker};
+use serde_json::json;
+use support::fleet::{curl, tasks_in, wait_status, worker_properties};
+use support::kafka::read_until;
+use support::{Runner, now_secs, unique, work_dir};
+
+const USER: &str = "snow-secure";
+const PASSWORD: &str = "secure-Snow-Pw-55";
+const CONNECT_PASSWORD: &str = "Connect-Scram-Pw-81";
+const PLAIN_PASSWORD: &str = "Plain-Kafka-Pw-62";
+
+/// The secured broker of this test binary: `connect` (SCRAM) and `plainuser` (PLAIN) may do
+/// anything; `stranger` (SCRAM) has no ACL at all.
+fn broker() -> &'static SecureBroker {
+    static BROKER: OnceLock<SecureBroker> = OnceLock::new();
+    BROKER.get_or_init(|| {
+        let broker = SecureBroker::start(&Request {
+            scram_users: vec![("connect".into(), CONNECT_PASSWORD.into()), ("stranger".into(), "Stranger-Pw-12".into())],
+            plain_users: vec![("plainuser".into(), PLAIN_PASSWORD.into())],
+        })
+        .unwrap();
+        broker
+            .acl(&[
+                "--allow-principal",
+                "User:connect",
+                "--allow-principal",
+                "User:plainuser",
+                "--operation",
+                "All",
+                "--topic",
+                "*",
+                "--group",
+                "*",
+                "--transactional-id",
+                "*",
+                "--cluster",
+            ])
+            .unwrap();
+        broker
+    })
+}
+
+fn fake(now: i64) -> FakeSnow {
+    FakeSnow::start(FakeOptions { users: vec![(USER.into(), PASSWORD.into())], frozen_at: Some(now), ..Default::default() }).unwrap()
+}
+
+/// A connector file's security keys: `mechanism` as `user`, the password by reference.
+fn connector_security(mechanism: &str, user: &str, password_env: &str) -> Vec<(String, String)> {
+    [
+        ("kafka.bootstrap.servers", broker().bootstrap().to_string()),
+        ("kafka.security.protocol", "SASL_SSL".to_string()),
+        ("kafka.sasl.mechanism", mechanism.to_string()),
+        ("kafka.sasl.username", user.to_string()),
+        ("kafka.sasl.password", format!("${{env:{password_env}}}")),
+        ("kafka.ssl.ca.location", broker().ca_file().display().to_string()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect()
+}
+
+#[test]
+fn a_source_and_a_sink_run_over_sasl_ssl() {
+    let now = now_secs();
+    let fake = fake(now);
+    let ids = fake.shared().seed("incident", 300, now - 3600, 3000);
+    let dir = work_dir("secure-standalone");
+    let (name, topic) = (unique("ssrc"), unique("ssrc-rows"));
+    let mut source = support::source_entries(
+        &fake.url(),
+        &name,
+        &topic,
+        &["incident"],
+        &[("snow.auth.username", USER), ("snow.auth.password", PASSWORD)],
+    );
+    source.extend(connector_security("SCRAM-SHA-512", "connect", "KAFKA_CONNECT_PASSWORD"));
+    let file = support::connector_file(&dir, &name, &source);
+    let env = [("KAFKA_CONNECT_PASSWORD", CONNECT_PASSWORD), ("KAFKA_PLAIN_PASSWORD", PLAIN_PASSWORD)];
+    let runner = Runner::spawn(&dir, "source", &[&file], support::DEFAULT_LOG, &env);
+    let records = read_until(broker().admin_bootstrap(), &topic, Duration::from_secs(120), |r| {
+        r.iter().map(|x| &x.key).collect::<BTreeSet<_>>().len() >= ids.len()
+    });
+    assert_eq!(records.iter().map(|r| r.key.as_str()).collect::<BTreeSet<_>>().len(), ids.len(), "every row over SASL_SSL");
+    let log = runner.stop();
+    assert!(!log.contains(CONNECT_PASSWORD), "the Kafka password never reaches the log");
+
+    // A sink reading with PLAIN: updates produced to its topic land in the fake.
+    let (sink, updates_topic) = (unique("ssink"), unique("ssink-updates"));
+    support::kafka::create_topic_blocking(broker().admin_bootstrap(), &updates_topic, 2);
+    let updates = support::keyed_updates(&ids, 400, 7);
+    support::kafka::produce_blocking(broker().admin_bootstrap(), &updates_topic, &updates);
+    let mut config = support::sink_entries(
+        &fake.url(),
+        &sink,
+        &updates_topic,
+        "incident",
+        &[("snow.auth.username", USER), ("snow.auth.password", PASSWORD), ("reporter.result.topic.name", "${connector}-ok")],
+    );
+    config.extend(connector_security("PLAIN", "plainuser", "KAFKA_PLAIN_PASSWORD"));
+    let file = support::connector_file(&dir, &sink, &config);
+    let runner = Runner::spawn(&dir, "sink", &[&file], support::DEFAULT_LOG, &env);
+    let reports = read_until(broker().admin_bootstrap(), &format!("{sink}-ok"), Duration::from_secs(120), |r| r.len() >= updates.len());
+    assert!(reports.len() >= updates.len(), "every record reported over SASL_SSL");
+    support::wait_until("the sink's offsets committed over SASL_SSL", Duration::from_secs(60), || {
+        let committed = support::kafka::committed(broker().admin_bootstrap(), &format!("connect-{sink}"), &updates_topic, 2);
+        (committed.iter().sum::<i64>() >= updates.len() as i64).then_some(())
+    });
+    let log = runner.stop();
+    support::assert_last_updates(&fake, "incident", &updates);
+    assert!(!log.contains(PLAIN_PASSWORD), "the Kafka password never reaches the log");
+}
+
+#[test]
+fn a_three_worker_fleet_runs_over_sasl_ssl_with_a_connect_workers_keys() {
+    let now = now_secs();
+    let fake = fake(now);
+    let tables: Vec<String> = (0..6).map(|i| format!("u_secure_{i}")).collect();
+    let mut ids = Vec::new();
+    for table in &tables {
+        ids.extend(fake.shared().seed(table, 100, now - 3600, 3000));
+    }
+    let dir = work_dir("secure-fleet");
+    let group = unique("secure-fleet");
+    let ca = broker().ca_file().display().to_string();
+    let jaas =
+        format!("org.apache.kafka.common.security.scram.ScramLoginModule required username=\"connect\" password=\"{CONNECT_PASSWORD}\";");
+    let security: Vec<(&str, &str)> = vec![
+        ("bootstrap.servers", broker().bootstrap()),
+        ("security.protocol", "SASL_SSL"),
+        ("sasl.mechanism", "SCRAM-SHA-256"),
+        ("sasl.jaas.config", &jaas),
+        ("ssl.truststore.type", "PEM"),
+        ("ssl.truststore.location", &ca),
+        // As a Connect worker file repeats them for its clients.
+        ("producer.security.protocol", "SASL_SSL"),
+        ("consumer.security.protocol", "SASL_SSL"),
+    ];
+    let specs: Vec<_> = (1..=3).map(|i| worker_properties(&dir, &format!("w{i}"), &group, &security)).collect();
+    let env = [("SNOW_SECURE_PASSWORD", PASSWORD)];
+    let workers: Vec<Runner> =
+        specs.iter().enumerate().map(|(i, s)| support::fleet::start_worker(&dir, &format!("w{}", i + 1), s, &env)).collect();
+    let (name, topic) = (unique("sfleet"), unique("sfleet-rows"));
+    let table_refs: Vec<&str> = tables.iter().map(String::as_str).collect();
+    let mut config: BTreeMap<String, String> = support::source_entries(
+        &fake.url(),
+        &name,
+        &topic,
+        &table_refs,
+        &[("snow.auth.username", USER), ("snow.auth.password", "${env:SNOW_SECURE_PASSWORD}")],
+    );
+    for k in ["name", "offset.storage.file.filename", "kafka.bootstrap.servers", "component.trusted.keys"] {
+        config.remove(k);
+    }
+    let created = curl(specs[0].port, "POST", "/connectors", Some(&json!({ "name": name, "config": config })));
+    assert_eq!(created.status, 201, "{}", created.text);
+    let status = wait_status(specs[2].port, &name, Duration::from_secs(120), "6 tasks running", |s| tasks_in(s, "RUNNING") == 6);
+    let workers_used: BTreeSet<&str> = status["tasks"].as_array().unwrap().iter().filter_map(|t| t["worker_id"].as_str()).collect();
+    assert!(workers_used.len() >= 2, "the tables are shared between workers: {status}");
+    let records = read_until(broker().admin_bootstrap(), &topic, Duration::from_secs(120), |r| {
+        r.iter().map(|x| &x.key).collect::<BTreeSet<_>>().len() >= ids.len()
+    });
+    assert_eq!(records.iter().map(|r| r.key.as_str()).collect::<BTreeSet<_>>().len(), ids.len());
+    for worker in workers {
+        let log = worker.stop();
+        assert!(!log.contains(CONNECT_PASSWORD), "the worker's Kafka password never reaches its log");
+    }
+}
+
+#[test]
+fn a_wrong_password_or_a_principal_without_acls_gets_a_clear_error() {
+    let now = now_secs();
+    let fake = fake(now);
+    let dir = work_dir("secure-refused");
+    // A standalone source with a wrong password: the start stops, naming the listener and cause.
+    let mut source = support::source_entries(
+        &fake.url(),
+        "wrongpw",
+        "t",
+        &["incident"],
+        &[("snow.auth.username", USER), ("snow.auth.password", PASSWORD)],
+    );
+    source.extend(connector_security("SCRAM-SHA-512", "connect", "KAFKA_WRONG"));
+    let file = support::connector_file(&dir, "wrongpw", &source);
+    let mut runner = Runner::spawn(&dir, "wrongpw", &[&file], support::DEFAULT_LOG, &[("KAFKA_WRONG", "not-the-password")]);
+    let line = runner.wait_for_log("refused the credentials", Duration::from_secs(60));
+    assert!(line.contains(&format!("SASL_SSL://{} as user \"connect\" (SCRAM-SHA-512)", broker().bootstrap())), "{line}");
+    let log = runner.stop();
+    assert!(!log.contains("not-the-password"), "the wrong password is not shown either");
+
+    // A worker with a wrong password: the same, and it exits.
+    let wrong = worker_properties(
+        &dir,
+        "wrong",
+        &unique("secure-wrong"),
+        &[
+            ("bootstrap.servers", broker().bootstrap()),
+            ("security.protocol", "SASL_SSL"),
+            ("sasl.mechanism", "SCRAM-SHA-512"),
+            ("sasl.username", "connect"),
+            ("sasl.password", "also-not-it"),
+            ("ssl.ca.location", &broker().ca_file().display().to_string()),
+        ],
+    );
+    let mut worker = Runner::command(
+        &dir,
+        "wrong",
+        &[std::ffi::OsStr::new("worker"), std::ffi::OsStr::new("--config"), wrong.file.as_os_str()],
+        support::DEFAULT_LOG,
+        &[],
+    );
+    let line = worker.wait_for_log("refused the credentials", Duration::from_secs(60));
+    assert!(line.contains(&format!("SASL_SSL://{} as user \"connect\"", broker().bootstrap())), "{line}");
+    assert!(!worker.stop().contains("also-not-it"));
+
+    // A worker whose principal has no ACL: the state topic it may not create is named.
+    let stranger = worker_properties(
+        &dir,
+        "stranger",
+        &unique("secure-stranger"),
+        &[
+            ("bootstrap.servers", broker().bootstrap()),
+            ("security.protocol", "SASL_SSL"),
+            ("sasl.mechanism", "SCRAM-SHA-512"),
+            ("sasl.username", "stranger"),
+            ("sasl.password", "Stranger-Pw-12"),
+            ("ssl.ca.location", &broker().ca_file().display().to_string()),
+        ],
+    );
+    let mut worker = Runner::command(
+        &dir,
+        "stranger",
+        &[std::ffi::OsStr::new("worker"), std::ffi::OsStr::new("--config"), stranger.file.as_os_str()],
+        support::DEFAULT_LOG,
+        &[],
+    );
+    let line = worker.wait_for_log("config.storage.topic", Duration::from_secs(90));
+    let log = worker.stop();
+    assert!(
+        log.contains("authorization failed") && log.contains("as user \"stranger\"") && log.contains("docs/security.md"),
+        "{line}\n{}",
+        support::tail(&log, 20)
+    );
+}

@@ -1,0 +1,201 @@
+//! A broker with a `SASL_SSL` listener and ACLs, as a secured production cluster has: a
+//! certificate authority and the broker's certificate made with `openssl` (the broker reads PEM),
+//! SCRAM-SHA-512 and SCRAM-SHA-256 users created with Kafka's own storage tool, PLAIN users in
+//! the listener's JAAS, the StandardAuthorizer with `allow.everyone.if.no.acl.found=false`, and
+//! ACLs added with Kafka's own `AclCommand`. A `PLAINTEXT` listener beside it serves the harness's
+//! own administration (its principal, `ANONYMOUS`, is a super user): what a test checks goes through
+//! the `SASL_SSL` listener only.
+
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use super::{KafkaBroker, free_port, process};
+
+/// What to set up.
+#[derive(Debug, Clone, Default)]
+pub struct Request {
+    /// SCRAM users (both SHA-512 and SHA-256 credentials): `(name, password)`.
+    pub scram_users: Vec<(String, String)>,
+    /// PLAIN users: `(name, password)`.
+    pub plain_users: Vec<(String, String)>,
+}
+
+/// The pieces [`prepare`] made for the broker.
+pub(crate) struct Prepared {
+    sasl_port: u16,
+    extra: String,
+    /// Arguments to the storage tool (the SCRAM users).
+    pub(crate) format_args: Vec<String>,
+}
+
+impl Prepared {
+    /// `properties` with the secured listener added.
+    pub(crate) fn apply(&self, properties: &str) -> String {
+        let mut out = String::new();
+        for line in properties.lines() {
+            let line = match line.split_once('=') {
+                Some(("listeners", v)) => format!("listeners={v},SASL_SSL://127.0.0.1:{}", self.sasl_port),
+                Some(("advertised.listeners", v)) => format!("advertised.listeners={v},SASL_SSL://127.0.0.1:{}", self.sasl_port),
+                Some(("listener.security.protocol.map", v)) => format!("listener.security.protocol.map={v},SASL_SSL:SASL_SSL"),
+                _ => line.to_string(),
+            };
+            out.push_str(&line);
+            out.push('\n');
+        }
+        out.push_str(&self.extra);
+        out
+    }
+}
+
+/// Makes the certificates in `dir` and the broker's security settings.
+pub(crate) fn prepare(dir: &Path, request: &Request) -> io::Result<Prepared> {
+    make_certificates(dir)?;
+    let sasl_port = free_port()?;
+    let plain: String = request.plain_users.iter().map(|(u, p)| format!(" user_{u}=\"{p}\"")).collect();
+    let extra = format!(
+        "sasl.enabled.mechanisms=SCRAM-SHA-512,SCRAM-SHA-256,PLAIN\n\
+         listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;\n\
+         listener.name.sasl_ssl.scram-sha-256.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;\n\
+         listener.name.sasl_ssl.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required{plain};\n\
+         ssl.keystore.type=PEM\n\
+         ssl.keystore.location={}\n\
+         authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer\n\
+         allow.everyone.if.no.acl.found=false\n\
+         super.users=User:ANONYMOUS\n",
+        dir.join("broker-keystore.pem").display()
+    );
+    let mut format_args = Vec::new();
+    for (user, password) in &request.scram_users {
+        for mechanism in ["SCRAM-SHA-512", "SCRAM-SHA-256"] {
+            format_args.push("--add-scram".to_string());
+            format_args.push(format!("{mechanism}=[name={user},password={password}]"));
+        }
+    }
+    Ok(Prepared { sasl_port, extra, format_args })
+}
+
+/// A CA, and the broker's key and certificate (for 127.0.0.1 and localhost) signed by it.
+fn make_certificates(dir: &Path) -> io::Result<()> {
+    let openssl = |args: &[&str]| -> io::Result<()> {
+        let out = Command::new("openssl")
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .map_err(|e| io::Error::other(format!("running openssl (is it installed?): {e}")))?;
+        if !out.status.success() {
+            return Err(io::Error::other(format!("openssl {}: {}", args.join(" "), String::from_utf8_lossy(&out.stderr))));
+        }
+        Ok(())
+    };
+    openssl(&[
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-keyout",
+        "ca.key",
+        "-out",
+        "ca.pem",
+        "-days",
+        "2",
+        "-subj",
+        "/CN=snow-test-ca",
+    ])?;
+    openssl(&["req", "-newkey", "rsa:2048", "-nodes", "-keyout", "broker.key", "-out", "broker.csr", "-subj", "/CN=127.0.0.1"])?;
+    fs::write(dir.join("broker.ext"), "subjectAltName=IP:127.0.0.1,DNS:localhost\n")?;
+    openssl(&[
+        "x509",
+        "-req",
+        "-in",
+        "broker.csr",
+        "-CA",
+        "ca.pem",
+        "-CAkey",
+        "ca.key",
+        "-CAcreateserial",
+        "-out",
+        "broker.pem",
+        "-days",
+        "2",
+        "-extfile",
+        "broker.ext",
+    ])?;
+    // The broker's PEM key store: its key (PKCS#8) then its certificate chain.
+    openssl(&["pkcs8", "-topk8", "-nocrypt", "-in", "broker.key", "-out", "broker.pkcs8.key"])?;
+    let keystore = format!(
+        "{}{}{}",
+        fs::read_to_string(dir.join("broker.pkcs8.key"))?,
+        fs::read_to_string(dir.join("broker.pem"))?,
+        fs::read_to_string(dir.join("ca.pem"))?
+    );
+    fs::write(dir.join("broker-keystore.pem"), keystore)
+}
+
+/// A running broker with a `SASL_SSL` listener.
+#[derive(Debug)]
+pub struct SecureBroker {
+    broker: KafkaBroker,
+    sasl_ssl: String,
+}
+
+impl SecureBroker {
+    /// Starts one with `request`'s users, killed when this process exits; no ACL is set yet
+    /// ([`SecureBroker::acl`]).
+    pub fn start(request: &Request) -> io::Result<Self> {
+        let broker = super::tied(Some(request.clone()))?;
+        let text = fs::read_to_string(broker.dir.join("server.properties"))?;
+        let sasl_ssl = text
+            .lines()
+            .find_map(|l| l.strip_prefix("advertised.listeners="))
+            .and_then(|v| v.split(',').find_map(|l| l.strip_prefix("SASL_SSL://")))
+            .map(str::to_string)
+            .ok_or_else(|| io::Error::other("the secured listener is missing from server.properties"))?;
+        Ok(Self { broker, sasl_ssl })
+    }
+
+    /// `127.0.0.1:PORT` of the `SASL_SSL` listener.
+    pub fn bootstrap(&self) -> &str {
+        &self.sasl_ssl
+    }
+
+    /// `127.0.0.1:PORT` of the harness's own `PLAINTEXT` listener (a super user's).
+    pub fn admin_bootstrap(&self) -> &str {
+        self.broker.bootstrap()
+    }
+
+    /// The CA certificate (PEM) clients trust.
+    pub fn ca_file(&self) -> PathBuf {
+        self.broker.dir.join("ca.pem")
+    }
+
+    /// Runs Kafka's `AclCommand --add` with `args` (`--allow-principal User:x --operation All
+    /// --topic '*'` …) against the broker.
+    pub fn acl(&self, args: &[&str]) -> io::Result<()> {
+        let libs = super::ensure_jars()?;
+        let out = Command::new("java")
+            .arg("-cp")
+            .arg(process::classpath(&libs))
+            .arg(format!("-Dlog4j2.configurationFile={}", self.broker.dir.join("log4j2.properties").display()))
+            .args(["org.apache.kafka.tools.AclCommand", "--bootstrap-server", self.admin_bootstrap(), "--add", "--force"])
+            .args(args)
+            .output()
+            .map_err(|e| io::Error::other(format!("running java: {e}")))?;
+        if !out.status.success() {
+            return Err(io::Error::other(format!(
+                "AclCommand {}: {}{}",
+                args.join(" "),
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            )));
+        }
+        Ok(())
+    }
+
+    /// The broker's log so far.
+    pub fn log(&self) -> String {
+        fs::read_to_string(self.broker.dir.join("broker.log")).unwrap_or_default()
+    }
+}
