@@ -30,15 +30,21 @@ done
 declare -A package_of=(
   [cc]=build-essential [c++]=build-essential [make]=make [perl]=perl
   [java]=openjdk-17-jdk-headless [mvn]=maven [curl]=curl [node]=nodejs [npm]=npm [openssl]=openssl
+  [pkg-config]=pkg-config
 )
 missing=()
-tools=(cc c++ make perl java mvn curl)
+tools=(cc c++ make perl java mvn curl pkg-config)
 # node and npm: the second-host tests run the components under jco in Node (tests/hosts/jco);
-# openssl: the fleet tests make the REST listener's TLS certificate (curl drives the REST API).
+# openssl: the fleet tests make the REST listener's TLS certificate and the secured broker's
+# certificates (curl drives the REST API).
 [ "$for_tests" = 1 ] && tools+=(node npm openssl)
 for tool in "${tools[@]}"; do
   command -v "$tool" >/dev/null 2>&1 || missing+=("${package_of[$tool]}")
 done
+# librdkafka is built with TLS and SASL against the system's OpenSSL (its headers).
+if ! pkg-config --exists openssl 2>/dev/null && [ ! -f /usr/include/openssl/ssl.h ]; then
+  missing+=(libssl-dev)
+fi
 if command -v java >/dev/null 2>&1; then
   java_major=$(java -version 2>&1 | sed -n 's/.*version "\([0-9]*\).*/\1/p' | head -n 1)
   [ "${java_major:-0}" -ge 17 ] 2>/dev/null || missing+=(openjdk-17-jdk-headless)
