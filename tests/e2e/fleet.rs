@@ -852,3 +852,60 @@ fn a_standalone_run_answers_the_rest_api_read_only() {
     let log = runner.stop();
     assert!(!log.contains(PASSWORD));
 }
+
+/// Starts `snow-connect worker` for `spec` without waiting for it.
+fn spawn_worker(dir: &std::path::Path, label: &str, spec: &support::fleet::WorkerSpec) -> support::Runner {
+    support::Runner::command(
+        dir,
+        label,
+        &[std::ffi::OsStr::new("worker"), std::ffi::OsStr::new("--config"), spec.file.as_os_str()],
+        support::DEFAULT_LOG,
+        &[PASSWORD_ENV],
+    )
+}
+
+#[test]
+fn new_fleets_started_at_once_all_come_up_and_survive_their_broker_restarting_under_them() {
+    // Five new fleets at once on the shared broker: each first worker creates its five topics and
+    // reads them while the others do the same (leaders being elected everywhere).
+    let dir = work_dir("fleet-new");
+    let specs: Vec<_> = (0..5).map(|i| worker_properties(&dir, &format!("n{i}"), &unique("fleet-new"), &[])).collect();
+    let mut workers: Vec<support::Runner> = specs.iter().enumerate().map(|(i, s)| spawn_worker(&dir, &format!("n{i}"), s)).collect();
+    for (worker, spec) in workers.iter_mut().zip(&specs) {
+        worker.wait_for_log("REST API on http://", Duration::from_secs(180));
+        assert_eq!(curl(spec.port, "GET", "/connectors", None).status, 200);
+    }
+    for worker in workers {
+        worker.stop();
+    }
+
+    // Three new fleets on a broker of their own, which is killed while they open their topics and
+    // started again: each waits it out and comes up.
+    let mut broker = kafka_harness::KafkaBroker::start().unwrap();
+    let bootstrap = broker.bootstrap().to_string();
+    let specs: Vec<_> =
+        (0..3).map(|i| worker_properties(&dir, &format!("r{i}"), &unique("fleet-restart"), &[("bootstrap.servers", &bootstrap)])).collect();
+    let mut workers: Vec<support::Runner> = specs.iter().enumerate().map(|(i, s)| spawn_worker(&dir, &format!("r{i}"), s)).collect();
+    support::wait_until("a worker creating its topics", Duration::from_secs(120), || {
+        workers.iter().any(|w| w.log().contains("created config.storage.topic")).then_some(())
+    });
+    broker.kill();
+    let up_at_kill = workers.iter().filter(|w| w.log().contains("REST API on http://")).count();
+    assert!(up_at_kill < workers.len(), "the broker went down while workers were still starting ({up_at_kill} up)");
+    broker.restart().unwrap();
+    for (worker, spec) in workers.iter_mut().zip(&specs) {
+        worker.wait_for_log("REST API on http://", Duration::from_secs(180));
+        assert_eq!(curl(spec.port, "GET", "/connectors", None).status, 200);
+    }
+    let met = workers
+        .iter()
+        .filter(|w| {
+            let log = w.log();
+            log.contains("Connection refused") || log.contains("All broker connections are down") || log.contains("trying again in")
+        })
+        .count();
+    for worker in workers {
+        worker.stop();
+    }
+    assert_eq!(met, specs.len(), "every worker met the outage while starting and waited it out");
+}

@@ -26,6 +26,72 @@ use tokio::sync::watch;
 /// How long a metadata or watermark request may take before the caller is told.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// A state topic the cluster will not let this worker use, whatever it waits for: a denied
+/// principal, a topic that is not compacted. Every other failure to open or read one is worth
+/// waiting out ([`is_refusal`]).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct Refusal(pub String);
+
+/// Whether `error` (anywhere in its chain) is a [`Refusal`] or a Kafka refusal of the client.
+pub fn is_refusal(error: &anyhow::Error) -> bool {
+    error.chain().any(|e| e.is::<Refusal>() || e.downcast_ref::<crate::kafka::preflight::Refused>().is_some_and(|r| !r.is_retryable()))
+}
+
+/// Whether Kafka's `code` passes by itself: a leader moving or being elected, a coordinator
+/// loading, a topic just created that not every broker knows yet, a request that timed out, a
+/// broker out of reach for a moment.
+pub fn is_transient(code: RDKafkaErrorCode) -> bool {
+    matches!(
+        code,
+        RDKafkaErrorCode::NotLeaderForPartition
+            | RDKafkaErrorCode::LeaderNotAvailable
+            | RDKafkaErrorCode::UnknownTopicOrPartition
+            | RDKafkaErrorCode::UnknownPartition
+            | RDKafkaErrorCode::UnknownTopic
+            | RDKafkaErrorCode::CoordinatorLoadInProgress
+            | RDKafkaErrorCode::CoordinatorNotAvailable
+            | RDKafkaErrorCode::NotCoordinator
+            | RDKafkaErrorCode::RequestTimedOut
+            | RDKafkaErrorCode::OperationTimedOut
+            | RDKafkaErrorCode::BrokerTransportFailure
+            | RDKafkaErrorCode::AllBrokersDown
+            | RDKafkaErrorCode::MessageTimedOut
+            | RDKafkaErrorCode::NetworkException
+            | RDKafkaErrorCode::KafkaStorageError
+            | RDKafkaErrorCode::FencedLeaderEpoch
+            | RDKafkaErrorCode::UnknownLeaderEpoch
+            | RDKafkaErrorCode::OffsetNotAvailable
+            | RDKafkaErrorCode::NotEnoughReplicas
+            | RDKafkaErrorCode::NotEnoughReplicasAfterAppend
+            | RDKafkaErrorCode::NotController
+            | RDKafkaErrorCode::Resolve
+            | RDKafkaErrorCode::PreviousInProgress
+    )
+}
+
+/// Whether `error` is one that passes by itself ([`is_transient`]).
+fn is_transient_error(error: &rdkafka::error::KafkaError) -> bool {
+    error.rdkafka_error_code().is_some_and(is_transient)
+}
+
+/// Runs `attempt` again while it fails with a transient Kafka error, pausing between tries (100 ms
+/// doubling to 2 s), until `REQUEST_TIMEOUT` has passed; `what` names it in the log.
+fn retrying<T>(what: &str, mut attempt: impl FnMut() -> Result<T, rdkafka::error::KafkaError>) -> Result<T, rdkafka::error::KafkaError> {
+    let deadline = Instant::now() + REQUEST_TIMEOUT;
+    let mut pause = Duration::from_millis(100);
+    loop {
+        match attempt() {
+            Err(e) if is_transient_error(&e) && Instant::now() + pause < deadline => {
+                tracing::debug!("{what}: {e}; asking again in {pause:?}");
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(Duration::from_secs(2));
+            }
+            other => return other,
+        }
+    }
+}
+
 /// Where a state topic lives and how it is made.
 #[derive(Debug, Clone)]
 pub struct TopicSpec {
@@ -209,7 +275,10 @@ impl StateTopic {
         let ends = tokio::task::spawn_blocking(move || {
             partitions
                 .iter()
-                .map(|p| consumer.fetch_watermarks(&topic, *p, REQUEST_TIMEOUT).map(|(_, high)| (*p, high)))
+                .map(|p| {
+                    retrying(&format!("reading the end of {topic}[{p}]"), || consumer.fetch_watermarks(&topic, *p, REQUEST_TIMEOUT))
+                        .map(|(_, high)| (*p, high))
+                })
                 .collect::<Result<Vec<_>, _>>()
         })
         .await?
@@ -318,11 +387,11 @@ fn denied(spec: &TopicSpec, code: RDKafkaErrorCode, listener: &str) -> String {
 fn partitions_of(consumer: &BaseConsumer, spec: &TopicSpec, listener: &str) -> Result<Vec<i32>> {
     let started = Instant::now();
     loop {
-        let metadata = consumer
-            .fetch_metadata(Some(&spec.name), REQUEST_TIMEOUT)
-            .with_context(|| format!("reading the metadata of {} {}", spec.key, spec.name))?;
+        let metadata =
+            retrying(&format!("reading the metadata of {}", spec.name), || consumer.fetch_metadata(Some(&spec.name), REQUEST_TIMEOUT))
+                .with_context(|| format!("reading the metadata of {} {}", spec.key, spec.name))?;
         if let Some(code) = metadata.topics().iter().filter_map(|t| t.error()).map(RDKafkaErrorCode::from).find(is_denied) {
-            bail!("{}", denied(spec, code, &listener));
+            return Err(Refusal(denied(spec, code, listener)).into());
         }
         let partitions: Vec<i32> =
             metadata.topics().iter().filter(|t| t.error().is_none()).flat_map(|t| t.partitions().iter().map(|p| p.id())).collect();
@@ -343,41 +412,71 @@ pub async fn ensure(clients: &Clients, spec: &TopicSpec) -> Result<()> {
     let new =
         NewTopic::new(&spec.name, spec.partitions, TopicReplication::Fixed(spec.replication.max(-1))).set("cleanup.policy", "compact");
     let options = AdminOptions::new().operation_timeout(Some(REQUEST_TIMEOUT));
-    let created = admin.create_topics(&[new], &options).await.with_context(|| format!("creating {} {}", spec.key, spec.name))?;
-    for result in created {
-        match result {
-            Ok(_) => {
-                tracing::info!("created {} {} ({} partitions, compacted)", spec.key, spec.name, spec.partitions);
-                return Ok(());
+    let deadline = Instant::now() + REQUEST_TIMEOUT;
+    let mut pause = Duration::from_millis(100);
+    'create: loop {
+        let created = match admin.create_topics(std::slice::from_ref(&new), &options).await {
+            Ok(created) => created,
+            Err(e) if is_transient_error(&e) && Instant::now() < deadline => {
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(Duration::from_secs(2));
+                continue;
             }
-            Err((_, RDKafkaErrorCode::TopicAlreadyExists)) => {}
-            Err((_, e)) if is_denied(&e) => bail!("{}", denied(spec, e, &clients.listener())),
-            Err((_, e)) => bail!("creating {} {} on Kafka at {}: {e}", spec.key, spec.name, clients.listener()),
+            Err(e) => return Err(e).with_context(|| format!("creating {} {} on Kafka at {}", spec.key, spec.name, clients.listener())),
+        };
+        for result in created {
+            match result {
+                Ok(_) => {
+                    tracing::info!("created {} {} ({} partitions, compacted)", spec.key, spec.name, spec.partitions);
+                    return Ok(());
+                }
+                Err((_, RDKafkaErrorCode::TopicAlreadyExists)) => {}
+                Err((_, e)) if is_denied(&e) => return Err(Refusal(denied(spec, e, &clients.listener())).into()),
+                Err((_, e)) if is_transient(e) && Instant::now() < deadline => {
+                    tracing::debug!("creating {} {}: {e}; asking again in {pause:?}", spec.key, spec.name);
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(Duration::from_secs(2));
+                    continue 'create;
+                }
+                Err((_, e)) => bail!("creating {} {} on Kafka at {}: {e}", spec.key, spec.name, clients.listener()),
+            }
         }
+        break;
     }
     // A topic another client has just created may not show its configuration yet: ask again a
     // few times before judging it.
     let mut policy = String::new();
     for _ in 0..20 {
-        let described = admin
-            .describe_configs(&[ResourceSpecifier::Topic(&spec.name)], &options)
-            .await
-            .with_context(|| format!("reading the configuration of {} {}", spec.key, spec.name))?;
+        let described = match admin.describe_configs(&[ResourceSpecifier::Topic(&spec.name)], &options).await {
+            Ok(described) => described,
+            Err(e) if is_transient_error(&e) => {
+                tokio::time::sleep(Duration::from_millis(250)).await;
+                continue;
+            }
+            Err(e) => return Err(e).with_context(|| format!("reading the configuration of {} {}", spec.key, spec.name)),
+        };
         for resource in described {
-            let resource = resource.map_err(|e| anyhow!("reading the configuration of {} {}: {e}", spec.key, spec.name))?;
-            policy = resource.get("cleanup.policy").and_then(|e| e.value.clone()).unwrap_or_default();
+            match resource {
+                Ok(resource) => policy = resource.get("cleanup.policy").and_then(|e| e.value.clone()).unwrap_or_default(),
+                Err(e) if is_denied(&e) => return Err(Refusal(denied(spec, e, &clients.listener())).into()),
+                Err(e) if is_transient(e) => {}
+                Err(e) => bail!("reading the configuration of {} {}: {e}", spec.key, spec.name),
+            }
         }
         if !policy.is_empty() {
             break;
         }
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
+    if policy.is_empty() {
+        bail!("{} {}: its configuration could not be read on Kafka at {}", spec.key, spec.name, clients.listener());
+    }
     if !policy.split(',').any(|p| p.trim() == "compact") {
-        bail!(
+        return Err(Refusal(format!(
             "{} {} has cleanup.policy={policy}; a state topic must be compacted (cleanup.policy=compact), or its old entries are lost to retention",
-            spec.key,
-            spec.name
-        );
+            spec.key, spec.name
+        ))
+        .into());
     }
     Ok(())
 }

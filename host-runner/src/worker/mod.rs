@@ -88,15 +88,12 @@ pub async fn run(config: WorkerConfig, compile_cache: Option<&Path>, shutdown: S
     }
     let clients = config.clients();
     crate::kafka::preflight::wait_until_answered(&clients.bootstrap, &clients.common, &shutdown).await?;
-    let configs = Arc::new(StateTopic::open(&clients, config.configs.clone(), false).await?);
-    let status = Arc::new(StateTopic::open(&clients, config.status.clone(), false).await?);
-    let offsets = Arc::new(StateTopic::open(&clients, config.offsets.clone(), true).await?);
-    let component_topic = Arc::new(StateTopic::open(&clients, config.components.clone(), false).await?);
+    let Some(state) = open_state(&config, &shutdown).await? else { return Ok(()) };
+    let State { configs, status, offsets, components: component_topic } = state;
     let cluster_id = {
         let topic = configs.clone();
         tokio::task::spawn_blocking(move || topic.cluster_id()).await.ok().flatten()
     };
-    crate::state::topic::ensure(&clients, &config.slots).await?;
     // Components resolved from the fleet's topic: beside the compile cache, or in a new private
     // directory (never a predictable path others could prepare).
     let resolved = match compile_cache {
@@ -171,6 +168,52 @@ pub async fn run(config: WorkerConfig, compile_cache: Option<&Path>, shutdown: S
     drop(slot_events);
     drop(membership);
     Ok(())
+}
+
+/// The fleet's state topics, open and read to their end.
+struct State {
+    configs: Arc<StateTopic>,
+    status: Arc<StateTopic>,
+    offsets: Arc<StateTopic>,
+    components: Arc<StateTopic>,
+}
+
+/// Opens the state topics (creating the missing ones, and the slots topic) and reads them to their
+/// end. What passes by itself — a leader moving or being elected right after a topic was created,
+/// a coordinator loading, a broker out of reach — is waited out with a growing pause (logged, up to
+/// 10 s) for as long as it lasts; only a refusal (a denied principal, a topic that is not
+/// compacted) stops the start. `None` when `shutdown` fired first.
+async fn open_state(config: &WorkerConfig, shutdown: &Shutdown) -> Result<Option<State>> {
+    let clients = config.clients();
+    let mut pause = Duration::from_millis(200);
+    loop {
+        let opened = async {
+            let configs = Arc::new(StateTopic::open(&clients, config.configs.clone(), false).await?);
+            let status = Arc::new(StateTopic::open(&clients, config.status.clone(), false).await?);
+            let offsets = Arc::new(StateTopic::open(&clients, config.offsets.clone(), true).await?);
+            let components = Arc::new(StateTopic::open(&clients, config.components.clone(), false).await?);
+            crate::state::topic::ensure(&clients, &config.slots).await?;
+            anyhow::Ok(State { configs, status, offsets, components })
+        };
+        let mut stop = shutdown.clone();
+        let result = tokio::select! {
+            r = opened => r,
+            () = stop.wait() => return Ok(None),
+        };
+        match result {
+            Ok(state) => return Ok(Some(state)),
+            Err(e) if crate::state::topic::is_refusal(&e) => return Err(e),
+            Err(e) => {
+                tracing::warn!("opening the fleet's state topics: {e:#}; trying again in {pause:?}");
+                let mut stop = shutdown.clone();
+                tokio::select! {
+                    () = tokio::time::sleep(pause) => {}
+                    () = stop.wait() => return Ok(None),
+                }
+                pause = (pause * 2).min(Duration::from_secs(10));
+            }
+        }
+    }
 }
 
 impl WorkerLoop {
