@@ -342,6 +342,17 @@ fn three_workers_share_fifty_tables_and_a_sink_survive_a_kill_and_take_in_a_four
     let at_kill = before.iter().collect::<BTreeSet<_>>().len() as u64;
     assert!(at_kill < total, "the kill landed during the backfill ({at_kill} of {total} rows had arrived)");
     let session = Duration::from_millis(6_000);
+    // Before the session expires, the dead worker's tables read UNASSIGNED, not RUNNING on it.
+    let running_on_victim = |s: &Value| {
+        s["tasks"].as_array().unwrap().iter().filter(|t| t["state"] == "RUNNING" && t["worker_id"] == id_of(victim).as_str()).count()
+    };
+    let unassigned = wait_status(specs[2].port, &source, session, "the victim's tables UNASSIGNED", |s| {
+        running_on_victim(s) == 0 && tasks_in(s, "UNASSIGNED") > 0
+    });
+    let seen_unassigned = killed.elapsed();
+    assert!(seen_unassigned < session, "UNASSIGNED {seen_unassigned:?} after the kill, within the session ({session:?}): {unassigned}");
+    let why = unassigned["tasks"].as_array().unwrap().iter().find(|t| t["state"] == "UNASSIGNED").unwrap()["message"].clone();
+    assert!(why.as_str().unwrap_or_default().contains("has not been heard of"), "{why}");
     let moved = wait_status(specs[0].port, &source, session + Duration::from_secs(10), "the victim's tables running elsewhere", |s| {
         tasks_in(s, "RUNNING") == 50 && per_worker(s, &id_of(victim)) == 0
     });
@@ -353,7 +364,8 @@ fn three_workers_share_fifty_tables_and_a_sink_survive_a_kill_and_take_in_a_four
     });
     let sink_failover = killed.elapsed();
     eprintln!(
-        "fleet: {victims_tables} tables of the killed worker ran elsewhere {:.1} s after SIGKILL, its sink lanes {:.1} s after",
+        "fleet: {victims_tables} tables of the killed worker UNASSIGNED {:.1} s after SIGKILL, ran elsewhere {:.1} s after, its sink lanes {:.1} s after",
+        seen_unassigned.as_secs_f64(),
         failover.as_secs_f64(),
         sink_failover.as_secs_f64()
     );

@@ -104,7 +104,7 @@ pub async fn run(config: WorkerConfig, compile_cache: Option<&Path>, shutdown: S
     runner.set_worker(&config.worker_id);
     let fleet = Arc::new(Fleet {
         configs: ConfigLog::new(configs),
-        status: StatusLog::new(status, &config.worker_id),
+        status: StatusLog::new(status, &config.worker_id, config.session_timeout),
         offsets: KafkaOffsetStore::new(offsets),
         components: components::ComponentStore::new(component_topic),
         resolved,
@@ -119,6 +119,24 @@ pub async fn run(config: WorkerConfig, compile_cache: Option<&Path>, shutdown: S
         fleet.configs.connectors().len(),
         fleet.config.configs.name
     );
+    if let Err(e) = fleet.status.beat().await {
+        tracing::warn!("publishing this worker's beat: {e:#}");
+    }
+    {
+        let (status, mut stop) = (fleet.status.clone(), shutdown.clone());
+        tokio::spawn(async move {
+            let mut every = tokio::time::interval(status_log::BEAT);
+            loop {
+                tokio::select! {
+                    _ = every.tick() => {}
+                    () = stop.wait() => break,
+                }
+                if let Err(e) = status.beat().await {
+                    tracing::warn!("publishing this worker's beat: {e:#}");
+                }
+            }
+        });
+    }
     let (events, board) = tokio::sync::mpsc::unbounded_channel();
     runner.status().listen(events);
     let targets = fleet.configs.clone();
@@ -165,6 +183,9 @@ pub async fn run(config: WorkerConfig, compile_cache: Option<&Path>, shutdown: S
     tracing::info!("worker stopping: stopping its units, then leaving the group");
     worker.stop_all().await;
     runner.status().flush().await;
+    if let Err(e) = fleet.status.leave().await {
+        tracing::warn!("publishing this worker's departure: {e:#}");
+    }
     drop(slot_events);
     drop(membership);
     Ok(())

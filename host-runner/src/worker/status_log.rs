@@ -4,6 +4,12 @@
 //! whole fleet. States are Kafka Connect's (`RUNNING`, `PAUSED`, `STOPPED`, `FAILED` with its
 //! `trace`, `UNASSIGNED`); `detail` and `message` keep snow-connect's finer state (retrying,
 //! waiting for Kafka, and why). Messages are redacted by the board before they get here.
+//!
+//! Every worker also beats (`worker-<id>` → the time, every second, [`StatusLog::beat`]). A unit
+//! or connector published `RUNNING` or `PAUSED` by a worker whose beat is older than
+//! [`StatusLog::stale_after`] reads as `UNASSIGNED`, with why: a worker that died keeps its slots
+//! until its group session expires, and its units are not running anywhere meanwhile. Beats are
+//! compared with this worker's clock (the fleet's clocks are assumed in step, as NTP keeps them).
 
 use std::sync::Arc;
 
@@ -48,6 +54,18 @@ pub fn connect_state(state: UnitState) -> &'static str {
 pub struct StatusLog {
     topic: Arc<StateTopic>,
     worker_id: String,
+    stale_after: std::time::Duration,
+}
+
+/// How often a worker beats.
+pub const BEAT: std::time::Duration = std::time::Duration::from_secs(1);
+
+fn worker_key(worker: &str) -> Vec<u8> {
+    format!("worker-{worker}").into_bytes()
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
 }
 
 fn unit_key(connector: &str, unit: &str) -> Vec<u8> {
@@ -59,9 +77,56 @@ fn connector_key(connector: &str) -> Vec<u8> {
 }
 
 impl StatusLog {
-    /// The log over `topic`, written as `worker_id`.
-    pub fn new(topic: Arc<StateTopic>, worker_id: &str) -> Self {
-        Self { topic, worker_id: worker_id.to_string() }
+    /// The log over `topic`, written as `worker_id`, in a fleet whose group session is `session`.
+    pub fn new(topic: Arc<StateTopic>, worker_id: &str, session: std::time::Duration) -> Self {
+        Self { topic, worker_id: worker_id.to_string(), stale_after: Self::stale_after(session) }
+    }
+
+    /// How long after its last beat a worker's units read as `UNASSIGNED`: three missed beats, or a
+    /// third of the session, whichever is longer (a busy worker's beat may be late; a dead one is
+    /// found well before its session expires).
+    pub fn stale_after(session: std::time::Duration) -> std::time::Duration {
+        (BEAT * 3).max(session / 3)
+    }
+
+    /// Says this worker is alive (every [`BEAT`]).
+    pub async fn beat(&self) -> Result<()> {
+        self.topic.write(&worker_key(&self.worker_id), Some(now_ms().to_string().as_bytes())).await
+    }
+
+    /// Says this worker is gone (a clean stop).
+    pub async fn leave(&self) -> Result<()> {
+        self.topic.write(&worker_key(&self.worker_id), None).await
+    }
+
+    /// Why `worker`'s statuses are not to be believed, if they are not: its last beat is too old.
+    fn silent(&self, worker: &str) -> Option<String> {
+        if worker == self.worker_id {
+            return None;
+        }
+        let last = self.topic.get(&worker_key(worker)).and_then(|v| String::from_utf8(v).ok()).and_then(|v| v.parse::<u64>().ok());
+        let age = last.map(|ms| now_ms().saturating_sub(ms));
+        match age {
+            Some(age) if age <= self.stale_after.as_millis() as u64 => None,
+            Some(age) => Some(format!(
+                "its worker {worker} has not been heard of for {:.1} s; it is reassigned when the worker's group session expires",
+                age as f64 / 1000.0
+            )),
+            None => Some(format!("its worker {worker} is not in the fleet; it is reassigned when the worker's group session expires")),
+        }
+    }
+
+    /// `published` as it is now: `UNASSIGNED` if its worker fell silent while it ran.
+    fn believed(&self, mut published: Published) -> Published {
+        if matches!(published.state.as_str(), "RUNNING" | "PAUSED")
+            && let Some(why) = self.silent(&published.worker_id)
+        {
+            published.state = "UNASSIGNED".into();
+            published.detail = Some("unassigned".into());
+            published.message = Some(why);
+            published.trace = None;
+        }
+        published
     }
 
     /// Publishes a unit's status as the board has it; `state` overrides Connect's state (`PAUSED`).
@@ -94,7 +159,7 @@ impl StatusLog {
 
     /// The connector's own status, if one was published.
     pub fn connector(&self, connector: &str) -> Option<Published> {
-        self.topic.get(&connector_key(connector)).and_then(|v| serde_json::from_slice(&v).ok())
+        self.topic.get(&connector_key(connector)).and_then(|v| serde_json::from_slice(&v).ok()).map(|p| self.believed(p))
     }
 
     /// Every unit status published for `connector`, by unit.
@@ -106,7 +171,7 @@ impl StatusLog {
                 let key = String::from_utf8(k).ok()?;
                 let (c, unit): (String, String) = serde_json::from_str(key.strip_prefix("status-unit-")?).ok()?;
                 (c == connector).then_some(())?;
-                Some((unit, serde_json::from_slice(&v).ok()?))
+                Some((unit, self.believed(serde_json::from_slice(&v).ok()?)))
             })
             .collect()
     }
