@@ -338,3 +338,50 @@ fn fields_a_table_does_not_have_fail_or_are_dropped_instead_of_vanishing() {
     assert!(sent.iter().all(|b| !b.contains("u_stat")), "the unknown field was never sent: {sent:?}");
     assert!(sent.iter().any(|b| b.contains("caller_id")), "an inherited table's own field passes: {sent:?}");
 }
+
+#[test]
+fn a_replayed_deterministic_create_ends_written_whatever_the_instance_answers_to_the_duplicate_insert() {
+    const ROWS: usize = 60;
+    let fake = FakeSnow::start(FakeOptions::default()).unwrap();
+    fake.shared().seed("incident", 1, now_secs() - 600, 0);
+    let topic = unique("natural");
+    let bootstrap = kafka_harness::shared().bootstrap();
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    rt.block_on(create_topic(bootstrap, &topic, 1));
+    let records: Vec<(Option<String>, String)> =
+        (0..ROWS).map(|i| (None, format!(r#"{{"number":"NAT{i:04}","short_description":"natural-{i}"}}"#))).collect();
+    rt.block_on(produce(bootstrap, &topic, &records));
+    let dir = work_dir("sink-natural");
+    // The same records written by one connector, then replayed in full by three more (each a new
+    // consumer group: as after a crash before any commit), while the instance refuses an insert
+    // under an existing sys_id with 403, 409 and 500 in turn.
+    for (round, refusal) in [None, Some(403u16), Some(409), Some(500)].into_iter().enumerate() {
+        fake.shared().refuse_duplicate_inserts(refusal);
+        let name = unique("natural");
+        let config = sink_entries(
+            &fake.url(),
+            &name,
+            &topic,
+            "incident",
+            &[
+                ("snow.auth.type", "none"),
+                ("snow.sink.operation", "create"),
+                ("snow.sink.natural.key.fields", "number"),
+                ("reporter.result.topic.name", "${connector}-ok"),
+                ("reporter.error.topic.name", "${connector}-errors"),
+            ],
+        );
+        let file = connector_file(&dir, &name, &config);
+        let runner = Runner::start(&dir, &format!("round{round}"), &[&file]);
+        let ok = support::kafka::read_until(bootstrap, &format!("{name}-ok"), Duration::from_secs(120), |r| r.len() >= ROWS);
+        let log = runner.stop();
+        assert_eq!(ok.len(), ROWS, "{refusal:?}: every create reported written; log:\n{}", tail(&log, 20));
+        assert!(log.contains(&format!("{ROWS} records written ({ROWS} created")), "{refusal:?}: none failed:\n{}", tail(&log, 5));
+        let rows = fake.rows("incident");
+        assert_eq!(rows.len(), ROWS + 1, "{refusal:?}: one row per natural key, no duplicate");
+        if let Some(status) = refusal {
+            let refused = fake.journal().entries.iter().filter(|e| e.method == "POST" && e.status == status).count();
+            assert!(refused >= ROWS, "{status}: the replayed inserts were refused ({refused}) and still ended written");
+        }
+    }
+}

@@ -10,9 +10,10 @@
 //! written since it opened; a lane is one partition, and one row's records share a key and so a
 //! partition, so nothing else writes that row's versions meanwhile.
 //!
-//! Versions compare as integers when both are whole numbers, otherwise as text (ISO 8601
-//! timestamps, zero-padded numbers and ServiceNow's `yyyy-MM-dd HH:mm:ss` order correctly as
-//! text). An equal version is written (a replay after a crash writes the same thing again).
+//! Versions compare by kind: numbers as exact decimals, timestamps (ISO 8601 with fractions and
+//! offsets, or ServiceNow's `yyyy-MM-dd HH:mm:ss`) as instants, anything else as text; a record
+//! whose version is of another kind than the row's is a record error, never a guess. An equal
+//! version is written (a replay after a crash writes the same thing again).
 
 use std::cmp::Ordering;
 use std::collections::HashMap;
@@ -45,16 +46,134 @@ pub struct GuardConfig {
     pub row_field: String,
 }
 
-/// A version, ordered as integers when both sides are, else as text.
+/// A version as a record or a row carries it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Version(pub String);
 
+/// What a version is, for comparing it: a decimal number (exactly, any precision), an instant
+/// (ISO 8601 or ServiceNow's `yyyy-MM-dd HH:mm:ss`, fractions and offsets included; no offset is
+/// UTC), or text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Kind {
+    /// Sign (`true`: negative), integer digits without leading zeros, fraction digits without
+    /// trailing zeros; zero is `(false, "", "")`.
+    Number(bool, String, String),
+    /// Seconds since the epoch and nanoseconds.
+    Instant(i64, u32),
+    /// Anything else.
+    Text(String),
+}
+
+impl Kind {
+    fn of(text: &str) -> Kind {
+        let t = text.trim();
+        if let Some(n) = parse_decimal(t) {
+            return n;
+        }
+        if let Some(i) = parse_instant(t) {
+            return i;
+        }
+        Kind::Text(t.to_string())
+    }
+
+    fn name(&self) -> &'static str {
+        match self {
+            Kind::Number(..) => "a number",
+            Kind::Instant(..) => "a timestamp",
+            Kind::Text(_) => "text",
+        }
+    }
+}
+
+/// `+12.50`, `-3`, `1e3`, `0.5E-2` as a normalized decimal.
+fn parse_decimal(t: &str) -> Option<Kind> {
+    let (negative, rest) = match t.as_bytes().first()? {
+        b'-' => (true, &t[1..]),
+        b'+' => (false, &t[1..]),
+        _ => (false, t),
+    };
+    let (mantissa, exponent) = match rest.find(['e', 'E']) {
+        Some(i) => (&rest[..i], rest[i + 1..].parse::<i32>().ok().filter(|e| e.abs() <= 4096)?),
+        None => (rest, 0),
+    };
+    let (int, frac) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    if int.is_empty() && frac.is_empty() || !int.bytes().chain(frac.bytes()).all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    // All the digits, and where the point is among them once the exponent moved it.
+    let digits = format!("{int}{frac}");
+    let point = int.len() as i64 + i64::from(exponent);
+    let (int, frac) = if point <= 0 {
+        (String::new(), format!("{}{digits}", "0".repeat((-point) as usize)))
+    } else if point as usize >= digits.len() {
+        (format!("{digits}{}", "0".repeat(point as usize - digits.len())), String::new())
+    } else {
+        (digits[..point as usize].to_string(), digits[point as usize..].to_string())
+    };
+    let int = int.trim_start_matches('0').to_string();
+    let frac = frac.trim_end_matches('0').to_string();
+    let zero = int.is_empty() && frac.is_empty();
+    Some(Kind::Number(negative && !zero, int, frac))
+}
+
+/// `2026-03-01 10:00:30`, `2026-03-01T10:00:30.250Z`, `2026-03-01T12:00:30+02:00` as an instant.
+fn parse_instant(t: &str) -> Option<Kind> {
+    if t.len() < 19 || !t.is_char_boundary(19) {
+        return None;
+    }
+    let (base, rest) = t.split_at(19);
+    let base = base.replacen('T', " ", 1);
+    let seconds = crate::time::Timestamp::parse(&base).ok()?.0;
+    let (fraction, zone) = match rest.strip_prefix('.') {
+        Some(r) => {
+            let end = r.find(|c: char| !c.is_ascii_digit()).unwrap_or(r.len());
+            (&r[..end], &r[end..])
+        }
+        None => ("", rest),
+    };
+    if fraction.len() > 9 || (rest.starts_with('.') && fraction.is_empty()) {
+        return None;
+    }
+    let nanos: u32 = if fraction.is_empty() { 0 } else { format!("{fraction:0<9}").parse().ok()? };
+    let offset = match zone {
+        "" | "Z" | "z" => 0,
+        z if z.len() == 6 && (z.starts_with('+') || z.starts_with('-')) && &z[3..4] == ":" => {
+            let h: i64 = z[1..3].parse().ok()?;
+            let m: i64 = z[4..6].parse().ok()?;
+            let sign = if z.starts_with('-') { -1 } else { 1 };
+            sign * (h * 3600 + m * 60)
+        }
+        _ => return None,
+    };
+    Some(Kind::Instant(seconds - offset, nanos))
+}
+
+/// How two magnitudes (integer digits, fraction digits; normalized) compare.
+fn magnitude(a: (&str, &str), b: (&str, &str)) -> Ordering {
+    a.0.len().cmp(&b.0.len()).then_with(|| a.0.cmp(b.0)).then_with(|| a.1.cmp(b.1))
+}
+
 impl Version {
-    /// How `self` compares with `other`.
-    pub fn compare(&self, other: &Version) -> Ordering {
-        match (self.0.trim().parse::<i128>(), other.0.trim().parse::<i128>()) {
-            (Ok(a), Ok(b)) => a.cmp(&b),
-            _ => self.0.cmp(&other.0),
+    /// How `self` compares with `other`: numbers as exact decimals (`10.0` equals `10`, `9` is
+    /// below `10`), timestamps as instants (`…30.250Z` is after `…30Z`), text as text. Two versions
+    /// of different kinds cannot be ordered: the error says which they are.
+    pub fn compare(&self, other: &Version) -> Result<Ordering, String> {
+        match (Kind::of(&self.0), Kind::of(&other.0)) {
+            (Kind::Number(na, ia, fa), Kind::Number(nb, ib, fb)) => Ok(match (na, nb) {
+                (false, true) => Ordering::Greater,
+                (true, false) => Ordering::Less,
+                (false, false) => magnitude((&ia, &fa), (&ib, &fb)),
+                (true, true) => magnitude((&ib, &fb), (&ia, &fa)),
+            }),
+            (Kind::Instant(sa, na), Kind::Instant(sb, nb)) => Ok((sa, na).cmp(&(sb, nb))),
+            (Kind::Text(a), Kind::Text(b)) => Ok(a.cmp(&b)),
+            (a, b) => Err(format!(
+                "version {:?} ({}) cannot be compared with {:?} ({})",
+                self.0.trim(),
+                a.name(),
+                other.0.trim(),
+                b.name()
+            )),
         }
     }
 }
@@ -132,11 +251,24 @@ mod tests {
     }
 
     #[test]
-    fn versions_compare_as_numbers_when_both_are_else_as_text() {
-        assert_eq!(v("9").compare(&v("10")), Ordering::Less, "9 < 10 as numbers, not as text");
-        assert_eq!(v("2026-01-02 00:00:00").compare(&v("2026-01-10 00:00:00")), Ordering::Less);
-        assert_eq!(v("2026-01-02T00:00:00Z").compare(&v("2026-01-02T00:00:00Z")), Ordering::Equal);
-        assert_eq!(v("-3").compare(&v("2")), Ordering::Less);
+    fn versions_compare_by_kind() {
+        let cmp = |a: &str, b: &str| v(a).compare(&v(b)).unwrap();
+        assert_eq!(cmp("9", "10"), Ordering::Less, "9 < 10 as numbers, not as text");
+        assert_eq!(cmp("10.0", "9"), Ordering::Greater, "decimals, not text");
+        assert_eq!(cmp("10.0", "10"), Ordering::Equal);
+        assert_eq!(cmp("-3", "2"), Ordering::Less);
+        assert_eq!(cmp("-3.5", "-3.25"), Ordering::Less);
+        assert_eq!(cmp("0.1", "0.10000000000000000000000001"), Ordering::Less, "exactly, beyond f64");
+        assert_eq!(cmp("1e3", "999.5"), Ordering::Greater);
+        assert_eq!(cmp("-0", "0"), Ordering::Equal);
+        assert_eq!(cmp("2026-01-02 00:00:00", "2026-01-10 00:00:00"), Ordering::Less);
+        assert_eq!(cmp("2026-03-01T10:00:30.250Z", "2026-03-01T10:00:30Z"), Ordering::Greater, "fractions count");
+        assert_eq!(cmp("2026-03-01T12:00:30+02:00", "2026-03-01 10:00:30"), Ordering::Equal, "offsets count");
+        assert_eq!(cmp("2026-01-02T00:00:00Z", "2026-01-02T00:00:00Z"), Ordering::Equal);
+        assert_eq!(cmp("v1.2", "v1.3"), Ordering::Less, "text as text");
+        let err = v("2026-03-01 10:00:30").compare(&v("17")).unwrap_err();
+        assert!(err.contains("(a timestamp) cannot be compared with \"17\" (a number)"), "{err}");
+        assert!(v("abc").compare(&v("3")).is_err());
     }
 
     #[test]

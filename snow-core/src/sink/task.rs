@@ -10,7 +10,9 @@
 //! before anything is sent again: a create that names its row (a sys_id, or one derived from the
 //! natural key) looks it up by that sys_id; one that does not follows `snow.sink.unknown.outcome`
 //! — fail (reported ambiguous), look the row up by the correlation field, or send again (a
-//! possible duplicate, counted). Re-sends are bounded by `snow.retry.max.attempts`.
+//! possible duplicate, counted). Re-sends are bounded by `snow.retry.max.attempts`. A create that
+//! names its row and is refused in any way (the Table API does not document how it answers an
+//! insert under an existing sys_id) looks the row up before it is judged: found, it is written.
 //!
 //! Before it is sent, a write is checked ([`checks`]: unknown fields, the stale-write guard);
 //! with `snow.sink.write.mode=batch` writes go through the Batch API ([`batched`]).
@@ -42,6 +44,8 @@ pub struct SinkCounters {
     pub found_after_unknown: u64,
     /// Creates sent again with no way to know whether the first landed (possible duplicates).
     pub resent_blind: u64,
+    /// Creates that named their row, were refused, and found the row already there (a replay).
+    pub found_after_refusal: u64,
     /// Batch API requests sent.
     pub batches: u64,
     /// Times the instance refused the Batch API (the lane then uses the Table API).
@@ -237,6 +241,18 @@ impl<T: Transport, C: Clock> SinkTask<T, C> {
                 None => match self.client.create(table, body.clone()) {
                     Ok(response) => return Ok((response, sys_id)),
                     Err(e) if e.is_ambiguous() => e,
+                    // A create that names its row and is refused may be a replay of one that
+                    // landed (after a crash, the same derived sys_id is sent again): how an instance
+                    // refuses an insert under an existing sys_id is not documented, so any refusal
+                    // is judged by looking the row up.
+                    Err(e) if matches!(e, SnowError::Http(_)) && sys_id.as_deref().is_some_and(|id| !id.is_empty()) => {
+                        let id = sys_id.clone().unwrap_or_default();
+                        if self.exists(table, &id).unwrap_or(false) {
+                            self.counters.found_after_refusal += 1;
+                            return Ok((WriteResponse { status: 200, sys_id: Some(id.clone()), body: Vec::new() }, Some(id)));
+                        }
+                        return Err(e);
+                    }
                     Err(e) => return Err(e),
                 },
             };
@@ -409,6 +425,21 @@ mod tests {
             put_with(&[], vec![(502, ""), (200, r#"{"result":{"sys_id":"0123456789abcdef0123456789abcdef"}}"#)], &[named]);
         assert!(matches!(&outcomes[0], Outcome::Written(w) if w.sys_id == ID && w.operation == Operation::Create), "{outcomes:?}");
         assert_eq!((sent.len(), sent[1].0, counters.found_after_unknown), (2, Method::Get, 1), "looked up, not sent again");
+    }
+
+    #[test]
+    fn a_refused_create_that_names_its_row_is_written_if_the_row_is_there() {
+        let named = record(Some(r#"{"a":"1"}"#), Some("create"));
+        let row = r#"{"result":{"sys_id":"0123456789abcdef0123456789abcdef"}}"#;
+        for refusal in [403, 409, 400, 500] {
+            let (outcomes, sent, counters) = put_with(&[], vec![(refusal, ""), (200, row)], std::slice::from_ref(&named));
+            assert!(matches!(&outcomes[0], Outcome::Written(w) if w.sys_id == ID && w.operation == Operation::Create), "{refusal}: {outcomes:?}");
+            assert_eq!((sent.len(), sent[1].0), (2, Method::Get), "{refusal}: looked up, not sent again");
+            assert_eq!(counters.found_after_refusal + counters.found_after_unknown, 1, "{refusal}");
+        }
+        let (outcomes, sent, _) = put_with(&[], vec![(403, ""), (404, MISSING)], std::slice::from_ref(&named));
+        assert!(matches!(&outcomes[0], Outcome::Failed(SnowError::Http(h)) if h.status == 403), "not there: the refusal stands: {outcomes:?}");
+        assert_eq!(sent.len(), 2);
     }
 
     #[test]

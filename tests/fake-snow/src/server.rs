@@ -89,6 +89,10 @@ pub struct Shared {
     latency: Mutex<Latency>,
     /// Whether the Batch API answers (on by default).
     batch_api: std::sync::atomic::AtomicBool,
+    /// What an insert under a sys_id that exists answers: `0` replaces the row (the default),
+    /// another status refuses the insert with it and changes nothing (how a real instance answers
+    /// is not documented).
+    duplicate_insert: std::sync::atomic::AtomicU16,
 }
 
 /// A latency model of an instance: every request costs `request_ms`, and every write it executes
@@ -138,6 +142,17 @@ impl Shared {
     /// Makes the fake as slow as `latency` says from the next request on.
     pub fn set_latency(&self, latency: Latency) {
         *self.latency.lock().unwrap_or_else(|e| e.into_inner()) = latency;
+    }
+
+    /// Makes an insert under an existing sys_id answer `status` (and change nothing); `None`: the
+    /// insert replaces the row.
+    pub fn refuse_duplicate_inserts(&self, status: Option<u16>) {
+        self.duplicate_insert.store(status.unwrap_or(0), std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// What an insert under an existing sys_id answers (`None`: it replaces the row).
+    pub fn duplicate_insert_status(&self) -> Option<u16> {
+        Some(self.duplicate_insert.load(std::sync::atomic::Ordering::SeqCst)).filter(|s| *s != 0)
     }
 
     /// Hides the rows `ids` of `table` from the API's users (a row-level read ACL).
@@ -224,6 +239,7 @@ impl FakeSnow {
             sessions: Sessions::default(),
             latency: Mutex::default(),
             batch_api: std::sync::atomic::AtomicBool::new(true),
+            duplicate_insert: std::sync::atomic::AtomicU16::new(0),
         });
         let (stop, stopped) = oneshot::channel();
         let serving = shared.clone();

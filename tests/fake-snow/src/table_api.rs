@@ -276,6 +276,12 @@ pub fn create(shared: &Shared, table: &str, body: &[u8], user: &str) -> Answer {
     if store.table(table).is_none() {
         return invalid_table(table);
     }
+    let named = row.get("sys_id").and_then(Value::as_str).filter(|id| !id.is_empty()).map(str::to_string);
+    if let (Some(status), Some(id)) = (shared.duplicate_insert_status(), named)
+        && store.table(table).is_some_and(|t| t.get(&id).is_some())
+    {
+        return envelope(status, "Operation Failed", &format!("A record with sys_id {id} already exists in {table}"));
+    }
     let row = store.insert(table, row, now, user);
     let id = row.get("sys_id").and_then(Value::as_str).unwrap_or("").to_string();
     let mut answer = Answer::json(201, &json!({ "result": Render::raw().row(&row) }));

@@ -39,10 +39,13 @@ impl<T: Transport, C: Clock> SinkTask<T, C> {
             Write::Update { sys_id, .. } | Write::Delete { sys_id } => Some(sys_id.clone()),
             Write::Create { .. } => None,
         };
-        if let Some(sys_id) = &named
-            && let Some(newest) = self.newest_version(&table, sys_id)?
-            && version.compare(&newest) == std::cmp::Ordering::Less
-        {
+        let older = match named.as_ref().map(|sys_id| self.newest_version(&table, sys_id)).transpose()?.flatten() {
+            Some(newest) => version.compare(&newest).map_err(|why| {
+                SnowError::data(format!("record {}: {why} (the row's snow.sink.version.row.field); the stale-write guard cannot order them", record.coordinates()))
+            })? == std::cmp::Ordering::Less,
+            None => false,
+        };
+        if let Some(sys_id) = named.as_ref().filter(|_| older) {
             return Ok(Prepared::Done(Outcome::Skipped(Skipped { table, sys_id: sys_id.clone(), reason: SkipReason::Stale })));
         }
         let guard = self.guard.as_ref().ok_or_else(|| SnowError::data("the guard went away"))?;
