@@ -65,6 +65,7 @@ impl GuestSinkTask for Lane {
             ("snow_sink_found_after_unknown_total", after.found_after_unknown - before.found_after_unknown),
             ("snow_sink_resent_blind_total", after.resent_blind - before.resent_blind),
             ("snow_sink_found_after_refusal_total", after.found_after_refusal - before.found_after_refusal),
+            ("snow_sink_found_on_takeover_total", after.found_on_takeover - before.found_on_takeover),
             ("snow_sink_batches_total", after.batches - before.batches),
             ("snow_sink_batch_refused_total", after.batch_refused - before.batch_refused),
             ("snow_sink_unknown_fields_dropped_total", after.unknown_fields_dropped - before.unknown_fields_dropped),

@@ -410,3 +410,48 @@ fn a_lane_whose_component_keeps_trapping_is_parked_after_its_budget_and_the_othe
     let committed = support::kafka::committed(bootstrap, &format!("connect-{name}"), &bad, 1);
     assert_eq!(committed, [1], "committed up to the record it traps on, not past it");
 }
+
+#[test]
+fn creates_that_name_no_row_make_one_row_each_across_kills_under_correlation_lookup() {
+    const CREATES: usize = 1_000;
+    const KILLS: usize = 3;
+    let creates = (0..CREATES).map(|i| (None, format!(r#"{{"u_ref":"c{i}","short_description":"created"}}"#))).collect();
+    let Scene { fake, name, topic, rt, .. } = Scene::new("lookup-kills", 10, latency(2, 1), 2, 0, 1, creates);
+    let bootstrap = kafka_harness::shared().bootstrap();
+    rt.block_on(create_topic(bootstrap, &format!("{name}-ok"), 1));
+    let dir = work_dir("lookup-kills");
+    let config = sink_entries(
+        &fake.url(),
+        &name,
+        &topic,
+        "incident",
+        &[
+            ("snow.auth.type", "none"),
+            ("snow.sink.operation", "create"),
+            ("snow.sink.unknown.outcome", "correlation_lookup"),
+            ("snow.sink.correlation.field", "u_ref"),
+            ("reporter.result.topic.name", "${connector}-ok"),
+        ],
+    );
+    let file = connector_file(&dir, &name, &config);
+    let group = format!("connect-{name}");
+    let posts = || fake.journal().entries.iter().filter(|e| e.method == "POST").count();
+    for kill in 0..KILLS {
+        let at = posts() + 100 + kill * 50;
+        let runner = Runner::start(&dir, "run", &[&file]);
+        wait_until(&format!("run {kill} reached create {at}"), Duration::from_secs(120), || (posts() >= at).then_some(()));
+        runner.kill();
+        assert!(posts() < CREATES, "run {kill}: the kill landed while creating ({} of {CREATES})", posts());
+    }
+    let runner = Runner::start(&dir, "run", &[&file]);
+    wait_committed(&group, &topic, 2, CREATES as i64, Duration::from_secs(300));
+    let log = runner.stop();
+    let rows = fake.rows("incident");
+    let created: Vec<&str> = rows.iter().filter_map(|r| r.get("u_ref").and_then(|v| v.as_str())).collect();
+    let distinct: HashSet<&&str> = created.iter().collect();
+    assert_eq!((created.len(), distinct.len()), (CREATES, CREATES), "one row per create, no duplicate; log:\n{}", tail(&log, 20));
+    let lookups =
+        fake.journal().entries.iter().filter(|e| e.method == "GET" && e.query.as_deref().is_some_and(|q| q.contains("u_ref"))).count();
+    assert!(lookups > 0, "the records taken over were looked up before they were created again");
+    eprintln!("{KILLS} kills over {CREATES} creates: {} creates sent, {lookups} look-ups, no duplicate", posts());
+}

@@ -151,7 +151,11 @@ fn default_refresh_margin_seconds() -> u64 {
 }
 
 /// Keys read by the host and never given to the guest.
-const HOST_ONLY_SNOW_KEYS: [&str; 9] = [
+const HOST_ONLY_SNOW_KEYS: [&str; 12] = [
+    // What the host tells a sink lane when it opens it (sink/instance.rs), never the user's.
+    "snow.sink.takeover.below",
+    "snow.sink.unknown.through",
+    "snow.sink.put.budget.ms",
     "snow.auth.type",
     "snow.auth.username",
     "snow.auth.password",

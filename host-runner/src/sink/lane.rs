@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use rdkafka::consumer::{Consumer, StreamConsumer};
 use tokio::sync::{Semaphore, mpsc};
 
-use super::instance::Instance;
+use super::instance::{Instance, LaneFacts};
 use super::rebalance::{LaneControl, SinkContext};
 use super::report::Reporter;
 use super::verdict::{Final, Verdict, judge};
@@ -78,6 +78,8 @@ pub struct Lane {
     /// After a trap, records are put one at a time up to this offset (the last of the put that
     /// trapped), so the records before the one the component traps on still get their outcomes.
     singly_until: Option<i64>,
+    /// The partition's end when this lane took it over (an earlier owner may have written below).
+    takeover_below: Option<i64>,
 }
 
 impl Lane {
@@ -104,6 +106,7 @@ impl Lane {
             traps,
             backoff: Backoff::new(Duration::from_millis(500), Duration::from_secs(30)),
             singly_until: None,
+            takeover_below: None,
             control,
         };
         (lane, LaneIo { queue: tx, buffered })
@@ -115,7 +118,9 @@ impl Lane {
 
     /// Writes until stopped.
     pub async fn run(mut self) {
-        // Assigned and ready: its instance opens with the first records.
+        // Assigned and ready: its instance opens with the first records, knowing where the
+        // partition ended when this lane took it over.
+        self.takeover_below = self.partition_end().await;
         self.state(UnitState::Running, None);
         let mut pending: Vec<SinkRecord> = Vec::new();
         loop {
@@ -178,6 +183,21 @@ impl Lane {
         self.state(UnitState::Stopped, why);
     }
 
+    /// The partition's end offset now (what an earlier owner could have fetched); on failure,
+    /// every offset counts as possibly written (a look-up too many costs a read, a duplicate more).
+    async fn partition_end(&mut self) -> Option<i64> {
+        let (consumer, topic, partition) = (self.shared.consumer.clone(), self.topic.clone(), self.partition);
+        let end = tokio::task::spawn_blocking(move || consumer.fetch_watermarks(&topic, partition, Duration::from_secs(10))).await;
+        match end {
+            Ok(Ok((_, high))) => Some(high),
+            Ok(Err(e)) => {
+                tracing::warn!(connector = self.shared.ctx.name(), "lane {}: reading the partition's end: {e}", self.unit);
+                Some(i64::MAX)
+            }
+            Err(_) => Some(i64::MAX),
+        }
+    }
+
     /// One `put` of `records` and what follows from it; none when stopped before writing.
     async fn write(&mut self, records: &[SinkRecord]) -> Option<Step> {
         let permit = tokio::select! {
@@ -188,7 +208,12 @@ impl Lane {
         let _busy = self.control.enter()?;
         if self.instance.is_none() {
             self.state(UnitState::Starting, None);
-            match Instance::open(&self.shared.ctx, &self.version.current().pre, &self.topic, self.partition).await {
+            let facts = LaneFacts {
+                takeover_below: self.takeover_below,
+                unknown_through: self.singly_until,
+                put_budget: super::rebalance::QUIESCE_LIMIT / 3,
+            };
+            match Instance::open(&self.shared.ctx, &self.version.current().pre, &self.topic, self.partition, &facts).await {
                 Ok(instance) => self.instance = Some(instance),
                 Err(e) if self.rolled_back(&format!("failed to open ({e:#})")) => {
                     return Some(Step { done: 0, then: Then::GoOn });
@@ -258,10 +283,19 @@ impl Lane {
                 }
             }
         }
-        if matches!(then, Then::GoOn) && outcomes.len() < records.len() {
-            let why = format!("the component returned {} outcomes for {} records; holding the rest", outcomes.len(), records.len());
+        if matches!(then, Then::GoOn) && outcomes.is_empty() && !records.is_empty() {
+            let why = format!("the component returned no outcome for {} records; holding them", records.len());
             tracing::error!(connector = self.shared.ctx.name(), "{why}");
             then = Then::Retry(why);
+        } else if matches!(then, Then::GoOn) && outcomes.len() < records.len() {
+            // The put ran out of its time budget: the rest is handed again at once.
+            tracing::debug!(
+                connector = self.shared.ctx.name(),
+                "lane {}: the put stopped after {} of {} records (its time budget); the rest follows",
+                self.unit,
+                outcomes.len(),
+                records.len()
+            );
         }
         let done = finals.len();
         if done > 0 && !self.settle(&finals).await {

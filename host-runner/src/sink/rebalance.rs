@@ -32,7 +32,7 @@ pub fn names(partitions: &[(String, i32)]) -> String {
 }
 
 /// Longest a revocation waits for a lane's `put` in progress (a put is at most 200 writes).
-const QUIESCE_LIMIT: Duration = Duration::from_secs(60);
+pub const QUIESCE_LIMIT: Duration = Duration::from_secs(60);
 
 /// What a revocation needs of a lane: a flag that keeps it from starting another `put`, and
 /// whether one is in progress (from the `put` to its offset stored).

@@ -161,6 +161,9 @@ pub struct SinkConfig {
     pub halt_on: HaltOn,
     /// The stale-write guard (`snow.sink.version.*`), when a version source is configured.
     pub guard: Option<GuardConfig>,
+    /// What the host tells a lane when it opens it (never set by a user):
+    /// `snow.sink.takeover.below`, `snow.sink.unknown.through`, `snow.sink.put.budget.ms`.
+    pub lane: LaneFacts,
     /// `snow.sink.write.mode`.
     pub write_mode: WriteMode,
     /// `snow.sink.batch.size`: most items in one Batch API request.
@@ -181,6 +184,22 @@ pub enum WriteMode {
     /// Writes packed into Batch API requests (`POST /api/now/v1/batch`), falling back to the
     /// Table API when the instance refuses the Batch API.
     Batch,
+}
+
+/// What the host knows of a lane's records when it opens it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LaneFacts {
+    /// `snow.sink.takeover.below`: records below this offset were there when the lane took its
+    /// partition over, so an earlier owner may have written them (its last commit may not have
+    /// caught up): under `correlation_lookup`, a create that names no row is looked up first.
+    pub takeover_below: Option<i64>,
+    /// `snow.sink.unknown.through`: records up to this offset were in a `put` that ended without
+    /// outcomes (the component trapped or ran out of time): their creates' outcome is unknown and
+    /// is resolved by `snow.sink.unknown.outcome` before anything is sent.
+    pub unknown_through: Option<i64>,
+    /// `snow.sink.put.budget.ms`: a `put` stops starting writes after this long and returns the
+    /// outcomes it has (a prefix); the host hands the rest again at once.
+    pub put_budget: Option<std::time::Duration>,
 }
 
 /// Which final failures stop a lane's batch (`snow.sink.halt.on`: `record`, `api`, both, or none).
@@ -277,6 +296,13 @@ impl SinkConfig {
             }
         }
         let guard = read_guard(&mut r);
+        let lane = LaneFacts {
+            takeover_below: r_offset(&mut r, "snow.sink.takeover.below"),
+            unknown_through: r_offset(&mut r, "snow.sink.unknown.through"),
+            put_budget: r
+                .string("snow.sink.put.budget.ms")
+                .map(|_| std::time::Duration::from_millis(u64::from(r.bounded_u32("snow.sink.put.budget.ms", 20_000, 100, 3_600_000)))),
+        };
         let write_mode = r.choice("snow.sink.write.mode", WriteMode::Table, &[("table", WriteMode::Table), ("batch", WriteMode::Batch)]);
         let batch_size = r.bounded_u32("snow.sink.batch.size", 100, 1, 1000) as usize;
         // A third of the instance's 30 s batch quota by default, so a slow spell still fits.
@@ -310,6 +336,7 @@ impl SinkConfig {
             natural_key,
             halt_on,
             guard,
+            lane,
             write_mode,
             batch_size,
             batch_target_ms,
@@ -317,6 +344,12 @@ impl SinkConfig {
             dictionary_ttl,
         })
     }
+}
+
+/// An offset the host set at `key`, if any.
+fn r_offset(r: &mut ConfigReader<'_>, key: &str) -> Option<i64> {
+    r.string(key)?;
+    Some(r.parse_or(key, i64::MAX, "a Kafka offset"))
 }
 
 /// The stale-write guard: at most one version source, and the row field that keeps the newest

@@ -167,13 +167,9 @@ impl Version {
             }),
             (Kind::Instant(sa, na), Kind::Instant(sb, nb)) => Ok((sa, na).cmp(&(sb, nb))),
             (Kind::Text(a), Kind::Text(b)) => Ok(a.cmp(&b)),
-            (a, b) => Err(format!(
-                "version {:?} ({}) cannot be compared with {:?} ({})",
-                self.0.trim(),
-                a.name(),
-                other.0.trim(),
-                b.name()
-            )),
+            (a, b) => {
+                Err(format!("version {:?} ({}) cannot be compared with {:?} ({})", self.0.trim(), a.name(), other.0.trim(), b.name()))
+            }
         }
     }
 }

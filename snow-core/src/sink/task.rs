@@ -46,6 +46,9 @@ pub struct SinkCounters {
     pub resent_blind: u64,
     /// Creates that named their row, were refused, and found the row already there (a replay).
     pub found_after_refusal: u64,
+    /// Creates of records an earlier owner may have written, found already there by the
+    /// correlation field (not sent again).
+    pub found_on_takeover: u64,
     /// Batch API requests sent.
     pub batches: u64,
     /// Times the instance refused the Batch API (the lane then uses the Table API).
@@ -118,7 +121,9 @@ impl<T: Transport, C: Clock> SinkTask<T, C> {
     /// names, the rest are not attempted and get a retryable failure, so the host holds (or stops)
     /// the partition at the first one.
     pub fn put(&mut self, records: &[SinkRecord]) -> Vec<Outcome> {
-        if self.config.write_mode == WriteMode::Batch {
+        // Records that may have been written before this lane opened are resolved one by one.
+        let fresh = records.iter().all(|r| self.earlier(r) == Earlier::Nothing);
+        if self.config.write_mode == WriteMode::Batch && fresh {
             match self.batch_usable(records) {
                 Ok(true) => return self.put_batched(records),
                 Ok(false) => {}
@@ -126,31 +131,36 @@ impl<T: Transport, C: Clock> SinkTask<T, C> {
             }
         }
         let mut held: Option<String> = None;
-        records
-            .iter()
-            .map(|record| {
-                if let Some(why) = &held {
-                    return Outcome::Failed(SnowError::transport(
-                        format!("record {} not attempted: {why}", record.coordinates()),
-                        crate::ErrorClass::Transient,
-                    ));
+        let started = self.client.clock().now();
+        let mut outcomes = Vec::with_capacity(records.len());
+        for (i, record) in records.iter().enumerate() {
+            // Out of time: the outcomes so far are returned, and the host hands the rest again.
+            if i > 0 && self.config.lane.put_budget.is_some_and(|b| self.client.clock().now().saturating_sub(started) >= b) {
+                break;
+            }
+            if let Some(why) = &held {
+                outcomes.push(Outcome::Failed(SnowError::transport(
+                    format!("record {} not attempted: {why}", record.coordinates()),
+                    crate::ErrorClass::Transient,
+                )));
+                continue;
+            }
+            let outcome = match resolve(record, &self.config) {
+                Ok(plan) => self.guarded(record, plan).unwrap_or_else(|e| Outcome::Failed(name_record(e, record))),
+                Err(e) => Outcome::Failed(e),
+            };
+            match &outcome {
+                Outcome::Failed(e) if e.is_retryable() => {
+                    held = Some(format!("{} failed with a retryable error", record.coordinates()));
                 }
-                let outcome = match resolve(record, &self.config) {
-                    Ok(plan) => self.guarded(record, plan).unwrap_or_else(|e| Outcome::Failed(name_record(e, record))),
-                    Err(e) => Outcome::Failed(e),
-                };
-                match &outcome {
-                    Outcome::Failed(e) if e.is_retryable() => {
-                        held = Some(format!("{} failed with a retryable error", record.coordinates()));
-                    }
-                    Outcome::Failed(e) if self.config.halt_on.halts(e) => {
-                        held = Some(format!("{} failed and stops the partition (snow.sink.halt.on)", record.coordinates()));
-                    }
-                    _ => {}
+                Outcome::Failed(e) if self.config.halt_on.halts(e) => {
+                    held = Some(format!("{} failed and stops the partition (snow.sink.halt.on)", record.coordinates()));
                 }
-                outcome
-            })
-            .collect()
+                _ => {}
+            }
+            outcomes.push(outcome);
+        }
+        outcomes
     }
 
     /// Performs `plan` under the stale-write guard, when one is configured: a write of a named row
@@ -160,7 +170,7 @@ impl<T: Transport, C: Clock> SinkTask<T, C> {
             Prepared::Done(outcome) => return Ok(outcome),
             Prepared::Write(plan, version) => (plan, version),
         };
-        let outcome = self.perform(plan)?;
+        let outcome = self.perform(plan, self.earlier(record))?;
         if let (Outcome::Written(w), Some(version), Some(guard)) = (&outcome, version, self.guard.as_mut())
             && !w.sys_id.is_empty()
         {
@@ -169,7 +179,19 @@ impl<T: Transport, C: Clock> SinkTask<T, C> {
         Ok(outcome)
     }
 
-    fn perform(&mut self, plan: Plan) -> Result<Outcome, SnowError> {
+    /// What may have happened to `record` before this lane opened ([`crate::config::sink::LaneFacts`]).
+    fn earlier(&self, record: &SinkRecord) -> Earlier {
+        let lane = self.config.lane;
+        if lane.unknown_through.is_some_and(|through| record.offset <= through) {
+            Earlier::Unknown
+        } else if lane.takeover_below.is_some_and(|below| record.offset < below) {
+            Earlier::MaybeWritten
+        } else {
+            Earlier::Nothing
+        }
+    }
+
+    fn perform(&mut self, plan: Plan, earlier: Earlier) -> Result<Outcome, SnowError> {
         let Plan { table, write } = plan;
         let written = |operation: Operation, response: WriteResponse, sys_id: Option<String>| {
             Outcome::Written(Written {
@@ -181,7 +203,23 @@ impl<T: Transport, C: Clock> SinkTask<T, C> {
         };
         Ok(match write {
             Write::Create { sys_id, body } => {
-                let (response, sys_id) = self.create(&table, sys_id, body)?;
+                let (response, sys_id) = match earlier {
+                    Earlier::Nothing => self.create(&table, sys_id, body)?,
+                    // A put that ended without outcomes may have sent it: resolved as any
+                    // unknown outcome before anything is sent.
+                    Earlier::Unknown => {
+                        let unknown = SnowError::transport(
+                            "the put that carried this create ended without outcomes (the component trapped or ran out of time)",
+                            crate::ErrorClass::Ambiguous,
+                        );
+                        self.create_after(&table, sys_id, body, Some(unknown))?
+                    }
+                    // An earlier owner may have written it: with a correlation field, look first.
+                    Earlier::MaybeWritten => match self.takeover_lookup(&table, sys_id.as_deref(), &body)? {
+                        Some(id) => (WriteResponse { status: 200, sys_id: Some(id.clone()), body: Vec::new() }, Some(id)),
+                        None => self.create(&table, sys_id, body)?,
+                    },
+                };
                 written(Operation::Create, response, sys_id)
             }
             Write::Delete { sys_id } => match self.client.delete(&table, &sys_id) {
@@ -279,6 +317,27 @@ impl<T: Transport, C: Clock> SinkTask<T, C> {
         }
     }
 
+    /// For a create an earlier owner of the partition may have sent: the row, if it is there. A
+    /// create that names its row needs no look-up (a refusal is looked up, [`Self::create_after`]);
+    /// one that names none is looked up by the correlation field under `correlation_lookup` (one
+    /// read), and sent as it is under the other policies.
+    fn takeover_lookup(&mut self, table: &str, sys_id: Option<&str>, body: &[u8]) -> Result<Option<String>, SnowError> {
+        if sys_id.is_some() || self.config.unknown_outcome != UnknownOutcome::CorrelationLookup {
+            return Ok(None);
+        }
+        let none = SnowError::data("no correlation value");
+        match self.correlate(table, body, &none) {
+            Ok(Some(id)) => {
+                self.counters.found_on_takeover += 1;
+                Ok(Some(id))
+            }
+            Ok(None) => Ok(None),
+            // No value to look the row up by: nothing to find it with, so it is sent.
+            Err(e) if !e.is_retryable() && e.to_string().contains("no correlation value") => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
     /// True when row `sys_id` of `table` exists (readable by the integration user).
     fn exists(&mut self, table: &str, sys_id: &str) -> Result<bool, SnowError> {
         match self.client.get(table, sys_id) {
@@ -305,6 +364,17 @@ impl<T: Transport, C: Clock> SinkTask<T, C> {
         let found: Value = serde_json::from_slice(&page.body).unwrap_or(Value::Null);
         Ok(found["result"].get(0).and_then(|row| row["sys_id"].as_str()).map(str::to_string))
     }
+}
+
+/// What may have happened to a record before this lane opened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Earlier {
+    /// Nothing: it is new to this partition's writers.
+    Nothing,
+    /// An earlier owner of the partition may have written it.
+    MaybeWritten,
+    /// A put of this lane's that ended without outcomes carried it.
+    Unknown,
 }
 
 /// `error` with `reason` added to its message.
@@ -433,13 +503,45 @@ mod tests {
         let row = r#"{"result":{"sys_id":"0123456789abcdef0123456789abcdef"}}"#;
         for refusal in [403, 409, 400, 500] {
             let (outcomes, sent, counters) = put_with(&[], vec![(refusal, ""), (200, row)], std::slice::from_ref(&named));
-            assert!(matches!(&outcomes[0], Outcome::Written(w) if w.sys_id == ID && w.operation == Operation::Create), "{refusal}: {outcomes:?}");
+            assert!(
+                matches!(&outcomes[0], Outcome::Written(w) if w.sys_id == ID && w.operation == Operation::Create),
+                "{refusal}: {outcomes:?}"
+            );
             assert_eq!((sent.len(), sent[1].0), (2, Method::Get), "{refusal}: looked up, not sent again");
             assert_eq!(counters.found_after_refusal + counters.found_after_unknown, 1, "{refusal}");
         }
         let (outcomes, sent, _) = put_with(&[], vec![(403, ""), (404, MISSING)], std::slice::from_ref(&named));
-        assert!(matches!(&outcomes[0], Outcome::Failed(SnowError::Http(h)) if h.status == 403), "not there: the refusal stands: {outcomes:?}");
+        assert!(
+            matches!(&outcomes[0], Outcome::Failed(SnowError::Http(h)) if h.status == 403),
+            "not there: the refusal stands: {outcomes:?}"
+        );
         assert_eq!(sent.len(), 2);
+    }
+
+    #[test]
+    fn creates_an_earlier_owner_or_a_trapped_put_may_have_sent_are_resolved_before_sending() {
+        let new = create_record(None, r#"{"u_ref":"R-1","a":"1"}"#);
+        let found = r#"{"result":[{"sys_id":"0123456789abcdef0123456789abcdef"}]}"#;
+        let lookup = [("snow.sink.unknown.outcome", "correlation_lookup"), ("snow.sink.correlation.field", "u_ref")];
+        // Taken over: looked up by the correlation field first; found, nothing is sent.
+        let taken_over = [lookup[0], lookup[1], ("snow.sink.takeover.below", "1000")];
+        let (outcomes, sent, counters) = put_with(&taken_over, vec![(200, found)], std::slice::from_ref(&new));
+        assert!(matches!(&outcomes[0], Outcome::Written(w) if w.sys_id == ID), "{outcomes:?}");
+        assert_eq!((sent.len(), sent[0].0, counters.found_on_takeover), (1, Method::Get, 1), "one read, no create");
+        let (_, sent, _) = put_with(&taken_over, vec![(200, r#"{"result":[]}"#), (201, CREATED)], std::slice::from_ref(&new));
+        assert_eq!(sent.iter().map(|s| s.0).collect::<Vec<_>>(), [Method::Get, Method::Post], "not there: created");
+        // Past the takeover point: sent at once.
+        let (_, sent, _) =
+            put_with(&[lookup[0], lookup[1], ("snow.sink.takeover.below", "1")], vec![(201, CREATED)], std::slice::from_ref(&new));
+        assert_eq!(sent.iter().map(|s| s.0).collect::<Vec<_>>(), [Method::Post]);
+        // In a put that trapped: the outcome is unknown; under `fail` it is reported ambiguous and
+        // never sent blind.
+        let (outcomes, sent, _) = put_with(&[("snow.sink.unknown.through", "1000")], vec![], std::slice::from_ref(&new));
+        assert!(matches!(&outcomes[0], Outcome::Failed(e) if e.is_ambiguous()), "{outcomes:?}");
+        assert!(sent.is_empty(), "nothing sent");
+        let (outcomes, sent, _) =
+            put_with(&[lookup[0], lookup[1], ("snow.sink.unknown.through", "1000")], vec![(200, found)], std::slice::from_ref(&new));
+        assert!(matches!(&outcomes[0], Outcome::Written(_)) && sent.len() == 1, "{outcomes:?}");
     }
 
     #[test]

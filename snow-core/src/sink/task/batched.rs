@@ -232,7 +232,7 @@ impl<T: Transport, C: Clock> SinkTask<T, C> {
                 // The instance stopped taking batches: the next one by the Table API.
                 if let Some(p) = queue.pop_front() {
                     let first = p.records[0];
-                    let outcome = self.perform(Plan { table: p.table.clone(), write: p.write.clone() });
+                    let outcome = self.perform(Plan { table: p.table.clone(), write: p.write.clone() }, super::Earlier::Nothing);
                     let outcome = outcome.unwrap_or_else(|e| Outcome::Failed(name_record(e, &records[first])));
                     self.settle(&p, outcome, &mut settled, &mut stop);
                 }

@@ -40,9 +40,14 @@ impl<T: Transport, C: Clock> SinkTask<T, C> {
             Write::Create { .. } => None,
         };
         let older = match named.as_ref().map(|sys_id| self.newest_version(&table, sys_id)).transpose()?.flatten() {
-            Some(newest) => version.compare(&newest).map_err(|why| {
-                SnowError::data(format!("record {}: {why} (the row's snow.sink.version.row.field); the stale-write guard cannot order them", record.coordinates()))
-            })? == std::cmp::Ordering::Less,
+            Some(newest) => {
+                version.compare(&newest).map_err(|why| {
+                    SnowError::data(format!(
+                        "record {}: {why} (the row's snow.sink.version.row.field); the stale-write guard cannot order them",
+                        record.coordinates()
+                    ))
+                })? == std::cmp::Ordering::Less
+            }
             None => false,
         };
         if let Some(sys_id) = named.as_ref().filter(|_| older) {
