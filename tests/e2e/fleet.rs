@@ -168,6 +168,26 @@ fn a_wrong_key_is_refused_in_connects_error_shape_by_validate_and_create() {
     assert!(!refused.text.contains(PASSWORD), "the secret is not echoed");
     let validated = curl(spec.port, "PUT", "/connector-plugins/ServiceNowSourceConnector/config/validate", Some(&literal));
     assert!(!validated.text.contains(PASSWORD), "nor answered by validate: {}", validated.text);
+
+    // A sink whose consumer cannot start (a pattern librdkafka refuses when it subscribes): the
+    // connector is FAILED with why, not RUNNING with no tasks.
+    let sink = unique("fsinkfail");
+    let mut sink_config: BTreeMap<String, String> = support::sink_entries(
+        &fake.url(),
+        &sink,
+        "unused",
+        "incident",
+        &[("snow.auth.username", USER), ("snow.auth.password", "${env:SNOW_FLEET_PASSWORD}")],
+    );
+    for k in ["name", "kafka.bootstrap.servers", "component.trusted.keys", "topics"] {
+        sink_config.remove(k);
+    }
+    sink_config.insert("topics.regex".into(), "(unclosed".into());
+    let created = curl(spec.port, "POST", "/connectors", Some(&json!({ "name": sink, "config": sink_config })));
+    assert_eq!(created.status, 201, "{}", created.text);
+    let failed = wait_status(spec.port, &sink, Duration::from_secs(60), "the sink FAILED", |s| s["connector"]["state"] == "FAILED");
+    assert!(failed["connector"]["trace"].as_str().unwrap_or_default().contains("subscribing"), "{failed}");
+
     let log = worker.stop();
     assert!(!log.contains(PASSWORD), "nor logged");
 }

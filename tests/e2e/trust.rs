@@ -55,6 +55,12 @@ fn validate_never_loads_a_librdkafka_plugin_named_by_a_connector_file() {
     let (ok, _, err) = support::snow_connect(&dir, &["validate", support::connector_file(&dir, "psink", &sink).to_str().unwrap()]);
     assert!(!ok && err.contains("kafka.consumer.plugin.library.paths: refused"), "{err}");
     assert!(!marker.exists(), "the sink's consumer never loaded it either");
+
+    // A sink's producer (its reports and dead letters) may not lose what Kafka acknowledged either.
+    let mut sink = support::sink_entries("http://127.0.0.1:9", "acks", "t", "incident", &[("snow.auth.type", "none")]);
+    sink.insert("kafka.producer.acks".into(), "0".into());
+    let (ok, _, err) = support::snow_connect(&dir, &["validate", support::connector_file(&dir, "acks", &sink).to_str().unwrap()]);
+    assert!(!ok && err.contains("kafka.producer.acks=0: a record counts as done once Kafka acknowledged it"), "{err}");
 }
 
 /// Posts `config` (a source otherwise valid) with `changes` applied; the answer.

@@ -103,6 +103,21 @@ impl SinkSpec {
             );
         }
         let topics_regex = get("topics.regex");
+        // A sink consuming its own reports or dead letters would feed on itself forever (Kafka
+        // Connect refuses a dead letter queue among the topics too).
+        let consumed: Vec<String> =
+            get("topics").map(|t| t.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect()).unwrap_or_default();
+        for (key, own) in [
+            ("errors.deadletterqueue.topic.name", &dlq_topic),
+            ("reporter.result.topic.name", &result_topic),
+            ("reporter.error.topic.name", &error_topic),
+        ] {
+            if let Some(own) = own.as_ref().filter(|own| consumed.contains(own)) {
+                errors.push(format!(
+                    "{key}: {own} is also in topics: the sink would consume what it produces there, forever; name another topic"
+                ));
+            }
+        }
         Self {
             topics_regex,
             max_in_flight,
@@ -140,6 +155,18 @@ mod tests {
         let entries = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
         let mut errors = Vec::new();
         (SinkSpec::from_entries(&entries, "orders", &mut errors), errors)
+    }
+
+    #[test]
+    fn a_sink_may_not_consume_its_own_reports_or_dead_letters() {
+        let (_, errors) = read(&[
+            ("topics", "in, orders-dlq"),
+            ("errors.tolerance", "all"),
+            ("errors.deadletterqueue.topic.name", "${connector}-dlq"),
+            ("reporter.result.topic.name", "in"),
+        ]);
+        assert!(errors.iter().any(|e| e.starts_with("errors.deadletterqueue.topic.name: orders-dlq is also in topics")), "{errors:?}");
+        assert!(errors.iter().any(|e| e.starts_with("reporter.result.topic.name: in is also in topics")), "{errors:?}");
     }
 
     #[test]

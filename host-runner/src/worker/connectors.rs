@@ -78,6 +78,9 @@ pub struct Managed {
     pub units: HashMap<String, RunningUnit>,
     /// The sink's consumer running here.
     pub sink: Option<(ShutdownTrigger, JoinHandle<Result<()>>)>,
+    /// Why the sink's consumer ended here, if it ended with an error (the connector is `FAILED`
+    /// until it is restarted).
+    pub sink_failed: Option<String>,
     /// The restart request last acted on (or seen when this worker started).
     pub restart_seen: Option<u64>,
     /// The connector state this worker last published (as its leader).

@@ -380,6 +380,7 @@ impl WorkerLoop {
             live,
             units: HashMap::new(),
             sink: None,
+            sink_failed: None,
             restart_seen: record.restart.map(|r| r.id),
             published: None,
         }
@@ -394,7 +395,7 @@ impl WorkerLoop {
         }
         managed.restart_seen = Some(request.id);
         tracing::info!(connector = name, include_tasks = request.include_tasks, only_failed = request.only_failed, "restart asked for");
-        let failed = managed.live.is_err();
+        let failed = managed.live.is_err() || managed.sink_failed.is_some();
         if failed || (request.include_tasks && !request.only_failed) {
             // The connector itself restarts: loaded and planned again, its units started again.
             if let Some(managed) = self.managed.remove(name) {
@@ -441,7 +442,20 @@ impl WorkerLoop {
                 }
             }
             Ok(Live::Sink { ctx, slot }) => {
-                if managed.sink.is_none() {
+                if managed.sink.as_ref().is_some_and(|(_, task)| task.is_finished())
+                    && let Some((_, task)) = managed.sink.take()
+                {
+                    let why = match task.await {
+                        Ok(Ok(())) => None,
+                        Ok(Err(e)) => Some(format!("{e:#}")),
+                        Err(e) => Some(format!("the sink's task failed: {e}")),
+                    };
+                    if let Some(why) = &why {
+                        tracing::error!(connector = name, "the sink stopped: {}", crate::redact::clean(why));
+                    }
+                    managed.sink_failed = why;
+                }
+                if managed.sink.is_none() && managed.sink_failed.is_none() {
                     let (stop, watch) = linked(std::slice::from_ref(&self.shutdown));
                     let task = tokio::spawn(crate::sink::run(ctx.clone(), slot.clone(), watch));
                     managed.sink = Some((stop, task));
@@ -459,6 +473,7 @@ impl WorkerLoop {
         let Some(managed) = self.managed.get_mut(name) else { return };
         let (state, trace) = match (&managed.live, target) {
             (Err(e), _) => ("FAILED", Some(e.clone())),
+            (Ok(_), _) if managed.sink_failed.is_some() => ("FAILED", managed.sink_failed.clone()),
             (Ok(_), TargetState::Started) => ("RUNNING", None),
             (Ok(_), TargetState::Paused) => ("PAUSED", None),
             (Ok(_), TargetState::Stopped) => ("STOPPED", None),
