@@ -455,3 +455,63 @@ fn creates_that_name_no_row_make_one_row_each_across_kills_under_correlation_loo
     assert!(lookups > 0, "the records taken over were looked up before they were created again");
     eprintln!("{KILLS} kills over {CREATES} creates: {} creates sent, {lookups} look-ups, no duplicate", posts());
 }
+
+#[test]
+fn a_dead_letter_kafka_refuses_for_good_is_truncated_or_parks_its_partition_as_configured() {
+    let fake = FakeSnow::start(FakeOptions::default()).unwrap();
+    fake.create_table("incident");
+    let bootstrap = kafka_harness::shared().bootstrap();
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    // Not JSON, and so large that with the dead letter's headers it is over librdkafka's
+    // message.max.bytes (1,000,000) while the record itself was not.
+    let huge = format!("{{\"short_description\": \"{}", "x".repeat(999_400));
+    let record = |value: &str| Produced { key: None, value: Some(value.into()), headers: vec![] };
+    let records = vec![record(r#"{"short_description":"before"}"#), record(&huge), record(r#"{"short_description":"after"}"#)];
+    let dir = work_dir("refused-dlq");
+    for behavior in ["truncate", "park"] {
+        let (name, topic) = (unique(&format!("refused-{behavior}")), unique("big"));
+        rt.block_on(create_topic(bootstrap, &topic, 1));
+        rt.block_on(produce_records(bootstrap, &topic, &records));
+        let config = sink_entries(
+            &fake.url(),
+            &name,
+            &topic,
+            "incident",
+            &[
+                ("snow.auth.type", "none"),
+                ("errors.tolerance", "all"),
+                ("errors.deadletterqueue.topic.name", "${connector}-dlq"),
+                ("reporter.refused.behavior", behavior),
+            ],
+        );
+        let mut runner = Runner::spawn_with_args(
+            &dir,
+            behavior,
+            &[&connector_file(&dir, &name, &config)],
+            support::DEFAULT_LOG,
+            &[],
+            &["--status-listen", "127.0.0.1:0"],
+        );
+        let addr = support::status_address(&mut runner);
+        if behavior == "truncate" {
+            wait_committed(&format!("connect-{name}"), &topic, 1, 3, Duration::from_secs(120));
+            let dead = read_until(bootstrap, &format!("{name}-dlq"), Duration::from_secs(60), |r| !r.is_empty());
+            let from: usize = dead[0].headers.get("snow.truncated.from.bytes").unwrap().parse().unwrap();
+            assert!(from > 1_000_000 && dead[0].value.len() <= 64 * 1024, "a truncated dead letter of a {from}-byte one");
+            assert_eq!(dead[0].headers.get("__connect.errors.offset").map(String::as_str), Some("1"), "its coordinates are kept");
+        } else {
+            let parked = wait_until("the partition parked", Duration::from_secs(120), || {
+                support::unit_status_of(&addr, &name, &format!("{topic}-0")).filter(|u| u["state"] == "parked")
+            });
+            assert!(parked["message"].as_str().unwrap().contains("Kafka refuses"), "{parked}");
+        }
+        runner.stop();
+        let committed = try_committed(bootstrap, &format!("connect-{name}"), &topic, 1).unwrap_or_default();
+        let written: Vec<String> = fake.rows("incident").iter().filter_map(|r| r["short_description"].as_str().map(String::from)).collect();
+        if behavior == "truncate" {
+            assert_eq!(written, ["before", "after"], "the partition went on");
+        } else {
+            assert!(committed.first().copied().unwrap_or(0) <= 1, "nothing committed past the refused dead letter: {committed:?}");
+        }
+    }
+}

@@ -20,7 +20,7 @@ mod spec;
 pub use artefact::KEYS as TRUST_KEYS;
 pub use file::{load_files, load_files_with_entries, string_entries};
 pub use properties::parse as parse_properties;
-pub use sink::{OnFailure, SinkSpec};
+pub use sink::{OnFailure, OnRefused, SinkSpec};
 pub use snow_core::auth::Secret;
 pub use spec::{AuthSpec, ConnectorSpec, KafkaSpec, OAuthSpec};
 

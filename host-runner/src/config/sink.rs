@@ -37,10 +37,24 @@ pub struct SinkSpec {
     pub result_topic: Option<String>,
     /// `reporter.error.topic.name`: one report per record that failed for good.
     pub error_topic: Option<String>,
+    /// `reporter.refused.behavior`: what a report or dead letter Kafka refuses for good (too
+    /// large, invalid) does.
+    pub on_refused: OnRefused,
+}
+
+/// What a report or dead letter that Kafka refuses for good does (`reporter.refused.behavior`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OnRefused {
+    /// It is sent again cut down ([`crate::sink::report`]: the value and the long headers
+    /// truncated, a header saying so); if that is refused too, the partition stops.
+    Truncate,
+    /// The partition stops at the record, with the reason, until the connector is restarted.
+    Park,
 }
 
 /// Keys this module reads.
-pub const KEYS: [&str; 8] = [
+pub const KEYS: [&str; 9] = [
+    "reporter.refused.behavior",
     "topics.regex",
     "snow.sink.max.in.flight",
     "errors.tolerance",
@@ -76,6 +90,10 @@ impl SinkSpec {
             _ => OnFailure::Stop,
         };
         let dlq_context_headers = choice("errors.deadletterqueue.context.headers.enable", &["true", "false"], "true") == "true";
+        let on_refused = match choice("reporter.refused.behavior", &["truncate", "park"], "truncate").as_str() {
+            "park" => OnRefused::Park,
+            _ => OnRefused::Truncate,
+        };
         let max_in_flight = match get("snow.sink.max.in.flight").map(|v| v.parse::<usize>()) {
             None => DEFAULT_MAX_IN_FLIGHT,
             Some(Ok(n)) if (1..=256).contains(&n) => n,
@@ -127,6 +145,7 @@ impl SinkSpec {
             dlq_context_headers,
             result_topic,
             error_topic,
+            on_refused,
         }
     }
 

@@ -298,8 +298,12 @@ impl Lane {
             );
         }
         let done = finals.len();
-        if done > 0 && !self.settle(&finals).await {
-            return None;
+        if done > 0 {
+            match self.settle(&finals).await {
+                Settled::Done => {}
+                Settled::Stopped => return None,
+                Settled::Parked(why) => return Some(Step { done: 0, then: Then::Park(why) }),
+            }
         }
         tracing::debug!(
             connector = self.shared.ctx.name(),
@@ -311,20 +315,24 @@ impl Lane {
     }
 
     /// Reports `finals` (waiting for Kafka as long as it takes), counts and logs them, and stores
-    /// the offset past them; false when stopped before the reports were acknowledged (nothing is
-    /// stored then: the records are written again by whoever consumes the partition next).
-    async fn settle(&mut self, finals: &[(&SinkRecord, Final)]) -> bool {
+    /// the offset past them. Stopped before the reports were acknowledged, or parked because Kafka
+    /// refuses one for good (`reporter.refused.behavior`), nothing is stored: the records are
+    /// written again by whoever consumes the partition next.
+    async fn settle(&mut self, finals: &[(&SinkRecord, Final)]) -> Settled {
         if let Some(reporter) = &self.shared.reporter {
             let mut backoff = Backoff::new(Duration::from_millis(200), Duration::from_secs(10));
             loop {
                 match reporter.send(finals).await {
                     Ok(()) => break,
+                    Err(e) if e.chain().any(|c| c.is::<super::report::Refused>()) => {
+                        return Settled::Parked(format!("{e:#}"));
+                    }
                     Err(e) => {
                         let why = format!("waiting for Kafka to take the reports: {e:#}");
                         tracing::warn!(connector = self.shared.ctx.name(), "lane {}: {why}", self.unit);
                         self.state(UnitState::Waiting, Some(&why));
                         if !self.stop.sleep(backoff.next_delay()).await {
-                            return false;
+                            return Settled::Stopped;
                         }
                     }
                 }
@@ -339,7 +347,7 @@ impl Lane {
             // The partition was revoked meanwhile: its next owner writes these records again.
             tracing::warn!(connector = self.shared.ctx.name(), "storing the offset of {}@{}: {e}", self.unit, last.offset);
         }
-        true
+        Settled::Done
     }
 
     /// After a failure of the current version (`what`): whether it rejected a version on
@@ -395,6 +403,16 @@ impl Lane {
         all.extend(series);
         self.shared.ctx.metrics.counter_add("snow_sink_records_total", 1, &labels(&all));
     }
+}
+
+/// How settling a put's outcomes ended.
+enum Settled {
+    /// Reported and stored.
+    Done,
+    /// Stopped first.
+    Stopped,
+    /// Kafka refuses a report for good: the lane stops here, with why.
+    Parked(String),
 }
 
 /// What a `put` settled and what the lane does next.

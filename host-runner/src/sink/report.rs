@@ -9,6 +9,13 @@
 //! `status` (ServiceNow's), `reason` (a skip's), `kind` (`record` or `api`), `classification`
 //! (`fatal`, `ambiguous`), `message` (redacted). Its key is the record's key; its headers
 //! `snow.outcome`, `snow.source.topic`, `snow.source.partition`, `snow.source.offset`.
+//!
+//! A report or dead letter Kafka refuses for good (too large, invalid, a topic it will never
+//! take) is not retried forever: under `reporter.refused.behavior=truncate` (the default) it is
+//! sent again cut down — its value to [`TRUNCATED_VALUE`] bytes, each header to
+//! [`TRUNCATED_HEADER`], with a header `snow.truncated.from.bytes` saying how large it was — and if
+//! that is refused too, or under `park`, the lane stops at the record with the reason
+//! ([`Refused`]). Anything else (a broker away, a full queue) is waited out by the caller.
 
 use std::time::Duration;
 
@@ -22,6 +29,31 @@ use super::verdict::Final;
 use crate::component::bindings::types::SinkRecord;
 use crate::config::ConnectorSpec;
 
+/// How much of a refused record's value a truncated copy keeps.
+pub const TRUNCATED_VALUE: usize = 64 * 1024;
+/// How much of each header a truncated copy keeps.
+pub const TRUNCATED_HEADER: usize = 4 * 1024;
+
+/// Kafka refused a report or dead letter for good, and the policy does not let it go on.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct Refused(pub String);
+
+/// Whether Kafka's `code` refuses a record for good (sending it again cannot help).
+fn is_permanent(code: RDKafkaErrorCode) -> bool {
+    matches!(
+        code,
+        RDKafkaErrorCode::MessageSizeTooLarge
+            | RDKafkaErrorCode::InvalidMessageSize
+            | RDKafkaErrorCode::InvalidMessage
+            | RDKafkaErrorCode::InvalidRecord
+            | RDKafkaErrorCode::MessageBatchTooLarge
+            | RDKafkaErrorCode::InvalidTopic
+            | RDKafkaErrorCode::InvalidRequiredAcks
+            | RDKafkaErrorCode::UnsupportedForMessageFormat
+    )
+}
+
 /// Produces a sink connector's reports and dead letters.
 pub struct Reporter {
     producer: FutureProducer,
@@ -30,9 +62,11 @@ pub struct Reporter {
     error_topic: Option<String>,
     dlq_topic: Option<String>,
     dlq_context_headers: bool,
+    on_refused: crate::config::OnRefused,
 }
 
 /// One record to produce.
+#[derive(Clone)]
 struct Outgoing {
     topic: String,
     key: Option<Vec<u8>>,
@@ -53,31 +87,60 @@ impl Reporter {
             error_topic: spec.sink.error_topic.clone(),
             dlq_topic: spec.sink.dlq_topic.clone(),
             dlq_context_headers: spec.sink.dlq_context_headers,
+            on_refused: spec.sink.on_refused,
         }))
     }
 
     /// Produces the reports and dead letters of `settled` records, in order, and resolves once
-    /// Kafka acknowledged every one; an error names the first that failed.
+    /// Kafka acknowledged every one; an error names the first that failed. A [`Refused`] error
+    /// (in the chain) means Kafka will never take it: waiting does not help.
     pub async fn send(&self, settled: &[(&SinkRecord, Final)]) -> Result<()> {
-        let mut deliveries: Vec<(String, DeliveryFuture)> = Vec::new();
+        let mut deliveries: Vec<(String, Outgoing, Option<DeliveryFuture>)> = Vec::new();
         for (record, outcome) in settled {
             for out in self.outgoing(record, outcome) {
                 let what = format!("the {} record of {}-{}@{}", out.topic, record.topic, record.partition, record.offset);
-                deliveries.push((what, self.enqueue(out).await?));
+                match self.enqueue(&out).await {
+                    Ok(delivery) => deliveries.push((what, out, Some(delivery))),
+                    Err(code) if is_permanent(code) => deliveries.push((what, out, None)),
+                    Err(code) => return Err(anyhow!("producing {what}: {}", KafkaError::MessageProduction(code))),
+                }
             }
         }
-        for (what, delivery) in deliveries {
-            match delivery.await {
-                Ok(Ok(_)) => {}
-                Ok(Err((e, _))) => return Err(anyhow!("Kafka refused {what}: {e}")),
-                Err(_) => return Err(anyhow!("the producer went away before {what} was acknowledged")),
-            }
+        for (what, out, delivery) in deliveries {
+            let refused = match delivery {
+                None => RDKafkaErrorCode::MessageSizeTooLarge,
+                Some(delivery) => match delivery.await {
+                    Ok(Ok(_)) => continue,
+                    Ok(Err((e, _))) => match e.rdkafka_error_code().filter(|c| is_permanent(*c)) {
+                        Some(code) => code,
+                        None => return Err(anyhow!("Kafka refused {what}: {e}")),
+                    },
+                    Err(_) => return Err(anyhow!("the producer went away before {what} was acknowledged")),
+                },
+            };
+            self.refused(&what, out, refused).await?;
         }
         Ok(())
     }
 
-    /// Hands one record to the producer, waiting while its queue is full.
-    async fn enqueue(&self, out: Outgoing) -> Result<DeliveryFuture> {
+    /// Applies `reporter.refused.behavior` to `out`, which Kafka refused for good with `code`.
+    async fn refused(&self, what: &str, out: Outgoing, code: RDKafkaErrorCode) -> Result<()> {
+        let why = format!("Kafka refuses {what} for good ({code}, {} bytes)", out.size());
+        if self.on_refused == crate::config::OnRefused::Park {
+            return Err(Refused(format!("{why}; reporter.refused.behavior=park stops the partition here")).into());
+        }
+        let cut = out.truncated();
+        tracing::warn!(connector = self.connector, "{why}; sending it truncated to {} bytes", cut.size());
+        let delivered = match self.enqueue(&cut).await {
+            Ok(delivery) => delivery.await.map_err(|_| anyhow!("the producer went away")).and_then(|r| r.map_err(|(e, _)| anyhow!("{e}"))),
+            Err(code) => Err(anyhow!("{}", KafkaError::MessageProduction(code))),
+        };
+        delivered.map(drop).map_err(|e| Refused(format!("{why}, and its truncated copy too ({e}); the partition stops here")).into())
+    }
+
+    /// Hands one record to the producer, waiting while its queue is full; an error is the code
+    /// librdkafka refused it with.
+    async fn enqueue(&self, out: &Outgoing) -> std::result::Result<DeliveryFuture, RDKafkaErrorCode> {
         let mut headers = OwnedHeaders::new_with_capacity(out.headers.len());
         for (key, value) in &out.headers {
             headers = headers.insert(Header { key, value: Some(value) });
@@ -95,7 +158,7 @@ impl Reporter {
                 Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), _)) => {
                     tokio::time::sleep(Duration::from_millis(10)).await;
                 }
-                Err((e, _)) => return Err(anyhow!("producing to {}: {e}", out.topic)),
+                Err((e, _)) => return Err(e.rdkafka_error_code().unwrap_or(RDKafkaErrorCode::Fail)),
             }
         }
     }
@@ -128,6 +191,29 @@ impl Reporter {
             out.push(Outgoing { topic: topic.clone(), key: record.key.clone(), value: record.value.clone(), headers });
         }
         out
+    }
+}
+
+impl Outgoing {
+    /// Bytes of key, value and headers.
+    fn size(&self) -> usize {
+        self.key.as_ref().map_or(0, Vec::len)
+            + self.value.as_ref().map_or(0, Vec::len)
+            + self.headers.iter().map(|(k, v)| k.len() + v.len()).sum::<usize>()
+    }
+
+    /// This record cut down: value and key to [`TRUNCATED_VALUE`], each header to
+    /// [`TRUNCATED_HEADER`], and `snow.truncated.from.bytes` saying how large it was.
+    fn truncated(&self) -> Outgoing {
+        let cut = |bytes: &Vec<u8>, limit: usize| bytes[..bytes.len().min(limit)].to_vec();
+        let mut headers: Vec<(String, Vec<u8>)> = self.headers.iter().map(|(k, v)| (k.clone(), cut(v, TRUNCATED_HEADER))).collect();
+        headers.push(("snow.truncated.from.bytes".into(), self.size().to_string().into_bytes()));
+        Outgoing {
+            topic: self.topic.clone(),
+            key: self.key.as_ref().map(|k| cut(k, TRUNCATED_HEADER)),
+            value: self.value.as_ref().map(|v| cut(v, TRUNCATED_VALUE)),
+            headers,
+        }
     }
 }
 
@@ -192,6 +278,21 @@ mod tests {
             headers: vec![crate::component::bindings::types::Header { key: "trace".into(), value: b"t".to_vec() }],
             timestamp_ms: None,
         }
+    }
+
+    #[test]
+    fn a_truncated_copy_is_small_and_says_how_large_the_record_was() {
+        let out = Outgoing {
+            topic: "dlq".into(),
+            key: Some(b"k".to_vec()),
+            value: Some(vec![b'x'; 1_000_000]),
+            headers: vec![("__connect.errors.exception.message".into(), vec![b'm'; 50_000])],
+        };
+        let cut = out.truncated();
+        assert!(cut.size() < TRUNCATED_VALUE + 2 * TRUNCATED_HEADER + 100, "{}", cut.size());
+        let from = cut.headers.iter().find(|(k, _)| k == "snow.truncated.from.bytes").map(|(_, v)| String::from_utf8_lossy(v).into_owned());
+        assert_eq!(from.as_deref(), Some("1050035"));
+        assert!(is_permanent(RDKafkaErrorCode::MessageSizeTooLarge) && !is_permanent(RDKafkaErrorCode::NotLeaderForPartition));
     }
 
     #[test]

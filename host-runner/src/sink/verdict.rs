@@ -149,6 +149,7 @@ mod tests {
             dlq_context_headers: true,
             result_topic: None,
             error_topic: None,
+            on_refused: crate::config::OnRefused::Truncate,
         }
     }
 
