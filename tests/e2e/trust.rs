@@ -63,6 +63,9 @@ fn validate_never_loads_a_librdkafka_plugin_named_by_a_connector_file() {
     assert!(!ok && err.contains("kafka.producer.acks=0: a record counts as done once Kafka acknowledged it"), "{err}");
 }
 
+/// Keys set (or, `None`, removed) in a configuration.
+type Changes<'a> = Vec<(&'a str, Option<&'a str>)>;
+
 /// Posts `config` (a source otherwise valid) with `changes` applied; the answer.
 fn create_with(port: u16, base: &Value, changes: &[(&str, Option<&str>)]) -> support::fleet::Answer {
     let mut config = base.clone();
@@ -108,7 +111,7 @@ fn a_fleet_connector_gets_no_more_than_a_connector() {
     std::fs::copy(format!("{}.sigstore.json", guest_artifacts::GUEST_SOURCE), dir.join("outside.wasm.sigstore.json")).unwrap();
     let library_path = library.display().to_string();
     let private_ref = format!("${{file:{}:token}}", private.display());
-    let cases: Vec<(Vec<(&str, Option<&str>)>, &str)> = vec![
+    let cases: Vec<(Changes, &str)> = vec![
         (vec![("kafka.producer.plugin.library.paths", Some(&library_path))], "kafka.producer.plugin.library.paths: refused"),
         (vec![("kafka.producer.sasl.kerberos.kinit.cmd", Some("touch /tmp/x"))], "kafka.producer.sasl.kerberos.kinit.cmd: refused"),
         (vec![("kafka.producer.transactional.id", Some("fence-me"))], "kafka.producer.transactional.id: is the host's"),

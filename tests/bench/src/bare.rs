@@ -37,12 +37,7 @@ impl OffsetStore for NoOffsets {
 /// Reads `rows` rows of table incident from `fake` into `topic`, 1,000 per page.
 pub async fn run(fake: &str, bootstrap: &str, topic: &str, rows: u64) -> Result<Outcome> {
     let started = Instant::now();
-    let spec = KafkaSpec {
-        bootstrap_servers: bootstrap.to_string(),
-        producer: Default::default(),
-        consumer: Default::default(),
-        unsafe_producer: false,
-    };
+    let spec = KafkaSpec { bootstrap_servers: bootstrap.to_string(), ..Default::default() };
     let producer = host_runner::kafka::producer(&spec)?;
     let mut pipeline = Pipeline::start(Owner {
         connector: "bench-bare".into(),

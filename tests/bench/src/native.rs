@@ -56,12 +56,7 @@ pub async fn run(fake: &str, bootstrap: &str, topic: &str, rows: u64) -> Result<
     ])
     .map_err(|e| anyhow!("{e}"))?;
     let mut task = SourceTask::open(&entries, &[], NativeTransport::default(), SystemClock::default()).map_err(|e| anyhow!("{e}"))?;
-    let spec = KafkaSpec {
-        bootstrap_servers: bootstrap.to_string(),
-        producer: Default::default(),
-        consumer: Default::default(),
-        unsafe_producer: false,
-    };
+    let spec = KafkaSpec { bootstrap_servers: bootstrap.to_string(), ..Default::default() };
     let producer = host_runner::kafka::producer(&spec)?;
     let offsets_file = std::env::temp_dir().join(format!("snow-bench-native-{}.json", std::process::id()));
     let offsets = Arc::new(FileOffsetStore::open(&offsets_file)?);
