@@ -60,6 +60,10 @@ fn a_connector_created_over_rest_runs_and_answers_in_connects_shapes() {
     let root = curl(spec.port, "GET", "/", None);
     assert_eq!(root.status, 200);
     assert!(root.body["version"].is_string() && root.body["kafka_cluster_id"].is_string(), "{}", root.text);
+    let commit = root.body["commit"].as_str().unwrap_or_default();
+    assert!(commit.len() == 40 && commit.chars().all(|c| c.is_ascii_hexdigit()), "the build's commit: {}", root.text);
+    let health = curl(spec.port, "GET", "/health", None);
+    assert_eq!((health.status, health.body["status"].as_str()), (200, Some("healthy")), "{}", health.text);
     let plugins = curl(spec.port, "GET", "/connector-plugins", None);
     assert!(plugins.text.contains("io.snowconnect.ServiceNowSourceConnector"), "{}", plugins.text);
 
@@ -666,6 +670,14 @@ fn restart_restarts_failed_units_and_delete_removes_the_connector_from_the_fleet
     assert_ne!(restarted.body["tasks"][1 - id as usize]["state"], "RESTARTING", "only the failed one: {}", restarted.text);
     r.status("both running", |s| tasks_in(s, "RUNNING") == 2);
     r.records(400);
+
+    // One named task, running: restarted (Connect restarts the task named, failed or not).
+    let mut r = r;
+    let one = curl(r.port, "POST", &r.path("/tasks/0/restart"), None);
+    assert_eq!((one.status, one.text.as_str()), (204, ""), "{}", one.text);
+    r.worker.wait_for_log("task restart asked for: restarting it", Duration::from_secs(30));
+    r.status("both running after the task restart", |s| tasks_in(s, "RUNNING") == 2 && s["tasks"][0]["version"].is_string());
+    assert_eq!(curl(r.port, "POST", &r.path("/tasks/9/restart"), None).status, 404, "an unknown task");
 
     let deleted = curl(r.port, "DELETE", &r.path(""), None);
     assert_eq!((deleted.status, deleted.text.as_str()), (204, ""));

@@ -19,6 +19,9 @@ use crate::worker::configs::TargetState;
 use crate::worker::status_log::Published;
 use crate::worker::{SINK_CLASS, SOURCE_CLASS};
 
+/// The plugins' version, as Connect 4.x reports it in statuses (KIP-891).
+const VERSION: &str = env!("CARGO_PKG_VERSION");
+
 /// A JSON answer.
 pub fn reply(status: StatusCode, body: &Value) -> Response<Full<Bytes>> {
     let mut response = Response::new(Full::new(Bytes::from(format!("{body}"))));
@@ -70,7 +73,12 @@ pub async fn answer(view: &dyn View, method: &Method, uri: &Uri, body: &Bytes) -
     match (method, segments.as_slice()) {
         (&Method::GET, []) => reply(
             StatusCode::OK,
-            &json!({ "version": env!("CARGO_PKG_VERSION"), "commit": "snow-connect", "kafka_cluster_id": view.cluster_id() }),
+            &json!({ "version": env!("CARGO_PKG_VERSION"), "commit": env!("SNOW_COMMIT"), "kafka_cluster_id": view.cluster_id() }),
+        ),
+        // KIP-1017: the worker answers once it has completed its start (its topics are read).
+        (&Method::GET, ["health"]) => reply(
+            StatusCode::OK,
+            &json!({ "status": "healthy", "message": "Worker has completed startup and is ready to handle requests." }),
         ),
         (&Method::GET, ["connectors"]) => list(view, (!expand.is_empty()).then(|| expand.join(",")).as_deref()),
         (&Method::POST, ["connectors"]) => create(view, body).await,
@@ -110,7 +118,7 @@ pub async fn answer(view: &dyn View, method: &Method, uri: &Uri, body: &Bytes) -
             ]),
         ),
         (&Method::PUT, ["connector-plugins", plugin, "config", "validate"]) => validate_plugin(view, plugin, body).await,
-        (_, ["connectors", ..] | ["connector-plugins", ..] | []) => {
+        (_, ["connectors", ..] | ["connector-plugins", ..] | [] | ["health"]) => {
             error(StatusCode::METHOD_NOT_ALLOWED, &format!("HTTP {method} is not supported on {}", uri.path()))
         }
         _ => error(StatusCode::NOT_FOUND, &format!("Unknown path {}", uri.path())),
@@ -195,8 +203,8 @@ fn tasks(view: &dyn View, name: &str) -> Vec<Value> {
 
 fn unit_status(id: usize, unit: &str, published: Option<&Published>, target: TargetState) -> Value {
     let mut status = match published {
-        Some(p) => json!({ "id": id, "state": p.state, "worker_id": p.worker_id, "unit": unit }),
-        None => json!({ "id": id, "state": "UNASSIGNED", "worker_id": null, "unit": unit }),
+        Some(p) => json!({ "id": id, "state": p.state, "worker_id": p.worker_id, "version": VERSION, "unit": unit }),
+        None => json!({ "id": id, "state": "UNASSIGNED", "worker_id": null, "version": VERSION, "unit": unit }),
     };
     if target == TargetState::Paused && status["state"] == "RUNNING" {
         status["state"] = json!("PAUSED");
@@ -225,13 +233,13 @@ fn status(view: &dyn View, name: &str) -> Option<Value> {
     };
     let connector = match view.connector_status(name) {
         Some(p) => {
-            let mut c = json!({ "state": p.state, "worker_id": p.worker_id });
+            let mut c = json!({ "state": p.state, "worker_id": p.worker_id, "version": VERSION });
             if let Some(trace) = p.trace {
                 c["trace"] = json!(trace);
             }
             c
         }
-        None => json!({ "state": "UNASSIGNED", "worker_id": null }),
+        None => json!({ "state": "UNASSIGNED", "worker_id": null, "version": VERSION }),
     };
     Some(json!({ "name": name, "connector": connector, "tasks": tasks, "type": kind(view, name, &record.properties) }))
 }
@@ -406,7 +414,7 @@ async fn restart(view: &dyn View, name: &str, query: &BTreeMap<String, String>) 
     let flag = |k: &str| query.get(k).is_some_and(|v| v.eq_ignore_ascii_case("true"));
     let (include_tasks, only_failed) = (flag("includeTasks"), flag("onlyFailed"));
     let Some(fleet) = view.fleet() else { return read_only() };
-    if let Err(e) = fleet.configs.request_restart(name, include_tasks, only_failed).await {
+    if let Err(e) = fleet.configs.request_restart(name, include_tasks, only_failed, None).await {
         return error(StatusCode::INTERNAL_SERVER_ERROR, &format!("Asking for the restart failed: {e:#}"));
     }
     if !include_tasks && !only_failed {
@@ -449,11 +457,12 @@ fn task_status(view: &dyn View, name: &str, id: &str) -> Response<Full<Bytes>> {
 }
 
 async fn restart_task(view: &dyn View, name: &str, id: &str) -> Response<Full<Bytes>> {
-    if let Err(answer) = task_of(view, name, id) {
-        return answer;
-    }
+    let unit = match task_of(view, name, id) {
+        Ok((_, unit)) => unit,
+        Err(answer) => return answer,
+    };
     let Some(fleet) = view.fleet() else { return read_only() };
-    match fleet.configs.request_restart(name, true, true).await {
+    match fleet.configs.request_restart(name, true, false, Some(&unit)).await {
         Ok(_) => empty(StatusCode::NO_CONTENT),
         Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, &format!("Asking for the restart failed: {e:#}")),
     }

@@ -31,7 +31,7 @@ pub enum TargetState {
 }
 
 /// A restart asked for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RestartRequest {
     /// Distinguishes one request from the next (the time it was made, in µs).
     pub id: u64,
@@ -39,6 +39,9 @@ pub struct RestartRequest {
     pub include_tasks: bool,
     /// Only what is failed.
     pub only_failed: bool,
+    /// One task (unit) only: `POST …/tasks/{id}/restart`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unit: Option<String>,
 }
 
 /// One connector as the configuration topic holds it.
@@ -104,7 +107,7 @@ impl ConfigLog {
             .into_iter()
             .map(|(name, properties)| {
                 let target = targets.get(&name).copied().unwrap_or(TargetState::Started);
-                let restart = restarts.get(&name).copied();
+                let restart = restarts.get(&name).cloned();
                 (name, ConnectorRecord { properties, target, restart })
             })
             .collect()
@@ -137,10 +140,11 @@ impl ConfigLog {
         self.topic.write(format!("target-state-{name}").as_bytes(), Some(&value)).await
     }
 
-    /// Asks every worker to restart `name` (and its units, or only its failed ones).
-    pub async fn request_restart(&self, name: &str, include_tasks: bool, only_failed: bool) -> Result<RestartRequest> {
+    /// Asks every worker to restart `name` (and its units, or only its failed ones; or, with
+    /// `unit`, that one unit only).
+    pub async fn request_restart(&self, name: &str, include_tasks: bool, only_failed: bool, unit: Option<&str>) -> Result<RestartRequest> {
         let id = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_micros() as u64).unwrap_or(0);
-        let request = RestartRequest { id, include_tasks, only_failed };
+        let request = RestartRequest { id, include_tasks, only_failed, unit: unit.map(str::to_string) };
         self.topic.write(format!("restart-{name}").as_bytes(), Some(&serde_json::to_vec(&request)?)).await?;
         Ok(request)
     }

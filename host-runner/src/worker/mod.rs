@@ -381,19 +381,34 @@ impl WorkerLoop {
             units: HashMap::new(),
             sink: None,
             sink_failed: None,
-            restart_seen: record.restart.map(|r| r.id),
+            restart_seen: record.restart.as_ref().map(|r| r.id),
             published: None,
         }
     }
 
     /// Acts on a restart request not yet acted on.
     async fn restart_if_asked(&mut self, name: &str, record: &ConnectorRecord) {
-        let Some(request) = record.restart else { return };
+        let Some(request) = record.restart.clone() else { return };
         let Some(managed) = self.managed.get_mut(name) else { return };
         if managed.restart_seen == Some(request.id) {
             return;
         }
         managed.restart_seen = Some(request.id);
+        if let Some(unit) = &request.unit {
+            // One task: a source unit running here stops and is started again by this pass; a
+            // sink lane written here restarts with the sink's consumer on this worker.
+            let published = self.fleet.status.units(name).into_iter().find(|(u, _)| u == unit).map(|(_, p)| p.worker_id);
+            if let Some(running) = managed.units.remove(unit) {
+                tracing::info!(connector = name, unit, "task restart asked for: restarting it");
+                stop_units(vec![running], None).await;
+            } else if managed.sink.is_some() && published.as_deref() == Some(self.fleet.config.worker_id.as_str()) {
+                tracing::info!(connector = name, unit, "task restart asked for: restarting the sink's consumer here");
+                let sink = managed.sink.take();
+                managed.sink_failed = None;
+                stop_units(Vec::new(), sink).await;
+            }
+            return;
+        }
         tracing::info!(connector = name, include_tasks = request.include_tasks, only_failed = request.only_failed, "restart asked for");
         let failed = managed.live.is_err() || managed.sink_failed.is_some();
         if failed || (request.include_tasks && !request.only_failed) {

@@ -22,6 +22,8 @@ pub struct Read {
     pub headers: HashMap<String, String>,
     /// Partition.
     pub partition: i32,
+    /// Offset in its partition.
+    pub offset: i64,
     /// Timestamp in ms.
     pub timestamp_ms: Option<i64>,
 }
@@ -144,7 +146,7 @@ pub fn read_until(bootstrap: &str, topic: &str, timeout: Duration, mut done: imp
         consumer.assign(&tpl).unwrap();
     }
     let mut records = Vec::new();
-    let mut satisfied = false;
+    let mut ends: Option<Vec<(i32, i64)>> = None;
     loop {
         if let Some(m) = consumer.poll(Duration::from_millis(200)) {
             let m = m.unwrap();
@@ -159,18 +161,24 @@ pub fn read_until(bootstrap: &str, topic: &str, timeout: Duration, mut done: imp
                 value: m.payload().unwrap_or_default().to_vec(),
                 headers,
                 partition: m.partition(),
+                offset: m.offset(),
                 timestamp_ms: m.timestamp().to_millis(),
             });
             continue;
         }
-        if !satisfied && done(&records) {
-            satisfied = true;
+        if ends.is_none() && done(&records) {
+            // The end as it is now: what was written before `done` held is read too, what is
+            // written after is not waited for (a topic written all the time has no end).
+            ends = Some(partitions.iter().map(|p| (*p, consumer.fetch_watermarks(topic, *p, Duration::from_secs(5)).unwrap().1)).collect());
         }
-        if satisfied {
-            let at_end = partitions.iter().all(|p| {
-                let (_, high) = consumer.fetch_watermarks(topic, *p, Duration::from_secs(5)).unwrap();
-                let seen = records.iter().filter(|r| r.partition == *p).count() as i64;
-                seen >= high
+        if let Some(ends) = &ends {
+            // Reached when the consumer's position is at the end (transaction markers and
+            // compacted records take offsets no record is read at).
+            let positions = consumer.position().unwrap();
+            let at_end = ends.iter().all(|(p, end)| {
+                let read_up_to = records.iter().filter(|r| r.partition == *p).map(|r| r.offset + 1).max().unwrap_or(0);
+                let position = positions.find_partition(topic, *p).and_then(|e| e.offset().to_raw()).unwrap_or(0);
+                read_up_to.max(position) >= *end
             });
             if at_end {
                 return records;
