@@ -48,6 +48,8 @@ pub struct UnitStatus {
 #[derive(Debug, Clone, Default)]
 pub struct StatusBoard {
     units: Arc<Mutex<BTreeMap<(String, String), UnitStatus>>>,
+    /// The topics each connector used, Kafka Connect's active topics (KIP-558).
+    topics: Arc<Mutex<std::collections::BTreeSet<(String, String)>>>,
     /// Told of every change, in order (a worker publishes them to its fleet's status topic).
     listener: Arc<Mutex<Option<tokio::sync::mpsc::UnboundedSender<BoardEvent>>>>,
 }
@@ -59,6 +61,15 @@ pub enum BoardEvent {
     Changed(UnitStatus),
     /// Answer once every change before this one is handled.
     Flush(tokio::sync::oneshot::Sender<()>),
+    /// A unit of a connector used a topic (produced to it, or consumes it).
+    TopicUsed {
+        /// The connector.
+        connector: String,
+        /// The unit.
+        unit: String,
+        /// The topic.
+        topic: String,
+    },
 }
 
 impl StatusBoard {
@@ -77,6 +88,25 @@ impl StatusBoard {
             let _ = listener.send(BoardEvent::Changed(status.clone()));
         }
         units.insert(key, status);
+    }
+
+    /// Records that `unit` of `connector` uses `topic` (each unit says so once per topic when it
+    /// starts using it).
+    pub fn topic_used(&self, connector: &str, unit: &str, topic: &str) {
+        self.topics.lock().unwrap_or_else(|e| e.into_inner()).insert((connector.to_string(), topic.to_string()));
+        if let Some(listener) = self.listener.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
+            let _ = listener.send(BoardEvent::TopicUsed { connector: connector.into(), unit: unit.into(), topic: topic.into() });
+        }
+    }
+
+    /// The topics `connector` used here, by name.
+    pub fn topics(&self, connector: &str) -> Vec<String> {
+        self.topics.lock().unwrap_or_else(|e| e.into_inner()).iter().filter(|(c, _)| c == connector).map(|(_, t)| t.clone()).collect()
+    }
+
+    /// Forgets the topics `connector` used here.
+    pub fn reset_topics(&self, connector: &str) {
+        self.topics.lock().unwrap_or_else(|e| e.into_inner()).retain(|(c, _)| c != connector);
     }
 
     /// From now on, every change is also sent to `listener`, in order.

@@ -104,6 +104,13 @@ fn a_connector_created_over_rest_runs_and_answers_in_connects_shapes() {
     assert_eq!(curl(spec.port, "GET", "/connectors/nope", None).body["error_code"], 404);
     let expanded = curl(spec.port, "GET", "/connectors?expand=status&expand=info", None);
     assert!(expanded.body[&name]["status"]["connector"]["state"] == "RUNNING", "{}", expanded.text);
+    // Its active topics (KIP-558), and their reset.
+    let topics = curl(spec.port, "GET", &format!("/connectors/{name}/topics"), None);
+    assert_eq!(topics.body, json!({ name.clone(): { "topics": [topic.clone()] } }), "{}", topics.text);
+    let reset = curl(spec.port, "PUT", &format!("/connectors/{name}/topics/reset"), None);
+    assert_eq!(reset.status, 200, "{}", reset.text);
+    let topics = curl(spec.port, "GET", &format!("/connectors/{name}/topics"), None);
+    assert_eq!(topics.body, json!({ name.clone(): { "topics": [] } }), "{}", topics.text);
 
     // The secret is in neither the configuration nor the status topic, nor in a metric (the
     // offsets topic holds positions only, written in transactions).

@@ -108,6 +108,11 @@ pub async fn answer(view: &dyn View, method: &Method, uri: &Uri, body: &Bytes) -
         (&Method::PUT, ["connectors", name, "stop"]) => target(view, name, TargetState::Stopped, StatusCode::NO_CONTENT).await,
         (&Method::POST, ["connectors", name, "restart"]) => restart(view, name, &query).await,
         (&Method::GET, ["connectors", name, "offsets"]) => offsets(view, name),
+        (&Method::GET, ["connectors", name, "topics"]) => match view.connector(name) {
+            Some(_) => reply(StatusCode::OK, &json!({ *name: { "topics": view.topics(name) } })),
+            None => not_found(name),
+        },
+        (&Method::PUT, ["connectors", name, "topics", "reset"]) => reset_topics(view, name).await,
         (&Method::PATCH, ["connectors", name, "offsets"]) => alter_offsets(view, name, body).await,
         (&Method::DELETE, ["connectors", name, "offsets"]) => reset_offsets(view, name).await,
         (&Method::GET, ["connector-plugins"]) => reply(
@@ -562,6 +567,19 @@ async fn reset_offsets(view: &dyn View, name: &str) -> Response<Full<Bytes>> {
         Ok(Ok(_)) => reply(StatusCode::OK, &json!({ "message": "The offsets for this connector have been reset successfully" })),
         Ok(Err(e)) => error(StatusCode::INTERNAL_SERVER_ERROR, &format!("Resetting the offsets failed: {e:#}")),
         Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, &format!("Resetting the offsets failed: {e}")),
+    }
+}
+
+/// Empties the connector's active topics (KIP-558); its units record the topics again as they
+/// start using them.
+async fn reset_topics(view: &dyn View, name: &str) -> Response<Full<Bytes>> {
+    if view.connector(name).is_none() {
+        return not_found(name);
+    }
+    let Some(fleet) = view.fleet() else { return read_only() };
+    match fleet.status.reset_topics(name).await {
+        Ok(()) => empty(StatusCode::OK),
+        Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, &format!("Resetting the active topics failed: {e:#}")),
     }
 }
 

@@ -36,6 +36,8 @@ pub trait View: Send + Sync {
     fn connector_status(&self, name: &str) -> Option<Published>;
     /// Its stored offsets: `(partition, position)`.
     fn offsets(&self, name: &str) -> Vec<(String, String)>;
+    /// The topics it used (KIP-558), by name.
+    fn topics(&self, name: &str) -> Vec<String>;
     /// The fleet, where writes go; `None` in a standalone run.
     fn fleet(&self) -> Option<&Fleet>;
     /// The engine that validates.
@@ -71,6 +73,10 @@ impl View for Fleet {
 
     fn offsets(&self, name: &str) -> Vec<(String, String)> {
         self.offsets.entries().into_iter().filter(|(c, _, _)| c == name).map(|(_, p, v)| (p, v)).collect()
+    }
+
+    fn topics(&self, name: &str) -> Vec<String> {
+        self.status.topics(name)
     }
 
     fn fleet(&self) -> Option<&Fleet> {
@@ -180,6 +186,10 @@ impl View for Standalone {
 
     fn offsets(&self, name: &str) -> Vec<(String, String)> {
         self.runner.offsets_of(name).map(|store| store.load(name)).unwrap_or_default()
+    }
+
+    fn topics(&self, name: &str) -> Vec<String> {
+        self.runner.status().topics(name)
     }
 
     fn fleet(&self) -> Option<&Fleet> {

@@ -121,6 +121,7 @@ impl Lane {
         // Assigned and ready: its instance opens with the first records, knowing where the
         // partition ended when this lane took it over.
         self.takeover_below = self.partition_end().await;
+        self.shared.ctx.status.topic_used(self.shared.ctx.name(), &self.unit, &self.topic);
         self.state(UnitState::Running, None);
         let mut pending: Vec<SinkRecord> = Vec::new();
         loop {

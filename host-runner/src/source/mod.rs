@@ -88,6 +88,7 @@ pub fn spawn_unit(
         topics: topics.clone(),
         shutdown,
         swapping: None,
+        announced: Default::default(),
     };
     tokio::spawn(runner.run())
 }

@@ -48,6 +48,8 @@ pub struct UnitRunner {
     pub shutdown: Shutdown,
     /// A swap in progress (set at the old version's last batch, measured at the new one's first poll).
     pub swapping: Option<Swapping>,
+    /// The topics this unit has said it uses (once each, [`crate::status::StatusBoard::topic_used`]).
+    pub announced: BTreeSet<String>,
 }
 
 /// An opened guest instance and its task handle.
@@ -293,6 +295,10 @@ impl UnitRunner {
                     Ok(d) => d,
                     Err(failure) => break self.produce_failed(&failure, refusals),
                 };
+                if !self.announced.contains(&batch.topic) {
+                    self.ctx.status.topic_used(self.ctx.name(), &self.unit.name, &batch.topic);
+                    self.announced.insert(batch.topic.clone());
+                }
                 let enqueue_time = enqueued.elapsed();
                 last_enqueued = Some(Instant::now());
                 let pending = Pending { deliveries, partition: offset.partition.clone(), position: offset.position.clone() };

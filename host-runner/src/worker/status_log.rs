@@ -72,6 +72,11 @@ fn unit_key(connector: &str, unit: &str) -> Vec<u8> {
     format!("status-unit-{}", serde_json::json!([connector, unit])).into_bytes()
 }
 
+/// Kafka Connect's key of an active topic (KIP-558).
+fn topic_key(topic: &str, connector: &str) -> Vec<u8> {
+    format!("topic-{topic}-{connector}").into_bytes()
+}
+
 fn connector_key(connector: &str) -> Vec<u8> {
     format!("status-connector-{connector}").into_bytes()
 }
@@ -176,11 +181,42 @@ impl StatusLog {
             .collect()
     }
 
+    /// Records that `connector`'s `unit` uses `topic`, as Kafka Connect's status topic does.
+    pub async fn publish_topic(&self, connector: &str, unit: &str, topic: &str) -> Result<()> {
+        let record = serde_json::json!({ "topic": { "name": topic, "connector": connector, "task": unit, "discoverTimestamp": now_ms() } });
+        self.topic.write(&topic_key(topic, connector), Some(&serde_json::to_vec(&record)?)).await
+    }
+
+    /// The topics `connector` used, by name (KIP-558's active topics).
+    pub fn topics(&self, connector: &str) -> Vec<String> {
+        let mut topics: Vec<String> = self
+            .topic
+            .entries()
+            .into_iter()
+            .filter(|(k, _)| k.starts_with(b"topic-"))
+            .filter_map(|(_, v)| serde_json::from_slice::<serde_json::Value>(&v).ok())
+            .filter(|v| v["topic"]["connector"] == connector)
+            .filter_map(|v| v["topic"]["name"].as_str().map(str::to_string))
+            .collect();
+        topics.sort();
+        topics.dedup();
+        topics
+    }
+
+    /// Forgets the topics `connector` used.
+    pub async fn reset_topics(&self, connector: &str) -> Result<()> {
+        for topic in self.topics(connector) {
+            self.topic.write(&topic_key(&topic, connector), None).await?;
+        }
+        Ok(())
+    }
+
     /// Removes everything published for `connector` (it was deleted).
     pub async fn forget(&self, connector: &str) -> Result<()> {
         for (unit, _) in self.units(connector) {
             self.topic.write(&unit_key(connector, &unit), None).await?;
         }
+        self.reset_topics(connector).await?;
         self.topic.write(&connector_key(connector), None).await
     }
 
@@ -198,6 +234,11 @@ impl StatusLog {
                 }
                 BoardEvent::Flush(done) => {
                     let _ = done.send(());
+                }
+                BoardEvent::TopicUsed { connector, unit, topic } => {
+                    if let Err(e) = self.publish_topic(&connector, &unit, &topic).await {
+                        tracing::warn!(connector, unit, "publishing an active topic: {e:#}");
+                    }
                 }
             }
         }
