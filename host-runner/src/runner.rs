@@ -249,8 +249,8 @@ impl Runner {
         let kind = loaded.kind();
         if let Some(class) = &spec.connector_class {
             let (expected, short) = match kind {
-                ComponentKind::Source => (crate::worker::SOURCE_CLASS, "ServiceNowSourceConnector"),
-                ComponentKind::Sink => (crate::worker::SINK_CLASS, "ServiceNowSinkConnector"),
+                ComponentKind::Source => (crate::herder::SOURCE_CLASS, "ServiceNowSourceConnector"),
+                ComponentKind::Sink => (crate::herder::SINK_CLASS, "ServiceNowSinkConnector"),
             };
             if class != expected && class != short {
                 bail!(

@@ -40,3 +40,21 @@ pub fn is_secret_key(key: &str) -> bool {
     matches!(key, "snow.auth.password" | "snow.auth.client.secret")
         || key.strip_prefix("kafka.").is_some_and(crate::kafka::security::is_secret_key)
 }
+
+/// Refuses a secret given as a value: a fleet stores configurations in a Kafka topic, so a secret
+/// must be a provider reference each worker resolves. The errors name the key, never the value.
+pub fn check_secrets(properties: &std::collections::BTreeMap<String, String>) -> Vec<(String, String)> {
+    properties
+        .iter()
+        .filter(|(k, v)| is_secret_key(k) && !v.trim().is_empty() && !is_provider_reference(v))
+        .map(|(k, _)| {
+            (
+                k.clone(),
+                format!(
+                    "{k} must be given as a provider reference, ${{env:NAME}} or ${{file:PATH:KEY}}, resolved by each \
+                     worker: a fleet never stores a secret's value in its configuration topic"
+                ),
+            )
+        })
+        .collect()
+}

@@ -153,9 +153,9 @@ mod tests {
         assert!(err.starts_with("kafka.producer.linger.ms=soon: "), "{err}");
         let err = check_producer(&spec(&[("no.such.key", "1")], false)).unwrap_err().to_string();
         assert!(err.starts_with("kafka.producer.no.such.key=1: "), "{err}");
-        let secure = KafkaSpec { security: [("sasl.mechanism".into(), "NOPE".into())].into(), ..spec(&[], false) };
+        let secure = KafkaSpec { security: [("security.protocol".into(), "NOPE".into())].into(), ..spec(&[], false) };
         let err = check_producer(&secure).unwrap_err().to_string();
-        assert!(err.starts_with("kafka.sasl.mechanism=NOPE: "), "{err}");
+        assert!(err.starts_with("kafka.security.protocol=NOPE: "), "{err}");
         let err = check_producer(&spec(&[("acks", "1")], false)).unwrap_err().to_string();
         assert!(err.starts_with("kafka.producer.acks=1: ") && err.contains("kafka.producer.unsafe=true"), "{err}");
         assert!(check_producer(&spec(&[("acks", "-1")], false)).is_ok());

@@ -15,9 +15,7 @@ use serde_json::{Value, json};
 
 use super::validate;
 use super::view::View;
-use crate::worker::configs::TargetState;
-use crate::worker::status_log::Published;
-use crate::worker::{SINK_CLASS, SOURCE_CLASS};
+use crate::herder::{Published, SINK_CLASS, SOURCE_CLASS, TargetState};
 
 /// The plugins' version, as Connect 4.x reports it in statuses (KIP-891).
 const VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -286,7 +284,9 @@ async fn store(
     mut properties: BTreeMap<String, String>,
     initial: Option<TargetState>,
 ) -> Option<Response<Full<Bytes>>> {
-    let Some(fleet) = view.fleet() else { return Some(read_only()) };
+    if !view.writable() {
+        return Some(read_only());
+    }
     if name.is_empty() || name.contains('/') || name.chars().any(char::is_control) {
         return Some(error(StatusCode::BAD_REQUEST, "A connector name must be non-empty and hold no '/' or control characters"));
     }
@@ -301,7 +301,7 @@ async fn store(
     if !errors.is_empty() {
         return Some(error(StatusCode::BAD_REQUEST, &validate::refusal_message(&errors)));
     }
-    if let Err(e) = fleet.configs.put(name, &properties, initial).await {
+    if let Err(e) = view.put_config(name, &properties, initial).await {
         return Some(error(StatusCode::INTERNAL_SERVER_ERROR, &format!("Storing the configuration failed: {e:#}")));
     }
     None
@@ -394,8 +394,10 @@ async fn delete(view: &dyn View, name: &str) -> Response<Full<Bytes>> {
     if view.connector(name).is_none() {
         return not_found(name);
     }
-    let Some(fleet) = view.fleet() else { return read_only() };
-    match fleet.configs.delete(name).await {
+    if !view.writable() {
+        return read_only();
+    }
+    match view.delete(name).await {
         Ok(()) => empty(StatusCode::NO_CONTENT),
         Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, &format!("Deleting the connector failed: {e:#}")),
     }
@@ -405,8 +407,10 @@ async fn target(view: &dyn View, name: &str, state: TargetState, ok: StatusCode)
     if view.connector(name).is_none() {
         return not_found(name);
     }
-    let Some(fleet) = view.fleet() else { return read_only() };
-    match fleet.configs.set_target(name, state).await {
+    if !view.writable() {
+        return read_only();
+    }
+    match view.set_target(name, state).await {
         Ok(()) => empty(ok),
         Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, &format!("Changing the connector's state failed: {e:#}")),
     }
@@ -418,8 +422,10 @@ async fn restart(view: &dyn View, name: &str, query: &BTreeMap<String, String>) 
     }
     let flag = |k: &str| query.get(k).is_some_and(|v| v.eq_ignore_ascii_case("true"));
     let (include_tasks, only_failed) = (flag("includeTasks"), flag("onlyFailed"));
-    let Some(fleet) = view.fleet() else { return read_only() };
-    if let Err(e) = fleet.configs.request_restart(name, include_tasks, only_failed, None).await {
+    if !view.writable() {
+        return read_only();
+    }
+    if let Err(e) = view.request_restart(name, include_tasks, only_failed, None).await {
         return error(StatusCode::INTERNAL_SERVER_ERROR, &format!("Asking for the restart failed: {e:#}"));
     }
     if !include_tasks && !only_failed {
@@ -466,8 +472,10 @@ async fn restart_task(view: &dyn View, name: &str, id: &str) -> Response<Full<By
         Ok((_, unit)) => unit,
         Err(answer) => return answer,
     };
-    let Some(fleet) = view.fleet() else { return read_only() };
-    match fleet.configs.request_restart(name, true, false, Some(&unit)).await {
+    if !view.writable() {
+        return read_only();
+    }
+    match view.request_restart(name, true, false, Some(&unit)).await {
         Ok(_) => empty(StatusCode::NO_CONTENT),
         Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, &format!("Asking for the restart failed: {e:#}")),
     }
@@ -535,25 +543,12 @@ async fn alter_offsets(view: &dyn View, name: &str, body: &Bytes) -> Response<Fu
         };
         writes.push((partition.key(), position));
     }
-    let Some(fleet) = view.fleet() else { return read_only() };
-    let store = fleet.offsets.clone();
-    let name_owned = name.to_string();
-    let written = tokio::task::spawn_blocking(move || {
-        for (partition, position) in writes {
-            match position {
-                Some(position) => crate::offsets::OffsetStore::commit(&store, &name_owned, &partition, &position)?,
-                None => {
-                    store.remove(&name_owned, |p| p == partition)?;
-                }
-            }
-        }
-        anyhow::Ok(())
-    })
-    .await;
-    match written {
-        Ok(Ok(())) => reply(StatusCode::OK, &json!({ "message": "The offsets for this connector have been altered successfully" })),
-        Ok(Err(e)) => error(StatusCode::INTERNAL_SERVER_ERROR, &format!("Altering the offsets failed: {e:#}")),
-        Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, &format!("Altering the offsets failed: {e}")),
+    if !view.writable() {
+        return read_only();
+    }
+    match view.write_offsets(name, writes).await {
+        Ok(()) => reply(StatusCode::OK, &json!({ "message": "The offsets for this connector have been altered successfully" })),
+        Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, &format!("Altering the offsets failed: {e:#}")),
     }
 }
 
@@ -561,12 +556,12 @@ async fn reset_offsets(view: &dyn View, name: &str) -> Response<Full<Bytes>> {
     if let Err(answer) = stopped(view, name) {
         return answer;
     }
-    let Some(fleet) = view.fleet() else { return read_only() };
-    let (store, name_owned) = (fleet.offsets.clone(), name.to_string());
-    match tokio::task::spawn_blocking(move || store.remove(&name_owned, |_| true)).await {
-        Ok(Ok(_)) => reply(StatusCode::OK, &json!({ "message": "The offsets for this connector have been reset successfully" })),
-        Ok(Err(e)) => error(StatusCode::INTERNAL_SERVER_ERROR, &format!("Resetting the offsets failed: {e:#}")),
-        Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, &format!("Resetting the offsets failed: {e}")),
+    if !view.writable() {
+        return read_only();
+    }
+    match view.reset_offsets(name).await {
+        Ok(()) => reply(StatusCode::OK, &json!({ "message": "The offsets for this connector have been reset successfully" })),
+        Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, &format!("Resetting the offsets failed: {e:#}")),
     }
 }
 
@@ -576,8 +571,10 @@ async fn reset_topics(view: &dyn View, name: &str) -> Response<Full<Bytes>> {
     if view.connector(name).is_none() {
         return not_found(name);
     }
-    let Some(fleet) = view.fleet() else { return read_only() };
-    match fleet.status.reset_topics(name).await {
+    if !view.writable() {
+        return read_only();
+    }
+    match view.reset_topics(name).await {
         Ok(()) => empty(StatusCode::OK),
         Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, &format!("Resetting the active topics failed: {e:#}")),
     }

@@ -37,16 +37,9 @@ pub struct Listener {
     /// `HOST:PORT`.
     pub address: String,
     /// PEM certificate and key: TLS only.
-    pub tls: Option<crate::worker::config::TlsFiles>,
+    pub tls: Option<crate::herder::TlsFiles>,
     /// A properties file of `user=password`: HTTP Basic required.
     pub basic_auth_file: Option<std::path::PathBuf>,
-}
-
-impl Listener {
-    /// A fleet worker's listener, from its configuration.
-    pub fn of(config: &crate::worker::WorkerConfig) -> Self {
-        Self { address: config.listen.clone(), tls: config.tls.clone(), basic_auth_file: config.basic_auth_file.clone() }
-    }
 }
 
 /// Time a client has to send a request's body once its headers arrived.

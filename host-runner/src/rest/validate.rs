@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, HashMap};
 use serde_json::{Value, json};
 
 use super::view::View;
-use crate::worker::configs::check_secrets;
+use crate::config::check_secrets;
 
 /// The errors of a configuration, by key (a key with no error is absent).
 pub type Errors = BTreeMap<String, Vec<String>>;
@@ -18,7 +18,7 @@ pub type Errors = BTreeMap<String, Vec<String>>;
 pub async fn check(view: &dyn View, name: &str, properties: &BTreeMap<String, String>) -> Errors {
     let mut errors = Errors::new();
     // A fleet stores the configuration: a secret must be a reference there.
-    for (key, message) in check_secrets(properties).into_iter().filter(|_| view.fleet().is_some()) {
+    for (key, message) in check_secrets(properties).into_iter().filter(|_| view.writable()) {
         errors.entry(key).or_default().push(message);
     }
     if !errors.is_empty() {

@@ -1,7 +1,8 @@
-//! What the REST API reads and writes, in one place: a fleet ([`Fleet`]: every answer from its
-//! topics, every write to them) or a standalone run ([`Standalone`]: the connector files it was
-//! started with, its status board and offset stores; read-only, writes answer `405` naming what to
-//! do instead).
+//! What the REST API reads and writes, in one place ([`View`], what Kafka Connect calls the
+//! herder): a fleet (`crate::worker::view`: every answer from its topics, every write to them) or
+//! a standalone run ([`Standalone`]: the connector files it was started with, its status board and
+//! offset stores; read-only, writes answer `405` naming what to do instead). The API imports no
+//! fleet internals; the fleet implements this trait.
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -11,11 +12,9 @@ use std::sync::Arc;
 use anyhow::Result;
 
 use crate::config::ConnectorSpec;
+use crate::herder::{ConnectorRecord, Published, TargetState, connect_state};
 use crate::runner::{Plan, Runner};
 use crate::status::UnitState;
-use crate::worker::Fleet;
-use crate::worker::configs::{ConnectorRecord, TargetState};
-use crate::worker::status_log::{Published, connect_state};
 
 /// A boxed future of the REST API's.
 pub type Pending<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -38,8 +37,8 @@ pub trait View: Send + Sync {
     fn offsets(&self, name: &str) -> Vec<(String, String)>;
     /// The topics it used (KIP-558), by name.
     fn topics(&self, name: &str) -> Vec<String>;
-    /// The fleet, where writes go; `None` in a standalone run.
-    fn fleet(&self) -> Option<&Fleet>;
+    /// Whether writes are taken (a fleet); a standalone run answers them `405`.
+    fn writable(&self) -> bool;
     /// The engine that validates.
     fn runner(&self) -> &Runner;
     /// The Kafka cluster's id, if known.
@@ -48,52 +47,57 @@ pub trait View: Send + Sync {
     }
     /// The spec `properties` of connector `name` would run with here.
     fn spec<'a>(&'a self, name: &'a str, properties: &'a BTreeMap<String, String>) -> Pending<'a, Result<ConnectorSpec>>;
+    /// Stores `properties` as connector `name` (created in `initial` state when new).
+    fn put_config<'a>(
+        &'a self,
+        name: &'a str,
+        properties: &'a BTreeMap<String, String>,
+        initial: Option<TargetState>,
+    ) -> Pending<'a, Result<()>> {
+        let _ = (name, properties, initial);
+        Box::pin(async { Err(read_only()) })
+    }
+    /// Deletes connector `name`.
+    fn delete<'a>(&'a self, name: &'a str) -> Pending<'a, Result<()>> {
+        let _ = name;
+        Box::pin(async { Err(read_only()) })
+    }
+    /// Sets what connector `name` should be doing.
+    fn set_target<'a>(&'a self, name: &'a str, state: TargetState) -> Pending<'a, Result<()>> {
+        let _ = (name, state);
+        Box::pin(async { Err(read_only()) })
+    }
+    /// Asks for a restart of `name` (its units too, or only the failed ones; or one unit).
+    fn request_restart<'a>(
+        &'a self,
+        name: &'a str,
+        include_tasks: bool,
+        only_failed: bool,
+        unit: Option<&'a str>,
+    ) -> Pending<'a, Result<()>> {
+        let _ = (name, include_tasks, only_failed, unit);
+        Box::pin(async { Err(read_only()) })
+    }
+    /// Writes (a position) or removes (`None`) the stored offsets of `name`'s partitions.
+    fn write_offsets<'a>(&'a self, name: &'a str, writes: Vec<(String, Option<String>)>) -> Pending<'a, Result<()>> {
+        let _ = (name, writes);
+        Box::pin(async { Err(read_only()) })
+    }
+    /// Removes every stored offset of `name`.
+    fn reset_offsets<'a>(&'a self, name: &'a str) -> Pending<'a, Result<()>> {
+        let _ = name;
+        Box::pin(async { Err(read_only()) })
+    }
+    /// Empties the active topics of `name`.
+    fn reset_topics<'a>(&'a self, name: &'a str) -> Pending<'a, Result<()>> {
+        let _ = name;
+        Box::pin(async { Err(read_only()) })
+    }
 }
 
-impl View for Fleet {
-    fn connectors(&self) -> BTreeMap<String, ConnectorRecord> {
-        self.configs.connectors()
-    }
-
-    fn connector(&self, name: &str) -> Option<ConnectorRecord> {
-        self.configs.connector(name)
-    }
-
-    fn plan(&self, name: &str) -> Option<Plan> {
-        self.runner.plan(name)
-    }
-
-    fn unit_statuses(&self, name: &str) -> Vec<(String, Published)> {
-        self.status.units(name)
-    }
-
-    fn connector_status(&self, name: &str) -> Option<Published> {
-        self.status.connector(name)
-    }
-
-    fn offsets(&self, name: &str) -> Vec<(String, String)> {
-        self.offsets.entries().into_iter().filter(|(c, _, _)| c == name).map(|(_, p, v)| (p, v)).collect()
-    }
-
-    fn topics(&self, name: &str) -> Vec<String> {
-        self.status.topics(name)
-    }
-
-    fn fleet(&self) -> Option<&Fleet> {
-        Some(self)
-    }
-
-    fn cluster_id(&self) -> Option<String> {
-        self.cluster_id.clone()
-    }
-
-    fn runner(&self) -> &Runner {
-        &self.runner
-    }
-
-    fn spec<'a>(&'a self, name: &'a str, properties: &'a BTreeMap<String, String>) -> Pending<'a, Result<ConnectorSpec>> {
-        Box::pin(crate::worker::connectors::fleet_spec(self, name, properties))
-    }
+/// What a write answers where writes are not taken.
+fn read_only() -> anyhow::Error {
+    anyhow::anyhow!("this view takes no writes")
 }
 
 /// A standalone run as the API sees it.
@@ -192,8 +196,8 @@ impl View for Standalone {
         self.runner.status().topics(name)
     }
 
-    fn fleet(&self) -> Option<&Fleet> {
-        None
+    fn writable(&self) -> bool {
+        false
     }
 
     fn runner(&self) -> &Runner {

@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 
+pub use crate::herder::TlsFiles;
 use crate::state::{Clients, TopicSpec};
 
 /// A worker's settings.
@@ -54,15 +55,6 @@ pub struct WorkerConfig {
     pub plugin_path: Vec<PathBuf>,
     /// `config.providers.*`: where a connector's references may resolve.
     pub providers: crate::config::providers::ProviderPolicy,
-}
-
-/// `rest.tls.certificate.file` and `rest.tls.key.file` (PEM).
-#[derive(Debug, Clone)]
-pub struct TlsFiles {
-    /// The certificate chain.
-    pub certificate: PathBuf,
-    /// The private key.
-    pub key: PathBuf,
 }
 
 /// Every key this file reads.
@@ -293,6 +285,11 @@ impl WorkerConfig {
     /// The Kafka clients' settings of the state topics (and slots, fences).
     pub fn clients(&self) -> Clients {
         Clients { bootstrap: self.bootstrap.clone(), common: self.security.clone() }
+    }
+
+    /// Where and how the worker's REST API listens.
+    pub fn listener(&self) -> crate::rest::Listener {
+        crate::rest::Listener { address: self.listen.clone(), tls: self.tls.clone(), basic_auth_file: self.basic_auth_file.clone() }
     }
 
     /// What a connector configuration written by a caller may ask for on this worker.

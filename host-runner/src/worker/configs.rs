@@ -6,7 +6,7 @@
 //!
 //! Properties are stored as written: a secret is a provider reference (`${env:…}`, `${file:…}`)
 //! that each worker resolves when it starts the connector, never the value itself
-//! ([`check_secrets`]).
+//! ([`crate::config::check_secrets`]).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -16,44 +16,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 use tokio::sync::watch;
 
+pub use crate::herder::{ConnectorRecord, RestartRequest, TargetState};
 use crate::state::StateTopic;
-
-/// What a connector should be doing.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "UPPERCASE")]
-pub enum TargetState {
-    /// Running.
-    Started,
-    /// Its units stopped, kept assigned; resumes where it stopped.
-    Paused,
-    /// Its units stopped and released: the state in which its offsets may be changed (KIP-875).
-    Stopped,
-}
-
-/// A restart asked for.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RestartRequest {
-    /// Distinguishes one request from the next (the time it was made, in µs).
-    pub id: u64,
-    /// Restart the units too, not only the connector.
-    pub include_tasks: bool,
-    /// Only what is failed.
-    pub only_failed: bool,
-    /// One task (unit) only: `POST …/tasks/{id}/restart`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub unit: Option<String>,
-}
-
-/// One connector as the configuration topic holds it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ConnectorRecord {
-    /// Its properties, as written (secrets as references).
-    pub properties: BTreeMap<String, String>,
-    /// What it should be doing.
-    pub target: TargetState,
-    /// The latest restart asked for.
-    pub restart: Option<RestartRequest>,
-}
 
 /// The configuration topic.
 #[derive(Clone)]
@@ -150,27 +114,10 @@ impl ConfigLog {
     }
 }
 
-/// Refuses a secret given as a value: a fleet stores configurations in a Kafka topic, so a secret
-/// must be a provider reference each worker resolves. The errors name the key, never the value.
-pub fn check_secrets(properties: &BTreeMap<String, String>) -> Vec<(String, String)> {
-    properties
-        .iter()
-        .filter(|(k, v)| crate::config::is_secret_key(k) && !v.trim().is_empty() && !crate::config::is_provider_reference(v))
-        .map(|(k, _)| {
-            (
-                k.clone(),
-                format!(
-                    "{k} must be given as a provider reference, ${{env:NAME}} or ${{file:PATH:KEY}}, resolved by each \
-                     worker: a fleet never stores a secret's value in its configuration topic"
-                ),
-            )
-        })
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::check_secrets;
 
     #[test]
     fn a_secret_value_is_refused_and_a_reference_is_not() {

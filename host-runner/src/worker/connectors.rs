@@ -19,10 +19,7 @@ use crate::config::ConnectorSpec;
 use crate::connector::SharedContext;
 use crate::shutdown::ShutdownTrigger;
 
-/// The plugin classes a connector's `connector.class` may name (with their short aliases).
-pub const SOURCE_CLASS: &str = "io.snowconnect.ServiceNowSourceConnector";
-/// See [`SOURCE_CLASS`].
-pub const SINK_CLASS: &str = "io.snowconnect.ServiceNowSinkConnector";
+pub use crate::herder::{SINK_CLASS, SOURCE_CLASS};
 
 /// A connector loaded and checked on this worker.
 pub enum Live {

@@ -18,6 +18,7 @@ pub mod connectors;
 pub mod fence;
 pub mod slots;
 pub mod status_log;
+pub mod view;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::Path;
@@ -150,7 +151,7 @@ pub async fn run(config: WorkerConfig, compile_cache: Option<&Path>, shutdown: S
         let bound = crate::admin::serve(addr, admin, shutdown.clone()).await?;
         tracing::info!("status endpoint on http://{bound}/status and http://{bound}/metrics");
     }
-    let bound = crate::rest::serve(fleet.clone(), &crate::rest::Listener::of(&fleet.config), shutdown.clone()).await?;
+    let bound = crate::rest::serve(fleet.clone(), &fleet.config.listener(), shutdown.clone()).await?;
     tracing::info!("REST API on {}://{bound}/connectors", if fleet.config.tls.is_some() { "https" } else { "http" });
     let (membership, mut slot_events) = Membership::join(&fleet.config)?;
     let mut worker = WorkerLoop {

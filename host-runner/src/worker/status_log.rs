@@ -14,40 +14,11 @@
 use std::sync::Arc;
 
 use anyhow::Result;
-use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;
 
+pub use crate::herder::{Published, connect_state};
 use crate::state::StateTopic;
 use crate::status::{BoardEvent, UnitState, UnitStatus};
-
-/// A unit's or a connector's published status.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Published {
-    /// Kafka Connect's state.
-    pub state: String,
-    /// snow-connect's state (`running`, `retrying`, `waiting`, `parked`, …).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub detail: Option<String>,
-    /// Why (for a failed unit: the same as `trace`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub message: Option<String>,
-    /// The failure, for `FAILED`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub trace: Option<String>,
-    /// The worker that published it.
-    pub worker_id: String,
-    /// When, in ms since the Unix epoch.
-    pub since_ms: u64,
-}
-
-/// Connect's state for one of snow-connect's.
-pub fn connect_state(state: UnitState) -> &'static str {
-    match state {
-        UnitState::Starting | UnitState::Running | UnitState::Retrying | UnitState::Waiting => "RUNNING",
-        UnitState::Parked => "FAILED",
-        UnitState::Stopped => "UNASSIGNED",
-    }
-}
 
 /// The status topic, as one worker sees and writes it.
 #[derive(Clone)]
