@@ -90,7 +90,13 @@ impl Served {
     fn spawn(what: &str, dir: &Path, command: impl FnOnce(u16) -> Command) -> Self {
         let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
         let log = std::fs::File::create(dir.join(format!("{}.log", what.replace(' ', "-")))).unwrap();
-        let child = command(port).stdout(log.try_clone().unwrap()).stderr(log).spawn().unwrap();
+        // Its own process group: `jco serve` starts node children that outlive a killed jco, so
+        // stopping it means stopping the group.
+        let child = std::os::unix::process::CommandExt::process_group(&mut command(port), 0)
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .unwrap();
         let served = Self { child, addr: format!("127.0.0.1:{port}") };
         support::wait_until(&format!("{what} listening"), Duration::from_secs(120), || {
             std::net::TcpStream::connect(&served.addr).ok().map(drop)
@@ -134,10 +140,44 @@ fn dechunk(mut rest: &str) -> String {
     out
 }
 
+impl Served {
+    /// Processes of this host's group still running (the served host and its children).
+    fn group_alive(&self) -> Vec<u32> {
+        let group = self.child.id().to_string();
+        std::fs::read_dir("/proc")
+            .unwrap()
+            .flatten()
+            .filter_map(|e| e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()))
+            .filter(|pid| {
+                std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                    .ok()
+                    .and_then(|stat| stat.rsplit_once(')').map(|(_, rest)| rest.split_whitespace().map(str::to_string).collect::<Vec<_>>()))
+                    // Fields after the name: state, ppid, pgrp; a zombie is gone already.
+                    .is_some_and(|f| f.first().is_some_and(|state| state != "Z") && f.get(2) == Some(&group))
+            })
+            .collect()
+    }
+
+    /// Stops the host and every process it started, and checks that none is left.
+    fn stop(mut self) {
+        self.kill_group();
+        let left = support::wait_until("the served host's processes gone", Duration::from_secs(30), || {
+            let left = self.group_alive();
+            left.is_empty().then_some(left)
+        });
+        assert!(left.is_empty());
+    }
+
+    fn kill_group(&mut self) {
+        let _ = Command::new("kill").args(["-KILL", "--", &format!("-{}", self.child.id())]).status();
+        let _ = self.child.wait();
+    }
+}
+
 impl Drop for Served {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        // Also when a test fails: nothing it started outlives it.
+        self.kill_group();
     }
 }
 
@@ -211,6 +251,8 @@ fn the_source_component_produces_the_same_bytes_under_jco_as_in_snow_connect() {
     for (i, (a, b)) in ours.iter().map(from_kafka).zip(via_http.iter().map(from_json)).enumerate() {
         assert_eq!(a, b, "record {i} through the adapter: the same bytes");
     }
+    // `jco serve` and the node processes it started are all gone afterwards.
+    served.stop();
 }
 
 /// Records for the sink comparison: patches of `ids`, a delete, a create, and one that is not JSON.
@@ -336,6 +378,7 @@ fn the_sink_component_writes_the_same_bytes_under_jco_as_in_snow_connect() {
         assert_eq!(reports[&(i as i64)], seen, "record {i} through the adapter: the same outcome");
     }
     assert_eq!(writes(&http_fake), a, "the same requests through the adapter");
+    served.stop();
 }
 
 /// Polls `served` from no offset until `rows` records (or three empty batches); the records.
