@@ -69,7 +69,7 @@ fn validate_checks_the_kafka_client_settings_and_refuses_settings_that_can_lose_
     let url = "https://acme.service-now.com";
     for (extra, expected) in [
         (vec![("kafka.producer.linger.ms", "soon")], "kafka.producer.linger.ms=soon: "),
-        (vec![("kafka.producer.no.such.setting", "1")], "kafka.producer.no.such.setting=1: "),
+        (vec![("kafka.producer.no.such.setting", "1")], "kafka.producer.no.such.setting: not a property a connector may set"),
         (vec![("kafka.producer.acks", "1")], "kafka.producer.acks=1: "),
         (vec![("kafka.producer.enable.idempotence", "false")], "kafka.producer.enable.idempotence=false: "),
     ] {
