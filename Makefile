@@ -6,7 +6,7 @@ GUESTS := -p guest-source -p guest-sink -p rogue-guest -p rogue-sink -p http-ada
 # The same command tests/guest-artifacts runs, so both share one build in target/guests.
 WASM_BUILD := $(CARGO) build --target wasm32-wasip2 --profile wasm-release --target-dir target/guests $(GUESTS)
 
-.PHONY: setup demo test bench hosts soak wasm build kafka-up kafka-down lint fmt clean
+.PHONY: setup demo test bench hosts soak fuzz wasm build kafka-up kafka-down lint fmt clean
 
 ## What every target needs on a fresh machine: the pinned toolchain with its wasm32-wasip2 target,
 ## rustfmt and clippy (installed through rustup); missing system packages are named, not guessed.
@@ -66,6 +66,24 @@ $(WASMTIME_CLI): | setup
 
 hosts: $(JCO_HOST)/node_modules/.package-lock.json $(WASMTIME_CLI)
 	$(CARGO) test -p host-runner --test e2e_hosts -- --include-ignored
+
+## Fuzzing (cargo fuzz, libFuzzer, nightly): each target of tests/fuzz runs FUZZ_SECONDS from its committed
+## seeds (tests/fuzz/seeds/<target>); what it finds grows target/fuzz/corpus/<target>, a crash is kept in
+## tests/fuzz/artifacts/<target> and stops the run. cargo-fuzz is built once into target/tools.
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS := page_scanner encoded_query properties rest batch_answer sigstore_bundle component_manifest wit_records
+CARGO_FUZZ := target/tools/cargo-fuzz/bin/cargo-fuzz
+$(CARGO_FUZZ): | setup
+	rustup toolchain list | grep -q '^nightly' || rustup toolchain install nightly --profile minimal
+	$(CARGO) +nightly install cargo-fuzz --locked --root target/tools/cargo-fuzz
+
+fuzz: $(CARGO_FUZZ)
+	@for t in $(FUZZ_TARGETS); do \
+	  mkdir -p target/fuzz/corpus/$$t; \
+	  echo "==> fuzz $$t for $(FUZZ_SECONDS) s"; \
+	  PATH="$(CURDIR)/target/tools/cargo-fuzz/bin:$$PATH" $(CARGO) +nightly fuzz run --fuzz-dir tests/fuzz --sanitizer none $$t \
+	    target/fuzz/corpus/$$t tests/fuzz/seeds/$$t -- -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048 2>&1 | tail -n 3 || exit 1; \
+	done
 
 ## A broker for local work (target/kafka/local); prints its bootstrap address.
 kafka-up: setup

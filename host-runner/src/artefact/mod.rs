@@ -18,4 +18,4 @@ pub mod verify;
 pub use checked::Checked;
 pub use keys::{SigningKey, TrustedKey};
 pub use sign::{default_bundle_path, sign_file};
-pub use verify::{Refusal, Signature, TrustPolicy};
+pub use verify::{Refusal, Signature, TrustPolicy, verify};

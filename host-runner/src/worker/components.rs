@@ -95,11 +95,12 @@ impl ComponentStore {
         }
         self.topic.read_to_end().await?;
         let topic = self.topic.name();
-        let manifest: Manifest =
-            self.topic.get(format!("component-{hex}").as_bytes()).and_then(|m| serde_json::from_slice(&m).ok()).with_context(|| {
-                format!("component.ref sha256:{hex}: no such component in {topic} (push it with `snow-connect component push`)")
-            })?;
-        manifest.check().map_err(|why| anyhow::anyhow!("component.ref sha256:{hex}: the manifest in {topic} is refused: {why}"))?;
+        let stored = self.topic.get(format!("component-{hex}").as_bytes()).with_context(|| {
+            format!("component.ref sha256:{hex}: no such component in {topic} (push it with `snow-connect component push`)")
+        })?;
+        let (size, chunks) = check_manifest(&stored)
+            .map_err(|why| anyhow::anyhow!("component.ref sha256:{hex}: the manifest in {topic} is refused: {why}"))?;
+        let manifest = Manifest { size, chunks };
         let mut chunks = Vec::with_capacity(manifest.chunks);
         let mut total = 0usize;
         for n in 0..manifest.chunks {
@@ -140,6 +141,14 @@ impl ComponentStore {
         tracing::info!(component = %path.display(), size = bytes.len(), "component sha256:{hex} resolved from {topic}");
         Ok(path)
     }
+}
+
+/// A manifest's `(size, chunks)`, if the bytes are one that could describe a component this store
+/// wrote; else why not.
+pub fn check_manifest(bytes: &[u8]) -> Result<(usize, usize), String> {
+    let manifest: Manifest = serde_json::from_slice(bytes).map_err(|e| format!("not a manifest: {e}"))?;
+    manifest.check()?;
+    Ok((manifest.size, manifest.chunks))
 }
 
 impl Manifest {

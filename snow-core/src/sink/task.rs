@@ -121,7 +121,8 @@ impl<T: Transport, C: Clock> SinkTask<T, C> {
     /// names, the rest are not attempted and get a retryable failure, so the host holds (or stops)
     /// the partition at the first one.
     pub fn put(&mut self, records: &[SinkRecord]) -> Vec<Outcome> {
-        // Records that may have been written before this lane opened are resolved one by one.
+        // Records that may have been written before this lane opened are resolved one by one (with
+        // `correlation_lookup`, a taken-over backlog goes through the Table API).
         let fresh = records.iter().all(|r| self.earlier(r) == Earlier::Nothing);
         if self.config.write_mode == WriteMode::Batch && fresh {
             match self.batch_usable(records) {
@@ -184,7 +185,11 @@ impl<T: Transport, C: Clock> SinkTask<T, C> {
         let lane = self.config.lane;
         if lane.unknown_through.is_some_and(|through| record.offset <= through) {
             Earlier::Unknown
-        } else if lane.takeover_below.is_some_and(|below| record.offset < below) {
+        } else if lane.takeover_below.is_some_and(|below| record.offset < below)
+            && self.config.unknown_outcome == UnknownOutcome::CorrelationLookup
+        {
+            // Only a correlation look-up can tell whether an earlier owner wrote a create that
+            // names no row; under the other policies such a record is written as any other.
             Earlier::MaybeWritten
         } else {
             Earlier::Nothing
