@@ -161,6 +161,32 @@ fn a_wrong_key_is_refused_in_connects_error_shape_by_validate_and_create() {
     assert!(!errors_of("snow.tabels").is_empty(), "the component's own check names its key: {}", validated.text);
     assert!(errors_of("snow.instance.url").is_empty());
 
+    // Every error at once: a missing instance URL does not hide a misspelled key; an empty table
+    // list does not make the per-table keys unknown; a class that is not the plugin validated is named.
+    let mut partial = config.clone();
+    partial.as_object_mut().unwrap().remove("snow.instance.url");
+    let answer = curl(spec.port, "PUT", "/connector-plugins/io.snowconnect.ServiceNowSourceConnector/config/validate", Some(&partial));
+    let errors_in = |answer: &support::fleet::Answer, key: &str| -> Vec<String> {
+        answer.body["configs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["value"]["name"] == key)
+            .map(|c| c["value"]["errors"].as_array().unwrap().iter().map(|e| e.as_str().unwrap().to_string()).collect())
+            .unwrap_or_default()
+    };
+    assert!(!errors_in(&answer, "snow.instance.url").is_empty(), "{}", answer.text);
+    assert!(!errors_in(&answer, "snow.tabels").is_empty(), "the misspelled key too: {}", answer.text);
+    let mut empty = source_config(&fake, &name, "t", &["incident"]);
+    empty["snow.tables"] = json!("");
+    let answer = curl(spec.port, "PUT", "/connector-plugins/ServiceNowSourceConnector/config/validate", Some(&empty));
+    assert!(!errors_in(&answer, "snow.tables").is_empty(), "{}", answer.text);
+    assert!(errors_in(&answer, "snow.table.incident.topic").is_empty(), "not unknown: {}", answer.text);
+    let mut other = source_config(&fake, &name, "t", &["incident"]);
+    other["connector.class"] = json!("io.snowconnect.ServiceNowSinkConnector");
+    let answer = curl(spec.port, "PUT", "/connector-plugins/io.snowconnect.ServiceNowSourceConnector/config/validate", Some(&other));
+    assert!(errors_in(&answer, "connector.class").iter().any(|e| e.contains("is not the plugin validated here")), "{}", answer.text);
+
     let refused = curl(spec.port, "POST", "/connectors", Some(&json!({ "name": name, "config": config })));
     assert_eq!(refused.status, 400, "{}", refused.text);
     assert_eq!(refused.body["error_code"], 400);

@@ -594,7 +594,15 @@ async fn validate_plugin(view: &dyn View, plugin: &str, body: &Bytes) -> Respons
     };
     properties.entry("connector.class".into()).or_insert_with(|| class.to_string());
     let name = properties.remove("name").unwrap_or_else(|| "validate".into());
-    let errors = validate::check(view, &name, &properties).await;
+    let mut errors = validate::check(view, &name, &properties).await;
+    let short = class.rsplit('.').next().unwrap_or(class);
+    if let Some(named) = properties.get("connector.class").filter(|c| c.as_str() != class && c.as_str() != short) {
+        let message = format!("connector.class: {named:?} is not the plugin validated here ({class})");
+        let known = errors.entry("connector.class".into()).or_default();
+        if !known.contains(&message) {
+            known.push(message);
+        }
+    }
     properties.insert("name".into(), name);
     reply(StatusCode::OK, &validate::config_infos(class, &properties, &errors))
 }

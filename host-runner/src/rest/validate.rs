@@ -32,6 +32,15 @@ pub async fn check(view: &dyn View, name: &str, properties: &BTreeMap<String, St
         Err(e) => {
             attach(&mut errors, &format!("{e:#}"));
             checked.retain(|k, _| !errors.contains_key(k));
+            // Stand-ins for what the host refused, so that the component still checks its own
+            // keys (a misspelled one is named even when the instance URL is missing).
+            if errors.contains_key(snow_core::config::instance::INSTANCE_URL_KEY) {
+                checked.insert(snow_core::config::instance::INSTANCE_URL_KEY.into(), "https://validation.invalid".into());
+            }
+            if errors.keys().any(|k| k.starts_with("snow.auth.")) {
+                checked.retain(|k, _| !k.starts_with("snow.auth."));
+                checked.insert("snow.auth.type".into(), "none".into());
+            }
             match view.spec(name, &checked).await {
                 Ok(spec) => spec,
                 Err(_) => return errors,
@@ -39,7 +48,19 @@ pub async fn check(view: &dyn View, name: &str, properties: &BTreeMap<String, St
         }
     };
     if let Err(e) = view.runner().ready(&spec, &mut HashMap::new()).await {
-        attach(&mut errors, &format!("{e:#}"));
+        // What the component says of a key the host already refused (or stood in for) adds nothing.
+        let mut more = Errors::new();
+        attach(&mut more, &format!("{e:#}"));
+        for (key, messages) in more {
+            if !errors.contains_key(&key) || properties.get(&key) == checked.get(&key) {
+                let known = errors.entry(key).or_default();
+                for message in messages {
+                    if !known.contains(&message) {
+                        known.push(message);
+                    }
+                }
+            }
+        }
     }
     errors
 }
@@ -60,7 +81,11 @@ fn attach(errors: &mut Errors, text: &str) {
         match keyed {
             Some((keys, message)) => {
                 for key in keys.split(", ") {
-                    errors.entry(key.to_string()).or_default().push(format!("{key}: {message}"));
+                    let line = format!("{key}: {message}");
+                    let known = errors.entry(key.to_string()).or_default();
+                    if !known.contains(&line) {
+                        known.push(line);
+                    }
                 }
             }
             None => {

@@ -47,6 +47,14 @@ impl<'a> ConfigReader<'a> {
         (!v.is_empty()).then(|| v.to_string())
     }
 
+    /// Counts every key starting with `prefix` as read: keys whose meaning depends on a value that
+    /// is already reported wrong (per-table keys when no table is listed) are not also unknown.
+    pub fn skip_prefix(&mut self, prefix: &str) {
+        for key in self.entries.keys().filter(|k| k.starts_with(prefix)) {
+            self.used.insert(key.as_str());
+        }
+    }
+
     /// The value of `key`; records `"is required: {hint}"` when absent.
     pub fn required(&mut self, key: &str, hint: &str) -> Option<String> {
         let value = self.string(key);

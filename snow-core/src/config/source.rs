@@ -197,6 +197,8 @@ impl SourceConfig {
         let names = r.list(TABLES_KEY);
         if names.is_empty() {
             r.error(TABLES_KEY, "is required: a comma-separated list of tables or views, e.g. incident,change_request");
+            // Their per-table keys are not unknown: the list they belong to is missing.
+            r.skip_prefix("snow.table.");
         }
         let mut tables = Vec::with_capacity(names.len());
         for (i, name) in names.iter().enumerate() {
