@@ -71,7 +71,7 @@ hosts: $(JCO_HOST)/node_modules/.package-lock.json $(WASMTIME_CLI)
 ## seeds (tests/fuzz/seeds/<target>); what it finds grows target/fuzz/corpus/<target>, a crash is kept in
 ## tests/fuzz/artifacts/<target> and stops the run. cargo-fuzz is built once into target/tools.
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS := page_scanner encoded_query properties rest batch_answer sigstore_bundle component_manifest wit_records
+FUZZ_TARGETS ?= page_scanner encoded_query properties rest batch_answer sigstore_bundle component_manifest wit_records
 CARGO_FUZZ := target/tools/cargo-fuzz/bin/cargo-fuzz
 $(CARGO_FUZZ): | setup
 	rustup toolchain list | grep -q '^nightly' || rustup toolchain install nightly --profile minimal
@@ -82,7 +82,9 @@ fuzz: $(CARGO_FUZZ)
 	  mkdir -p target/fuzz/corpus/$$t; \
 	  echo "==> fuzz $$t for $(FUZZ_SECONDS) s"; \
 	  PATH="$(CURDIR)/target/tools/cargo-fuzz/bin:$$PATH" $(CARGO) +nightly fuzz run --fuzz-dir tests/fuzz --sanitizer none $$t \
-	    target/fuzz/corpus/$$t tests/fuzz/seeds/$$t -- -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048 2>&1 | tail -n 3 || exit 1; \
+	    target/fuzz/corpus/$$t tests/fuzz/seeds/$$t -- -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048 > target/fuzz/$$t.log 2>&1; \
+	  status=$$?; grep -E '^Done|panicked|SUMMARY|crash-' target/fuzz/$$t.log | tail -n 4; \
+	  [ $$status = 0 ] || { echo "fuzz $$t failed: target/fuzz/$$t.log, the input in tests/fuzz/artifacts/$$t"; exit 1; }; \
 	done
 
 ## A broker for local work (target/kafka/local); prints its bootstrap address.

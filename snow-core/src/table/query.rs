@@ -143,15 +143,17 @@ impl BaseQuery {
 
 /// Splits at top-level `^NQ`, honouring `^^` as an escaped caret.
 fn split_branches(text: &str) -> Vec<&str> {
-    split_on(text, |rest| rest.starts_with("^NQ").then_some(3))
+    split_on(text, |rest| rest.starts_with(b"^NQ").then_some(3))
 }
 
 /// Splits a branch at `^` (an `^OR` term keeps its `OR` prefix), honouring `^^`.
 fn split_terms(branch: &str) -> Vec<&str> {
-    split_on(branch, |rest| (rest.starts_with('^') && !rest.starts_with("^NQ")).then_some(1))
+    split_on(branch, |rest| (rest.starts_with(b"^") && !rest.starts_with(b"^NQ")).then_some(1))
 }
 
-fn split_on(text: &str, separator: impl Fn(&str) -> Option<usize>) -> Vec<&str> {
+/// Splits `text` where `separator` (looking at the bytes from there on) finds one. Separators are
+/// ASCII, so every cut falls between characters, whatever the text holds around them.
+fn split_on(text: &str, separator: impl Fn(&[u8]) -> Option<usize>) -> Vec<&str> {
     let mut parts = Vec::new();
     let (mut start, mut i) = (0, 0);
     let bytes = text.as_bytes();
@@ -160,7 +162,7 @@ fn split_on(text: &str, separator: impl Fn(&str) -> Option<usize>) -> Vec<&str> 
             i += 2;
             continue;
         }
-        if let Some(len) = separator(&text[i..]) {
+        if let Some(len) = separator(&bytes[i..]) {
             parts.push(&text[start..i]);
             i += len;
             start = i;
@@ -175,6 +177,14 @@ fn split_on(text: &str, separator: impl Fn(&str) -> Option<usize>) -> Vec<&str> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_query_with_non_ascii_text_is_split_between_characters() {
+        // Found by `make fuzz` (encoded_query): a cut inside a multi-byte character panicked.
+        let query = BaseQuery::parse("short_description=caf\u{e9}\u{fffd}^active=true^NQnumber=\u{1f600}").unwrap();
+        assert_eq!(query.canonical(), "short_description=caf\u{e9}\u{fffd}^active=true^NQnumber=\u{1f600}");
+        assert!(BaseQuery::parse("shocript.\u{fffd}iort_d").is_ok());
+    }
 
     fn terms() -> Vec<Term> {
         vec![
