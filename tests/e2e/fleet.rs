@@ -104,6 +104,18 @@ fn a_connector_created_over_rest_runs_and_answers_in_connects_shapes() {
     assert_eq!(curl(spec.port, "GET", "/connectors/nope", None).body["error_code"], 404);
     let expanded = curl(spec.port, "GET", "/connectors?expand=status&expand=info", None);
     assert!(expanded.body[&name]["status"]["connector"]["state"] == "RUNNING", "{}", expanded.text);
+    // Log levels at run time (KIP-495), for this worker and for the fleet (KIP-976).
+    let loggers = curl(spec.port, "GET", "/admin/loggers", None);
+    assert!(loggers.body["root"]["level"].is_string(), "{}", loggers.text);
+    let set = curl(spec.port, "PUT", "/admin/loggers/host_runner::outbound", Some(&json!({ "level": "WARN" })));
+    assert_eq!((set.status, set.body.clone()), (200, json!(["host_runner::outbound"])), "{}", set.text);
+    assert_eq!(curl(spec.port, "GET", "/admin/loggers/host_runner::outbound", None).body["level"], "WARN");
+    let bad = curl(spec.port, "PUT", "/admin/loggers/x", Some(&json!({ "level": "LOUD" })));
+    assert_eq!(bad.status, 400, "{}", bad.text);
+    let cluster = curl(spec.port, "PUT", "/admin/loggers/host_runner::gate?scope=cluster", Some(&json!({ "level": "DEBUG" })));
+    assert_eq!(cluster.status, 204, "{}", cluster.text);
+    worker.wait_for_log("log level set for the fleet", Duration::from_secs(30));
+
     // Its active topics (KIP-558), and their reset.
     let topics = curl(spec.port, "GET", &format!("/connectors/{name}/topics"), None);
     assert_eq!(topics.body, json!({ name.clone(): { "topics": [topic.clone()] } }), "{}", topics.text);

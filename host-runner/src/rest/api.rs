@@ -113,6 +113,17 @@ pub async fn answer(view: &dyn View, method: &Method, uri: &Uri, body: &Bytes) -
         (&Method::PUT, ["connectors", name, "topics", "reset"]) => reset_topics(view, name).await,
         (&Method::PATCH, ["connectors", name, "offsets"]) => alter_offsets(view, name, body).await,
         (&Method::DELETE, ["connectors", name, "offsets"]) => reset_offsets(view, name).await,
+        (&Method::GET, ["admin", "loggers"]) => {
+            let levels: serde_json::Map<String, Value> =
+                crate::logging::levels().into_iter().map(|(k, v)| (k, json!({ "level": v }))).collect();
+            reply(StatusCode::OK, &Value::Object(levels))
+        }
+        (&Method::GET, ["admin", "loggers", logger]) => {
+            let levels = crate::logging::levels();
+            let level = levels.get(*logger).or(levels.get("root")).cloned().unwrap_or_else(|| "INFO".into());
+            reply(StatusCode::OK, &json!({ "level": level }))
+        }
+        (&Method::PUT, ["admin", "loggers", logger]) => set_logger(view, logger, query.get("scope").map(String::as_str), body).await,
         (&Method::GET, ["connector-plugins"]) => reply(
             StatusCode::OK,
             &json!([
@@ -121,7 +132,7 @@ pub async fn answer(view: &dyn View, method: &Method, uri: &Uri, body: &Bytes) -
             ]),
         ),
         (&Method::PUT, ["connector-plugins", plugin, "config", "validate"]) => validate_plugin(view, plugin, body).await,
-        (_, ["connectors", ..] | ["connector-plugins", ..] | [] | ["health"]) => {
+        (_, ["connectors", ..] | ["connector-plugins", ..] | [] | ["health"] | ["admin", ..]) => {
             error(StatusCode::METHOD_NOT_ALLOWED, &format!("HTTP {method} is not supported on {}", uri.path()))
         }
         _ => error(StatusCode::NOT_FOUND, &format!("Unknown path {}", uri.path())),
@@ -562,6 +573,34 @@ async fn reset_offsets(view: &dyn View, name: &str) -> Response<Full<Bytes>> {
     match view.reset_offsets(name).await {
         Ok(()) => reply(StatusCode::OK, &json!({ "message": "The offsets for this connector have been reset successfully" })),
         Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, &format!("Resetting the offsets failed: {e:#}")),
+    }
+}
+
+/// `PUT /admin/loggers/{logger}` (KIP-495): this worker's level, or with `scope=cluster` every
+/// worker's (KIP-976).
+async fn set_logger(view: &dyn View, logger: &str, scope: Option<&str>, body: &Bytes) -> Response<Full<Bytes>> {
+    let level = match parse_json(body) {
+        Ok(v) => match v.get("level").and_then(Value::as_str) {
+            Some(level) => level.to_string(),
+            None => return error(StatusCode::BAD_REQUEST, "The request must be {\"level\": \"DEBUG\"}"),
+        },
+        Err(answer) => return answer,
+    };
+    match scope.unwrap_or("worker") {
+        "worker" => match crate::logging::set_level(logger, &level) {
+            Ok(()) => reply(StatusCode::OK, &json!([logger])),
+            Err(why) => error(StatusCode::BAD_REQUEST, &why),
+        },
+        "cluster" => {
+            if let Err(why) = crate::logging::set_level(logger, &level) {
+                return error(StatusCode::BAD_REQUEST, &why);
+            }
+            match view.set_cluster_logger(logger, &level).await {
+                Ok(()) => empty(StatusCode::NO_CONTENT),
+                Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, &format!("Setting the level on every worker failed: {e:#}")),
+            }
+        }
+        other => error(StatusCode::BAD_REQUEST, &format!("scope must be worker or cluster, not {other}")),
     }
 }
 

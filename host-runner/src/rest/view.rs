@@ -88,6 +88,10 @@ pub trait View: Send + Sync {
         let _ = name;
         Box::pin(async { Err(read_only()) })
     }
+    /// Sets `logger` to `level` on every worker (a standalone run: here).
+    fn set_cluster_logger<'a>(&'a self, logger: &'a str, level: &'a str) -> Pending<'a, Result<()>> {
+        Box::pin(async move { crate::logging::set_level(logger, level).map_err(anyhow::Error::msg) })
+    }
     /// Empties the active topics of `name`.
     fn reset_topics<'a>(&'a self, name: &'a str) -> Pending<'a, Result<()>> {
         let _ = name;

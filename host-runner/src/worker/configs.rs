@@ -77,6 +77,25 @@ impl ConfigLog {
             .collect()
     }
 
+    /// Log levels set for the whole fleet (`PUT /admin/loggers/{name}?scope=cluster`), by logger.
+    pub fn loggers(&self) -> BTreeMap<String, String> {
+        self.topic
+            .entries()
+            .into_iter()
+            .filter_map(|(k, v)| {
+                let logger = String::from_utf8(k).ok()?.strip_prefix("logger-")?.to_string();
+                let value: serde_json::Value = serde_json::from_slice(&v).ok()?;
+                Some((logger, value["level"].as_str()?.to_string()))
+            })
+            .collect()
+    }
+
+    /// Sets `logger` to `level` on every worker of the fleet.
+    pub async fn put_logger(&self, logger: &str, level: &str) -> Result<()> {
+        let value = serde_json::to_vec(&json!({ "level": level }))?;
+        self.topic.write(format!("logger-{logger}").as_bytes(), Some(&value)).await
+    }
+
     /// The connector `name`, if there is one.
     pub fn connector(&self, name: &str) -> Option<ConnectorRecord> {
         self.connectors().remove(name)

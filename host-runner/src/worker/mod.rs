@@ -78,6 +78,8 @@ struct WorkerLoop {
     pending: BTreeSet<i32>,
     managed: BTreeMap<String, Managed>,
     components: HashMap<String, Loaded>,
+    /// The fleet-wide log levels applied here.
+    loggers: BTreeMap<String, String>,
 }
 
 /// Opens the state topics, joins the fleet, serves the REST API and runs until `shutdown`.
@@ -161,6 +163,7 @@ pub async fn run(config: WorkerConfig, compile_cache: Option<&Path>, shutdown: S
         pending: BTreeSet::new(),
         managed: BTreeMap::new(),
         components: HashMap::new(),
+        loggers: BTreeMap::new(),
     };
     let mut changes = fleet.configs.changes();
     let mut tick = tokio::time::interval(Duration::from_secs(1));
@@ -322,6 +325,15 @@ impl WorkerLoop {
             return;
         }
         self.fence_pending().await;
+        for (logger, level) in self.fleet.configs.loggers() {
+            if self.loggers.get(&logger) != Some(&level) {
+                match crate::logging::set_level(&logger, &level) {
+                    Ok(()) => tracing::info!(logger, level, "log level set for the fleet"),
+                    Err(why) => tracing::warn!(logger, level, "a fleet log level cannot be applied: {why}"),
+                }
+                self.loggers.insert(logger, level);
+            }
+        }
         // Slots whose writer was fenced: stop their units now (the revocation follows).
         let fenced: Vec<i32> = self.held.iter().filter(|(_, h)| h.fenced.is_stopping() || h.writer.is_fenced()).map(|(s, _)| *s).collect();
         if !fenced.is_empty() {

@@ -109,4 +109,8 @@ impl View for Fleet {
     fn reset_topics<'a>(&'a self, name: &'a str) -> Pending<'a, Result<()>> {
         Box::pin(self.status.reset_topics(name))
     }
+
+    fn set_cluster_logger<'a>(&'a self, logger: &'a str, level: &'a str) -> Pending<'a, Result<()>> {
+        Box::pin(self.configs.put_logger(logger, level))
+    }
 }
