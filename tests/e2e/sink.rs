@@ -385,3 +385,27 @@ fn a_replayed_deterministic_create_ends_written_whatever_the_instance_answers_to
         }
     }
 }
+
+#[test]
+fn a_sink_whose_topics_regex_matches_its_own_reports_stops_with_why() {
+    let fake = FakeSnow::start(FakeOptions::default()).unwrap();
+    let name = unique("selffeed");
+    let bootstrap = kafka_harness::shared().bootstrap();
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    rt.block_on(create_topic(bootstrap, &format!("{name}-in"), 1));
+    rt.block_on(create_topic(bootstrap, &format!("{name}-ok"), 1));
+    let dir = work_dir("selffeed");
+    let mut config = sink_entries(
+        &fake.url(),
+        &name,
+        "unused",
+        "incident",
+        &[("snow.auth.type", "none"), ("reporter.result.topic.name", "${connector}-ok")],
+    );
+    config.remove("topics");
+    config.insert("topics.regex".into(), format!("{name}-.*"));
+    let mut runner = Runner::start(&dir, "run", &[&connector_file(&dir, &name, &config)]);
+    let log = runner.wait_for_log("one of the sink's own report or dead letter topics", Duration::from_secs(120));
+    assert!(log.contains(&format!("topics.regex matches {name}-ok")), "{}", tail(&log, 10));
+    runner.stop();
+}

@@ -109,6 +109,19 @@ pub async fn run(ctx: SharedContext, slot: Arc<Slot<SinkPre<HostState>>>, mut sh
         // the record goes to the lane of the partition as it is now assigned, never to a lane
         // that is about to be stopped (whose queue is dropped).
         for change in consumer.context().take_changes() {
+            // `topics.regex` may match the sink's own reports or dead letters (only the broker's
+            // topic list tells): consuming them would feed the sink on itself forever.
+            if let rebalance::Change::Assigned(partitions) = &change
+                && let Some((topic, _)) = partitions.iter().find(|(t, _)| own_topics(&ctx).contains(&t.as_str()))
+            {
+                for entry in lanes.values() {
+                    entry.stop.fire();
+                }
+                anyhow::bail!(
+                    "topics.regex matches {topic}, one of the sink's own report or dead letter topics: it would consume what it \
+                     produces there, forever; narrow the pattern"
+                );
+            }
             apply(&shared, &mut lanes, &mut stopping, change);
         }
         match received {
@@ -195,6 +208,12 @@ fn start_lane(shared: &Arc<LaneShared>, topic: &str, partition: i32, predecessor
 /// their puts in progress, [`rebalance`]); assigned partitions get their lanes at once (so the
 /// fleet's status shows where each partition is written, records or not) and are resumed
 /// (librdkafka keeps a partition paused across a reassignment).
+/// The topics the sink produces to: its report and dead letter topics.
+fn own_topics(ctx: &SharedContext) -> Vec<&str> {
+    let sink = &ctx.spec.sink;
+    [&sink.dlq_topic, &sink.result_topic, &sink.error_topic].into_iter().flatten().map(String::as_str).collect()
+}
+
 fn apply(
     shared: &Arc<LaneShared>,
     lanes: &mut HashMap<(String, i32), LaneEntry>,
