@@ -2,11 +2,12 @@
 //! topic), in one place: directories only this user may write, checked before use; new
 //! directories under the system's temporary directory with unpredictable names; writes that never
 //! follow a link planted where a file is about to be written (`create_new` refuses an existing
-//! path, links included), made atomic by a rename.
+//! path, links included), made atomic and durable by a rename and syncs (the offsets file, a
+//! signature bundle, compiled and resolved components all go through [`write_atomically`]).
 
 use std::fs::{DirBuilder, OpenOptions};
 use std::io::{Read, Write};
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
@@ -54,19 +55,23 @@ pub fn private_temp_dir(label: &str) -> Result<PathBuf> {
     bail!("could not create a private directory for {label} under {}", std::env::temp_dir().display())
 }
 
-/// Writes `bytes` to `path` atomically (a new temporary file beside it, synced, then renamed over
-/// it); a link in the temporary file's place is never followed.
+/// Writes `bytes` to `path` atomically: a new temporary file beside it (a link in its place is
+/// never followed), synced, renamed over it, and the directory synced, so a crash leaves either the
+/// old or the new file. The file gets the process's default mode (a private directory keeps it
+/// private).
 pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let tmp = path.with_file_name(format!(".{name}.tmp-{}", random_hex()?));
-    let mut file =
-        OpenOptions::new().write(true).create_new(true).mode(0o600).open(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
+    let mut file = OpenOptions::new().write(true).create_new(true).open(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
     let written = file.write_all(bytes).and_then(|()| file.sync_all());
+    drop(file);
     if let Err(e) = written {
         let _ = std::fs::remove_file(&tmp);
         return Err(e).with_context(|| format!("writing {}", tmp.display()));
     }
-    std::fs::rename(&tmp, path).with_context(|| format!("renaming {} to {}", tmp.display(), path.display()))
+    std::fs::rename(&tmp, path).with_context(|| format!("replacing {}", path.display()))?;
+    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    std::fs::File::open(dir).and_then(|d| d.sync_all()).with_context(|| format!("syncing {}", dir.display()))
 }
 
 /// 16 random hex digits from the system's random source.

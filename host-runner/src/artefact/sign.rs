@@ -37,8 +37,6 @@ pub fn sign_file(component: &Path, key: &SigningKey, out: Option<&Path>) -> Resu
     let bytes = std::fs::read(component).with_context(|| format!("reading {}", component.display()))?;
     let json = bundle(&bytes, key)?.to_json_pretty().map_err(|e| anyhow!("encoding the bundle: {e}"))?;
     let out = out.map(Path::to_path_buf).unwrap_or_else(|| default_bundle_path(component));
-    let tmp = PathBuf::from(format!("{}.{}.tmp", out.display(), std::process::id()));
-    std::fs::write(&tmp, json + "\n").with_context(|| format!("writing {}", tmp.display()))?;
-    std::fs::rename(&tmp, &out).with_context(|| format!("replacing {}", out.display()))?;
+    crate::files::write_atomically(&out, (json + "\n").as_bytes())?;
     Ok(out)
 }

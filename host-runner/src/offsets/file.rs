@@ -2,8 +2,7 @@
 //! rename it over the old one, fsync the directory. A crash leaves either the old or the new file.
 
 use std::collections::BTreeMap;
-use std::fs::{self, File};
-use std::io::Write;
+use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -46,15 +45,7 @@ impl FileOffsetStore {
     fn write(&self, contents: &FileContents) -> Result<()> {
         let dir = self.path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
         fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-        let tmp = self.path.with_extension("json.tmp");
-        let bytes = serde_json::to_vec_pretty(contents)?;
-        let mut file = File::create(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
-        file.write_all(&bytes)?;
-        file.sync_all()?;
-        drop(file);
-        fs::rename(&tmp, &self.path).with_context(|| format!("replacing {}", self.path.display()))?;
-        File::open(dir)?.sync_all()?;
-        Ok(())
+        crate::files::write_atomically(&self.path, &serde_json::to_vec_pretty(contents)?)
     }
 }
 
