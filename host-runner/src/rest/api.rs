@@ -295,9 +295,7 @@ async fn store(
     mut properties: BTreeMap<String, String>,
     initial: Option<TargetState>,
 ) -> Option<Response<Full<Bytes>>> {
-    if !view.writable() {
-        return Some(read_only());
-    }
+    let Some(writer) = view.writer() else { return Some(read_only()) };
     if name.is_empty() || name.contains('/') || name.chars().any(char::is_control) {
         return Some(error(StatusCode::BAD_REQUEST, "A connector name must be non-empty and hold no '/' or control characters"));
     }
@@ -312,7 +310,7 @@ async fn store(
     if !errors.is_empty() {
         return Some(error(StatusCode::BAD_REQUEST, &validate::refusal_message(&errors)));
     }
-    if let Err(e) = view.put_config(name, &properties, initial).await {
+    if let Err(e) = writer.put_config(name, &properties, initial).await {
         return Some(error(StatusCode::INTERNAL_SERVER_ERROR, &format!("Storing the configuration failed: {e:#}")));
     }
     None
@@ -405,10 +403,8 @@ async fn delete(view: &dyn View, name: &str) -> Response<Full<Bytes>> {
     if view.connector(name).is_none() {
         return not_found(name);
     }
-    if !view.writable() {
-        return read_only();
-    }
-    match view.delete(name).await {
+    let Some(writer) = view.writer() else { return read_only() };
+    match writer.delete(name).await {
         Ok(()) => empty(StatusCode::NO_CONTENT),
         Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, &format!("Deleting the connector failed: {e:#}")),
     }
@@ -418,10 +414,8 @@ async fn target(view: &dyn View, name: &str, state: TargetState, ok: StatusCode)
     if view.connector(name).is_none() {
         return not_found(name);
     }
-    if !view.writable() {
-        return read_only();
-    }
-    match view.set_target(name, state).await {
+    let Some(writer) = view.writer() else { return read_only() };
+    match writer.set_target(name, state).await {
         Ok(()) => empty(ok),
         Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, &format!("Changing the connector's state failed: {e:#}")),
     }
@@ -433,10 +427,8 @@ async fn restart(view: &dyn View, name: &str, query: &BTreeMap<String, String>) 
     }
     let flag = |k: &str| query.get(k).is_some_and(|v| v.eq_ignore_ascii_case("true"));
     let (include_tasks, only_failed) = (flag("includeTasks"), flag("onlyFailed"));
-    if !view.writable() {
-        return read_only();
-    }
-    if let Err(e) = view.request_restart(name, include_tasks, only_failed, None).await {
+    let Some(writer) = view.writer() else { return read_only() };
+    if let Err(e) = writer.request_restart(name, include_tasks, only_failed, None).await {
         return error(StatusCode::INTERNAL_SERVER_ERROR, &format!("Asking for the restart failed: {e:#}"));
     }
     if !include_tasks && !only_failed {
@@ -483,10 +475,8 @@ async fn restart_task(view: &dyn View, name: &str, id: &str) -> Response<Full<By
         Ok((_, unit)) => unit,
         Err(answer) => return answer,
     };
-    if !view.writable() {
-        return read_only();
-    }
-    match view.request_restart(name, true, false, Some(&unit)).await {
+    let Some(writer) = view.writer() else { return read_only() };
+    match writer.request_restart(name, true, false, Some(&unit)).await {
         Ok(_) => empty(StatusCode::NO_CONTENT),
         Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, &format!("Asking for the restart failed: {e:#}")),
     }
@@ -554,10 +544,8 @@ async fn alter_offsets(view: &dyn View, name: &str, body: &Bytes) -> Response<Fu
         };
         writes.push((partition.key(), position));
     }
-    if !view.writable() {
-        return read_only();
-    }
-    match view.write_offsets(name, writes).await {
+    let Some(writer) = view.writer() else { return read_only() };
+    match writer.write_offsets(name, writes).await {
         Ok(()) => reply(StatusCode::OK, &json!({ "message": "The offsets for this connector have been altered successfully" })),
         Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, &format!("Altering the offsets failed: {e:#}")),
     }
@@ -567,10 +555,8 @@ async fn reset_offsets(view: &dyn View, name: &str) -> Response<Full<Bytes>> {
     if let Err(answer) = stopped(view, name) {
         return answer;
     }
-    if !view.writable() {
-        return read_only();
-    }
-    match view.reset_offsets(name).await {
+    let Some(writer) = view.writer() else { return read_only() };
+    match writer.reset_offsets(name).await {
         Ok(()) => reply(StatusCode::OK, &json!({ "message": "The offsets for this connector have been reset successfully" })),
         Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, &format!("Resetting the offsets failed: {e:#}")),
     }
@@ -595,7 +581,9 @@ async fn set_logger(view: &dyn View, logger: &str, scope: Option<&str>, body: &B
             if let Err(why) = crate::logging::set_level(logger, &level) {
                 return error(StatusCode::BAD_REQUEST, &why);
             }
-            match view.set_cluster_logger(logger, &level).await {
+            // A standalone run is the whole cluster: set here, as above.
+            let Some(writer) = view.writer() else { return empty(StatusCode::NO_CONTENT) };
+            match writer.set_cluster_logger(logger, &level).await {
                 Ok(()) => empty(StatusCode::NO_CONTENT),
                 Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, &format!("Setting the level on every worker failed: {e:#}")),
             }
@@ -610,10 +598,8 @@ async fn reset_topics(view: &dyn View, name: &str) -> Response<Full<Bytes>> {
     if view.connector(name).is_none() {
         return not_found(name);
     }
-    if !view.writable() {
-        return read_only();
-    }
-    match view.reset_topics(name).await {
+    let Some(writer) = view.writer() else { return read_only() };
+    match writer.reset_topics(name).await {
         Ok(()) => empty(StatusCode::OK),
         Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, &format!("Resetting the active topics failed: {e:#}")),
     }

@@ -18,7 +18,7 @@ pub type Errors = BTreeMap<String, Vec<String>>;
 pub async fn check(view: &dyn View, name: &str, properties: &BTreeMap<String, String>) -> Errors {
     let mut errors = Errors::new();
     // A fleet stores the configuration: a secret must be a reference there.
-    for (key, message) in check_secrets(properties).into_iter().filter(|_| view.writable()) {
+    for (key, message) in check_secrets(properties).into_iter().filter(|_| view.writer().is_some()) {
         errors.entry(key).or_default().push(message);
     }
     if !errors.is_empty() {

@@ -37,8 +37,8 @@ pub trait View: Send + Sync {
     fn offsets(&self, name: &str) -> Vec<(String, String)>;
     /// The topics it used (KIP-558), by name.
     fn topics(&self, name: &str) -> Vec<String>;
-    /// Whether writes are taken (a fleet); a standalone run answers them `405`.
-    fn writable(&self) -> bool;
+    /// Where writes go (a fleet); none in a standalone run, which answers them `405`.
+    fn writer(&self) -> Option<&dyn Writer>;
     /// The engine that validates.
     fn runner(&self) -> &Runner;
     /// The Kafka cluster's id, if known.
@@ -47,26 +47,21 @@ pub trait View: Send + Sync {
     }
     /// The spec `properties` of connector `name` would run with here.
     fn spec<'a>(&'a self, name: &'a str, properties: &'a BTreeMap<String, String>) -> Pending<'a, Result<ConnectorSpec>>;
+}
+
+/// What a fleet takes besides reads (a standalone run takes none: its writes answer `405`).
+pub trait Writer: Send + Sync {
     /// Stores `properties` as connector `name` (created in `initial` state when new).
     fn put_config<'a>(
         &'a self,
         name: &'a str,
         properties: &'a BTreeMap<String, String>,
         initial: Option<TargetState>,
-    ) -> Pending<'a, Result<()>> {
-        let _ = (name, properties, initial);
-        Box::pin(async { Err(read_only()) })
-    }
+    ) -> Pending<'a, Result<()>>;
     /// Deletes connector `name`.
-    fn delete<'a>(&'a self, name: &'a str) -> Pending<'a, Result<()>> {
-        let _ = name;
-        Box::pin(async { Err(read_only()) })
-    }
+    fn delete<'a>(&'a self, name: &'a str) -> Pending<'a, Result<()>>;
     /// Sets what connector `name` should be doing.
-    fn set_target<'a>(&'a self, name: &'a str, state: TargetState) -> Pending<'a, Result<()>> {
-        let _ = (name, state);
-        Box::pin(async { Err(read_only()) })
-    }
+    fn set_target<'a>(&'a self, name: &'a str, state: TargetState) -> Pending<'a, Result<()>>;
     /// Asks for a restart of `name` (its units too, or only the failed ones; or one unit).
     fn request_restart<'a>(
         &'a self,
@@ -74,34 +69,15 @@ pub trait View: Send + Sync {
         include_tasks: bool,
         only_failed: bool,
         unit: Option<&'a str>,
-    ) -> Pending<'a, Result<()>> {
-        let _ = (name, include_tasks, only_failed, unit);
-        Box::pin(async { Err(read_only()) })
-    }
+    ) -> Pending<'a, Result<()>>;
     /// Writes (a position) or removes (`None`) the stored offsets of `name`'s partitions.
-    fn write_offsets<'a>(&'a self, name: &'a str, writes: Vec<(String, Option<String>)>) -> Pending<'a, Result<()>> {
-        let _ = (name, writes);
-        Box::pin(async { Err(read_only()) })
-    }
+    fn write_offsets<'a>(&'a self, name: &'a str, writes: Vec<(String, Option<String>)>) -> Pending<'a, Result<()>>;
     /// Removes every stored offset of `name`.
-    fn reset_offsets<'a>(&'a self, name: &'a str) -> Pending<'a, Result<()>> {
-        let _ = name;
-        Box::pin(async { Err(read_only()) })
-    }
-    /// Sets `logger` to `level` on every worker (a standalone run: here).
-    fn set_cluster_logger<'a>(&'a self, logger: &'a str, level: &'a str) -> Pending<'a, Result<()>> {
-        Box::pin(async move { crate::logging::set_level(logger, level).map_err(anyhow::Error::msg) })
-    }
+    fn reset_offsets<'a>(&'a self, name: &'a str) -> Pending<'a, Result<()>>;
+    /// Sets `logger` to `level` on every worker.
+    fn set_cluster_logger<'a>(&'a self, logger: &'a str, level: &'a str) -> Pending<'a, Result<()>>;
     /// Empties the active topics of `name`.
-    fn reset_topics<'a>(&'a self, name: &'a str) -> Pending<'a, Result<()>> {
-        let _ = name;
-        Box::pin(async { Err(read_only()) })
-    }
-}
-
-/// What a write answers where writes are not taken.
-fn read_only() -> anyhow::Error {
-    anyhow::anyhow!("this view takes no writes")
+    fn reset_topics<'a>(&'a self, name: &'a str) -> Pending<'a, Result<()>>;
 }
 
 /// A standalone run as the API sees it.
@@ -200,8 +176,8 @@ impl View for Standalone {
         self.runner.status().topics(name)
     }
 
-    fn writable(&self) -> bool {
-        false
+    fn writer(&self) -> Option<&dyn Writer> {
+        None
     }
 
     fn runner(&self) -> &Runner {

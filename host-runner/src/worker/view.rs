@@ -8,7 +8,7 @@ use anyhow::Result;
 use super::Fleet;
 use crate::config::ConnectorSpec;
 use crate::herder::{ConnectorRecord, Published, TargetState};
-use crate::rest::view::{Pending, View};
+use crate::rest::view::{Pending, View, Writer};
 use crate::runner::{Plan, Runner};
 
 impl View for Fleet {
@@ -40,8 +40,8 @@ impl View for Fleet {
         self.status.topics(name)
     }
 
-    fn writable(&self) -> bool {
-        true
+    fn writer(&self) -> Option<&dyn Writer> {
+        Some(self)
     }
 
     fn cluster_id(&self) -> Option<String> {
@@ -55,7 +55,9 @@ impl View for Fleet {
     fn spec<'a>(&'a self, name: &'a str, properties: &'a BTreeMap<String, String>) -> Pending<'a, Result<ConnectorSpec>> {
         Box::pin(crate::worker::connectors::fleet_spec(self, name, properties))
     }
+}
 
+impl Writer for Fleet {
     fn put_config<'a>(
         &'a self,
         name: &'a str,
