@@ -169,6 +169,15 @@ impl Runner {
     /// ends, whatever the others do; the first such error is returned once all have ended.
     pub async fn run(&self, specs: &[ConnectorSpec], shutdown: Shutdown) -> Result<()> {
         specs.iter().for_each(ConnectorSpec::register_secrets);
+        // Only a start connects to Kafka; validating a configuration does not.
+        let mut checked: Vec<(&str, &std::collections::BTreeMap<String, String>)> = Vec::new();
+        for spec in specs {
+            let cluster = (spec.kafka.bootstrap_servers.as_str(), &spec.kafka.security);
+            if !checked.contains(&cluster) {
+                check_cluster(spec).await?;
+                checked.push(cluster);
+            }
+        }
         let prepared = self.prepare(specs).await?;
         let mut running = tokio::task::JoinSet::new();
         for p in prepared {
@@ -213,13 +222,7 @@ impl Runner {
         let mut components: HashMap<String, Loaded> = HashMap::new();
         let mut offset_stores = OffsetStores::default();
         let mut prepared = Vec::new();
-        let mut checked: Vec<(String, std::collections::BTreeMap<String, String>)> = Vec::new();
         for spec in specs {
-            let cluster = (spec.kafka.bootstrap_servers.clone(), spec.kafka.security.clone());
-            if !checked.contains(&cluster) {
-                check_cluster(spec).await?;
-                checked.push(cluster);
-            }
             let ready = self.ready(spec, &mut components).await?;
             self.record_plan(&spec.name, Some(Plan::of(&ready)));
             prepared.push(match ready {

@@ -622,11 +622,7 @@ async fn validate_plugin(view: &dyn View, plugin: &str, body: &Bytes) -> Respons
     let mut errors = validate::check(view, &name, &properties).await;
     let short = class.rsplit('.').next().unwrap_or(class);
     if let Some(named) = properties.get("connector.class").filter(|c| c.as_str() != class && c.as_str() != short) {
-        let message = format!("connector.class: {named:?} is not the plugin validated here ({class})");
-        let known = errors.entry("connector.class".into()).or_default();
-        if !known.contains(&message) {
-            known.push(message);
-        }
+        validate::add(&mut errors, "connector.class", format!("connector.class: {named:?} is not the plugin validated here ({class})"));
     }
     properties.insert("name".into(), name);
     reply(StatusCode::OK, &validate::config_infos(class, &properties, &errors))

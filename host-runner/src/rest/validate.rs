@@ -53,11 +53,8 @@ pub async fn check(view: &dyn View, name: &str, properties: &BTreeMap<String, St
         attach(&mut more, &format!("{e:#}"));
         for (key, messages) in more {
             if !errors.contains_key(&key) || properties.get(&key) == checked.get(&key) {
-                let known = errors.entry(key).or_default();
                 for message in messages {
-                    if !known.contains(&message) {
-                        known.push(message);
-                    }
+                    add(&mut errors, &key, message);
                 }
             }
         }
@@ -81,11 +78,7 @@ fn attach(errors: &mut Errors, text: &str) {
         match keyed {
             Some((keys, message)) => {
                 for key in keys.split(", ") {
-                    let line = format!("{key}: {message}");
-                    let known = errors.entry(key.to_string()).or_default();
-                    if !known.contains(&line) {
-                        known.push(line);
-                    }
+                    add(errors, key, format!("{key}: {message}"));
                 }
             }
             None => {
@@ -97,6 +90,14 @@ fn attach(errors: &mut Errors, text: &str) {
     }
     if !attached {
         errors.entry("name".into()).or_default().push(text);
+    }
+}
+
+/// Adds `message` to `key`'s errors unless it is there already.
+pub fn add(errors: &mut Errors, key: &str, message: String) {
+    let known = errors.entry(key.to_string()).or_default();
+    if !known.contains(&message) {
+        known.push(message);
     }
 }
 
