@@ -160,15 +160,7 @@ fn a_wrong_key_is_refused_in_connects_error_shape_by_validate_and_create() {
     assert_eq!(validated.status, 200, "{}", validated.text);
     assert_eq!(validated.body["name"], "io.snowconnect.ServiceNowSourceConnector");
     assert!(validated.body["error_count"].as_u64().unwrap() >= 2, "{}", validated.text);
-    let errors_of = |key: &str| -> Vec<String> {
-        validated.body["configs"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|c| c["value"]["name"] == key)
-            .map(|c| c["value"]["errors"].as_array().unwrap().iter().map(|e| e.as_str().unwrap().to_string()).collect())
-            .unwrap_or_default()
-    };
+    let errors_of = |key: &str| support::fleet::validation_errors(&validated.body, key);
     assert!(errors_of("kafka.typo").iter().any(|e| e.contains("unknown key")), "{}", validated.text);
     assert!(!errors_of("snow.tabels").is_empty(), "the component's own check names its key: {}", validated.text);
     assert!(errors_of("snow.instance.url").is_empty());
@@ -178,15 +170,7 @@ fn a_wrong_key_is_refused_in_connects_error_shape_by_validate_and_create() {
     let mut partial = config.clone();
     partial.as_object_mut().unwrap().remove("snow.instance.url");
     let answer = curl(spec.port, "PUT", "/connector-plugins/io.snowconnect.ServiceNowSourceConnector/config/validate", Some(&partial));
-    let errors_in = |answer: &support::fleet::Answer, key: &str| -> Vec<String> {
-        answer.body["configs"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|c| c["value"]["name"] == key)
-            .map(|c| c["value"]["errors"].as_array().unwrap().iter().map(|e| e.as_str().unwrap().to_string()).collect())
-            .unwrap_or_default()
-    };
+    let errors_in = |answer: &support::fleet::Answer, key: &str| support::fleet::validation_errors(&answer.body, key);
     assert!(!errors_in(&answer, "snow.instance.url").is_empty(), "{}", answer.text);
     assert!(!errors_in(&answer, "snow.tabels").is_empty(), "the misspelled key too: {}", answer.text);
     let mut empty = source_config(&fake, &name, "t", &["incident"]);

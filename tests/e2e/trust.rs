@@ -237,13 +237,7 @@ fn a_standalone_runs_validate_route_runs_nothing_a_start_would_not() {
         (vec![("snow.tables", "${env:WORKER_ONLY}")], "snow.tables"),
     ] {
         let answer = validate(&changes);
-        let errors: Vec<String> = answer.body["configs"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|c| c["value"]["name"] == key)
-            .flat_map(|c| c["value"]["errors"].as_array().unwrap().iter().map(|e| e.as_str().unwrap().to_string()))
-            .collect();
+        let errors = support::fleet::validation_errors(&answer.body, key);
         assert!(!errors.is_empty(), "{changes:?}: {key} has an error: {}", answer.text);
         assert!(!answer.text.contains("Worker-Env-Value-77"), "{}", answer.text);
     }

@@ -95,6 +95,17 @@ pub fn curl_with(extra: &[&str], url: &str, method: &str, body: Option<&Value>) 
     Answer { status: status.trim().parse().unwrap(), body: serde_json::from_str(body).unwrap_or(Value::Null), text: body.to_string() }
 }
 
+/// The errors a validation answer (Connect's `ConfigInfos`) attaches to `key`.
+pub fn validation_errors(answer: &Value, key: &str) -> Vec<String> {
+    answer["configs"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|c| c["value"]["name"] == key)
+        .flat_map(|c| c["value"]["errors"].as_array().into_iter().flatten().filter_map(|e| e.as_str().map(str::to_string)))
+        .collect()
+}
+
 /// Waits until `GET /connectors/<name>/status` on `port` satisfies `check`, and returns it.
 pub fn wait_status(port: u16, name: &str, timeout: Duration, what: &str, check: impl Fn(&Value) -> bool) -> Value {
     wait_until(what, timeout, || {
