@@ -71,8 +71,10 @@ impl Worker {
             &config,
             format!(
                 "group.id={group}\nbootstrap.servers={bootstrap}\nlisteners=http://127.0.0.1:{port}\nwork.slots=32\n\
-                 component.trusted.keys={}\n",
-                workspace().join("tests/keys/development-only.pub").display()
+                 component.trusted.keys={}\nplugin.path={}\n",
+                workspace().join("tests/keys/development-only.pub").display(),
+                // Connectors may name the components built for the bench (ADR 0025).
+                source_component().parent().map(|p| p.display().to_string()).unwrap_or_default()
             ),
         )?;
         let child = Command::new(release_bin("snow-connect"))
