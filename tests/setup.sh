@@ -45,6 +45,12 @@ done
 if ! pkg-config --exists openssl 2>/dev/null && [ ! -f /usr/include/openssl/ssl.h ]; then
   missing+=(libssl-dev)
 fi
+# ... and with libcurl, which its OAUTHBEARER/OIDC token requests need: without the library's
+# development files librdkafka's configure quietly builds without OIDC ("not supported in this
+# build" at run time).
+if ! pkg-config --exists libcurl 2>/dev/null; then
+  missing+=(libcurl4-openssl-dev)
+fi
 if command -v java >/dev/null 2>&1; then
   java_major=$(java -version 2>&1 | sed -n 's/.*version "\([0-9]*\).*/\1/p' | head -n 1)
   [ "${java_major:-0}" -ge 17 ] 2>/dev/null || missing+=(openjdk-17-jdk-headless)

@@ -1,9 +1,12 @@
 //! Kafka security end to end: a broker with a `SASL_SSL` listener (certificates made by the
-//! test with openssl, SCRAM users made by Kafka's storage tool, PLAIN users, ACLs added by Kafka's
-//! AclCommand), and the real binary reaching it — a source and a sink of a standalone run (the
-//! connector file's `kafka.*` security keys, SCRAM-SHA-512 and PLAIN), a three-worker fleet (a
-//! Connect user's worker.properties as written: `sasl.jaas.config`, a PEM trust store) — and the
-//! clear errors a wrong password or a principal without ACLs gets. What the tests read back goes
+//! test with openssl, SCRAM users made by Kafka's storage tool, PLAIN users, OAUTHBEARER tokens
+//! of an OIDC identity provider that the broker validates against its JWKS, ACLs added by Kafka's
+//! AclCommand, re-authentication every 10 s), and the real binary reaching it — a source and a
+//! sink of a standalone run (the connector file's `kafka.*` security keys, SCRAM-SHA-512 and
+//! PLAIN), a source with OIDC client credentials whose tokens expire while it runs, a three-worker
+//! fleet (a Connect user's worker.properties as written: `sasl.jaas.config` with SCRAM and with
+//! OAUTHBEARER, a PEM trust store) — and the clear errors a wrong password, a wrong client secret,
+//! a token for another audience or a principal without ACLs gets. What the tests read back goes
 //! through the harness's own listener; what is tested goes through `SASL_SSL` only.
 #![allow(clippy::unwrap_used)] // a panic is how a test fails
 
@@ -14,9 +17,10 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use fake_snow::{FakeOptions, FakeSnow};
-use kafka_harness::secure::{Request, SecureBroker};
+use kafka_harness::secure::{Oidc, Request, SecureBroker};
 use serde_json::json;
 use support::fleet::{curl, tasks_in, wait_status, worker_properties};
+use support::idp::{self, Idp};
 use support::kafka::read_until;
 use support::{Runner, now_secs, unique, work_dir};
 
@@ -24,15 +28,45 @@ const USER: &str = "snow-secure";
 const PASSWORD: &str = "secure-Snow-Pw-55";
 const CONNECT_PASSWORD: &str = "Connect-Scram-Pw-81";
 const PLAIN_PASSWORD: &str = "Plain-Kafka-Pw-62";
+const OIDC_CLIENT: &str = "snow-connect-oidc";
+const OIDC_SECRET: &str = "Oidc-Client-Secret-93";
+const FLEET_OIDC_CLIENT: &str = "snow-fleet-oidc";
+/// Tokens this short expire (and the broker re-authenticates every 10 s) while a test runs.
+const TOKEN_LIFETIME: Duration = Duration::from_secs(15);
 
-/// The secured broker of this test binary: `connect` (SCRAM) and `plainuser` (PLAIN) may do
-/// anything; `stranger` (SCRAM) has no ACL at all.
+/// The identity provider of this test binary: `snow-connect-oidc` and `snow-fleet-oidc` get
+/// tokens for the broker (principal `User:oidc-connect`); `elsewhere` gets tokens meant for
+/// another audience.
+fn idp() -> &'static Idp {
+    static IDP: OnceLock<Idp> = OnceLock::new();
+    IDP.get_or_init(|| {
+        let client = |id: &str, secret: &str, audience: Option<&str>| idp::Client {
+            id: id.into(),
+            secret: secret.into(),
+            subject: "oidc-connect".into(),
+            audience: audience.map(str::to_string),
+        };
+        Idp::start(
+            &[
+                client(OIDC_CLIENT, OIDC_SECRET, None),
+                client(FLEET_OIDC_CLIENT, OIDC_SECRET, None),
+                client("elsewhere", "Elsewhere-Secret-4", Some("another-service")),
+            ],
+            TOKEN_LIFETIME,
+            "snow-kafka",
+        )
+    })
+}
+
+/// The secured broker of this test binary: `connect` (SCRAM), `plainuser` (PLAIN) and the OIDC
+/// principal `oidc-connect` may do anything; `stranger` (SCRAM) has no ACL at all.
 fn broker() -> &'static SecureBroker {
     static BROKER: OnceLock<SecureBroker> = OnceLock::new();
     BROKER.get_or_init(|| {
         let broker = SecureBroker::start(&Request {
             scram_users: vec![("connect".into(), CONNECT_PASSWORD.into()), ("stranger".into(), "Stranger-Pw-12".into())],
             plain_users: vec![("plainuser".into(), PLAIN_PASSWORD.into())],
+            oidc: Some(Oidc { jwks_url: idp().jwks_url(), issuer: idp().issuer(), audience: idp().audience.clone() }),
         })
         .unwrap();
         broker
@@ -41,6 +75,8 @@ fn broker() -> &'static SecureBroker {
                 "User:connect",
                 "--allow-principal",
                 "User:plainuser",
+                "--allow-principal",
+                "User:oidc-connect",
                 "--operation",
                 "All",
                 "--topic",
@@ -73,6 +109,65 @@ fn connector_security(mechanism: &str, user: &str, password_env: &str) -> Vec<(S
     .into_iter()
     .map(|(k, v)| (k.to_string(), v))
     .collect()
+}
+
+/// A connector file's security keys for OAUTHBEARER with OIDC client credentials (librdkafka's
+/// own keys), the secret by reference.
+fn oidc_security(client: &str, secret_env: &str) -> Vec<(String, String)> {
+    [
+        ("kafka.bootstrap.servers", broker().bootstrap().to_string()),
+        ("kafka.security.protocol", "SASL_SSL".to_string()),
+        ("kafka.sasl.mechanism", "OAUTHBEARER".to_string()),
+        ("kafka.sasl.oauthbearer.method", "oidc".to_string()),
+        ("kafka.sasl.oauthbearer.client.id", client.to_string()),
+        ("kafka.sasl.oauthbearer.client.secret", format!("${{env:{secret_env}}}")),
+        ("kafka.sasl.oauthbearer.token.endpoint.url", idp().token_url()),
+        ("kafka.sasl.oauthbearer.scope", "kafka".to_string()),
+        ("kafka.ssl.ca.location", broker().ca_file().display().to_string()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect()
+}
+
+#[test]
+fn a_source_with_oidc_client_credentials_keeps_producing_as_its_tokens_expire() {
+    let now = now_secs();
+    let fake = fake(now);
+    let ids = fake.shared().seed("incident", 200, now - 3600, 3000);
+    let dir = work_dir("secure-oidc");
+    let (name, topic) = (unique("osrc"), unique("osrc-rows"));
+    let mut source = support::source_entries(
+        &fake.url(),
+        &name,
+        &topic,
+        &["incident"],
+        &[("snow.auth.username", USER), ("snow.auth.password", PASSWORD), ("snow.safety.lag.seconds", "2")],
+    );
+    source.extend(oidc_security(OIDC_CLIENT, "KAFKA_OIDC_SECRET"));
+    let file = support::connector_file(&dir, &name, &source);
+    let runner = Runner::spawn(&dir, "oidc", &[&file], support::DEFAULT_LOG, &[("KAFKA_OIDC_SECRET", OIDC_SECRET)]);
+    let key_count = |r: &[support::kafka::Read]| r.iter().map(|x| &x.key).collect::<BTreeSet<_>>().len();
+    let records = read_until(broker().admin_bootstrap(), &topic, Duration::from_secs(120), |r| key_count(r) >= ids.len());
+    assert_eq!(key_count(&records), ids.len(), "every row over SASL_SSL with an OIDC token");
+    let first = *idp().issued(OIDC_CLIENT).first().expect("the client asked the identity provider for a token");
+
+    // The first token expires; the clients fetch new ones (and the broker, re-authenticating every
+    // 10 s, accepts them): rows changed after that still arrive.
+    support::wait_until("a token issued after the first one expired", Duration::from_secs(120), || {
+        idp().issued(OIDC_CLIENT).last().is_some_and(|t| *t > first + TOKEN_LIFETIME).then_some(())
+    });
+    fake.clock().advance(1);
+    let mut changes = serde_json::Map::new();
+    changes.insert("state".into(), serde_json::Value::String("7".into()));
+    fake.shared().update_rows("incident", &ids[..50], &changes);
+    fake.clock().advance(5);
+    let changed = |r: &support::kafka::Read| r.headers.get("snow.sys_mod_count").is_some_and(|v| v == "1");
+    let records = read_until(broker().admin_bootstrap(), &topic, Duration::from_secs(120), |r| r.iter().filter(|x| changed(x)).count() >= 50);
+    assert_eq!(records.iter().filter(|x| changed(x)).count(), 50, "the rows changed after the first token expired arrive");
+    let log = runner.stop();
+    assert!(!log.contains(OIDC_SECRET), "the client secret never reaches the log");
+    assert!(idp().issued(OIDC_CLIENT).len() >= 2, "tokens were renewed: {:?}", idp().issued(OIDC_CLIENT));
 }
 
 #[test]
@@ -151,7 +246,25 @@ fn a_three_worker_fleet_runs_over_sasl_ssl_with_a_connect_workers_keys() {
         ("producer.security.protocol", "SASL_SSL"),
         ("consumer.security.protocol", "SASL_SSL"),
     ];
-    let specs: Vec<_> = (1..=3).map(|i| worker_properties(&dir, &format!("w{i}"), &group, &security)).collect();
+    // The third worker logs in with OAUTHBEARER, as a Connect worker file writes it.
+    let token_url = idp().token_url();
+    let oidc_jaas = format!(
+        "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required clientId=\"{FLEET_OIDC_CLIENT}\" clientSecret=\"{OIDC_SECRET}\" scope=\"kafka\";"
+    );
+    let oidc: Vec<(&str, &str)> = security
+        .iter()
+        .map(|&(k, v)| match k {
+            "sasl.mechanism" => (k, "OAUTHBEARER"),
+            "sasl.jaas.config" => (k, oidc_jaas.as_str()),
+            _ => (k, v),
+        })
+        .chain([
+            ("sasl.login.callback.handler.class", "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginCallbackHandler"),
+            ("sasl.oauthbearer.token.endpoint.url", token_url.as_str()),
+        ])
+        .collect();
+    let specs: Vec<_> =
+        (1..=3).map(|i| worker_properties(&dir, &format!("w{i}"), &group, if i == 3 { &oidc } else { &security })).collect();
     let env = [("SNOW_SECURE_PASSWORD", PASSWORD)];
     let workers: Vec<Runner> =
         specs.iter().enumerate().map(|(i, s)| support::fleet::start_worker(&dir, &format!("w{}", i + 1), s, &env)).collect();
@@ -176,9 +289,10 @@ fn a_three_worker_fleet_runs_over_sasl_ssl_with_a_connect_workers_keys() {
         r.iter().map(|x| &x.key).collect::<BTreeSet<_>>().len() >= ids.len()
     });
     assert_eq!(records.iter().map(|r| r.key.as_str()).collect::<BTreeSet<_>>().len(), ids.len());
+    assert!(!idp().issued(FLEET_OIDC_CLIENT).is_empty(), "the third worker logged in with an OIDC token");
     for worker in workers {
         let log = worker.stop();
-        assert!(!log.contains(CONNECT_PASSWORD), "the worker's Kafka password never reaches its log");
+        assert!(!log.contains(CONNECT_PASSWORD) && !log.contains(OIDC_SECRET), "the worker's Kafka secrets never reach its log");
     }
 }
 
@@ -202,6 +316,31 @@ fn a_wrong_password_or_a_principal_without_acls_gets_a_clear_error() {
     assert!(line.contains(&format!("SASL_SSL://{} as user \"connect\" (SCRAM-SHA-512)", broker().bootstrap())), "{line}");
     let log = runner.stop();
     assert!(!log.contains("not-the-password"), "the wrong password is not shown either");
+
+    // OIDC: a wrong client secret (the identity provider refuses it), and a token meant for
+    // another service (the broker refuses it): each stops the start with its cause.
+    let refused_before = idp().refused();
+    for (client, secret, cause) in [
+        (OIDC_CLIENT, "not-the-secret", "the identity provider refused the client"),
+        ("elsewhere", "Elsewhere-Secret-4", "the brokers refused the token"),
+    ] {
+        let mut source = support::source_entries(
+            &fake.url(),
+            "wrongoidc",
+            "t",
+            &["incident"],
+            &[("snow.auth.username", USER), ("snow.auth.password", PASSWORD)],
+        );
+        source.extend(oidc_security(client, "KAFKA_OIDC_SECRET"));
+        let file = support::connector_file(&dir, "wrongoidc", &source);
+        let mut runner = Runner::spawn(&dir, "wrongoidc", &[&file], support::DEFAULT_LOG, &[("KAFKA_OIDC_SECRET", secret)]);
+        let line = runner.wait_for_log(cause, Duration::from_secs(60));
+        assert!(line.contains(&format!("SASL_SSL://{} as OIDC client {client:?} (OAUTHBEARER)", broker().bootstrap())), "{line}");
+        let log = runner.stop();
+        assert!(!log.contains(secret), "the client secret is not shown");
+    }
+    assert!(idp().refused() > refused_before, "the identity provider refused the wrong secret");
+    assert!(!idp().issued("elsewhere").is_empty(), "the broker, not the provider, refused the other audience's token");
 
     // A worker with a wrong password: the same, and it exits.
     let wrong = worker_properties(

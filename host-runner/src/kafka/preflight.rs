@@ -95,9 +95,14 @@ pub fn check(bootstrap: &str, security: &BTreeMap<String, String>, timeout: Dura
     };
     let fatal = errors.iter().find(|e| is_fatal(e));
     if let Some((code, reason)) = fatal {
+        let oauthbearer = security.get("sasl.mechanism").or(security.get("sasl.mechanisms")).is_some_and(|m| m == "OAUTHBEARER");
         let what = match code {
             Some(RDKafkaErrorCode::SSL) => "the TLS handshake failed (check ssl.ca.location and the brokers' certificates)",
             _ if reason.contains("SSL") => "the TLS handshake failed (check ssl.ca.location and the brokers' certificates)",
+            _ if reason.contains("OAUTHBEARER token") => {
+                "the identity provider refused the client (check sasl.oauthbearer.client.id, its secret, the token endpoint and the scope)"
+            }
+            _ if oauthbearer => "the brokers refused the token (check the audience, issuer and subject the identity provider puts in it)",
             _ => "the brokers refused the credentials (check the user, password and SASL mechanism)",
         };
         return Err(Refused::Fatal(crate::redact::clean(&format!("Kafka at {named}: {what}: {reason}"))));

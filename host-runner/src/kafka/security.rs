@@ -243,5 +243,14 @@ mod tests {
             (out["sasl.oauthbearer.method"].as_str(), out["sasl.oauthbearer.client.id"].as_str(), out["sasl.oauthbearer.scope"].as_str()),
             ("oidc", "c", "kafka")
         );
+        // ... and the librdkafka this host links takes them: it was built with libcurl (without
+        // it, configure quietly leaves OIDC out and a client is refused only at start).
+        let mut config = rdkafka::ClientConfig::new();
+        config.set("bootstrap.servers", "127.0.0.1:9").set("security.protocol", "SASL_SSL");
+        for (k, v) in &out {
+            config.set(k, v);
+        }
+        let client: Result<rdkafka::producer::BaseProducer, _> = config.create();
+        assert!(client.is_ok(), "librdkafka refuses OIDC settings: {:?}", client.err());
     }
 }

@@ -4,6 +4,7 @@
 
 pub mod cosign;
 pub mod fleet;
+pub mod idp;
 pub mod kafka;
 pub mod tools;
 

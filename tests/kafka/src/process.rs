@@ -74,11 +74,17 @@ pub fn format_storage(libs: &Path, dir: &Path, extra: &[String]) -> io::Result<(
     Ok(())
 }
 
+/// A file in the broker's directory with more JVM options, one per line (system properties a
+/// secured listener needs); read at every start, so a restart keeps them.
+pub const JVM_OPTIONS: &str = "jvm.options";
+
 /// Spawns the broker with its output in `dir/broker.log`; returns its pid.
 pub fn spawn_broker(libs: &Path, dir: &Path, lifetime: Lifetime) -> io::Result<u32> {
     let log = File::create(dir.join("broker.log"))?;
+    let options = fs::read_to_string(dir.join(JVM_OPTIONS)).unwrap_or_default();
     let mut cmd = Command::new("java");
     cmd.args(["-Xms256m", "-Xmx1g", "-XX:+UseG1GC", "-Djava.awt.headless=true"])
+        .args(options.lines().map(str::trim).filter(|l| !l.is_empty()))
         .arg(format!("-Dlog4j2.configurationFile={}", dir.join("log4j2.properties").display()))
         .arg("-cp")
         .arg(classpath(libs))

@@ -2,7 +2,10 @@
 //! certificate authority and the broker's certificate made with `openssl` (the broker reads PEM),
 //! SCRAM-SHA-512 and SCRAM-SHA-256 users created with Kafka's own storage tool, PLAIN users in
 //! the listener's JAAS, the StandardAuthorizer with `allow.everyone.if.no.acl.found=false`, and
-//! ACLs added with Kafka's own `AclCommand`. A `PLAINTEXT` listener beside it serves the harness's
+//! ACLs added with Kafka's own `AclCommand`, and on request OAUTHBEARER tokens validated as a
+//! production broker validates them: signatures checked against an identity provider's JWKS
+//! endpoint, audience and issuer required (`OAuthBearerValidatorCallbackHandler`, the endpoint in
+//! Kafka's `org.apache.kafka.sasl.oauthbearer.allowed.urls`). A `PLAINTEXT` listener beside it serves the harness's
 //! own administration (its principal, `ANONYMOUS`, is a super user): what a test checks goes through
 //! the `SASL_SSL` listener only.
 
@@ -20,6 +23,19 @@ pub struct Request {
     pub scram_users: Vec<(String, String)>,
     /// PLAIN users: `(name, password)`.
     pub plain_users: Vec<(String, String)>,
+    /// OAUTHBEARER on the same listener, with tokens of this identity provider.
+    pub oidc: Option<Oidc>,
+}
+
+/// An identity provider whose signed tokens (JWT, RS256) the broker accepts.
+#[derive(Debug, Clone)]
+pub struct Oidc {
+    /// Where the broker reads the provider's signing keys (a JWKS document).
+    pub jwks_url: String,
+    /// The `iss` every token must carry.
+    pub issuer: String,
+    /// The `aud` every token must carry.
+    pub audience: String,
 }
 
 /// The pieces [`prepare`] made for the broker.
@@ -54,8 +70,30 @@ pub(crate) fn prepare(dir: &Path, request: &Request) -> io::Result<Prepared> {
     make_certificates(dir)?;
     let sasl_port = free_port()?;
     let plain: String = request.plain_users.iter().map(|(u, p)| format!(" user_{u}=\"{p}\"")).collect();
+    let (mechanisms, oauth) = match &request.oidc {
+        None => ("SCRAM-SHA-512,SCRAM-SHA-256,PLAIN", String::new()),
+        Some(oidc) => {
+            // Kafka 4.1's default validator (DefaultJwtValidator, built without a key resolver by
+            // OAuthBearerValidatorCallbackHandler) checks neither signature nor audience: a token
+            // for another service, or a forged one, is accepted. BrokerJwtValidator, named
+            // explicitly, builds its resolver from the JWKS URL and checks both (docs/security.md).
+            // The broker fetches keys only from URLs a system property allows (Kafka 4.0+).
+            fs::write(dir.join(super::process::JVM_OPTIONS), format!("-Dorg.apache.kafka.sasl.oauthbearer.allowed.urls={}\n", oidc.jwks_url))?;
+            let oauth = format!(
+                "listener.name.sasl_ssl.oauthbearer.sasl.jaas.config=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required;\n\
+                 listener.name.sasl_ssl.oauthbearer.sasl.server.callback.handler.class=org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler\n\
+                 sasl.oauthbearer.jwt.validator.class=org.apache.kafka.common.security.oauthbearer.BrokerJwtValidator\n\
+                 sasl.oauthbearer.jwks.endpoint.url={}\n\
+                 sasl.oauthbearer.expected.issuer={}\n\
+                 sasl.oauthbearer.expected.audience={}\n\
+                 connections.max.reauth.ms=10000\n",
+                oidc.jwks_url, oidc.issuer, oidc.audience
+            );
+            ("SCRAM-SHA-512,SCRAM-SHA-256,PLAIN,OAUTHBEARER", oauth)
+        }
+    };
     let extra = format!(
-        "sasl.enabled.mechanisms=SCRAM-SHA-512,SCRAM-SHA-256,PLAIN\n\
+        "sasl.enabled.mechanisms={mechanisms}\n\
          listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;\n\
          listener.name.sasl_ssl.scram-sha-256.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;\n\
          listener.name.sasl_ssl.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required{plain};\n\
@@ -63,7 +101,8 @@ pub(crate) fn prepare(dir: &Path, request: &Request) -> io::Result<Prepared> {
          ssl.keystore.location={}\n\
          authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer\n\
          allow.everyone.if.no.acl.found=false\n\
-         super.users=User:ANONYMOUS\n",
+         super.users=User:ANONYMOUS\n\
+         {oauth}",
         dir.join("broker-keystore.pem").display()
     );
     let mut format_args = Vec::new();
