@@ -18,10 +18,12 @@ const USAGE: &str = "usage:
   snow-connect component push <component.wasm> --config worker.properties [--bundle FILE]
                                                          (stores it in the fleet's component.storage.topic; prints its component.ref)
   snow-connect validate <connector file>... [--component-cache DIR|off]
-  snow-connect topic count --bootstrap HOST:PORT --topic NAME [--timeout-seconds N]
-  snow-connect topic produce --bootstrap HOST:PORT --topic NAME [--key-field FIELD] [--file PATH]
-  snow-connect offsets list (--file OFFSETS.json | --topic NAME --bootstrap HOST:PORT) [--connector NAME]
-  snow-connect offsets reset (--file OFFSETS.json | --topic NAME --bootstrap HOST:PORT) --connector NAME [--table TABLE]
+  snow-connect topic count KAFKA --topic NAME [--timeout-seconds N]
+  snow-connect topic produce KAFKA --topic NAME [--key-field FIELD] [--file PATH]
+  snow-connect offsets list (--file OFFSETS.json | --topic NAME KAFKA) [--connector NAME]
+  snow-connect offsets reset (--file OFFSETS.json | --topic NAME KAFKA) --connector NAME [--table TABLE]
+    KAFKA: --bootstrap HOST:PORT and/or --command-config FILE (Kafka's client keys, for example the
+    security settings of worker.properties, which itself will do)
   snow-connect inspect <component.wasm> [--instantiations N] [--trusted-keys PUB[,PUB]] [--bundle FILE]
   snow-connect artefact keygen <prefix>                  (writes <prefix>.key, mode 0600, and <prefix>.pub)
   snow-connect artefact sign <component.wasm> --key FILE [--bundle OUT]
@@ -267,7 +269,7 @@ fn component(args: &[String]) -> Result<()> {
 fn offsets(args: &[String]) -> Result<()> {
     use host_runner::offsets::{FileOffsetStore, KafkaOffsetStore};
     use host_runner::state::{Clients, StateTopic, TopicSpec};
-    let args = Args::parse("offsets", args, &["file", "topic", "bootstrap", "connector", "table"])?;
+    let args = Args::parse("offsets", args, &["file", "topic", "bootstrap", "command-config", "connector", "table"])?;
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     /// Removes a connector's offsets whose partition passes the filter; how many.
     type Remove = Box<dyn Fn(&str, &dyn Fn(&str) -> bool) -> Result<usize>>;
@@ -281,8 +283,8 @@ fn offsets(args: &[String]) -> Result<()> {
             (store.entries(), Box::new(move |c, m| store.remove(c, m)))
         }
         (None, Some(topic)) => {
-            let bootstrap = args.option("bootstrap").context("--bootstrap is required with --topic")?;
-            let clients = Clients { bootstrap: bootstrap.to_string(), common: Default::default() };
+            let connection = kafka_connection(&args)?;
+            let clients = Clients { bootstrap: connection.bootstrap, common: connection.security };
             let spec = TopicSpec { name: topic.to_string(), partitions: 25, replication: -1, key: "offset.storage.topic" };
             let store = KafkaOffsetStore::new(std::sync::Arc::new(rt.block_on(StateTopic::open(&clients, spec, true))?));
             let handle = rt.handle().clone();
@@ -295,7 +297,7 @@ fn offsets(args: &[String]) -> Result<()> {
             )
         }
         _ => bail!(
-            "give --file (the connector's offset.storage.file.filename) or --topic and --bootstrap (its offset.storage.topic)\n{USAGE}"
+            "give --file (the connector's offset.storage.file.filename) or --topic (its offset.storage.topic) with --bootstrap or --command-config\n{USAGE}"
         ),
     };
     match args.positional.first().map(String::as_str) {
@@ -404,14 +406,29 @@ fn artefact(args: &[String]) -> Result<()> {
     }
 }
 
+/// The cluster of `--bootstrap` and `--command-config` (a properties file with Kafka's client keys;
+/// `${env:…}`/`${file:…}` references resolved as in a worker file).
+fn kafka_connection(args: &Args) -> Result<kafka::tools::Connection> {
+    let entries = match args.option("command-config") {
+        Some(path) => {
+            let text = std::fs::read_to_string(path).with_context(|| format!("reading --command-config {path}"))?;
+            let mut entries = host_runner::config::parse_properties(&text).map_err(|e| anyhow::anyhow!("--command-config {path}: {e}"))?;
+            host_runner::config::resolve_providers(&mut entries).map_err(|e| anyhow::anyhow!("--command-config {path}: {}", e.join("; ")))?;
+            entries
+        }
+        None => Default::default(),
+    };
+    kafka::tools::Connection::open(args.option("bootstrap"), &entries)
+}
+
 fn topic(args: &[String]) -> Result<()> {
-    let args = Args::parse("topic", args, &["bootstrap", "topic", "timeout-seconds", "key-field", "file"])?;
-    let bootstrap = args.option("bootstrap").context("--bootstrap is required")?;
+    let args = Args::parse("topic", args, &["bootstrap", "command-config", "topic", "timeout-seconds", "key-field", "file"])?;
     let topic = args.option("topic").context("--topic is required")?;
+    let connection = kafka_connection(&args)?;
     match args.positional.first().map(String::as_str) {
         Some("count") => {
             let timeout = Duration::from_secs(args.option("timeout-seconds").map(str::parse).transpose()?.unwrap_or(60));
-            let count = kafka::tools::count(bootstrap, topic, timeout)?;
+            let count = kafka::tools::count(&connection, topic, timeout)?;
             println!("{{\"topic\":{topic:?},\"records\":{},\"distinct_keys\":{}}}", count.records, count.distinct_keys);
             Ok(())
         }
@@ -425,7 +442,7 @@ fn topic(args: &[String]) -> Result<()> {
                 None => Box::new(std::io::stdin().lock().lines().map_while(Result::ok)),
             };
             let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
-            let n = rt.block_on(kafka::tools::produce_lines(bootstrap, topic, lines, args.option("key-field")))?;
+            let n = rt.block_on(kafka::tools::produce_lines(&connection, topic, lines, args.option("key-field")))?;
             println!("{{\"topic\":{topic:?},\"produced\":{n}}}");
             Ok(())
         }

@@ -290,6 +290,22 @@ fn a_three_worker_fleet_runs_over_sasl_ssl_with_a_connect_workers_keys() {
     });
     assert_eq!(records.iter().map(|r| r.key.as_str()).collect::<BTreeSet<_>>().len(), ids.len());
     assert!(!idp().issued(FLEET_OIDC_CLIENT).is_empty(), "the third worker logged in with an OIDC token");
+
+    // The operator tools reach the secured cluster with a worker's own file as --command-config
+    // (SCRAM for the offsets, OAUTHBEARER for the count).
+    let offsets_topic = format!("{group}-offsets");
+    let w1 = specs[0].file.display().to_string();
+    support::wait_until("every table's offset listed over SASL_SSL", Duration::from_secs(60), || {
+        let (ok, out, err) =
+            support::snow_connect(&dir, &["offsets", "list", "--topic", &offsets_topic, "--command-config", &w1, "--connector", &name]);
+        assert!(ok, "offsets list over SASL_SSL: {err}");
+        tables.iter().all(|t| out.contains(&format!("{t:?}"))).then_some(())
+    });
+    let w3 = specs[2].file.display().to_string();
+    let (ok, out, err) = support::snow_connect(&dir, &["topic", "count", "--topic", &topic, "--command-config", &w3]);
+    assert!(ok, "topic count with OIDC: {err}");
+    let count: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(count["distinct_keys"], ids.len(), "{out}");
     for worker in workers {
         let log = worker.stop();
         assert!(!log.contains(CONNECT_PASSWORD) && !log.contains(OIDC_SECRET), "the worker's Kafka secrets never reach its log");
@@ -366,6 +382,9 @@ fn a_wrong_password_or_a_principal_without_acls_gets_a_clear_error() {
     let line = worker.wait_for_log("refused the credentials", Duration::from_secs(60));
     assert!(line.contains(&format!("SASL_SSL://{} as user \"connect\"", broker().bootstrap())), "{line}");
     assert!(!worker.stop().contains("also-not-it"));
+    // An operator tool with that file: the same error, at once, not a hang.
+    let (ok, _, err) = support::snow_connect(&dir, &["topic", "count", "--topic", "t", "--command-config", &wrong.file.display().to_string()]);
+    assert!(!ok && err.contains("refused the credentials") && !err.contains("also-not-it"), "{err}");
 
     // A worker whose principal has no ACL: the state topic it may not create is named.
     let stranger = worker_properties(

@@ -1,6 +1,9 @@
-//! Topic tools for operators and the demo: count what a topic holds, produce JSON lines to it.
+//! Topic tools for operators and the demo: count what a topic holds, produce JSON lines to it;
+//! and the cluster connection every operator tool (`topic`, `offsets --topic`) uses: `--bootstrap`
+//! and a `--command-config` file with Kafka's client keys (a worker's `worker.properties` will do),
+//! checked before use so that a refused login is an error, not a hang.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
@@ -18,10 +21,48 @@ pub struct TopicCount {
     pub distinct_keys: u64,
 }
 
+/// The cluster an operator tool talks to.
+#[derive(Debug, Clone)]
+pub struct Connection {
+    /// `bootstrap.servers`.
+    pub bootstrap: String,
+    /// The connection's librdkafka security settings (empty: PLAINTEXT).
+    pub security: BTreeMap<String, String>,
+}
+
+impl Connection {
+    /// From `--bootstrap` and the entries of `--command-config` (Kafka's Java keys such as
+    /// `sasl.jaas.config`, or librdkafka's; references already resolved): `--bootstrap` wins over
+    /// the entries' `bootstrap.servers`. The cluster is asked for its metadata before the tool
+    /// starts: refused credentials or no answer within 15 s stop it with the listener named.
+    pub fn open(bootstrap: Option<&str>, entries: &BTreeMap<String, String>) -> Result<Self> {
+        let mut errors = Vec::new();
+        let security = super::security::read(entries, "", &mut errors);
+        if !errors.is_empty() {
+            bail!("--command-config: {}", errors.join("; "));
+        }
+        let bootstrap = bootstrap
+            .map(str::to_string)
+            .or_else(|| entries.get("bootstrap.servers").cloned())
+            .context("--bootstrap (or bootstrap.servers in --command-config) is required")?;
+        super::preflight::check(&bootstrap, &security, Duration::from_secs(15))?;
+        Ok(Self { bootstrap, security })
+    }
+
+    fn config(&self) -> ClientConfig {
+        let mut config = ClientConfig::new();
+        config.set("bootstrap.servers", &self.bootstrap);
+        for (k, v) in &self.security {
+            config.set(k, v);
+        }
+        config
+    }
+}
+
 /// Reads `topic` from the beginning to its current end and counts records and distinct keys.
-pub fn count(bootstrap: &str, topic: &str, timeout: Duration) -> Result<TopicCount> {
-    let consumer: BaseConsumer = ClientConfig::new()
-        .set("bootstrap.servers", bootstrap)
+pub fn count(connection: &Connection, topic: &str, timeout: Duration) -> Result<TopicCount> {
+    let consumer: BaseConsumer = connection
+        .config()
         .set("group.id", format!("snow-connect-count-{}", std::process::id()))
         .set("enable.auto.commit", "false")
         .create()
@@ -59,8 +100,13 @@ pub fn count(bootstrap: &str, topic: &str, timeout: Duration) -> Result<TopicCou
 
 /// Produces each non-empty line of `lines` as a record value (key = the line's `key_field`
 /// member, if given) and waits until Kafka acknowledged all of them.
-pub async fn produce_lines(bootstrap: &str, topic: &str, lines: impl Iterator<Item = String>, key_field: Option<&str>) -> Result<u64> {
-    let producer: FutureProducer = ClientConfig::new().set("bootstrap.servers", bootstrap).set("enable.idempotence", "true").create()?;
+pub async fn produce_lines(
+    connection: &Connection,
+    topic: &str,
+    lines: impl Iterator<Item = String>,
+    key_field: Option<&str>,
+) -> Result<u64> {
+    let producer: FutureProducer = connection.config().set("enable.idempotence", "true").create()?;
     let mut records: Vec<(Option<String>, String)> = Vec::new();
     for (i, line) in lines.filter(|l| !l.trim().is_empty()).enumerate() {
         let key = match key_field {
