@@ -546,6 +546,74 @@ fn a_sink_in_a_fleet_shares_its_lanes_survives_a_kill_and_writes_every_record() 
     }
 }
 
+/// The slow instance: every write takes 120 ms, so a 200-record put would take 24 s and a
+/// rebalance that moves a lane would wait for it. Puts stop starting writes after the host's put
+/// budget (20 s, a third of the revocation wait): when a second worker joins a sink that one
+/// worker is writing, the lanes reach it within about one budget, and a put that a kill
+/// interrupts held at most a budget of writes.
+#[test]
+fn a_sink_busy_on_a_slow_instance_shares_its_lanes_with_a_joining_worker_within_a_put_budget() {
+    let now = now_secs();
+    let fake = fake(now);
+    fake.shared().set_latency(fake_snow::server::Latency { request_ms: 0, write_ms: 120, batch_quota_ms: None });
+    let dir = work_dir("fleet-slow-sink");
+    let group = unique("fleet-slow-sink");
+    let specs: Vec<_> = (1..=2).map(|i| worker_properties(&dir, &format!("w{i}"), &group, &[])).collect();
+    let mut workers = vec![start_worker(&dir, "w1", &specs[0], &[PASSWORD_ENV])];
+    let (sink, topic) = (unique("fslow"), unique("fslow-updates"));
+    let bootstrap = kafka_harness::shared().bootstrap();
+    support::kafka::create_topic_blocking(bootstrap, &topic, 4);
+    let targets = fake.shared().seed("incident", 100, now - 100, 50);
+    // Far more than the lanes can write while the test watches: every put is a full one.
+    let updates = support::keyed_updates(&targets, 4_000, 7);
+    support::kafka::produce_blocking(bootstrap, &topic, &updates);
+    let mut config: BTreeMap<String, String> = support::sink_entries(
+        &fake.url(),
+        &sink,
+        &topic,
+        "incident",
+        &[("snow.auth.username", USER), ("snow.auth.password", "${env:SNOW_FLEET_PASSWORD}")],
+    );
+    for k in ["name", "kafka.bootstrap.servers", "component.trusted.keys"] {
+        config.remove(k);
+    }
+    let created = curl(specs[0].port, "POST", "/connectors", Some(&json!({ "name": sink, "config": config })));
+    assert_eq!(created.status, 201, "{}", created.text);
+    let patches = || fake.journal().entries.iter().filter(|e| e.method == "PATCH").count();
+    support::wait_until("the first worker writing", Duration::from_secs(60), || (patches() >= 20).then_some(()));
+    let joined_at = std::time::Instant::now();
+    workers.push(start_worker(&dir, "w2", &specs[1], &[PASSWORD_ENV]));
+    wait_status(specs[1].port, &sink, Duration::from_secs(120), "4 lanes on both workers", |s| {
+        let ids: BTreeSet<&str> =
+            s["tasks"].as_array().map(|t| t.iter().filter_map(|t| t["worker_id"].as_str()).collect()).unwrap_or_default();
+        s["tasks"].as_array().is_some_and(|t| t.len() == 4) && ids.len() == 2
+    });
+    let spread = joined_at.elapsed();
+    const BUDGET: Duration = Duration::from_secs(20);
+    assert!(spread < BUDGET + Duration::from_secs(15), "the lanes moved {:.1} s after the second worker started", spread.as_secs_f64());
+    let writes = patches();
+    assert!(writes < updates.len(), "the lanes moved while the backlog was being written ({writes} of {})", updates.len());
+    let stopping = std::time::Instant::now();
+    let deleted = curl(specs[0].port, "DELETE", &format!("/connectors/{sink}"), None);
+    assert_eq!(deleted.status, 204, "{}", deleted.text);
+    let delete_answered = stopping.elapsed();
+    let mut stops = Vec::new();
+    for worker in workers {
+        let t = std::time::Instant::now();
+        worker.stop();
+        // The put in progress ends within its budget and no lane starts another (before the lane
+        // preferred its stop signal, a stopping worker went on for one or two more puts: 40 s).
+        assert!(t.elapsed() < BUDGET + Duration::from_secs(10), "a worker stopped {:.1} s after its signal", t.elapsed().as_secs_f64());
+        stops.push(format!("{:.1}", t.elapsed().as_secs_f64()));
+    }
+    eprintln!(
+        "fleet-slow-sink: 120 ms writes; lanes on both workers {:.1} s after the second worker started ({writes} writes by then); delete answered in {:.1} s, workers stopped in {} s",
+        spread.as_secs_f64(),
+        delete_answered.as_secs_f64(),
+        stops.join(" and ")
+    );
+}
+
 /// A worker with one source connector over `tables` (200 rows each), created over REST and
 /// running: the fake, the worker, the connector's name and topic, and the worker's port.
 struct Running {

@@ -127,8 +127,9 @@ impl Lane {
         loop {
             if pending.is_empty() {
                 let first = tokio::select! {
-                    r = self.queue.recv() => r,
+                    biased;
                     _ = self.stop.wait() => None,
+                    r = self.queue.recv() => r,
                 };
                 match first {
                     Some(r) => {
@@ -201,9 +202,13 @@ impl Lane {
 
     /// One `put` of `records` and what follows from it; none when stopped before writing.
     async fn write(&mut self, records: &[SinkRecord]) -> Option<Step> {
+        // A stopped lane starts no put, even when a permit is free at once (select! alone would
+        // pick between two ready branches at random: a deleted sink then went on writing for
+        // another put budget or two).
         let permit = tokio::select! {
-            p = self.shared.writers.clone().acquire_owned() => p.ok()?,
+            biased;
             _ = self.stop.wait() => return None,
+            p = self.shared.writers.clone().acquire_owned() => p.ok()?,
         };
         // From here to the offset stored, a revocation waits for this put.
         let _busy = self.control.enter()?;
