@@ -413,7 +413,8 @@ fn kafka_connection(args: &Args) -> Result<kafka::tools::Connection> {
         Some(path) => {
             let text = std::fs::read_to_string(path).with_context(|| format!("reading --command-config {path}"))?;
             let mut entries = host_runner::config::parse_properties(&text).map_err(|e| anyhow::anyhow!("--command-config {path}: {e}"))?;
-            host_runner::config::resolve_providers(&mut entries).map_err(|e| anyhow::anyhow!("--command-config {path}: {}", e.join("; ")))?;
+            host_runner::config::resolve_providers(&mut entries)
+                .map_err(|e| anyhow::anyhow!("--command-config {path}: {}", e.join("; ")))?;
             entries
         }
         None => Default::default(),

@@ -163,7 +163,8 @@ fn a_source_with_oidc_client_credentials_keeps_producing_as_its_tokens_expire() 
     fake.shared().update_rows("incident", &ids[..50], &changes);
     fake.clock().advance(5);
     let changed = |r: &support::kafka::Read| r.headers.get("snow.sys_mod_count").is_some_and(|v| v == "1");
-    let records = read_until(broker().admin_bootstrap(), &topic, Duration::from_secs(120), |r| r.iter().filter(|x| changed(x)).count() >= 50);
+    let records =
+        read_until(broker().admin_bootstrap(), &topic, Duration::from_secs(120), |r| r.iter().filter(|x| changed(x)).count() >= 50);
     assert_eq!(records.iter().filter(|x| changed(x)).count(), 50, "the rows changed after the first token expired arrive");
     let log = runner.stop();
     assert!(!log.contains(OIDC_SECRET), "the client secret never reaches the log");
@@ -383,7 +384,8 @@ fn a_wrong_password_or_a_principal_without_acls_gets_a_clear_error() {
     assert!(line.contains(&format!("SASL_SSL://{} as user \"connect\"", broker().bootstrap())), "{line}");
     assert!(!worker.stop().contains("also-not-it"));
     // An operator tool with that file: the same error, at once, not a hang.
-    let (ok, _, err) = support::snow_connect(&dir, &["topic", "count", "--topic", "t", "--command-config", &wrong.file.display().to_string()]);
+    let (ok, _, err) =
+        support::snow_connect(&dir, &["topic", "count", "--topic", "t", "--command-config", &wrong.file.display().to_string()]);
     assert!(!ok && err.contains("refused the credentials") && !err.contains("also-not-it"), "{err}");
 
     // A worker whose principal has no ACL: the state topic it may not create is named.

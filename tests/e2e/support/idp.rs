@@ -9,8 +9,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use aws_lc_rs::rand::SystemRandom;
-use aws_lc_rs::signature::{KeyPair, RSA_PKCS1_SHA256, RsaKeyPair};
 use aws_lc_rs::rsa::KeySize;
+use aws_lc_rs::signature::{KeyPair, RSA_PKCS1_SHA256, RsaKeyPair};
 use base64::Engine as _;
 use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
 use serde_json::json;
@@ -103,7 +103,12 @@ impl Idp {
                     lifetime,
                     issued: issued.clone(),
                 };
-                Mock::given(method("POST")).and(path("/oauth2/token")).and(header("authorization", basic.as_str())).respond_with(issuer).mount(&server).await;
+                Mock::given(method("POST"))
+                    .and(path("/oauth2/token"))
+                    .and(header("authorization", basic.as_str()))
+                    .respond_with(issuer)
+                    .mount(&server)
+                    .await;
             }
             // Anyone else: the answer an OAuth server gives a client it does not know.
             Mock::given(method("POST"))

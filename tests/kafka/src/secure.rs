@@ -78,7 +78,10 @@ pub(crate) fn prepare(dir: &Path, request: &Request) -> io::Result<Prepared> {
             // for another service, or a forged one, is accepted. BrokerJwtValidator, named
             // explicitly, builds its resolver from the JWKS URL and checks both (docs/security.md).
             // The broker fetches keys only from URLs a system property allows (Kafka 4.0+).
-            fs::write(dir.join(super::process::JVM_OPTIONS), format!("-Dorg.apache.kafka.sasl.oauthbearer.allowed.urls={}\n", oidc.jwks_url))?;
+            fs::write(
+                dir.join(super::process::JVM_OPTIONS),
+                format!("-Dorg.apache.kafka.sasl.oauthbearer.allowed.urls={}\n", oidc.jwks_url),
+            )?;
             let oauth = format!(
                 "listener.name.sasl_ssl.oauthbearer.sasl.jaas.config=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required;\n\
                  listener.name.sasl_ssl.oauthbearer.sasl.server.callback.handler.class=org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler\n\
