@@ -410,13 +410,7 @@ fn artefact(args: &[String]) -> Result<()> {
 /// `${env:…}`/`${file:…}` references resolved as in a worker file).
 fn kafka_connection(args: &Args) -> Result<kafka::tools::Connection> {
     let entries = match args.option("command-config") {
-        Some(path) => {
-            let text = std::fs::read_to_string(path).with_context(|| format!("reading --command-config {path}"))?;
-            let mut entries = host_runner::config::parse_properties(&text).map_err(|e| anyhow::anyhow!("--command-config {path}: {e}"))?;
-            host_runner::config::resolve_providers(&mut entries)
-                .map_err(|e| anyhow::anyhow!("--command-config {path}: {}", e.join("; ")))?;
-            entries
-        }
+        Some(path) => host_runner::config::read_operator_properties(path.as_ref()).context("--command-config")?,
         None => Default::default(),
     };
     kafka::tools::Connection::open(args.option("bootstrap"), &entries)

@@ -227,6 +227,25 @@ fn a_wrong_key_is_refused_in_connects_error_shape_by_validate_and_create() {
 
 /// Rows per table of the fleet test: `SNOW_FLEET_ROWS` (the 10,000 in `make fleet`), else
 /// a size `make test` runs in a minute or two.
+/// A sink's configuration as a fleet caller posts it: writes `table` from `topic` with the fleet's
+/// credentials (by reference) and `extra`; what the worker owns left out.
+fn fleet_sink_config(fake: &FakeSnow, sink: &str, topic: &str, table: &str, extra: &[(&str, &str)]) -> BTreeMap<String, String> {
+    let mut entries = vec![("snow.auth.username", USER), ("snow.auth.password", "${env:SNOW_FLEET_PASSWORD}")];
+    entries.extend_from_slice(extra);
+    let mut config = support::sink_entries(&fake.url(), sink, topic, table, &entries);
+    for k in ["name", "kafka.bootstrap.servers", "component.trusted.keys"] {
+        config.remove(k);
+    }
+    config
+}
+
+/// Whether `status` shows `lanes` tasks spread over exactly `workers` workers.
+fn lanes_spread(status: &Value, lanes: usize, workers: usize) -> bool {
+    let ids: BTreeSet<&str> =
+        status["tasks"].as_array().map(|t| t.iter().filter_map(|t| t["worker_id"].as_str()).collect()).unwrap_or_default();
+    status["tasks"].as_array().is_some_and(|t| t.len() == lanes) && ids.len() == workers
+}
+
 fn fleet_rows() -> u64 {
     std::env::var("SNOW_FLEET_ROWS").ok().and_then(|v| v.parse().ok()).unwrap_or(1_000)
 }
@@ -346,16 +365,7 @@ fn three_workers_share_fifty_tables_and_a_sink_survive_a_kill_and_take_in_a_four
     let (sink, sink_topic) = (unique("fleet-sink"), unique("fleet-updates"));
     support::kafka::create_topic_blocking(kafka_harness::shared().bootstrap(), &sink_topic, 4);
     let targets = fake.shared().seed("u_sink_target", 200, now - 100, 50);
-    let mut sink_config: BTreeMap<String, String> = support::sink_entries(
-        &fake.url(),
-        &sink,
-        &sink_topic,
-        "u_sink_target",
-        &[("snow.auth.username", USER), ("snow.auth.password", "${env:SNOW_FLEET_PASSWORD}"), ("snow.sink.operation", "patch")],
-    );
-    for k in ["name", "kafka.bootstrap.servers", "component.trusted.keys"] {
-        sink_config.remove(k);
-    }
+    let sink_config = fleet_sink_config(&fake, &sink, &sink_topic, "u_sink_target", &[("snow.sink.operation", "patch")]);
     let created = curl(specs[0].port, "POST", "/connectors", Some(&json!({ "name": sink, "config": sink_config })));
     assert_eq!(created.status, 201, "{}", created.text);
     let updates = support::keyed_updates(&targets, 4_000, 7);
@@ -512,23 +522,10 @@ fn a_sink_in_a_fleet_shares_its_lanes_survives_a_kill_and_writes_every_record() 
     let targets = fake.shared().seed("incident", 100, now - 100, 50);
     let updates = support::keyed_updates(&targets, 2_000, 7);
     support::kafka::produce_blocking(bootstrap, &topic, &updates);
-    let mut config: BTreeMap<String, String> = support::sink_entries(
-        &fake.url(),
-        &sink,
-        &topic,
-        "incident",
-        &[("snow.auth.username", USER), ("snow.auth.password", "${env:SNOW_FLEET_PASSWORD}")],
-    );
-    for k in ["name", "kafka.bootstrap.servers", "component.trusted.keys"] {
-        config.remove(k);
-    }
+    let config = fleet_sink_config(&fake, &sink, &topic, "incident", &[]);
     let created = curl(specs[1].port, "POST", "/connectors", Some(&json!({ "name": sink, "config": config })));
     assert_eq!(created.status, 201, "{}", created.text);
-    let status = wait_status(specs[0].port, &sink, Duration::from_secs(60), "4 lanes on both workers", |s| {
-        let ids: BTreeSet<&str> =
-            s["tasks"].as_array().map(|t| t.iter().filter_map(|t| t["worker_id"].as_str()).collect()).unwrap_or_default();
-        s["tasks"].as_array().is_some_and(|t| t.len() == 4) && ids.len() == 2
-    });
+    let status = wait_status(specs[0].port, &sink, Duration::from_secs(60), "4 lanes on both workers", |s| lanes_spread(s, 4, 2));
     assert_eq!(status["type"], "sink", "{status}");
     support::wait_until("writes under way", Duration::from_secs(60), || {
         (fake.journal().entries.iter().filter(|e| e.method == "PATCH").count() >= 300).then_some(())
@@ -567,27 +564,14 @@ fn a_sink_busy_on_a_slow_instance_shares_its_lanes_with_a_joining_worker_within_
     // Far more than the lanes can write while the test watches: every put is a full one.
     let updates = support::keyed_updates(&targets, 4_000, 7);
     support::kafka::produce_blocking(bootstrap, &topic, &updates);
-    let mut config: BTreeMap<String, String> = support::sink_entries(
-        &fake.url(),
-        &sink,
-        &topic,
-        "incident",
-        &[("snow.auth.username", USER), ("snow.auth.password", "${env:SNOW_FLEET_PASSWORD}")],
-    );
-    for k in ["name", "kafka.bootstrap.servers", "component.trusted.keys"] {
-        config.remove(k);
-    }
+    let config = fleet_sink_config(&fake, &sink, &topic, "incident", &[]);
     let created = curl(specs[0].port, "POST", "/connectors", Some(&json!({ "name": sink, "config": config })));
     assert_eq!(created.status, 201, "{}", created.text);
     let patches = || fake.journal().entries.iter().filter(|e| e.method == "PATCH").count();
     support::wait_until("the first worker writing", Duration::from_secs(60), || (patches() >= 20).then_some(()));
     let joined_at = std::time::Instant::now();
     workers.push(start_worker(&dir, "w2", &specs[1], &[PASSWORD_ENV]));
-    wait_status(specs[1].port, &sink, Duration::from_secs(120), "4 lanes on both workers", |s| {
-        let ids: BTreeSet<&str> =
-            s["tasks"].as_array().map(|t| t.iter().filter_map(|t| t["worker_id"].as_str()).collect()).unwrap_or_default();
-        s["tasks"].as_array().is_some_and(|t| t.len() == 4) && ids.len() == 2
-    });
+    wait_status(specs[1].port, &sink, Duration::from_secs(120), "4 lanes on both workers", |s| lanes_spread(s, 4, 2));
     let spread = joined_at.elapsed();
     const BUDGET: Duration = Duration::from_secs(20);
     assert!(spread < BUDGET + Duration::from_secs(15), "the lanes moved {:.1} s after the second worker started", spread.as_secs_f64());

@@ -30,6 +30,16 @@ pub fn resolve_providers(entries: &mut std::collections::BTreeMap<String, String
     providers::resolve(entries, &providers::ProviderPolicy::operator(), |name| std::env::var(name).ok()).map(drop)
 }
 
+/// Reads the operator's own Java properties file at `path` (a worker file, a tool's
+/// `--command-config`), its references resolved as [`resolve_providers`] does; errors name the file.
+pub fn read_operator_properties(path: &std::path::Path) -> anyhow::Result<std::collections::BTreeMap<String, String>> {
+    use anyhow::Context as _;
+    let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let mut entries = parse_properties(&text).map_err(anyhow::Error::msg).with_context(|| format!("reading {}", path.display()))?;
+    resolve_providers(&mut entries).map_err(|e| anyhow::anyhow!("in {}: {}", path.display(), e.join("; ")))?;
+    Ok(entries)
+}
+
 /// Whether `value` is a provider reference (`${env:…}`, `${file:…}`): how a fleet stores secrets.
 pub fn is_provider_reference(value: &str) -> bool {
     providers::is_reference(value)

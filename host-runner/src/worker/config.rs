@@ -100,10 +100,7 @@ const CONNECTOR_DEFAULTS: &[&str] = &["component.trusted.keys", "component.trust
 impl WorkerConfig {
     /// Reads `path` (Java properties; `${env:…}` and `${file:…}` references resolved).
     pub fn load(path: &Path) -> Result<Self> {
-        let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-        let mut entries =
-            crate::config::parse_properties(&text).map_err(anyhow::Error::msg).with_context(|| format!("reading {}", path.display()))?;
-        crate::config::resolve_providers(&mut entries).map_err(|e| anyhow::anyhow!("in {}: {}", path.display(), e.join("; ")))?;
+        let entries = crate::config::read_operator_properties(path)?;
         Self::from_entries(&entries).with_context(|| format!("in {}", path.display()))
     }
 
