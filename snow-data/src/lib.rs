@@ -1,0 +1,19 @@
+//! Kafka Connect's data model and what turns it into bytes and back, as the host's record
+//! pipeline needs it (ADR 0027): [`schema`] and [`value`] are Connect's `Schema` and its values;
+//! [`connect_json`] is `JsonConverter`'s format (and the format the source component describes
+//! its table in); [`avro`] and [`wire`] are what `AvroConverter` writes; [`snow_text`] maps
+//! ServiceNow's text forms to typed values and back. Everything here is pure: the registry, the
+//! producer and the consumer are the host's.
+
+pub mod avro;
+pub mod connect_json;
+pub mod decimal;
+pub mod error;
+pub mod schema;
+pub mod snow_text;
+pub mod value;
+pub mod wire;
+
+pub use error::DataError;
+pub use schema::{Field, Kind, Logical, Schema};
+pub use value::Value;

@@ -1,0 +1,176 @@
+//! ServiceNow's text forms and Connect's typed values, both ways. The Table API writes every
+//! value as text (`"3"`, `"true"`, `"2024-05-01 10:00:00"`, `""` for empty); a source row is typed
+//! by its table's schema ([`row`]), and a sink value is rendered back as the Table API expects
+//! it ([`to_json`]): timestamps as `YYYY-MM-DD HH:MM:SS` UTC, dates `YYYY-MM-DD`, times
+//! `1970-01-01 HH:MM:SS`, decimals as their exact digits (never through a float).
+//!
+//! A field whose schema has the parameter [`DISPLAY_OF`] holds the display value of the field it
+//! names (rows read with `sysparm_display_value=all`, where each field is
+//! `{"value":…,"display_value":…}`).
+
+use serde_json::{Map, Value as Json, json};
+use snow_core::time::Timestamp;
+
+use crate::decimal::Decimal;
+use crate::error::DataError;
+use crate::schema::{Kind, Logical, Schema};
+use crate::value::Value;
+
+/// The schema parameter naming the field whose display value a field holds.
+pub const DISPLAY_OF: &str = "servicenow.display.of";
+
+/// A row typed by its table's schema, and the names of the row's fields the schema does not have.
+pub fn row(fields: &Map<String, Json>, schema: &Schema) -> Result<(Value, Vec<String>), DataError> {
+    let mut out = Vec::with_capacity(schema.fields().len());
+    for f in schema.fields() {
+        let (source, part) = match f.schema.parameters.get(DISPLAY_OF) {
+            Some(base) => (base.as_str(), "display_value"),
+            None => (f.name.as_str(), "value"),
+        };
+        let raw = match fields.get(source) {
+            Some(Json::Object(pair)) => pair.get(part).unwrap_or(&Json::Null),
+            Some(v) => v,
+            None => &Json::Null,
+        };
+        let v = match raw {
+            Json::Null => Ok(Value::Null),
+            Json::String(text) => from_text(text, &f.schema),
+            other => from_text(&other.to_string(), &f.schema),
+        }
+        .and_then(|v| required(v, &f.schema))
+        .map_err(|e| e.at(format!("field {}", f.name)))?;
+        out.push((f.name.clone(), v));
+    }
+    let dropped = fields.keys().filter(|k| schema.field(k).is_none()).cloned().collect();
+    Ok((Value::Struct(out), dropped))
+}
+
+fn required(v: Value, schema: &Schema) -> Result<Value, DataError> {
+    match (&v, schema.optional, &schema.default) {
+        (Value::Null, false, Some(d)) => Ok(d.clone()),
+        (Value::Null, false, None) => Err(DataError::new("empty, but the schema requires a value")),
+        _ => Ok(v),
+    }
+}
+
+/// The typed value of ServiceNow's `text` for a field of `schema` (`""` is null except for text).
+pub fn from_text(text: &str, schema: &Schema) -> Result<Value, DataError> {
+    if text.is_empty() && !matches!(schema.kind, Kind::String | Kind::Bytes) {
+        return Ok(Value::Null);
+    }
+    let bad = |what: &str| DataError::new(format!("{text:?} is not {what}"));
+    Ok(match (schema.logical(), &schema.kind) {
+        (Some(Logical::Decimal { scale }), _) => Value::Decimal(Decimal::parse(text, scale)?),
+        (Some(Logical::Timestamp), _) => Value::Timestamp(Timestamp::parse(text).map_err(|_| bad("a date and time (YYYY-MM-DD HH:MM:SS)"))?.as_millis()),
+        (Some(Logical::Date), _) => {
+            let t = Timestamp::parse(&format!("{text} 00:00:00")).map_err(|_| bad("a date (YYYY-MM-DD)"))?;
+            Value::Date(i32::try_from(t.0.div_euclid(86_400)).map_err(|_| bad("a date in range"))?)
+        }
+        (Some(Logical::Time), _) => {
+            let full = if text.len() == 8 { format!("1970-01-01 {text}") } else { text.to_string() };
+            let t = Timestamp::parse(&full).map_err(|_| bad("a time (HH:MM:SS)"))?;
+            Value::Time((t.0.rem_euclid(86_400) * 1000) as i32)
+        }
+        (None, Kind::String) => Value::String(text.to_string()),
+        (None, Kind::Bytes) => Value::Bytes(text.as_bytes().to_vec()),
+        (None, Kind::Boolean) => match text {
+            "true" | "1" => Value::Boolean(true),
+            "false" | "0" => Value::Boolean(false),
+            _ => return Err(bad("true or false")),
+        },
+        (None, Kind::Int8) => Value::Int8(text.parse().map_err(|_| bad("an int8"))?),
+        (None, Kind::Int16) => Value::Int16(text.parse().map_err(|_| bad("an int16"))?),
+        (None, Kind::Int32) => Value::Int32(text.parse().map_err(|_| bad("a whole number that fits int32"))?),
+        (None, Kind::Int64) => Value::Int64(text.parse().map_err(|_| bad("a whole number that fits int64"))?),
+        (None, Kind::Float32) => Value::Float32(text.parse().map_err(|_| bad("a number"))?),
+        (None, Kind::Float64) => Value::Float64(text.parse().map_err(|_| bad("a number"))?),
+        (_, kind) => return Err(DataError::new(format!("ServiceNow text cannot be read as a {}", kind.name()))),
+    })
+}
+
+/// `value` as the Table API takes it in a request body.
+pub fn to_json(value: &Value) -> Json {
+    match value {
+        Value::Null => Json::Null,
+        Value::Boolean(b) => json!(b),
+        Value::Int8(v) => json!(v),
+        Value::Int16(v) => json!(v),
+        Value::Int32(v) => json!(v),
+        Value::Int64(v) => json!(v),
+        Value::Float32(v) => json!(v),
+        Value::Float64(v) => json!(v),
+        Value::String(s) => json!(s),
+        Value::Bytes(b) => json!(base64::Engine::encode(&base64::engine::general_purpose::STANDARD, b)),
+        Value::Decimal(d) => json!(d.to_string()),
+        Value::Timestamp(ms) => json!(Timestamp(ms.div_euclid(1000)).to_string()),
+        Value::Date(days) => json!(Timestamp(i64::from(*days) * 86_400).to_string()[..10]),
+        Value::Time(ms) => json!(Timestamp(i64::from(*ms).div_euclid(1000)).to_string()),
+        Value::Array(list) => Json::Array(list.iter().map(to_json).collect()),
+        Value::Map(entries) => Json::Object(
+            entries
+                .iter()
+                .map(|(k, v)| (k.as_str().map(str::to_string).unwrap_or_else(|| to_json(k).to_string()), to_json(v)))
+                .collect(),
+        ),
+        Value::Struct(fields) => Json::Object(fields.iter().map(|(k, v)| (k.clone(), to_json(v))).collect()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::schema::Field;
+
+    fn schema() -> Schema {
+        let mut dv = Schema::new(Kind::String).optional();
+        dv.parameters.insert(DISPLAY_OF.into(), "caller_id".into());
+        Schema::record(
+            "servicenow.incident",
+            vec![
+                Field::new("sys_id", Schema::new(Kind::String)),
+                Field::new("priority", Schema::new(Kind::Int32).optional()),
+                Field::new("active", Schema::new(Kind::Boolean).optional()),
+                Field::new("cost", Schema::decimal(2).optional()),
+                Field::new("opened_at", Schema::timestamp().optional()),
+                Field::new("due", Schema::date().optional()),
+                Field::new("caller_id", Schema::new(Kind::String).optional()),
+                Field::new("dv_caller_id", dv),
+            ],
+        )
+    }
+
+    #[test]
+    fn rows_are_typed_by_their_schema() {
+        let raw: Map<String, Json> = serde_json::from_str(
+            r#"{"sys_id":"a1","priority":"2","active":"true","cost":"1234.5","opened_at":"2024-05-01 10:00:00","due":"",
+                "caller_id":{"value":"u1","display_value":"Ann Lee","link":"x"},"sys_tags":""}"#,
+        )
+        .expect("row");
+        let (v, dropped) = row(&raw, &schema()).expect("typed");
+        assert_eq!(v.get("priority"), Some(&Value::Int32(2)));
+        assert_eq!(v.get("cost").map(|c| to_json(c)), Some(json!("1234.50")));
+        assert_eq!(v.get("opened_at"), Some(&Value::Timestamp(1_714_557_600_000)));
+        assert_eq!(v.get("due"), Some(&Value::Null));
+        assert_eq!(v.get("caller_id"), Some(&Value::String("u1".into())));
+        assert_eq!(v.get("dv_caller_id"), Some(&Value::String("Ann Lee".into())));
+        assert_eq!(dropped, ["sys_tags"]);
+    }
+
+    #[test]
+    fn a_value_that_does_not_fit_names_its_field() {
+        let raw: Map<String, Json> = serde_json::from_str(r#"{"sys_id":"a1","priority":"high"}"#).expect("row");
+        let e = row(&raw, &schema()).expect_err("bad").to_string();
+        assert_eq!(e, "field priority: \"high\" is not a whole number that fits int32");
+        let raw: Map<String, Json> = serde_json::from_str(r#"{"priority":"1"}"#).expect("row");
+        assert!(row(&raw, &schema()).expect_err("required").to_string().starts_with("field sys_id: empty"));
+    }
+
+    #[test]
+    fn typed_values_render_as_the_table_api_takes_them() {
+        assert_eq!(to_json(&Value::Timestamp(1_714_557_600_999)), json!("2024-05-01 10:00:00"));
+        assert_eq!(to_json(&Value::Date(19_844)), json!("2024-05-01"));
+        assert_eq!(to_json(&Value::Time(3_600_000)), json!("1970-01-01 01:00:00"));
+        assert_eq!(to_json(&Value::Decimal(Decimal { unscaled: 123_456_789_012_345_678_901_234_567_890, scale: 3 })), json!("123456789012345678901234567.890"));
+        assert_eq!(from_text("10:30:00", &Schema::time()).expect("time"), Value::Time(37_800_000));
+    }
+}
