@@ -174,9 +174,9 @@ fn schemaless_to_json(value: &Value) -> Result<Json, DataError> {
             }
             Json::Object(out)
         }
-        Value::Map(entries) => {
-            Json::Array(entries.iter().map(|(k, v)| Ok(json!([schemaless_to_json(k)?, schemaless_to_json(v)?]))).collect::<Result<_, DataError>>()?)
-        }
+        Value::Map(entries) => Json::Array(
+            entries.iter().map(|(k, v)| Ok(json!([schemaless_to_json(k)?, schemaless_to_json(v)?]))).collect::<Result<_, DataError>>()?,
+        ),
         Value::Struct(_) => return Err(DataError::new("a struct value needs a schema")),
     })
 }
@@ -214,28 +214,31 @@ pub fn value_from_json(j: &Json, schema: Option<&Schema>) -> Result<Value, DataE
         (None, Kind::Array(items)) => {
             Value::Array(j.as_array().ok_or_else(mismatch)?.iter().map(|v| value_from_json(v, Some(items))).collect::<Result<_, _>>()?)
         }
-        (None, Kind::Map(keys, values)) => match j {
-            Json::Object(obj) if keys.kind == Kind::String => Value::Map(
-                obj.iter()
-                    .map(|(k, v)| Ok((Value::String(k.clone()), value_from_json(v, Some(values))?)))
-                    .collect::<Result<_, DataError>>()?,
-            ),
-            Json::Array(pairs) => Value::Map(
-                pairs
-                    .iter()
-                    .map(|p| match p.as_array().map(Vec::as_slice) {
-                        Some([k, v]) => Ok((value_from_json(k, Some(keys))?, value_from_json(v, Some(values))?)),
-                        _ => Err(mismatch()),
-                    })
-                    .collect::<Result<_, DataError>>()?,
-            ),
-            _ => return Err(mismatch()),
-        },
+        (None, Kind::Map(keys, values)) => {
+            match j {
+                Json::Object(obj) if keys.kind == Kind::String => Value::Map(
+                    obj.iter()
+                        .map(|(k, v)| Ok((Value::String(k.clone()), value_from_json(v, Some(values))?)))
+                        .collect::<Result<_, DataError>>()?,
+                ),
+                Json::Array(pairs) => Value::Map(
+                    pairs
+                        .iter()
+                        .map(|p| match p.as_array().map(Vec::as_slice) {
+                            Some([k, v]) => Ok((value_from_json(k, Some(keys))?, value_from_json(v, Some(values))?)),
+                            _ => Err(mismatch()),
+                        })
+                        .collect::<Result<_, DataError>>()?,
+                ),
+                _ => return Err(mismatch()),
+            }
+        }
         (None, Kind::Struct(fields)) => {
             let obj = j.as_object().ok_or_else(mismatch)?;
             let mut out = Vec::with_capacity(fields.len());
             for f in fields {
-                let v = value_from_json(obj.get(&f.name).unwrap_or(&Json::Null), Some(&f.schema)).map_err(|e| e.at(format!("field {}", f.name)))?;
+                let v = value_from_json(obj.get(&f.name).unwrap_or(&Json::Null), Some(&f.schema))
+                    .map_err(|e| e.at(format!("field {}", f.name)))?;
                 out.push((f.name.clone(), v));
             }
             Value::Struct(out)

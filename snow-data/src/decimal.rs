@@ -145,7 +145,9 @@ mod tests {
 
     #[test]
     fn bytes_are_javas_big_integer_bytes() {
-        for (unscaled, bytes) in [(0i128, vec![0u8]), (127, vec![0x7f]), (128, vec![0x00, 0x80]), (-1, vec![0xff]), (-129, vec![0xff, 0x7f])] {
+        for (unscaled, bytes) in
+            [(0i128, vec![0u8]), (127, vec![0x7f]), (128, vec![0x00, 0x80]), (-1, vec![0xff]), (-129, vec![0xff, 0x7f])]
+        {
             let d = Decimal { unscaled, scale: 2 };
             assert_eq!(d.to_bytes(), bytes, "{unscaled}");
             assert_eq!(Decimal::from_bytes(&bytes, 2).expect("bytes"), d);

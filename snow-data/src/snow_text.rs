@@ -61,7 +61,9 @@ pub fn from_text(text: &str, schema: &Schema) -> Result<Value, DataError> {
     let bad = |what: &str| DataError::new(format!("{text:?} is not {what}"));
     Ok(match (schema.logical(), &schema.kind) {
         (Some(Logical::Decimal { scale }), _) => Value::Decimal(Decimal::parse(text, scale)?),
-        (Some(Logical::Timestamp), _) => Value::Timestamp(Timestamp::parse(text).map_err(|_| bad("a date and time (YYYY-MM-DD HH:MM:SS)"))?.as_millis()),
+        (Some(Logical::Timestamp), _) => {
+            Value::Timestamp(Timestamp::parse(text).map_err(|_| bad("a date and time (YYYY-MM-DD HH:MM:SS)"))?.as_millis())
+        }
         (Some(Logical::Date), _) => {
             let t = Timestamp::parse(&format!("{text} 00:00:00")).map_err(|_| bad("a date (YYYY-MM-DD)"))?;
             Value::Date(i32::try_from(t.0.div_euclid(86_400)).map_err(|_| bad("a date in range"))?)
@@ -107,10 +109,7 @@ pub fn to_json(value: &Value) -> Json {
         Value::Time(ms) => json!(Timestamp(i64::from(*ms).div_euclid(1000)).to_string()),
         Value::Array(list) => Json::Array(list.iter().map(to_json).collect()),
         Value::Map(entries) => Json::Object(
-            entries
-                .iter()
-                .map(|(k, v)| (k.as_str().map(str::to_string).unwrap_or_else(|| to_json(k).to_string()), to_json(v)))
-                .collect(),
+            entries.iter().map(|(k, v)| (k.as_str().map(str::to_string).unwrap_or_else(|| to_json(k).to_string()), to_json(v))).collect(),
         ),
         Value::Struct(fields) => Json::Object(fields.iter().map(|(k, v)| (k.clone(), to_json(v))).collect()),
     }
@@ -148,7 +147,7 @@ mod tests {
         .expect("row");
         let (v, dropped) = row(&raw, &schema()).expect("typed");
         assert_eq!(v.get("priority"), Some(&Value::Int32(2)));
-        assert_eq!(v.get("cost").map(|c| to_json(c)), Some(json!("1234.50")));
+        assert_eq!(v.get("cost").map(to_json), Some(json!("1234.50")));
         assert_eq!(v.get("opened_at"), Some(&Value::Timestamp(1_714_557_600_000)));
         assert_eq!(v.get("due"), Some(&Value::Null));
         assert_eq!(v.get("caller_id"), Some(&Value::String("u1".into())));
@@ -170,7 +169,10 @@ mod tests {
         assert_eq!(to_json(&Value::Timestamp(1_714_557_600_999)), json!("2024-05-01 10:00:00"));
         assert_eq!(to_json(&Value::Date(19_844)), json!("2024-05-01"));
         assert_eq!(to_json(&Value::Time(3_600_000)), json!("1970-01-01 01:00:00"));
-        assert_eq!(to_json(&Value::Decimal(Decimal { unscaled: 123_456_789_012_345_678_901_234_567_890, scale: 3 })), json!("123456789012345678901234567.890"));
+        assert_eq!(
+            to_json(&Value::Decimal(Decimal { unscaled: 123_456_789_012_345_678_901_234_567_890, scale: 3 })),
+            json!("123456789012345678901234567.890")
+        );
         assert_eq!(from_text("10:30:00", &Schema::time()).expect("time"), Value::Time(37_800_000));
     }
 }

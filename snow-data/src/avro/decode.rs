@@ -44,7 +44,11 @@ impl Reader<'_> {
     }
 
     fn take(&mut self, n: usize) -> Result<&[u8], DataError> {
-        let end = self.at.checked_add(n).filter(|e| *e <= self.bytes.len()).ok_or_else(|| self.err(&format!("{n} bytes announced, fewer left")))?;
+        let end = self
+            .at
+            .checked_add(n)
+            .filter(|e| *e <= self.bytes.len())
+            .ok_or_else(|| self.err(&format!("{n} bytes announced, fewer left")))?;
         let out = &self.bytes[self.at..end];
         self.at = end;
         Ok(out)
@@ -52,7 +56,10 @@ impl Reader<'_> {
 
     fn len(&mut self) -> Result<usize, DataError> {
         let n = self.long()?;
-        usize::try_from(n).ok().filter(|n| *n <= self.bytes.len() - self.at).ok_or_else(|| self.err(&format!("length {n} does not fit the bytes left")))
+        usize::try_from(n)
+            .ok()
+            .filter(|n| *n <= self.bytes.len() - self.at)
+            .ok_or_else(|| self.err(&format!("length {n} does not fit the bytes left")))
     }
 
     fn int(&mut self) -> Result<i32, DataError> {
@@ -125,11 +132,17 @@ impl Reader<'_> {
                 let n = self.len()?;
                 let at = self.at;
                 let b = self.take(n)?;
-                Value::String(String::from_utf8(b.to_vec()).map_err(|_| DataError::new(format!("Avro data broken at byte {at}: a string that is not UTF-8")))?)
+                Value::String(
+                    String::from_utf8(b.to_vec())
+                        .map_err(|_| DataError::new(format!("Avro data broken at byte {at}: a string that is not UTF-8")))?,
+                )
             }
             Node::Enum(symbols) => {
                 let i = self.long()?;
-                let s = usize::try_from(i).ok().and_then(|i| symbols.get(i)).ok_or_else(|| self.err(&format!("enum index {i} of {}", symbols.len())))?;
+                let s = usize::try_from(i)
+                    .ok()
+                    .and_then(|i| symbols.get(i))
+                    .ok_or_else(|| self.err(&format!("enum index {i} of {}", symbols.len())))?;
                 Value::String(s.clone())
             }
             Node::Array(items) => {
@@ -158,7 +171,10 @@ impl Reader<'_> {
             }
             Node::Union(branches) => {
                 let i = self.long()?;
-                let branch = usize::try_from(i).ok().and_then(|i| branches.get(i)).ok_or_else(|| self.err(&format!("union branch {i} of {}", branches.len())))?;
+                let branch = usize::try_from(i)
+                    .ok()
+                    .and_then(|i| branches.get(i))
+                    .ok_or_else(|| self.err(&format!("union branch {i} of {}", branches.len())))?;
                 self.value(branch, depth + 1)?
             }
         })

@@ -20,7 +20,8 @@ pub fn encode(schema: &Schema, value: &Value, out: &mut Vec<u8>) -> Result<(), D
         (Value::Null, Some(d)) => d,
         _ => value,
     };
-    let mismatch = || DataError::new(format!("a {} value does not fit a {} schema", value.type_name(), crate::connect_json::type_label(schema)));
+    let mismatch =
+        || DataError::new(format!("a {} value does not fit a {} schema", value.type_name(), crate::connect_json::type_label(schema)));
     match (schema.logical(), &schema.kind, value) {
         (Some(Logical::Decimal { scale }), _, Value::Decimal(d)) => bytes(&d.rescale(scale)?.to_bytes(), out),
         (Some(Logical::Date), _, Value::Date(v)) | (Some(Logical::Time), _, Value::Time(v)) => long(i64::from(*v), out),
@@ -93,15 +94,14 @@ mod tests {
             long(v, &mut out);
         }
         assert_eq!(&out[..6], [0, 1, 2, 0x7f, 0x80, 0x01]);
-        let schema = Schema::record(
-            "t",
-            vec![Field::new("a", Schema::new(Kind::String)), Field::new("b", Schema::new(Kind::Int32).optional())],
-        );
+        let schema =
+            Schema::record("t", vec![Field::new("a", Schema::new(Kind::String)), Field::new("b", Schema::new(Kind::Int32).optional())]);
         let mut out = Vec::new();
         encode(&schema, &Value::Struct(vec![("a".into(), Value::String("hi".into())), ("b".into(), Value::Null)]), &mut out).expect("enc");
         assert_eq!(out, [4, b'h', b'i', 0]);
         let mut out = Vec::new();
-        encode(&schema, &Value::Struct(vec![("a".into(), Value::String("".into())), ("b".into(), Value::Int32(-2))]), &mut out).expect("enc");
+        encode(&schema, &Value::Struct(vec![("a".into(), Value::String("".into())), ("b".into(), Value::Int32(-2))]), &mut out)
+            .expect("enc");
         assert_eq!(out, [0, 2, 3]);
         let e = encode(&schema, &Value::Struct(vec![("b".into(), Value::Int32(1))]), &mut Vec::new()).expect_err("required");
         assert!(e.to_string().starts_with("field a: a null value for a required string"), "{e}");

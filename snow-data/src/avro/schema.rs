@@ -186,7 +186,12 @@ pub fn parse(text: &str) -> Result<(Node, Schema), DataError> {
 /// Deepest nesting read (a schema is data from the registry; it must not exhaust the stack).
 const MAX_DEPTH: usize = 64;
 
-fn to_node(j: &Json, namespace: Option<&str>, named: &mut HashMap<String, (Node, Schema)>, depth: usize) -> Result<(Node, Schema), DataError> {
+fn to_node(
+    j: &Json,
+    namespace: Option<&str>,
+    named: &mut HashMap<String, (Node, Schema)>,
+    depth: usize,
+) -> Result<(Node, Schema), DataError> {
     if depth > MAX_DEPTH {
         return Err(DataError::new(format!("the Avro schema nests deeper than {MAX_DEPTH}")));
     }
@@ -220,14 +225,19 @@ fn to_node(j: &Json, namespace: Option<&str>, named: &mut HashMap<String, (Node,
             let result = match type_name {
                 "record" | "error" => {
                     let name = full_name(obj).ok_or_else(|| DataError::new("an Avro record needs a name"))?;
-                    let fields = obj.get("fields").and_then(Json::as_array).ok_or_else(|| DataError::new(format!("record {name} needs fields")))?;
+                    let fields =
+                        obj.get("fields").and_then(Json::as_array).ok_or_else(|| DataError::new(format!("record {name} needs fields")))?;
                     let mut nodes = Vec::with_capacity(fields.len());
                     let mut connect = Vec::with_capacity(fields.len());
                     let inner_ns = name.rsplit_once('.').map(|(ns, _)| ns.to_string());
                     for f in fields {
-                        let fname = f.get("name").and_then(Json::as_str).ok_or_else(|| DataError::new(format!("a field of record {name} has no name")))?;
+                        let fname = f
+                            .get("name")
+                            .and_then(Json::as_str)
+                            .ok_or_else(|| DataError::new(format!("a field of record {name} has no name")))?;
                         let fty = f.get("type").ok_or_else(|| DataError::new(format!("field {fname} of record {name} has no type")))?;
-                        let (node, schema) = to_node(fty, inner_ns.as_deref(), named, depth + 1).map_err(|e| e.at(format!("field {fname}")))?;
+                        let (node, schema) =
+                            to_node(fty, inner_ns.as_deref(), named, depth + 1).map_err(|e| e.at(format!("field {fname}")))?;
                         nodes.push((fname.to_string(), node));
                         connect.push(Field::new(fname, schema));
                     }
@@ -241,7 +251,10 @@ fn to_node(j: &Json, namespace: Option<&str>, named: &mut HashMap<String, (Node,
                     return Ok(out);
                 }
                 "enum" => {
-                    let symbols = obj.get("symbols").and_then(Json::as_array).map(|s| s.iter().filter_map(Json::as_str).map(str::to_string).collect());
+                    let symbols = obj
+                        .get("symbols")
+                        .and_then(Json::as_array)
+                        .map(|s| s.iter().filter_map(Json::as_str).map(str::to_string).collect());
                     (Node::Enum(symbols.unwrap_or_default()), Schema::new(Kind::String))
                 }
                 "fixed" => {
@@ -267,9 +280,7 @@ fn to_node(j: &Json, namespace: Option<&str>, named: &mut HashMap<String, (Node,
                     ("long", Some("timestamp-millis"), _) => (Node::Long(LongAs::Timestamp), Schema::timestamp()),
                     ("bytes", Some("decimal"), _) => (Node::Bytes(Some(scale())), Schema::decimal(scale())),
                     _ if ty.is_object() || ty.is_array() => return to_node(ty, own_namespace, named, depth + 1),
-                    (name, ..) => {
-                        primitive(name).ok_or_else(|| DataError::new(format!("unknown Avro type {name:?}")))?
-                    }
+                    (name, ..) => primitive(name).ok_or_else(|| DataError::new(format!("unknown Avro type {name:?}")))?,
                 },
             };
             if let Some(name) = full_name(obj).filter(|_| matches!(type_name, "enum" | "fixed")) {
