@@ -93,6 +93,7 @@ impl GuestSourceTask for Task {
             offset: batch.offset.map(|o| wit::SourceOffset { partition: o.partition, position: o.position }),
             next_poll_ms: batch.next_poll_ms,
             notice: batch.notice,
+            value_schema: batch.value_schema,
         })
     }
 }

@@ -18,6 +18,7 @@ pub mod backoff;
 pub mod component;
 pub mod config;
 pub mod connector;
+pub mod convert;
 pub mod files;
 pub mod herder;
 pub mod kafka;

@@ -85,6 +85,9 @@ pub struct PollBatch {
     /// What keeps the stream from moving although rows remain (every row after the cursor hidden
     /// from the integration user), for the host's status board; none when nothing does.
     pub notice: Option<String>,
+    /// The table's value schema (Kafka Connect's JSON schema format) when it is new to the host:
+    /// on the first batch of a task that describes its table, and after its dictionary changed.
+    pub value_schema: Option<String>,
 }
 
 impl PollBatch {
@@ -346,6 +349,7 @@ mod tests {
             offset: None,
             next_poll_ms: 0,
             notice: None,
+            value_schema: None,
         }
     }
 

@@ -155,7 +155,7 @@ fn inspect_reports_the_signature_status() {
     let (_, stdout, _) = snow_connect(&dir, &["inspect", "sink.wasm", "--instantiations", "1", "--trusted-keys", DEV_PUB]);
     assert!(
         stdout.contains("signature      verified: signed by the trusted key")
-            && stdout.contains("world          snow:connector/sink@0.1.0"),
+            && stdout.contains("world          snow:connector/sink@0.2.0"),
         "{stdout}"
     );
 }

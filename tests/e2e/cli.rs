@@ -199,7 +199,7 @@ fn inspect_names_the_world_contract_version_and_digest() {
     let dir = work_dir("inspect");
     let (ok, stdout, stderr) = snow_connect(&dir, &["inspect", guest_artifacts::GUEST_SOURCE, "--instantiations", "2"]);
     assert!(ok, "{stderr}");
-    assert!(stdout.contains("world          snow:connector/source@0.1.0"), "{stdout}");
+    assert!(stdout.contains("world          snow:connector/source@0.2.0"), "{stdout}");
     let digest = {
         use std::fmt::Write;
         let bytes = std::fs::read(guest_artifacts::GUEST_SOURCE).unwrap();

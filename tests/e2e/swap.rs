@@ -53,22 +53,22 @@ fn a_backfill_of_200000_rows_swapped_to_a_new_build_five_times_loses_no_row() {
     let now = now_secs();
     let fake = FakeSnow::start(FakeOptions { frozen_at: Some(now), ..Default::default() }).unwrap();
     let ids = fake.shared().seed("incident", ROWS, now - 7200, 7000);
-    // Slow pages, so that five swaps land inside the backfill.
-    fake.add_fault(Fault::always(FaultAction::Latency { ms: 50 }).on_method("GET").on_path("/api/now/table/incident"));
+    // Slow pages (200 pages of at least 150 ms: 30 s), so that five swaps land inside the backfill
+    // even on a busy machine; the new builds are made before the run so that only loading them
+    // counts against it.
+    fake.add_fault(Fault::always(FaultAction::Latency { ms: 150 }).on_method("GET").on_path("/api/now/table/incident"));
     let (name, topic) = (unique("swapsrc"), unique("swapsrc"));
     let dir = work_dir("swap-source");
     let mut config =
         support::source_entries(&fake.url(), &name, &topic, &["incident"], &[("snow.auth.type", "none"), ("snow.batch.size", "1000")]);
     let file = connector_file(&dir, &name, &config);
+    let builds: Vec<PathBuf> = (1..=SWAPS).map(|build| new_build(guest_artifacts::GUEST_SOURCE, build, &dir)).collect();
     let mut runner = Runner::start(&dir, "run", &[&file]);
     runner.wait_for_log("opened at cursor", Duration::from_secs(60));
     let bootstrap = kafka_harness::shared().bootstrap();
-    let mut builds: Vec<PathBuf> = Vec::new();
-    for build in 1..=SWAPS {
-        let next = new_build(guest_artifacts::GUEST_SOURCE, build, &dir);
-        swap_to(&runner, &dir, &name, &mut config, &next);
-        runner.wait_for_log(&format!(" to {} ", short_digest(&next)), Duration::from_secs(60));
-        builds.push(next);
+    for next in &builds {
+        swap_to(&runner, &dir, &name, &mut config, next);
+        runner.wait_for_log(&format!(" to {} ", short_digest(next)), Duration::from_secs(60));
     }
     let during = read_until(bootstrap, &topic, Duration::from_secs(60), |_| true);
     assert!((during.len() as u64) < ROWS, "the fifth swap landed during the backfill ({} of {ROWS} rows produced)", during.len());

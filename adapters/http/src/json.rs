@@ -132,6 +132,7 @@ pub(crate) fn batch(unit: &str, batch: &wit::PollBatch) -> Value {
         "offset": batch.offset.as_ref().map(|o| json!({ "partition": o.partition, "position": o.position })),
         "next_poll_ms": batch.next_poll_ms,
         "notice": batch.notice,
+        "value_schema": batch.value_schema,
     })
 }
 

@@ -10,7 +10,7 @@
 //! * `POST /poll` `{"config":{..},"unit":NAME?,"offsets":[{partition,position}]}` → opens the unit
 //!   (the first planned one unless named) at the offsets and polls until a batch has records or
 //!   asks to wait: `{"unit","topic",
-//!   "records":[{key,value,headers:[[name,value]],timestamp_ms}],"offset","next_poll_ms","notice"}`
+//!   "records":[{key,value,headers:[[name,value]],timestamp_ms}],"offset","next_poll_ms","notice","value_schema"}`
 //! * `POST /put` `{"config":{..},"records":[{topic,partition,offset,key,value,headers,timestamp_ms}]}`
 //!   → `{"outcomes":[..]}`, one per record.
 //!
@@ -108,11 +108,15 @@ fn poll(config: &wit::Config, body: &Value) -> (u16, Value) {
     // A fresh task's first polls may carry no records (its startup probe, a drain that finds the
     // second done): poll on until records come, the task asks to wait, or POLLS are spent.
     const POLLS: usize = 16;
-    let mut last = None;
+    let mut last: Option<wit::PollBatch> = None;
     for _ in 0..POLLS {
         match task.poll() {
-            Ok(batch) => {
+            Ok(mut batch) => {
                 let done = !batch.records.is_empty() || batch.next_poll_ms > 0;
+                // A schema sent by an earlier poll holds for these records: keep it in the answer.
+                if batch.value_schema.is_none() {
+                    batch.value_schema = last.and_then(|l| l.value_schema);
+                }
                 last = Some(batch);
                 if done {
                     break;

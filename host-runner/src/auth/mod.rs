@@ -2,7 +2,6 @@
 //! from a [`tokens::TokenProvider`] shared by every connector of the process that uses the same
 //! client on the same token endpoint.
 
-mod plain_http;
 pub mod tokens;
 
 use std::sync::Arc;

@@ -22,7 +22,7 @@ use crate::artefact::Checked;
 pub const EPOCH_TICK: Duration = Duration::from_millis(10);
 
 /// The `snow:connector` contract version this host implements (the package version in `wit/`).
-pub const CONTRACT_VERSION: &str = "0.1.0";
+pub const CONTRACT_VERSION: &str = "0.2.0";
 
 /// Import prefixes a connector component may have.
 const ALLOWED_IMPORTS: [&str; 6] = ["snow:connector/", "wasi:http/", "wasi:io/", "wasi:clocks/", "wasi:random/", "wasi:cli/"];
@@ -196,7 +196,7 @@ mod tests {
     async fn a_component_of_another_contract_version_is_refused_naming_both() {
         // The sink component with every snow:connector interface renamed to @0.9.0 (same length).
         let mut bytes = std::fs::read(guest_artifacts::GUEST_SINK).unwrap();
-        let (needle, from, to) = (b"snow:connector/", b"@0.1.0", b"@0.9.0");
+        let (needle, from, to) = (b"snow:connector/", b"@0.2.0", b"@0.9.0");
         let mut i = 0;
         while let Some(at) = bytes[i..].windows(needle.len()).position(|w| w == needle) {
             let start = i + at + needle.len();
@@ -210,7 +210,7 @@ mod tests {
         let runtime = ComponentRuntime::new().unwrap();
         let err = runtime.load(&Checked::inspect(&path, &crate::artefact::TrustPolicy::unsigned()).unwrap()).await.err().expect("refused");
         let text = format!("{err:#}");
-        assert!(text.contains("implements snow:connector@0.9.0") && text.contains("this host supports snow:connector@0.1.0"), "{text}");
+        assert!(text.contains("implements snow:connector@0.9.0") && text.contains("this host supports snow:connector@0.2.0"), "{text}");
         let _ = std::fs::remove_file(&path);
     }
 }

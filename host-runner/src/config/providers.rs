@@ -21,11 +21,26 @@ pub const MAX_FILE_BYTES: u64 = 1 << 20;
 
 /// Keys whose value picks where data or credentials go: a reference there could send a worker's
 /// secret to a host the caller chose, so callers give them literally.
-pub const DESTINATION_KEYS: [&str; 3] = ["snow.instance.url", "kafka.bootstrap.servers", "snow.auth.token.url"];
+pub const DESTINATION_KEYS: [&str; 5] = [
+    "snow.instance.url",
+    "kafka.bootstrap.servers",
+    "snow.auth.token.url",
+    "key.converter.schema.registry.url",
+    "value.converter.schema.registry.url",
+];
 
 /// The connector keys in which a caller's references resolve without the operator listing them:
 /// the credentials.
-pub const CREDENTIAL_KEYS: [&str; 4] = ["snow.auth.username", "snow.auth.password", "snow.auth.client.id", "snow.auth.client.secret"];
+pub const CREDENTIAL_KEYS: [&str; 8] = [
+    "snow.auth.username",
+    "snow.auth.password",
+    "snow.auth.client.id",
+    "snow.auth.client.secret",
+    "key.converter.basic.auth.user.info",
+    "value.converter.basic.auth.user.info",
+    "key.converter.bearer.auth.token",
+    "value.converter.bearer.auth.token",
+];
 
 /// What references a configuration may resolve.
 #[derive(Debug, Clone, Default)]

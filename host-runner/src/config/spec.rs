@@ -122,6 +122,8 @@ pub struct ConnectorSpec {
     /// Everything the guest sees: `snow.*` keys except the credentials, and the memory it gets
     /// (`component.memory.max.bytes`).
     pub guest_config: BTreeMap<String, String>,
+    /// `key.converter`, `value.converter` and their settings, with their registry clients.
+    pub convert: crate::convert::Converters,
 }
 
 /// 256 MiB holds a 10,000-row page of wide rows twice over.
@@ -309,6 +311,11 @@ impl ConnectorSpec {
         for (client, keys) in [(Client::Producer, &producer), (Client::Consumer, &consumer)] {
             errors.extend(keys.keys().filter_map(|k| crate::kafka::keys::refusal(client, k)));
         }
+        let convert = crate::convert::spec::ConvertSpec::from_entries(&entries, &mut errors);
+        if convert.typed_value() && entries.contains_key("snow.value.format") {
+            errors
+                .push("snow.value.format: leave it out when value.converter is set (the converter decides how values are written)".into());
+        }
         let security = crate::kafka::security::read(&entries, "kafka.", &mut errors);
         let kafka = KafkaSpec { bootstrap_servers, security, producer, consumer, unsafe_producer };
 
@@ -335,6 +342,7 @@ impl ConnectorSpec {
                 || k.starts_with("kafka.producer.")
                 || k.starts_with("kafka.consumer.")
                 || k.strip_prefix("kafka.").is_some_and(crate::kafka::security::is_security_key)
+                || crate::convert::spec::is_converter_key(k)
         };
         let mut guest_config = BTreeMap::new();
         for (k, v) in &entries {
@@ -345,6 +353,10 @@ impl ConnectorSpec {
             } else if !known_host_key(k) {
                 errors.push(format!("{k}: unknown key (check the spelling and docs/configuration.md)"));
             }
+        }
+        // A typed value converter needs the table's types: the component reads its dictionary.
+        if convert.typed_value() {
+            guest_config.insert("snow.value.schema".to_string(), "dictionary".to_string());
         }
         // The component checks that its settings fit the memory it will get (snow-core's
         // config::memory); another host passes its own limit, or none.
@@ -379,6 +391,7 @@ impl ConnectorSpec {
             max_in_flight,
             auth,
             guest_config,
+            convert: crate::convert::Converters::new(convert),
         })
     }
 }
@@ -400,6 +413,9 @@ impl ConnectorSpec {
                     crate::redact::register(password.expose());
                 }
             }
+        }
+        for secret in self.convert.spec.secrets() {
+            crate::redact::register(secret);
         }
         for (key, value) in &self.kafka.security {
             if crate::kafka::security::is_secret_key(key) {

@@ -1,5 +1,6 @@
 //! The outbound gate: every HTTP request a guest makes passes here, and goes out on the
-//! process's keep-alive connection [`pool`].
+//! process's keep-alive connection [`pool`]; the host's own requests (OAuth tokens, the schema
+//! registry) go out on the same pool through [`plain`].
 //!
 //! It allows only the connector's configured instance (scheme and authority), attaches the
 //! credentials the host holds (guests may not set `Authorization` or `Cookie` themselves), caps
@@ -9,6 +10,7 @@
 
 mod gate;
 mod limiter;
+pub mod plain;
 pub mod pool;
 mod session;
 

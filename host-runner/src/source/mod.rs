@@ -89,6 +89,7 @@ pub fn spawn_unit(
         shutdown,
         swapping: None,
         announced: Default::default(),
+        converters: crate::convert::source::SourceConverters::new(ctx.spec.convert.clone()),
     };
     tokio::spawn(runner.run())
 }

@@ -56,6 +56,9 @@ pub fn check(batch: &PollBatch) -> Result<(), String> {
     Ok(())
 }
 
+/// A record's key and value as the user's converters wrote them; `None` for a record not produced.
+pub type Converted = Option<(Option<Vec<u8>>, Option<Vec<u8>>)>;
+
 /// A record Kafka refuses for good: retrying the same bytes cannot succeed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Refusal {
@@ -134,10 +137,23 @@ fn failure(error: &KafkaError, key: Option<&[u8]>, payload: Option<&[u8]>, heade
 /// Queues the records of a [`check`]ed `batch` in order; returns their deliveries. The first
 /// failure is returned (records queued before it may still be written: the caller reopens at
 /// its stored offset).
-pub async fn enqueue(producer: &FutureProducer, batch: &PollBatch) -> Result<Vec<DeliveryFuture>, ProduceFailure> {
+///
+/// With `converted` (the user's converters applied, one entry per record), each record's key and
+/// value are taken from there instead of the batch's bytes, and a `None` entry (a bad row skipped
+/// under `snow.bad.row.behavior=skip`) is not produced.
+pub async fn enqueue(
+    producer: &FutureProducer,
+    batch: &PollBatch,
+    converted: Option<&[Converted]>,
+) -> Result<Vec<DeliveryFuture>, ProduceFailure> {
     let text = |span: Span| bytes(batch, span).and_then(|b| std::str::from_utf8(b).ok()).unwrap_or_default();
     let mut deliveries = Vec::with_capacity(batch.records.len());
-    for r in &batch.records {
+    for (i, r) in batch.records.iter().enumerate() {
+        let (key, value) = match converted.map(|c| c.get(i)) {
+            None => (r.key.and_then(|k| bytes(batch, k)), r.value.and_then(|v| bytes(batch, v))),
+            Some(Some(Some((k, v)))) => (k.as_deref(), v.as_deref()),
+            Some(_) => continue,
+        };
         let own = own_headers(batch, r.headers).unwrap_or_default();
         let mut headers = OwnedHeaders::new_with_capacity(batch.headers.len() + own.len());
         for h in &batch.headers {
@@ -147,10 +163,10 @@ pub async fn enqueue(producer: &FutureProducer, batch: &PollBatch) -> Result<Vec
             headers = headers.insert(KafkaHeader { key: text(h.key), value: bytes(batch, h.value) });
         }
         let mut record: FutureRecord<'_, [u8], [u8]> = FutureRecord::to(&batch.topic).headers(headers);
-        if let Some(key) = r.key.and_then(|k| bytes(batch, k)) {
+        if let Some(key) = key {
             record = record.key(key);
         }
-        if let Some(value) = r.value.and_then(|v| bytes(batch, v)) {
+        if let Some(value) = value {
             record = record.payload(value);
         }
         if let Some(ts) = r.timestamp_ms {
@@ -191,6 +207,7 @@ mod tests {
             offset: None,
             next_poll_ms: 0,
             notice: None,
+            value_schema: None,
         }
     }
 

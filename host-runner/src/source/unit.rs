@@ -19,7 +19,7 @@ use wasmtime::component::ResourceAny;
 
 use super::budget::RefusalBudget;
 use super::pipeline::{Owner, Pending, Pipeline};
-use super::produce::{ProduceFailure, check, enqueue};
+use super::produce::{Converted, ProduceFailure, check, enqueue};
 use crate::backoff::Backoff;
 use crate::component::HostState;
 use crate::component::bindings::source::{Source, SourcePre};
@@ -28,6 +28,7 @@ use crate::component::swap::Follower;
 use crate::component::trap::TrapBudget;
 use crate::component::trap::one_line;
 use crate::connector::{SharedContext, class_label, describe, to_entries};
+use crate::convert::source::{RowProblem, SourceConverters};
 use crate::metrics::labels;
 use crate::offsets::OffsetStore;
 use crate::shutdown::Shutdown;
@@ -50,6 +51,8 @@ pub struct UnitRunner {
     pub swapping: Option<Swapping>,
     /// The topics this unit has said it uses (once each, [`crate::status::StatusBoard::topic_used`]).
     pub announced: BTreeSet<String>,
+    /// The user's key and value converters, with the table schema they last registered.
+    pub converters: SourceConverters,
 }
 
 /// An opened guest instance and its task handle.
@@ -289,9 +292,22 @@ impl UnitRunner {
                 ));
                 break Restart::Parked;
             }
+            if let Some(schema) = &batch.value_schema {
+                if let Err(why) = self.converters.schema(&batch.topic, schema).await {
+                    self.park(&why);
+                    break Restart::Parked;
+                }
+            }
+            let converted = match self.convert(&batch).await {
+                Ok(c) => c,
+                Err(why) => {
+                    self.park(&why);
+                    break Restart::Parked;
+                }
+            };
             if let Some(offset) = &batch.offset {
                 let enqueued = std::time::Instant::now();
-                let deliveries = match enqueue(&self.producer, &batch).await {
+                let deliveries = match enqueue(&self.producer, &batch, converted.as_deref()).await {
                     Ok(d) => d,
                     Err(failure) => break self.produce_failed(&failure, refusals),
                 };
@@ -377,6 +393,53 @@ impl UnitRunner {
 
     /// After Kafka failed this unit's records: reopen at the stored offset, or park once the same
     /// record was refused for good `component.trap.budget` times in a row.
+    /// The batch's records as the user's converters write them (`None`: no converter, the batch's
+    /// bytes go out as they are). A row that does not fit its schema stops the unit, or is left
+    /// out and counted under `snow.bad.row.behavior=skip`.
+    async fn convert(&mut self, batch: &PollBatch) -> Result<Option<Vec<Converted>>, String> {
+        if !self.converters.active() || batch.records.is_empty() {
+            return Ok(None);
+        }
+        self.converters.key_schema(&batch.topic).await?;
+        let skip = self.ctx.spec.guest_config.get("snow.bad.row.behavior").is_some_and(|b| b.trim() == "skip");
+        let (connector, table) = (self.ctx.name().to_string(), self.unit.name.clone());
+        let mut out = Vec::with_capacity(batch.records.len());
+        for r in &batch.records {
+            let span = |s: Option<crate::component::bindings::types::Span>| {
+                s.and_then(|s| {
+                    snow_core::record::span_bytes(&batch.data, &batch.extra, snow_core::record::Span { start: s.start, len: s.len })
+                })
+            };
+            let (key, value) = (span(r.key), span(r.value));
+            let sys_id = key.map(String::from_utf8_lossy).unwrap_or_default().into_owned();
+            match self.converters.record(key, value) {
+                Ok((k, v, dropped)) => {
+                    for field in dropped {
+                        tracing::warn!(connector = %connector, unit = %table, "field {field} of table {table} is not in its dictionary (or not a column): it is left out of typed records");
+                        self.ctx.metrics.counter_add(
+                            "snow_source_fields_dropped_total",
+                            1,
+                            &labels(&[("connector", &connector), ("table", &table)]),
+                        );
+                    }
+                    out.push(Some((k, v)));
+                }
+                Err(RowProblem::Bad(why)) if skip => {
+                    tracing::warn!(connector = %connector, unit = %table, "skipped row {sys_id}: {why}");
+                    self.ctx.metrics.counter_add("snow_source_bad_rows_total", 1, &labels(&[("connector", &connector), ("table", &table)]));
+                    out.push(None);
+                }
+                Err(RowProblem::Bad(why)) => {
+                    return Err(format!(
+                        "table {table}: row {sys_id} does not fit its schema: {why} (snow.bad.row.behavior=skip would skip it)"
+                    ));
+                }
+                Err(RowProblem::Stop(why)) => return Err(format!("table {table}: converting row {sys_id} failed: {why}")),
+            }
+        }
+        Ok(Some(out))
+    }
+
     fn produce_failed(&self, failure: &ProduceFailure, refusals: &mut RefusalBudget) -> Restart {
         let (connector, table) = (self.ctx.name(), self.unit.name.as_str());
         if let ProduceFailure::Refused(refusal) = failure {

@@ -29,6 +29,16 @@ pub enum ValueFormat {
     ConnectJson,
 }
 
+/// Whether the task describes its tables' types (`snow.value.schema`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ValueSchema {
+    /// No schema: records carry the rows as they are.
+    None,
+    /// Each table's value schema is derived from its dictionary (`sys_dictionary` and the tables
+    /// it extends) and sent with the batches, for the host's typed converters.
+    Dictionary,
+}
+
 /// Which domains a query sees (`query.domain`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum QueryDomain {
@@ -57,6 +67,10 @@ pub struct SourceConfig {
     pub startup_probe: bool,
     /// Record value format (`snow.value.format`).
     pub value_format: ValueFormat,
+    /// Whether tables' value schemas are read from their dictionaries (`snow.value.schema`).
+    pub value_schema: ValueSchema,
+    /// How often a table's dictionary is read again, in ms (`snow.schema.refresh.interval.ms`).
+    pub schema_refresh_ms: u32,
 }
 
 /// How one table is read.
@@ -180,6 +194,12 @@ fn default_hidden_scan_max_rows() -> u32 {
     1_000_000
 }
 
+/// Dictionaries change rarely (a release, an admin adding a field): ten minutes keeps a new field
+/// from waiting long while costing a handful of requests per table an hour.
+fn default_schema_refresh_ms() -> u32 {
+    600_000
+}
+
 impl SourceConfig {
     /// Parses and validates a source configuration; every problem is reported with its key.
     pub fn parse(entries: &Entries) -> Result<Self, SnowError> {
@@ -194,6 +214,9 @@ impl SourceConfig {
         let startup_probe = r.choice("snow.startup.probe", true, &[("true", true), ("false", false)]);
         let value_format =
             r.choice("snow.value.format", ValueFormat::Json, &[("json", ValueFormat::Json), ("connect_json", ValueFormat::ConnectJson)]);
+        let value_schema =
+            r.choice("snow.value.schema", ValueSchema::None, &[("none", ValueSchema::None), ("dictionary", ValueSchema::Dictionary)]);
+        let schema_refresh_ms = r.bounded_u32("snow.schema.refresh.interval.ms", default_schema_refresh_ms(), 10_000, 86_400_000);
         let names = r.list(TABLES_KEY);
         if names.is_empty() {
             r.error(TABLES_KEY, "is required: a comma-separated list of tables or views, e.g. incident,change_request");
@@ -220,7 +243,18 @@ impl SourceConfig {
         }
         r.finish(&["snow."])?;
         let instance = instance.ok_or_else(|| SnowError::config("snow.instance.url", "is invalid"))?;
-        Ok(Self { instance, tables, safety_lag_seconds, overlap_seconds, dedup_window_size, bad_row_behavior, startup_probe, value_format })
+        Ok(Self {
+            instance,
+            tables,
+            safety_lag_seconds,
+            overlap_seconds,
+            dedup_window_size,
+            bad_row_behavior,
+            startup_probe,
+            value_format,
+            value_schema,
+            schema_refresh_ms,
+        })
     }
 }
 

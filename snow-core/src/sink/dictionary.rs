@@ -12,7 +12,7 @@ use serde_json::Value;
 use crate::clock::Clock;
 use crate::error::SnowError;
 use crate::http::Transport;
-use crate::table::{ListParams, Op, TableClient, Term};
+use crate::table::TableClient;
 
 /// What a write with fields the table does not have does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -26,9 +26,6 @@ pub enum UnknownFields {
     /// Written as they are, and counted and logged by the lane (ServiceNow ignores them).
     Report,
 }
-
-/// Longest inheritance chain followed (ServiceNow's are a handful deep).
-const MAX_DEPTH: usize = 16;
 
 /// The fields of each table, as last read.
 #[derive(Debug)]
@@ -59,54 +56,9 @@ impl Dictionary {
     }
 }
 
-/// `table`'s fields: the chain of tables it extends, then their dictionary elements.
+/// `table`'s fields: its own and those of every table it extends.
 fn read<T: Transport, C: Clock>(client: &mut TableClient<T, C>, table: &str) -> Result<BTreeSet<String>, SnowError> {
-    let mut chain = vec![table.to_string()];
-    let mut object = one(client, "sys_db_object", "name", table, "super_class")?;
-    while let Some(parent_id) = object.as_deref().filter(|p| !p.is_empty()) {
-        if chain.len() >= MAX_DEPTH {
-            break;
-        }
-        let parent = one(client, "sys_db_object", "sys_id", parent_id, "name")?;
-        let Some(name) = parent.filter(|n| !n.is_empty() && !chain.contains(n)) else { break };
-        object = one(client, "sys_db_object", "name", &name, "super_class")?;
-        chain.push(name);
-    }
-    let mut fields = BTreeSet::new();
-    for name in &chain {
-        let query = Term::new("name", Op::Eq, name).map_err(SnowError::data)?.as_str().to_string();
-        let keys = ["element".to_string()];
-        let params = ListParams::lookup(&query, &keys, 10_000);
-        let page = client.list("sys_dictionary", &params)?;
-        let rows: Value = serde_json::from_slice(&page.body).unwrap_or(Value::Null);
-        for row in rows["result"].as_array().into_iter().flatten() {
-            if let Some(element) = row["element"].as_str().filter(|e| !e.is_empty()) {
-                fields.insert(element.to_string());
-            }
-        }
-    }
-    if fields.is_empty() {
-        return Err(SnowError::data(format!(
-            "table {table} has no sys_dictionary entries the integration user can read (snow.sink.unknown.fields needs read access to sys_dictionary and sys_db_object)"
-        )));
-    }
-    Ok(fields)
-}
-
-/// `field` of the one row of `table` whose `key` is `value`, if there is such a row.
-fn one<T: Transport, C: Clock>(
-    client: &mut TableClient<T, C>,
-    table: &str,
-    key: &str,
-    value: &str,
-    field: &str,
-) -> Result<Option<String>, SnowError> {
-    let query = Term::new(key, Op::Eq, value).map_err(SnowError::data)?.as_str().to_string();
-    let keys = [field.to_string()];
-    let params = ListParams::lookup(&query, &keys, 1);
-    let page = client.list(table, &params)?;
-    let rows: Value = serde_json::from_slice(&page.body).unwrap_or(Value::Null);
-    Ok(rows["result"].get(0).and_then(|r| r[field].as_str()).map(str::to_string))
+    Ok(crate::table::dictionary::read(client, table, "snow.sink.unknown.fields")?.into_iter().map(|e| e.name).collect())
 }
 
 /// The fields of `body` (a JSON object) that are not in `known` (system fields are never checked:

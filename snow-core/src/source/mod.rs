@@ -3,6 +3,7 @@
 
 mod probe;
 mod record;
+pub mod schema;
 pub mod task;
 
 pub use task::SourceTask;

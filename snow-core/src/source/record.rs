@@ -23,6 +23,8 @@ pub struct RecordBuilder {
     ts_field: String,
     display: DisplayValue,
     format: ValueFormat,
+    /// Rows go out as read (the host types them by the table's schema, ADR 0027).
+    as_read: bool,
 }
 
 impl RecordBuilder {
@@ -36,7 +38,14 @@ impl RecordBuilder {
             ts_field: table.timestamp_field.clone(),
             display: table.display_value,
             format,
+            as_read: false,
         }
+    }
+
+    /// The same builder passing every row on as it was read (with `display.value=display`, as
+    /// `{"value":…,"display_value":…}` pairs): the host types rows by the table's schema.
+    pub fn as_read(self) -> Self {
+        Self { as_read: true, ..self }
     }
 
     /// The topic of every record.
@@ -57,6 +66,7 @@ impl RecordBuilder {
     /// The value of `row` (sys_id `id`): the row's JSON as the page carried it, or reshaped.
     fn value(&self, row: &PageRow<'_>, id: &str, data: &mut BatchData<'_>) -> Result<Span, SnowError> {
         let reshaped = match (self.display, self.format) {
+            _ if self.as_read => return data.span(row.raw).map_err(|e| self.too_large(e)),
             (DisplayValue::Raw | DisplayValue::All, ValueFormat::Json) => return data.span(row.raw).map_err(|e| self.too_large(e)),
             (display, format) => {
                 let mut object: Map<String, Value> =
@@ -196,6 +206,7 @@ mod tests {
             offset: None,
             next_poll_ms: 0,
             notice: None,
+            value_schema: None,
         }
     }
 

@@ -9,7 +9,7 @@
 //! never moves back. The first poll is the startup probe when it is enabled.
 
 use crate::clock::Clock;
-use crate::config::source::BadRowBehavior;
+use crate::config::source::{BadRowBehavior, ValueSchema};
 use crate::config::{Entries, SourceConfig, TableConfig};
 use crate::cursor::dedup::DedupWindow;
 use crate::cursor::{Answer, Cursor, Hidden, Partition, Sweep, SweepRequest, WindowSizes};
@@ -62,6 +62,18 @@ pub struct SourceTask<T, C> {
     notes: Vec<Note>,
     /// ServiceNow's clock at the latest answer (its `Date`).
     server_now: Option<Timestamp>,
+    /// The table's value schema, when the host asked for it (`snow.value.schema=dictionary`).
+    schema: Option<SchemaState>,
+}
+
+/// The value schema a task derives from its table's dictionary and when it last read it.
+struct SchemaState {
+    /// `snow.schema.refresh.interval.ms`.
+    refresh: std::time::Duration,
+    /// The schema last sent to the host.
+    sent: Option<String>,
+    /// When the dictionary was last read (the task clock).
+    read_at: Option<std::time::Duration>,
 }
 
 impl<T: Transport, C: Clock> SourceTask<T, C> {
@@ -88,9 +100,16 @@ impl<T: Transport, C: Clock> SourceTask<T, C> {
             }
         };
         let overlap = i64::from(config.overlap_seconds);
+        let records = RecordBuilder::new(&table, &config.instance.authority, config.value_format);
+        let schema = (config.value_schema == ValueSchema::Dictionary).then(|| SchemaState {
+            refresh: std::time::Duration::from_millis(u64::from(config.schema_refresh_ms)),
+            sent: None,
+            read_at: None,
+        });
         let mut task = Self {
             client: TableClient::new(&config.instance, transport, clock),
-            records: RecordBuilder::new(&table, &config.instance.authority, config.value_format),
+            records: if schema.is_some() { records.as_read() } else { records },
+            schema,
             sweep: Sweep::new(
                 high.clone(),
                 config.safety_lag_seconds,
@@ -168,6 +187,11 @@ impl<T: Transport, C: Clock> SourceTask<T, C> {
             self.probe_pending = false;
             return Ok(self.batch(Vec::new(), BatchBytes::default(), 0));
         }
+        if let Some(schema) = self.schema_changed()? {
+            let mut batch = self.batch(Vec::new(), BatchBytes::default(), 0);
+            batch.value_schema = Some(schema);
+            return Ok(batch);
+        }
         let table = &self.table;
         let request = self.sweep.next_request(&table.timestamp_field, &table.sys_id_field).map_err(SnowError::data)?;
         let query = request_query(&request, table);
@@ -232,6 +256,26 @@ impl<T: Transport, C: Clock> SourceTask<T, C> {
         Ok(self.batch(records, bytes, next_poll_ms))
     }
 
+    /// The table's value schema when it is due to be read and differs from the one last sent
+    /// (always on the first call): the dictionary's requests are this poll's.
+    fn schema_changed(&mut self) -> Result<Option<String>, SnowError> {
+        let now = self.client.clock().now();
+        let Some(state) = self.schema.as_ref() else { return Ok(None) };
+        if state.read_at.is_some_and(|at| now.saturating_sub(at) < state.refresh) {
+            return Ok(None);
+        }
+        let elements =
+            crate::table::dictionary::read(&mut self.client, &self.table.name, "snow.value.schema=dictionary (a typed value.converter)")?;
+        let text = super::schema::table_schema(&self.table, &elements);
+        let Some(state) = self.schema.as_mut() else { return Ok(None) };
+        state.read_at = Some(now);
+        if state.sent.as_deref() == Some(text.as_str()) {
+            return Ok(None);
+        }
+        state.sent = Some(text.clone());
+        Ok(Some(text))
+    }
+
     /// A batch of `records` over `bytes`; its offset is the furthest position emitted, when it
     /// emitted any.
     fn batch(&self, records: Vec<SourceRecord>, bytes: BatchBytes, next_poll_ms: u32) -> PollBatch {
@@ -248,6 +292,7 @@ impl<T: Transport, C: Clock> SourceTask<T, C> {
             offset,
             next_poll_ms,
             notice: self.notice(),
+            value_schema: None,
         }
     }
 

@@ -182,10 +182,71 @@ fn sys_id(counter: u64) -> String {
     format!("{:016x}{:016x}", mix(), mix())
 }
 
+/// One `sys_dictionary` element of a table (`"u_total"` alone is a string field).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
+#[serde(from = "DictFieldSpec")]
+pub struct DictField {
+    /// The column name.
+    pub element: String,
+    /// Its type (`string`, `integer`, `glide_date_time`, `reference`, `decimal`...).
+    pub internal_type: String,
+    /// The referenced table of a reference.
+    pub reference: Option<String>,
+    /// Whether it has choices.
+    pub choice: bool,
+    /// Its attributes (`scale=4`).
+    pub attributes: String,
+}
+
+impl From<&str> for DictField {
+    fn from(element: &str) -> Self {
+        Self { element: element.into(), internal_type: "string".into(), reference: None, choice: false, attributes: String::new() }
+    }
+}
+
+impl DictField {
+    /// An element called `element` of `internal_type`.
+    pub fn typed(element: &str, internal_type: &str) -> Self {
+        Self { internal_type: internal_type.into(), ..Self::from(element) }
+    }
+}
+
+#[derive(serde::Deserialize)]
+#[serde(untagged)]
+enum DictFieldSpec {
+    Name(String),
+    Full {
+        element: String,
+        #[serde(default = "string_type")]
+        internal_type: String,
+        #[serde(default)]
+        reference: Option<String>,
+        #[serde(default)]
+        choice: bool,
+        #[serde(default)]
+        attributes: String,
+    },
+}
+
+fn string_type() -> String {
+    "string".into()
+}
+
+impl From<DictFieldSpec> for DictField {
+    fn from(spec: DictFieldSpec) -> Self {
+        match spec {
+            DictFieldSpec::Name(n) => DictField::from(n.as_str()),
+            DictFieldSpec::Full { element, internal_type, reference, choice, attributes } => {
+                DictField { element, internal_type, reference, choice, attributes }
+            }
+        }
+    }
+}
+
 impl Store {
     /// Sets `table`'s dictionary: its own `fields` and the table it extends. Also writes the
     /// `sys_db_object` and `sys_dictionary` rows the Table API serves for it.
-    pub fn set_dictionary(&mut self, table: &str, fields: &[String], parent: Option<&str>, now: i64) {
+    pub fn set_dictionary(&mut self, table: &str, fields: &[DictField], parent: Option<&str>, now: i64) {
         let object_id = |store: &Store, name: &str| -> Option<String> {
             store
                 .tables
@@ -207,14 +268,32 @@ impl Store {
             object_id(self, p).unwrap_or_default()
         });
         ensure_object(self, table, parent_id);
+        // Setting a table's dictionary again replaces its elements (a field added, a type changed).
+        let stale: Vec<String> = self
+            .tables
+            .get("sys_dictionary")
+            .map(|t| {
+                t.rows_in_order()
+                    .filter(|r| r.get("name").and_then(Value::as_str) == Some(table))
+                    .filter_map(|r| r.get("sys_id").and_then(Value::as_str).map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default();
+        for id in stale {
+            self.delete("sys_dictionary", &id);
+        }
         for field in fields {
             let mut row = Row::new();
             row.insert("name".into(), Value::String(table.into()));
-            row.insert("element".into(), Value::String(field.clone()));
+            row.insert("element".into(), Value::String(field.element.clone()));
+            row.insert("internal_type".into(), Value::String(field.internal_type.clone()));
+            row.insert("reference".into(), Value::String(field.reference.clone().unwrap_or_default()));
+            row.insert("choice".into(), Value::String(if field.choice { "1" } else { "0" }.into()));
+            row.insert("attributes".into(), Value::String(field.attributes.clone()));
             self.insert("sys_dictionary", row, now, "admin");
         }
         let t = self.tables.entry(table.to_string()).or_default();
-        t.dictionary = Some((fields.iter().cloned().collect(), parent.map(str::to_string)));
+        t.dictionary = Some((fields.iter().map(|f| f.element.clone()).collect(), parent.map(str::to_string)));
     }
 
     /// Every field `table` may hold (its own and those of the tables it extends, system fields

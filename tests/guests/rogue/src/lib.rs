@@ -133,6 +133,7 @@ fn record_for(topic: &str) -> wit::PollBatch {
         offset: Some(wit::SourceOffset { partition: "rogue".into(), position: "{}".into() }),
         next_poll_ms: 1000,
         notice: None,
+        value_schema: None,
     }
 }
 

@@ -1,5 +1,5 @@
-//! The host's own HTTP requests (token requests): a snow-core [`Request`] sent on the process's
-//! connection pool, the whole answer read into a [`Response`].
+//! The host's own HTTP requests (OAuth tokens, the schema registry): a snow-core [`Request`]
+//! sent on the process's connection pool, the whole answer read into a [`Response`].
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
@@ -22,8 +22,8 @@ pub async fn send(request: &Request) -> Result<Response, TransportError> {
         first_byte_timeout: ms(request.timeouts.first_byte_ms),
         between_bytes_timeout: ms(request.timeouts.body_ms),
     };
-    // Only token requests come through here, and asking for a token twice is harmless: every
-    // failure counts as "nothing sent" so that it is retried.
+    // Only idempotent requests come through here (asking for a token, registering the same schema,
+    // reading a schema by id): every failure counts as "nothing sent" so that it is retried.
     let response = crate::outbound::pool::ConnectionPool::shared()
         .send(http_request, options)
         .await

@@ -1,0 +1,197 @@
+//! A source unit's converters: what turns the component's record (the sys_id and the row's JSON
+//! as read) into the key and value bytes the user's converters write. The table's schema arrives
+//! in a batch's `value-schema` (ADR 0027); it is registered (value and key) before any record
+//! under it is produced, and each row is typed by it ([`snow_data::snow_text::row`]).
+
+use std::collections::BTreeSet;
+
+use serde_json::{Map, Value as Json};
+use snow_data::{Schema, Value, avro, connect_json, snow_text, wire};
+
+use super::Converters;
+use super::registry::{Registry, RegistryError};
+use super::spec::{ConverterSpec, Format};
+
+/// Why a record could not be converted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RowProblem {
+    /// The row does not fit the table's schema (a bad row: `snow.bad.row.behavior` decides).
+    Bad(String),
+    /// Nothing can be converted until this is fixed (no schema yet, a converter error).
+    Stop(String),
+}
+
+/// The registered forms of the table's value schema.
+struct Registered {
+    schema: Schema,
+    /// The registry id of the value schema (formats with a registry).
+    value_id: Option<u32>,
+}
+
+/// One unit's converters and the table schema it last registered.
+pub struct SourceConverters {
+    converters: Converters,
+    table: Option<Registered>,
+    /// The registry id of the key schema, per topic.
+    key_id: Option<(String, u32)>,
+    /// Fields rows carried that the schema does not have (reported once each).
+    dropped_seen: BTreeSet<String>,
+}
+
+impl SourceConverters {
+    /// The unit's converters.
+    pub fn new(converters: Converters) -> Self {
+        Self { converters, table: None, key_id: None, dropped_seen: BTreeSet::new() }
+    }
+
+    /// True when records are converted (a key or value converter other than the bytes as they are).
+    pub fn active(&self) -> bool {
+        self.converters.spec.key.as_ref().is_some_and(|k| k.format != Format::AsIs) || self.converters.spec.typed_value()
+    }
+
+    /// Takes the table's schema `text` for records to `topic`: parses it and registers what the
+    /// converters need. The error names what the registry refused and the fields that changed.
+    pub async fn schema(&mut self, topic: &str, text: &str) -> Result<(), String> {
+        let json: Json = serde_json::from_str(text).map_err(|e| format!("the component sent a value schema that is not JSON: {e}"))?;
+        let schema =
+            connect_json::schema_from_json(&json).map_err(|e| format!("the component sent a value schema Connect cannot read: {e}"))?;
+        let value_id = match &self.converters.spec.value {
+            Some(spec) if spec.format.schema_type().is_some() => {
+                let registry = self.converters.value_registry.as_ref().ok_or("no registry for value.converter")?;
+                let text = registry_text(spec, &schema)?;
+                let subject = spec.subject.subject(topic, false, schema.name.as_deref());
+                match register(registry, spec, &subject, &text).await {
+                    Ok(id) => Some(id),
+                    Err(e) => {
+                        let changed = self.table.as_ref().map(|old| changes(&old.schema, &schema)).filter(|c| !c.is_empty());
+                        let what = changed.map(|c| format!(" (the table's dictionary changed: {c})")).unwrap_or_default();
+                        return Err(format!("registering the value schema under subject {subject} failed{what}: {e}"));
+                    }
+                }
+            }
+            _ => None,
+        };
+        self.table = Some(Registered { schema, value_id });
+        Ok(())
+    }
+
+    /// Registers the key schema for `topic` when the key converter uses a registry and has not yet.
+    pub async fn key_schema(&mut self, topic: &str) -> Result<(), String> {
+        let Some(spec) = self.converters.spec.key.as_ref().filter(|k| k.format.schema_type().is_some()) else { return Ok(()) };
+        if self.key_id.as_ref().is_some_and(|(t, _)| t == topic) {
+            return Ok(());
+        }
+        let registry = self.converters.key_registry.as_ref().ok_or("no registry for key.converter")?;
+        let text = registry_text(spec, &Schema::new(snow_data::Kind::String))?;
+        let subject = spec.subject.subject(topic, true, None);
+        let id = register(registry, spec, &subject, &text)
+            .await
+            .map_err(|e| format!("registering the key schema under subject {subject} failed: {e}"))?;
+        self.key_id = Some((topic.to_string(), id));
+        Ok(())
+    }
+
+    /// The key and value bytes of one record (`key` the sys_id, `value` the row's JSON as read),
+    /// and the row's fields the schema does not have that were not reported before.
+    pub fn record(
+        &mut self,
+        key: Option<&[u8]>,
+        value: Option<&[u8]>,
+    ) -> Result<(Option<Vec<u8>>, Option<Vec<u8>>, Vec<String>), RowProblem> {
+        let key_out = match (key, &self.converters.spec.key) {
+            (Some(k), Some(spec)) => Some(self.key(spec, k)?),
+            (k, _) => k.map(<[u8]>::to_vec),
+        };
+        let (value_out, dropped) = match (value, &self.converters.spec.value) {
+            (Some(v), Some(spec)) if spec.format != Format::AsIs => {
+                let table = self.table.as_ref().ok_or_else(|| RowProblem::Stop("no value schema arrived before the records".into()))?;
+                let row: Map<String, Json> =
+                    serde_json::from_slice(v).map_err(|e| RowProblem::Bad(format!("the row is not a JSON object: {e}")))?;
+                let (typed, dropped) = snow_text::row(&row, &table.schema).map_err(|e| RowProblem::Bad(e.to_string()))?;
+                (Some(encode(spec, &table.schema, table.value_id, &typed).map_err(RowProblem::Bad)?), dropped)
+            }
+            (v, _) => (v.map(<[u8]>::to_vec), Vec::new()),
+        };
+        let new: Vec<String> = dropped.into_iter().filter(|f| self.dropped_seen.insert(f.clone())).collect();
+        Ok((key_out, value_out, new))
+    }
+
+    fn key(&self, spec: &ConverterSpec, sys_id: &[u8]) -> Result<Vec<u8>, RowProblem> {
+        let text = std::str::from_utf8(sys_id).map_err(|_| RowProblem::Bad("the key is not UTF-8".into()))?;
+        let id = self.key_id.as_ref().map(|(_, id)| *id);
+        encode(spec, &Schema::new(snow_data::Kind::String), id, &Value::String(text.to_string())).map_err(RowProblem::Stop)
+    }
+}
+
+/// The schema text the registry is given for `schema` in `spec`'s format.
+fn registry_text(spec: &ConverterSpec, schema: &Schema) -> Result<String, String> {
+    match spec.format {
+        Format::Avro => {
+            avro::from_connect(schema).map(|j| j.to_string()).map_err(|e| format!("the table's schema cannot be written as Avro: {e}"))
+        }
+        other => Err(format!("{other:?} has no registry schema here")),
+    }
+}
+
+async fn register(registry: &Registry, spec: &ConverterSpec, subject: &str, text: &str) -> Result<u32, RegistryError> {
+    let kind = spec.format.schema_type().unwrap_or(super::registry::SchemaType::Avro);
+    if spec.auto_register { registry.register(subject, kind, text).await } else { registry.lookup(subject, kind, text).await }
+}
+
+/// `value` under `schema` in `spec`'s format (`id`: the registry id of `schema`).
+fn encode(spec: &ConverterSpec, schema: &Schema, id: Option<u32>, value: &Value) -> Result<Vec<u8>, String> {
+    match spec.format {
+        Format::AsIs => Ok(match value {
+            Value::String(s) => s.clone().into_bytes(),
+            other => connect_json::value_to_json(other, Some(schema)).map_err(|e| e.to_string())?.to_string().into_bytes(),
+        }),
+        Format::Json => {
+            connect_json::encode(Some(schema), value, spec.schemas_enable).map(Option::unwrap_or_default).map_err(|e| e.to_string())
+        }
+        Format::Avro => {
+            let id = id.ok_or("no registry id for the schema")?;
+            let mut payload = Vec::with_capacity(256);
+            avro::encode(schema, value, &mut payload).map_err(|e| e.to_string())?;
+            Ok(wire::frame(id, &payload))
+        }
+        other => Err(format!("{other:?} is not available yet")),
+    }
+}
+
+/// What changed between two table schemas, by field: added, removed, and changed types.
+fn changes(old: &Schema, new: &Schema) -> String {
+    let mut out = Vec::new();
+    for f in new.fields() {
+        match old.field(&f.name) {
+            None => out.push(format!("field {} added", f.name)),
+            Some(o) if o.schema != f.schema => out.push(format!(
+                "field {} changed from {} to {}",
+                f.name,
+                connect_json::type_label(&o.schema),
+                connect_json::type_label(&f.schema)
+            )),
+            Some(_) => {}
+        }
+    }
+    out.extend(old.fields().iter().filter(|f| new.field(&f.name).is_none()).map(|f| format!("field {} removed", f.name)));
+    out.join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use snow_data::{Field, Kind};
+
+    #[test]
+    fn changes_name_each_field() {
+        let old = Schema::record(
+            "t",
+            vec![Field::new("a", Schema::new(Kind::String).optional()), Field::new("b", Schema::new(Kind::Int32).optional())],
+        );
+        let new = Schema::record(
+            "t",
+            vec![Field::new("a", Schema::new(Kind::Int32).optional()), Field::new("c", Schema::new(Kind::String).optional())],
+        );
+        assert_eq!(changes(&old, &new), "field a changed from string to int32, field c added, field b removed");
+    }
+}
