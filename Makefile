@@ -35,8 +35,16 @@ $(JCO_HOST)/node_modules/.package-lock.json: $(JCO_HOST)/package-lock.json
 	@bash tests/setup.sh --tests
 	npm ci --prefix $(JCO_HOST) --no-audit --no-fund
 
+## Confluent's Python client (the third-party reader and writer of registry formats), versions pinned
+## in tests/python/requirements.txt, in a virtual environment of its own.
+PYTHON_ENV := target/python
+$(PYTHON_ENV)/.installed: tests/python/requirements.txt
+	python3 -m venv $(PYTHON_ENV)
+	$(PYTHON_ENV)/bin/pip install --quiet --disable-pip-version-check -r tests/python/requirements.txt
+	touch $@
+
 ## Every test: unit, fake, harness, and end to end with real components and a real broker.
-test: $(JCO_HOST)/node_modules/.package-lock.json
+test: $(JCO_HOST)/node_modules/.package-lock.json $(PYTHON_ENV)/.installed
 	@bash tests/setup.sh --tests
 	$(CARGO) build -p snow-core --target wasm32-wasip2
 	$(CARGO) test

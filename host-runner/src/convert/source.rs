@@ -21,6 +21,9 @@ pub enum RowProblem {
     Stop(String),
 }
 
+/// A record's key and value bytes, and the row's fields its schema left out (first seen now).
+pub type ConvertedRow = (Option<Vec<u8>>, Option<Vec<u8>>, Vec<String>);
+
 /// The registered forms of the table's value schema.
 struct Registered {
     schema: Schema,
@@ -93,11 +96,7 @@ impl SourceConverters {
 
     /// The key and value bytes of one record (`key` the sys_id, `value` the row's JSON as read),
     /// and the row's fields the schema does not have that were not reported before.
-    pub fn record(
-        &mut self,
-        key: Option<&[u8]>,
-        value: Option<&[u8]>,
-    ) -> Result<(Option<Vec<u8>>, Option<Vec<u8>>, Vec<String>), RowProblem> {
+    pub fn record(&mut self, key: Option<&[u8]>, value: Option<&[u8]>) -> Result<ConvertedRow, RowProblem> {
         let key_out = match (key, &self.converters.spec.key) {
             (Some(k), Some(spec)) => Some(self.key(spec, k)?),
             (k, _) => k.map(<[u8]>::to_vec),

@@ -10,6 +10,12 @@ use wasmtime_wasi_http::RequestOptions;
 /// Sends `request` and reads the whole answer (up to its size cap).
 pub async fn send(request: &Request) -> Result<Response, TransportError> {
     let mut builder = http::Request::builder().method(request.method.as_str()).uri(&request.url);
+    // The pool sends the request line with the path only: HTTP/1.1 needs the Host header (a
+    // strict server, such as the Quarkus one a schema registry runs on, answers 400 without it).
+    let uri: http::Uri = request.url.parse().map_err(|e| TransportError::new(TransportErrorKind::Invalid, format!("the URL: {e}")))?;
+    if let Some(authority) = uri.authority().filter(|_| !request.headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("host"))) {
+        builder = builder.header(http::header::HOST, authority.as_str());
+    }
     for (k, v) in &request.headers {
         builder = builder.header(k, v);
     }

@@ -292,11 +292,11 @@ impl UnitRunner {
                 ));
                 break Restart::Parked;
             }
-            if let Some(schema) = &batch.value_schema {
-                if let Err(why) = self.converters.schema(&batch.topic, schema).await {
-                    self.park(&why);
-                    break Restart::Parked;
-                }
+            if let Some(schema) = &batch.value_schema
+                && let Err(why) = self.converters.schema(&batch.topic, schema).await
+            {
+                self.park(&why);
+                break Restart::Parked;
             }
             let converted = match self.convert(&batch).await {
                 Ok(c) => c,

@@ -44,7 +44,7 @@ impl RecordBuilder {
 
     /// The same builder passing every row on as it was read (with `display.value=display`, as
     /// `{"value":…,"display_value":…}` pairs): the host types rows by the table's schema.
-    pub fn as_read(self) -> Self {
+    pub fn passing_rows_as_read(self) -> Self {
         Self { as_read: true, ..self }
     }
 

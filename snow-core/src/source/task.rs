@@ -108,7 +108,7 @@ impl<T: Transport, C: Clock> SourceTask<T, C> {
         });
         let mut task = Self {
             client: TableClient::new(&config.instance, transport, clock),
-            records: if schema.is_some() { records.as_read() } else { records },
+            records: if schema.is_some() { records.passing_rows_as_read() } else { records },
             schema,
             sweep: Sweep::new(
                 high.clone(),

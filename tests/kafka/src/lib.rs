@@ -11,6 +11,7 @@
 
 mod jars;
 mod process;
+pub mod registry;
 pub mod secure;
 
 use std::fs;

@@ -89,10 +89,13 @@ pub fn spawn_broker(libs: &Path, dir: &Path, lifetime: Lifetime) -> io::Result<u
         .arg("-cp")
         .arg(classpath(libs))
         .arg("kafka.Kafka")
-        .arg(dir.join("server.properties"))
-        .stdin(Stdio::null())
-        .stdout(log.try_clone()?)
-        .stderr(log);
+        .arg(dir.join("server.properties"));
+    spawn(cmd, dir, log, lifetime)
+}
+
+/// Spawns `cmd` with its output in `log` and `lifetime`; writes its pid to `dir/pid`.
+pub fn spawn(mut cmd: Command, dir: &Path, log: File, lifetime: Lifetime) -> io::Result<u32> {
+    cmd.stdin(Stdio::null()).stdout(log.try_clone()?).stderr(log);
     match lifetime {
         Lifetime::TiedToThread => {
             // SAFETY: prctl is async-signal-safe and touches no memory of the parent.

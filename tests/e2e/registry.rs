@@ -1,0 +1,105 @@
+//! Typed values with a real schema registry (Apicurio Registry's Confluent-compatible API, from
+//! Maven Central): the source types rows by their table's dictionary, registers the schema and
+//! writes Confluent's wire format, and Confluent's own Python client reads what we wrote.
+#![allow(clippy::unwrap_used)] // a panic is how a test fails
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::Command;
+
+use fake_snow::store::DictField;
+use fake_snow::{FakeOptions, FakeSnow};
+use serde_json::Value;
+use support::{Runner, connector_file, now_secs, unique, work_dir};
+
+/// The Python environment `make test` sets up (tests/python/requirements.txt).
+fn python() -> PathBuf {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/python/bin/python");
+    assert!(p.exists(), "{} is missing: `make test` sets it up (tests/python/requirements.txt)", p.display());
+    p
+}
+
+/// Reads `count` records of `topic` with Confluent's AvroDeserializer; one JSON value per record.
+fn avro_consume(topic: &str, registry: &str, count: usize) -> Vec<Value> {
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/python/avro_consume.py");
+    let out = Command::new(python())
+        .arg(script)
+        .args([kafka_harness::shared().bootstrap(), topic, registry, &count.to_string(), "120"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "the Python consumer read too few records:\n{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    stdout.lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+}
+
+/// The incident dictionary the test types rows by (the seeded rows carry more fields).
+fn dictionary() -> Vec<DictField> {
+    vec![
+        DictField::typed("sys_id", "GUID"),
+        DictField::typed("sys_updated_on", "glide_date_time"),
+        DictField::typed("sys_mod_count", "integer"),
+        DictField::typed("number", "string"),
+        DictField::typed("priority", "integer"),
+        DictField { choice: true, ..DictField::typed("state", "integer") },
+        DictField::typed("active", "boolean"),
+        DictField { reference: Some("sys_user".into()), ..DictField::typed("caller_id", "reference") },
+        DictField::typed("opened_at", "glide_date_time"),
+        DictField { attributes: "scale=2".into(), ..DictField::typed("u_cost", "decimal") },
+    ]
+}
+
+#[test]
+#[ignore = "issue 19 in progress: the unit's registration request to Apicurio does not complete yet (run with --include-ignored)"]
+fn avro_values_typed_by_the_dictionary_are_read_by_confluents_deserializer() {
+    const ROWS: u64 = 40;
+    let registry = kafka_harness::registry::shared();
+    let now = now_secs();
+    let fake = FakeSnow::start(FakeOptions { frozen_at: Some(now), ..Default::default() }).unwrap();
+    let ids = fake.shared().seed("incident", ROWS, now - 3600, 1800);
+    // A decimal the seed does not write: set on every row, one of them with fewer digits than its scale.
+    let mut cost = fake_snow::store::Row::new();
+    cost.insert("u_cost".into(), Value::String("1234.5".into()));
+    fake.shared().update_rows("incident", &ids, &cost);
+    fake.shared().store().set_dictionary("incident", &dictionary(), None, now);
+
+    let (name, topic) = (unique("avro"), unique("avro"));
+    let dir = work_dir("registry-avro");
+    let config = support::source_entries(
+        &fake.url(),
+        &name,
+        &topic,
+        &["incident"],
+        &[
+            ("snow.auth.type", "none"),
+            ("snow.table.incident.display.value", "all"),
+            ("key.converter", "org.apache.kafka.connect.storage.StringConverter"),
+            ("value.converter", "io.confluent.connect.avro.AvroConverter"),
+            ("value.converter.schema.registry.url", &registry.url()),
+        ],
+    );
+    let file = connector_file(&dir, &name, &config);
+    let runner = Runner::start(&dir, "run", &[&file]);
+    let records = avro_consume(&topic, &registry.url(), ROWS as usize);
+    let log = runner.stop();
+
+    let by_key: BTreeMap<&str, &Value> = records.iter().map(|r| (r["key"].as_str().unwrap(), &r["value"])).collect();
+    assert_eq!(by_key.len() as u64, ROWS, "every row, once: {records:?}");
+    let row = fake.shared().store().table("incident").unwrap().get(&ids[0]).cloned().unwrap();
+    let v = by_key[ids[0].as_str()];
+    assert_eq!(v["number"], row["number"], "text stays text");
+    assert_eq!(v["priority"].as_i64().map(|p| p.to_string()), row["priority"].as_str().map(str::to_string), "integers are numbers");
+    assert_eq!(v["active"].as_bool().map(|b| b.to_string()), row["active"].as_str().map(str::to_string), "booleans are booleans");
+    assert_eq!(v["u_cost"]["decimal"], "1234.50", "decimals exact at their scale");
+    let opened = fake_snow::time::parse_ts(row["opened_at"].as_str().unwrap()).unwrap();
+    assert_eq!(v["opened_at"]["timestamp_ms"].as_i64(), Some(opened * 1000), "glide_date_time is a timestamp");
+    assert_eq!(v["caller_id"], row["caller_id"]["value"], "a reference is its sys_id");
+    assert_eq!(v["dv_caller_id"], row["caller_id"]["display_value"], "with its display value beside it");
+    assert!(v.get("short_description").is_none(), "a field the dictionary does not list is left out");
+    assert!(log.contains("field short_description of table incident is not in its dictionary"), "and said once: {log}");
+
+    let (status, subjects) = registry.get("/apis/ccompat/v7/subjects").unwrap();
+    assert_eq!(status, 200);
+    assert!(subjects.contains(&format!("{topic}-value")), "registered under TopicNameStrategy: {subjects}");
+}
