@@ -143,8 +143,8 @@ pub fn value_to_json(value: &Value, schema: Option<&Schema>) -> Result<Json, Dat
         ),
         (None, Kind::Struct(fields), Value::Struct(_)) => {
             let mut out = Map::new();
-            for f in fields {
-                let v = value.get(&f.name).unwrap_or(&Value::Null);
+            for (i, f) in fields.iter().enumerate() {
+                let v = value.field(i, &f.name).unwrap_or(&Value::Null);
                 out.insert(f.name.clone(), value_to_json(v, Some(&f.schema)).map_err(|e| e.at(format!("field {}", f.name)))?);
             }
             Json::Object(out)

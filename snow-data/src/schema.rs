@@ -7,14 +7,8 @@ use std::collections::BTreeMap;
 
 use crate::value::Value;
 
-/// Connect's logical type names.
-pub const DECIMAL: &str = "org.apache.kafka.connect.data.Decimal";
-/// Days since the epoch, over int32.
-pub const DATE: &str = "org.apache.kafka.connect.data.Date";
-/// Milliseconds since midnight, over int32.
-pub const TIME: &str = "org.apache.kafka.connect.data.Time";
-/// Milliseconds since the epoch, over int64.
-pub const TIMESTAMP: &str = "org.apache.kafka.connect.data.Timestamp";
+/// Connect's logical type names: one definition, shared with the component that writes them.
+pub use snow_core::source::schema::{DATE, DECIMAL, TIME, TIMESTAMP};
 /// The parameter that holds a decimal's scale.
 pub const SCALE: &str = "scale";
 

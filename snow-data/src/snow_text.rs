@@ -16,18 +16,27 @@ use crate::error::DataError;
 use crate::schema::{Kind, Logical, Schema};
 use crate::value::Value;
 
-/// The schema parameter naming the field whose display value a field holds.
-pub const DISPLAY_OF: &str = "servicenow.display.of";
+/// The schema parameter naming the field whose display value a field holds (the source
+/// component sets it).
+pub use snow_core::source::schema::DISPLAY_OF;
 
 /// A row typed by its table's schema, and the names of the row's fields the schema does not have.
 pub fn row(fields: &Map<String, Json>, schema: &Schema) -> Result<(Value, Vec<String>), DataError> {
     let mut out = Vec::with_capacity(schema.fields().len());
+    // How many of the row's fields a schema field of the same name reads: the row carries fields
+    // the schema lacks only when it has more than this (then, and only then, they are named).
+    let mut matched = 0;
     for f in schema.fields() {
         let (source, part) = match f.schema.parameters.get(DISPLAY_OF) {
-            Some(base) => (base.as_str(), "display_value"),
+            Some(base) if *base != f.name => (base.as_str(), "display_value"),
+            Some(_) => (f.name.as_str(), "display_value"),
             None => (f.name.as_str(), "value"),
         };
-        let raw = match fields.get(source) {
+        let found = fields.get(source);
+        if found.is_some() && source == f.name {
+            matched += 1;
+        }
+        let raw = match found {
             Some(Json::Object(pair)) => pair.get(part).unwrap_or(&Json::Null),
             Some(v) => v,
             None => &Json::Null,
@@ -41,7 +50,7 @@ pub fn row(fields: &Map<String, Json>, schema: &Schema) -> Result<(Value, Vec<St
         .map_err(|e| e.at(format!("field {}", f.name)))?;
         out.push((f.name.clone(), v));
     }
-    let dropped = fields.keys().filter(|k| schema.field(k).is_none()).cloned().collect();
+    let dropped = if fields.len() > matched { fields.keys().filter(|k| schema.field(k).is_none()).cloned().collect() } else { Vec::new() };
     Ok((Value::Struct(out), dropped))
 }
 

@@ -68,6 +68,18 @@ impl Value {
         }
     }
 
+    /// The field `name` of a struct, expected at `index` (its place in the schema, where structs
+    /// built against that schema hold it): found there without a search, else by name.
+    pub fn field(&self, index: usize, name: &str) -> Option<&Value> {
+        match self {
+            Value::Struct(fields) => match fields.get(index) {
+                Some((n, v)) if n == name => Some(v),
+                _ => self.get(name),
+            },
+            _ => None,
+        }
+    }
+
     /// What kind of value this is, for error messages (`int32`, `struct`, `Timestamp`...).
     pub fn type_name(&self) -> &'static str {
         match self {

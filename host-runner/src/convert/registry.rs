@@ -131,25 +131,18 @@ impl Registry {
 
     /// Registers `schema` under `subject` (or finds it there) and returns its id.
     pub async fn register(&self, subject: &str, kind: SchemaType, schema: &str) -> Result<u32, RegistryError> {
-        let key = (subject.to_string(), kind, schema.to_string());
-        if let Some(id) = self.inner.registered.lock().expect("registry cache").get(&key) {
-            return Ok(*id);
-        }
-        let mut body = json!({ "schema": schema });
-        if kind != SchemaType::Avro {
-            body["schemaType"] = json!(kind.wire_name());
-        }
-        let path = format!("/subjects/{}/versions", percent(subject));
-        let answer = self.send(Method::Post, &path, Some(&body)).await?;
-        let id = answer["id"].as_u64().and_then(|id| u32::try_from(id).ok()).ok_or_else(|| self.broken(&answer))?;
-        self.inner.registered.lock().expect("registry cache").insert(key, id);
-        self.inner.by_id.lock().expect("registry cache").insert(id, (kind, schema.to_string()));
-        Ok(id)
+        self.id_of(&format!("/subjects/{}/versions", percent(subject)), subject, kind, schema).await
     }
 
     /// The id `schema` already has under `subject` (`auto.register.schemas=false`): a schema the
     /// subject does not hold is the registry's 404, named.
     pub async fn lookup(&self, subject: &str, kind: SchemaType, schema: &str) -> Result<u32, RegistryError> {
+        self.id_of(&format!("/subjects/{}", percent(subject)), subject, kind, schema).await
+    }
+
+    /// `schema`'s id under `subject` from POSTing it to `path` (registering or looking it up),
+    /// cached both ways.
+    async fn id_of(&self, path: &str, subject: &str, kind: SchemaType, schema: &str) -> Result<u32, RegistryError> {
         let key = (subject.to_string(), kind, schema.to_string());
         if let Some(id) = self.inner.registered.lock().expect("registry cache").get(&key) {
             return Ok(*id);
@@ -158,9 +151,10 @@ impl Registry {
         if kind != SchemaType::Avro {
             body["schemaType"] = json!(kind.wire_name());
         }
-        let answer = self.send(Method::Post, &format!("/subjects/{}", percent(subject)), Some(&body)).await?;
+        let answer = self.send(Method::Post, path, Some(&body)).await?;
         let id = answer["id"].as_u64().and_then(|id| u32::try_from(id).ok()).ok_or_else(|| self.broken(&answer))?;
         self.inner.registered.lock().expect("registry cache").insert(key, id);
+        self.inner.by_id.lock().expect("registry cache").insert(id, (kind, schema.to_string()));
         Ok(id)
     }
 

@@ -18,7 +18,7 @@ use rdkafka::producer::{DeliveryFuture, FutureProducer, FutureRecord};
 use crate::component::bindings::types::{HeaderSpan, PollBatch, Span};
 
 /// The bytes of `span` in the batch's `data` then `extra` (snow-core's rule), if it lies inside.
-fn bytes(batch: &PollBatch, span: Span) -> Option<&[u8]> {
+pub fn bytes(batch: &PollBatch, span: Span) -> Option<&[u8]> {
     snow_core::record::span_bytes(&batch.data, &batch.extra, snow_core::record::Span { start: span.start, len: span.len })
 }
 

@@ -19,7 +19,7 @@ use wasmtime::component::ResourceAny;
 
 use super::budget::RefusalBudget;
 use super::pipeline::{Owner, Pending, Pipeline};
-use super::produce::{Converted, ProduceFailure, check, enqueue};
+use super::produce::{Converted, ProduceFailure, bytes, check, enqueue};
 use crate::backoff::Backoff;
 use crate::component::HostState;
 use crate::component::bindings::source::{Source, SourcePre};
@@ -405,12 +405,7 @@ impl UnitRunner {
         let (connector, table) = (self.ctx.name().to_string(), self.unit.name.clone());
         let mut out = Vec::with_capacity(batch.records.len());
         for r in &batch.records {
-            let span = |s: Option<crate::component::bindings::types::Span>| {
-                s.and_then(|s| {
-                    snow_core::record::span_bytes(&batch.data, &batch.extra, snow_core::record::Span { start: s.start, len: s.len })
-                })
-            };
-            let (key, value) = (span(r.key), span(r.value));
+            let (key, value) = (r.key.and_then(|k| bytes(batch, k)), r.value.and_then(|v| bytes(batch, v)));
             let sys_id = key.map(String::from_utf8_lossy).unwrap_or_default().into_owned();
             match self.converters.record(key, value) {
                 Ok((k, v, dropped)) => {

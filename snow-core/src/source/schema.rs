@@ -26,12 +26,17 @@ use crate::config::TableConfig;
 use crate::table::DisplayValue;
 use crate::table::dictionary::Element;
 
-const TIMESTAMP: &str = "org.apache.kafka.connect.data.Timestamp";
-const DATE: &str = "org.apache.kafka.connect.data.Date";
-const TIME: &str = "org.apache.kafka.connect.data.Time";
-const DECIMAL: &str = "org.apache.kafka.connect.data.Decimal";
-/// The parameter naming the field a display-value field shows (snow-data's `snow_text::DISPLAY_OF`).
-const DISPLAY_OF: &str = "servicenow.display.of";
+// Connect's logical type names (snow-data's `schema` re-exports these).
+/// Milliseconds since the epoch, over int64.
+pub const TIMESTAMP: &str = "org.apache.kafka.connect.data.Timestamp";
+/// Days since the epoch, over int32.
+pub const DATE: &str = "org.apache.kafka.connect.data.Date";
+/// Milliseconds since midnight, over int32.
+pub const TIME: &str = "org.apache.kafka.connect.data.Time";
+/// An exact decimal over bytes, its scale in the `scale` parameter.
+pub const DECIMAL: &str = "org.apache.kafka.connect.data.Decimal";
+/// The schema parameter naming the field whose display value a field holds.
+pub const DISPLAY_OF: &str = "servicenow.display.of";
 
 /// The Connect schema of `table`'s records, as JSON text, from its dictionary `elements`.
 pub fn table_schema(table: &TableConfig, elements: &[Element]) -> String {

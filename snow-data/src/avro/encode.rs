@@ -56,8 +56,8 @@ pub fn encode(schema: &Schema, value: &Value, out: &mut Vec<u8>) -> Result<(), D
             out.push(0);
         }
         (None, Kind::Struct(fields), Value::Struct(_)) => {
-            for f in fields {
-                encode(&f.schema, value.get(&f.name).unwrap_or(&Value::Null), out).map_err(|e| e.at(format!("field {}", f.name)))?;
+            for (i, f) in fields.iter().enumerate() {
+                encode(&f.schema, value.field(i, &f.name).unwrap_or(&Value::Null), out).map_err(|e| e.at(format!("field {}", f.name)))?;
             }
         }
         (None, _, Value::Null) => return Err(DataError::new(format!("a null value for a required {}", schema.kind.name()))),

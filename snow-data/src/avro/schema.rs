@@ -21,9 +21,7 @@ const DEFAULT_NAME: &str = "ConnectDefault";
 
 /// The Avro schema (JSON) that Connect's `schema` is written as.
 pub fn from_connect(schema: &Schema) -> Result<Json, DataError> {
-    let mut names = 0usize;
-    let base = base(schema, &mut names)?;
-    Ok(if schema.optional { json!(["null", base]) } else { base })
+    field_type(schema, &mut 0)
 }
 
 fn base(schema: &Schema, names: &mut usize) -> Result<Json, DataError> {

@@ -32,6 +32,7 @@ fn batch(data: &[u8]) -> PollBatch {
         offset: None,
         next_poll_ms: 0,
         notice: None,
+        value_schema: None,
     }
 }
 
