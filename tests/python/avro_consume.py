@@ -33,6 +33,8 @@ def main():
         "group.id": f"avro-check-{time.time_ns()}",
         "auto.offset.reset": "earliest",
         "enable.auto.commit": False,
+        # The topic appears when the connector first produces: see it within half a second.
+        "topic.metadata.refresh.interval.ms": 500,
         "key.deserializer": StringDeserializer("utf_8"),
         "value.deserializer": AvroDeserializer(client),
     })
