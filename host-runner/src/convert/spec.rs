@@ -198,6 +198,11 @@ fn converter(
     if flag("use.latest.version", false, errors) {
         errors.push(format!("{prefix}.use.latest.version: true is not supported (schemas are registered or looked up as derived)"));
     }
+    if let Some(tls) = sub.keys().find(|k| k.starts_with("schema.registry.ssl.")) {
+        errors.push(format!(
+            "{prefix}.{tls}: TLS settings for the registry are not supported yet (an https registry is checked against the Mozilla roots)"
+        ));
+    }
     if sub.get("decimal.format").is_some_and(|f| !f.eq_ignore_ascii_case("BASE64")) {
         errors.push(format!("{prefix}.decimal.format: only BASE64 (Connect's default) is supported"));
     }
@@ -318,6 +323,7 @@ mod tests {
             ("value.converter.basic.auth.credentials.source", "USER_INFO"),
             ("key.converter", "com.example.Mine"),
             ("header.converter", "com.example.Headers"),
+            ("value.converter.schema.registry.ssl.truststore.location", "/etc/ts.jks"),
         ]);
         let all = errors.join("\n");
         for key in [
