@@ -39,6 +39,7 @@ $(JCO_HOST)/node_modules/.package-lock.json: $(JCO_HOST)/package-lock.json
 ## in tests/python/requirements.txt, in a virtual environment of its own.
 PYTHON_ENV := target/python
 $(PYTHON_ENV)/.installed: tests/python/requirements.txt
+	@bash tests/setup.sh --tests
 	python3 -m venv $(PYTHON_ENV)
 	$(PYTHON_ENV)/bin/pip install --quiet --disable-pip-version-check -r tests/python/requirements.txt
 	touch $@

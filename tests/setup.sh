@@ -30,17 +30,22 @@ done
 declare -A package_of=(
   [cc]=build-essential [c++]=build-essential [make]=make [perl]=perl
   [java]=openjdk-17-jdk-headless [mvn]=maven [curl]=curl [node]=nodejs [npm]=npm [openssl]=openssl
-  [pkg-config]=pkg-config
+  [pkg-config]=pkg-config [python3]=python3
 )
 missing=()
 tools=(cc c++ make perl java mvn curl pkg-config)
 # node and npm: the second-host tests run the components under jco in Node (tests/hosts/jco);
 # openssl: the fleet tests make the REST listener's TLS certificate and the secured broker's
 # certificates (curl drives the REST API).
-[ "$for_tests" = 1 ] && tools+=(node npm openssl)
+# python3 with venv: the schema registry tests read and write records with Confluent's Python
+# client, installed by `make test` into target/python (tests/python/requirements.txt).
+[ "$for_tests" = 1 ] && tools+=(node npm openssl python3)
 for tool in "${tools[@]}"; do
   command -v "$tool" >/dev/null 2>&1 || missing+=("${package_of[$tool]}")
 done
+if [ "$for_tests" = 1 ] && command -v python3 >/dev/null 2>&1 && ! python3 -c 'import venv, ensurepip' >/dev/null 2>&1; then
+  missing+=(python3-venv)
+fi
 # librdkafka is built with TLS and SASL against the system's OpenSSL (its headers).
 if ! pkg-config --exists openssl 2>/dev/null && [ ! -f /usr/include/openssl/ssl.h ]; then
   missing+=(libssl-dev)
