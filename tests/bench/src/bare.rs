@@ -95,11 +95,12 @@ pub async fn run(fake: &str, bootstrap: &str, topic: &str, rows: u64) -> Result<
             offset: None,
             next_poll_ms: 0,
             notice: None,
+            value_schema: None,
         };
         reads.push(read.elapsed());
         first.get_or_insert_with(Instant::now);
         let queued = Instant::now();
-        let deliveries = enqueue(&producer, &batch).await?;
+        let deliveries = enqueue(&producer, &batch, None).await?;
         enqueues.push(queued.elapsed());
         pipeline.submit(Pending { deliveries, partition: String::new(), position: String::new() }).await.map_err(|e| anyhow!(e))?;
         produced += batch.records.len() as u64;

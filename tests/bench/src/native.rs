@@ -42,6 +42,7 @@ fn to_host(b: snow_core::record::PollBatch) -> PollBatch {
         offset: b.offset.map(|o| SourceOffset { partition: o.partition, position: o.position }),
         next_poll_ms: b.next_poll_ms,
         notice: b.notice,
+        value_schema: b.value_schema,
     }
 }
 
@@ -80,7 +81,7 @@ pub async fn run(fake: &str, bootstrap: &str, topic: &str, rows: u64) -> Result<
         reads.push(read.elapsed());
         first.get_or_insert_with(Instant::now);
         let queued = Instant::now();
-        let deliveries = enqueue(&producer, &batch).await?;
+        let deliveries = enqueue(&producer, &batch, None).await?;
         enqueues.push(queued.elapsed());
         pipeline.submit(Pending { deliveries, partition: offset.partition, position: offset.position }).await.map_err(|e| anyhow!(e))?;
         produced += batch.records.len() as u64;
