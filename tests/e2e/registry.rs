@@ -8,6 +8,7 @@ mod support;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::Command;
+use std::time::Duration;
 
 use fake_snow::store::DictField;
 use fake_snow::{FakeOptions, FakeSnow};
@@ -53,6 +54,20 @@ fn dictionary() -> Vec<DictField> {
     ]
 }
 
+/// A source of table incident writing Avro values with the shared registry (display values `all`).
+fn avro_source(fake: &FakeSnow, name: &str, topic: &str, extra: &[(&str, &str)]) -> BTreeMap<String, String> {
+    let url = kafka_harness::registry::shared().url();
+    let mut entries: Vec<(&str, &str)> = vec![
+        ("snow.auth.type", "none"),
+        ("snow.table.incident.display.value", "all"),
+        ("key.converter", "org.apache.kafka.connect.storage.StringConverter"),
+        ("value.converter", "io.confluent.connect.avro.AvroConverter"),
+        ("value.converter.schema.registry.url", &url),
+    ];
+    entries.extend_from_slice(extra);
+    support::source_entries(&fake.url(), name, topic, &["incident"], &entries)
+}
+
 #[test]
 fn avro_values_typed_by_the_dictionary_are_read_by_confluents_deserializer() {
     const ROWS: u64 = 40;
@@ -70,20 +85,7 @@ fn avro_values_typed_by_the_dictionary_are_read_by_confluents_deserializer() {
 
     let (name, topic) = (unique("avro"), unique("avro"));
     let dir = work_dir("registry-avro");
-    let config = support::source_entries(
-        &fake.url(),
-        &name,
-        &topic,
-        &["incident"],
-        &[
-            ("snow.auth.type", "none"),
-            ("snow.table.incident.display.value", "all"),
-            ("key.converter", "org.apache.kafka.connect.storage.StringConverter"),
-            ("value.converter", "io.confluent.connect.avro.AvroConverter"),
-            ("value.converter.schema.registry.url", &registry.url()),
-        ],
-    );
-    let file = connector_file(&dir, &name, &config);
+    let file = connector_file(&dir, &name, &avro_source(&fake, &name, &topic, &[]));
     let runner = Runner::start(&dir, "run", &[&file]);
     let records = avro_consume(&topic, &registry.url(), ROWS as usize);
     let log = runner.stop();
@@ -107,4 +109,60 @@ fn avro_values_typed_by_the_dictionary_are_read_by_confluents_deserializer() {
     let (status, subjects) = registry.get("/apis/ccompat/v7/subjects").unwrap();
     assert_eq!(status, 200);
     assert!(subjects.contains(&format!("{topic}-value")), "registered under TopicNameStrategy: {subjects}");
+}
+
+#[test]
+fn a_dictionary_change_evolves_the_schema_or_parks_the_table_naming_the_field_and_the_registrys_answer() {
+    const ROWS: u64 = 20;
+    let registry = kafka_harness::registry::shared();
+    let now = now_secs();
+    let fake = FakeSnow::start(FakeOptions { frozen_at: Some(now), ..Default::default() }).unwrap();
+    let ids = fake.shared().seed("incident", ROWS, now - 3600, 1800);
+    fake.shared().store().set_dictionary("incident", &dictionary(), None, now);
+    let (name, topic) = (unique("evolve"), unique("evolve"));
+    let dir = work_dir("registry-evolve");
+    let config = avro_source(&fake, &name, &topic, &[("snow.schema.refresh.interval.ms", "10000")]);
+    let mut runner = Runner::start(&dir, "run", &[&connector_file(&dir, &name, &config)]);
+    let first = avro_consume(&topic, &registry.url(), ROWS as usize);
+    let subject = format!("{topic}-value");
+    // The subject checks new schemas as Confluent's registry does by default (Apicurio's is NONE).
+    let (status, answer) = registry.put(&format!("/apis/ccompat/v7/config/{subject}"), r#"{"compatibility":"BACKWARD"}"#).unwrap();
+    assert_eq!(status, 200, "{answer}");
+    if let Err(e) = first {
+        panic!("{e}\nthe runner's log:\n{}", runner.stop());
+    }
+
+    // A new field: an optional field with a null default, which BACKWARD accepts.
+    let mut evolved = dictionary();
+    evolved.push(DictField::typed("u_note", "string"));
+    fake.shared().store().set_dictionary("incident", &evolved, None, now);
+    let mut note = fake_snow::store::Row::new();
+    note.insert("u_note".into(), Value::String("hello".into()));
+    fake.shared().update_rows("incident", &ids[..5], &note);
+    fake.clock().advance(5);
+    let versions = support::wait_until("a second version of the value schema", Duration::from_secs(90), || {
+        registry
+            .get(&format!("/apis/ccompat/v7/subjects/{subject}/versions"))
+            .ok()
+            .map(|(_, b)| b.replace(' ', ""))
+            .filter(|b| b == "[1,2]")
+    });
+    assert_eq!(versions, "[1,2]");
+    let records = avro_consume(&topic, &registry.url(), ROWS as usize + 5).unwrap_or_else(|e| panic!("{e}"));
+    let mut noted: Vec<&str> = records.iter().filter(|r| r["value"]["u_note"] == "hello").filter_map(|r| r["key"].as_str()).collect();
+    noted.sort_unstable();
+    let mut updated: Vec<&str> = ids[..5].iter().map(String::as_str).collect();
+    updated.sort_unstable();
+    assert_eq!(noted, updated, "exactly the updated rows arrive with the new field's value: {records:?}");
+
+    // A changed type (int to string) is not BACKWARD: the table parks, naming the field and quoting the registry.
+    let mut changed = evolved.clone();
+    changed.retain(|f| f.element != "priority");
+    changed.push(DictField::typed("priority", "string"));
+    fake.shared().store().set_dictionary("incident", &changed, None, now);
+    let log = runner.wait_for_log("unit parked", Duration::from_secs(90));
+    let parked = log.lines().find(|l| l.contains("unit parked")).unwrap_or_default().to_string();
+    assert!(parked.contains(&format!("subject {subject}")) && parked.contains("field priority changed from int32 to string"), "{parked}");
+    assert!(parked.contains("answered 409"), "the registry's answer is quoted: {parked}");
+    runner.stop();
 }

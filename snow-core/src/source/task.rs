@@ -74,6 +74,12 @@ struct SchemaState {
     sent: Option<String>,
     /// When the dictionary was last read (the task clock).
     read_at: Option<std::time::Duration>,
+    /// The dictionary's elements as last read, and the fields rows carry that no dictionary read
+    /// listed (`sys_tags`, dot-walked fields): a row with a field in neither has the dictionary
+    /// read again before its page is emitted, so a new column's values are never left out.
+    known: std::collections::BTreeSet<String>,
+    /// Of `known`, the fields rows carried that a read just before did not list.
+    not_in_dictionary: std::collections::BTreeSet<String>,
 }
 
 impl<T: Transport, C: Clock> SourceTask<T, C> {
@@ -105,6 +111,8 @@ impl<T: Transport, C: Clock> SourceTask<T, C> {
             refresh: std::time::Duration::from_millis(u64::from(config.schema_refresh_ms)),
             sent: None,
             read_at: None,
+            known: Default::default(),
+            not_in_dictionary: Default::default(),
         });
         let mut task = Self {
             client: TableClient::new(&config.instance, transport, clock),
@@ -200,6 +208,10 @@ impl<T: Transport, C: Clock> SourceTask<T, C> {
         let fetched = self.client.clock().now();
         let rows = parse_page(&page.body, &table.sys_id_field, &table.timestamp_field)
             .map_err(|m| SnowError::transport(format!("table {}: {m}", table.name), ErrorClass::Transient))?;
+        // Before anything of the page is emitted or the next page requested: a field the schema
+        // does not know yet has the dictionary read again, and a new schema goes with this batch.
+        let new_schema = self.schema_for_page(&rows)?;
+        let table = &self.table;
         let mut keyed: Vec<(&PageRow<'_>, Timestamp, &str)> = Vec::with_capacity(rows.len());
         for (i, row) in rows.iter().enumerate() {
             match cursor_key(row, table) {
@@ -253,22 +265,49 @@ impl<T: Transport, C: Clock> SourceTask<T, C> {
             self.sweep.restart_from(self.sweep_start());
         }
         let next_poll_ms = if observed.done { self.table.poll_interval_ms } else { 0 };
-        Ok(self.batch(records, bytes, next_poll_ms))
+        let mut batch = self.batch(records, bytes, next_poll_ms);
+        batch.value_schema = new_schema;
+        Ok(batch)
     }
 
     /// The table's value schema when it is due to be read and differs from the one last sent
     /// (always on the first call): the dictionary's requests are this poll's.
     fn schema_changed(&mut self) -> Result<Option<String>, SnowError> {
         let now = self.client.clock().now();
-        let Some(state) = self.schema.as_ref() else { return Ok(None) };
-        if state.read_at.is_some_and(|at| now.saturating_sub(at) < state.refresh) {
+        match self.schema.as_ref() {
+            Some(state) if state.read_at.is_none_or(|at| now.saturating_sub(at) >= state.refresh) => self.read_schema(),
+            _ => Ok(None),
+        }
+    }
+
+    /// The table's value schema when the first row of `rows` (every row of a page has the same
+    /// fields) carries a field no dictionary read has listed: the dictionary is read again.
+    fn schema_for_page(&mut self, rows: &[PageRow<'_>]) -> Result<Option<String>, SnowError> {
+        let (Some(state), Some(row)) = (self.schema.as_ref(), rows.first()) else { return Ok(None) };
+        let fields: std::collections::BTreeMap<String, serde::de::IgnoredAny> = serde_json::from_slice(row.raw).unwrap_or_default();
+        let unknown: Vec<String> = fields.into_keys().filter(|f| !state.known.contains(f)).collect();
+        if unknown.is_empty() {
             return Ok(None);
         }
+        let schema = self.read_schema()?;
+        if let Some(state) = self.schema.as_mut() {
+            // What this read did not list either is not a column: it does not trigger again.
+            let missing: Vec<String> = unknown.into_iter().filter(|f| !state.known.contains(f)).collect();
+            state.not_in_dictionary.extend(missing.iter().cloned());
+            state.known.extend(missing);
+        }
+        Ok(schema)
+    }
+
+    /// Reads the dictionary now; the schema when it differs from the one last sent.
+    fn read_schema(&mut self) -> Result<Option<String>, SnowError> {
+        let now = self.client.clock().now();
         let elements =
             crate::table::dictionary::read(&mut self.client, &self.table.name, "snow.value.schema=dictionary (a typed value.converter)")?;
         let text = super::schema::table_schema(&self.table, &elements);
         let Some(state) = self.schema.as_mut() else { return Ok(None) };
         state.read_at = Some(now);
+        state.known = elements.into_iter().map(|e| e.name).chain(state.not_in_dictionary.iter().cloned()).collect();
         if state.sent.as_deref() == Some(text.as_str()) {
             return Ok(None);
         }

@@ -10,7 +10,7 @@
 //! | `POST /__fake/tables/{t}/update` | `{"sys_ids":[...],"changes":{...}}` | update rows at the clock's time |
 //! | `POST /__fake/tables/{t}/hidden` | `{"sys_ids":[...]}` and/or `{"query":"encoded query"}` | hide rows from the API's users (a row-level read ACL: the window is read first, hidden rows dropped after) |
 //! | `DELETE /__fake/tables/{t}/hidden` | | every row readable again |
-//! | `PUT /__fake/tables/{t}/dictionary` | `{"fields":[...],"parent":"task"}` | the table's own fields (`sys_dictionary` rows: a name, or `{"element","internal_type","reference","choice","attributes"}`), replacing any set before, and the table it extends (`sys_db_object.super_class`); writes then drop unknown fields silently, as ServiceNow does |
+//! | `PUT /__fake/tables/{t}/dictionary` | `{"fields":[...],"parent":"task"}` | the table's own fields (`sys_dictionary` rows: a name, or `{"element","internal_type","reference","choice","attributes"}`), replacing any set before (a column added then is there, empty, on every existing row), and the table it extends (`sys_db_object.super_class`); writes then drop unknown fields silently, as ServiceNow does |
 //! | `POST /__fake/settings` | `{"pagination_headers":false}` | never send `X-Total-Count` or `Link` (an instance or proxy that strips them) |
 //! | `POST /__fake/settings` | `{"latency":{"request_ms":40,"write_ms":10,"batch_quota_ms":30000}}` | as slow as an instance: every request waits `request_ms`, every executed write `write_ms` more (a batch's items one after another); a batch leaves items unserviced past its quota |
 //! | `POST /__fake/settings` | `{"batch_api":false}` | `POST /api/now/v1/batch` answers 400, as an instance without the Batch API |

@@ -293,7 +293,24 @@ impl Store {
             self.insert("sys_dictionary", row, now, "admin");
         }
         let t = self.tables.entry(table.to_string()).or_default();
-        t.dictionary = Some((fields.iter().map(|f| f.element.clone()).collect(), parent.map(str::to_string)));
+        let fields: std::collections::BTreeSet<String> = fields.iter().map(|f| f.element.clone()).collect();
+        // A column added to a table that had a dictionary is there, empty, on every existing row
+        // (ServiceNow returns every column of every row); no row counts as updated for it.
+        if let Some((before, _)) = &t.dictionary {
+            let added: Vec<String> = fields.difference(before).cloned().collect();
+            for id in t.order.clone() {
+                let Some(stored) = t.rows.get(&id) else { continue };
+                if added.iter().all(|f| stored.row.contains_key(f)) {
+                    continue;
+                }
+                let mut row = stored.row.clone();
+                for f in &added {
+                    row.entry(f.clone()).or_insert_with(|| Value::String(String::new()));
+                }
+                t.put(id, row);
+            }
+        }
+        t.dictionary = Some((fields, parent.map(str::to_string)));
     }
 
     /// Every field `table` may hold (its own and those of the tables it extends, system fields

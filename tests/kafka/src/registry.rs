@@ -89,7 +89,7 @@ impl SchemaRegistry {
                     dir.join("registry.log").display()
                 )));
             }
-            if get(port, "/apis/ccompat/v7/subjects").is_ok_and(|(status, _)| status == 200) {
+            if request(port, "GET", "/apis/ccompat/v7/subjects", None).is_ok_and(|(status, _)| status == 200) {
                 return Ok(registry);
             }
             std::thread::sleep(Duration::from_millis(100));
@@ -102,7 +102,12 @@ impl SchemaRegistry {
 
     /// `GET path` on the registry: status and body.
     pub fn get(&self, path: &str) -> io::Result<(u16, String)> {
-        get(self.port, path)
+        request(self.port, "GET", path, None)
+    }
+
+    /// `PUT path` with a JSON `body` (a subject's compatibility, say): status and body.
+    pub fn put(&self, path: &str, body: &str) -> io::Result<(u16, String)> {
+        request(self.port, "PUT", path, Some(body))
     }
 }
 
@@ -151,11 +156,17 @@ fn runner_jar(dir: &Path) -> PathBuf {
     dir.join(format!("apicurio-registry-app-{APICURIO_VERSION}-runner.jar"))
 }
 
-/// A plain HTTP/1.0 GET on 127.0.0.1:`port`.
-fn get(port: u16, path: &str) -> io::Result<(u16, String)> {
+/// A plain HTTP/1.0 request on 127.0.0.1:`port`, with a JSON body if any: status and body.
+fn request(port: u16, method: &str, path: &str, body: Option<&str>) -> io::Result<(u16, String)> {
     let mut stream = TcpStream::connect(("127.0.0.1", port))?;
     stream.set_read_timeout(Some(Duration::from_secs(5)))?;
-    write!(stream, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\nAccept: application/json\r\n\r\n")?;
+    let body = body.unwrap_or("");
+    write!(
+        stream,
+        "{method} {path} HTTP/1.0\r\nHost: 127.0.0.1\r\nAccept: application/json\r\n\
+         Content-Type: application/vnd.schemaregistry.v1+json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )?;
     let mut answer = String::new();
     stream.read_to_string(&mut answer)?;
     let status = answer.split_whitespace().nth(1).and_then(|s| s.parse().ok()).ok_or_else(|| io::Error::other("no HTTP status"))?;
