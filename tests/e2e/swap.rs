@@ -53,10 +53,10 @@ fn a_backfill_of_200000_rows_swapped_to_a_new_build_five_times_loses_no_row() {
     let now = now_secs();
     let fake = FakeSnow::start(FakeOptions { frozen_at: Some(now), ..Default::default() }).unwrap();
     let ids = fake.shared().seed("incident", ROWS, now - 7200, 7000);
-    // Slow pages (200 pages of at least 150 ms: 30 s), so that five swaps land inside the backfill
-    // even on a busy machine; the new builds are made before the run so that only loading them
-    // counts against it.
-    fake.add_fault(Fault::always(FaultAction::Latency { ms: 150 }).on_method("GET").on_path("/api/now/table/incident"));
+    // Pages are held at 3 s each until the fifth swap has landed (200 pages would take 10 min), so
+    // the swaps land inside the backfill however busy the machine; then the pages are served at
+    // full speed.
+    fake.add_fault(Fault::always(FaultAction::Latency { ms: 3000 }).on_method("GET").on_path("/api/now/table/incident"));
     let (name, topic) = (unique("swapsrc"), unique("swapsrc"));
     let dir = work_dir("swap-source");
     let mut config =
@@ -72,6 +72,7 @@ fn a_backfill_of_200000_rows_swapped_to_a_new_build_five_times_loses_no_row() {
     }
     let during = read_until(bootstrap, &topic, Duration::from_secs(60), |_| true);
     assert!((during.len() as u64) < ROWS, "the fifth swap landed during the backfill ({} of {ROWS} rows produced)", during.len());
+    fake.clear_faults();
     let records =
         read_until(bootstrap, &topic, Duration::from_secs(600), |r| r.iter().map(|x| &x.key).collect::<BTreeSet<_>>().len() as u64 >= ROWS);
     let log = runner.stop();

@@ -285,6 +285,11 @@ impl FakeSnow {
         self.shared.faults.lock().unwrap_or_else(|e| e.into_inner()).add(fault);
     }
 
+    /// Removes every fault rule: requests are answered normally from now on.
+    pub fn clear_faults(&self) {
+        self.shared.faults.lock().unwrap_or_else(|e| e.into_inner()).clear();
+    }
+
     /// The journal so far.
     pub fn journal(&self) -> Journal {
         self.shared.journal.snapshot()
