@@ -102,7 +102,9 @@ fn a_sink_of_20000_records_swapped_to_a_new_build_five_times_gives_every_record_
     const PARTITIONS: i32 = 4;
     let fake = FakeSnow::start(FakeOptions::default()).unwrap();
     let ids = fake.shared().seed("incident", KEYS as u64, now_secs() - 3600, 600);
-    fake.shared().set_latency(Latency { request_ms: 2, write_ms: 1, batch_quota_ms: None });
+    // Writes are slow (10 ms) until the fifth swap has landed, so the swaps land while writing
+    // however busy the machine; then they go at full speed.
+    fake.shared().set_latency(Latency { request_ms: 10, write_ms: 1, batch_quota_ms: None });
     let (name, topic) = (unique("swapsink"), unique("swapsink"));
     let bootstrap = kafka_harness::shared().bootstrap();
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
@@ -119,17 +121,16 @@ fn a_sink_of_20000_records_swapped_to_a_new_build_five_times_gives_every_record_
     );
     let file = connector_file(&dir, &name, &config);
     let writes = || fake.journal().entries.iter().filter(|e| e.method == "PATCH").count();
+    let builds: Vec<PathBuf> = (1..=SWAPS).map(|build| new_build(guest_artifacts::GUEST_SINK, build, &dir)).collect();
     let mut runner = Runner::start(&dir, "run", &[&file]);
     support::wait_until("writes flowing", Duration::from_secs(60), || (writes() > 0).then_some(()));
-    let mut builds = Vec::new();
-    for build in 1..=SWAPS {
-        let next = new_build(guest_artifacts::GUEST_SINK, build, &dir);
-        swap_to(&runner, &dir, &name, &mut config, &next);
-        runner.wait_for_log(&format!(" to {} ", short_digest(&next)), Duration::from_secs(60));
-        builds.push(next);
+    for next in &builds {
+        swap_to(&runner, &dir, &name, &mut config, next);
+        runner.wait_for_log(&format!(" to {} ", short_digest(next)), Duration::from_secs(60));
     }
     let at_last_swap = writes();
     assert!(at_last_swap < RECORDS, "the fifth swap landed while writing ({at_last_swap} of {RECORDS} written)");
+    fake.shared().set_latency(Latency { request_ms: 2, write_ms: 1, batch_quota_ms: None });
     wait_committed(&format!("connect-{name}"), &topic, PARTITIONS, RECORDS as i64, Duration::from_secs(300));
     let log = runner.stop();
 
