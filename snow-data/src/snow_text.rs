@@ -124,6 +124,29 @@ pub fn to_json(value: &Value) -> Json {
     }
 }
 
+/// A record's typed value as the body of a Table API write: a struct's fields (or a map's
+/// entries) by name, each as [`to_json`] renders it. Display values ([`DISPLAY_OF`] fields, which
+/// a source wrote beside their field) are read-only and left out; a null is `""`, ServiceNow's
+/// empty (the source reads an empty field as null, so a row read and written back is unchanged).
+pub fn body(value: &Value, schema: Option<&Schema>) -> Result<Map<String, Json>, DataError> {
+    let empty = |v: &Value| if v.is_null() { json!("") } else { to_json(v) };
+    match value {
+        Value::Struct(fields) => Ok(fields
+            .iter()
+            .filter(|(name, _)| schema.and_then(|s| s.field(name)).is_none_or(|f| !f.schema.parameters.contains_key(DISPLAY_OF)))
+            .map(|(name, v)| (name.clone(), empty(v)))
+            .collect()),
+        Value::Map(entries) => entries
+            .iter()
+            .map(|(k, v)| match k {
+                Value::String(name) => Ok((name.clone(), empty(v))),
+                other => Err(DataError::new(format!("a map key is {}, not a field name", other.type_name()))),
+            })
+            .collect(),
+        other => Err(DataError::new(format!("the value is {}, not a struct of fields", other.type_name()))),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -171,6 +194,25 @@ mod tests {
         assert_eq!(e, "field priority: \"high\" is not a whole number that fits int32");
         let raw: Map<String, Json> = serde_json::from_str(r#"{"priority":"1"}"#).expect("row");
         assert!(row(&raw, &schema()).expect_err("required").to_string().starts_with("field sys_id: empty"));
+    }
+
+    #[test]
+    fn a_typed_row_written_back_leaves_out_display_values_and_empties_nulls() {
+        let raw: Map<String, Json> = serde_json::from_str(
+            r#"{"sys_id":"a1","priority":"2","cost":"1234.5","opened_at":"2024-05-01 10:00:00","due":"",
+                "caller_id":{"value":"u1","display_value":"Ann Lee"}}"#,
+        )
+        .expect("row");
+        let (v, _) = row(&raw, &schema()).expect("typed");
+        let body = body(&v, Some(&schema())).expect("body");
+        assert_eq!(
+            Json::Object(body),
+            json!({"sys_id":"a1","priority":2,"active":"","cost":"1234.50","opened_at":"2024-05-01 10:00:00","due":"","caller_id":"u1"})
+        );
+        assert_eq!(
+            super::body(&Value::Int32(3), None).expect_err("not a struct").to_string(),
+            "the value is int32, not a struct of fields"
+        );
     }
 
     #[test]

@@ -354,8 +354,10 @@ impl ConnectorSpec {
                 errors.push(format!("{k}: unknown key (check the spelling and docs/configuration.md)"));
             }
         }
-        // A typed value converter needs the table's types: the component reads its dictionary.
-        if convert.typed_value() {
+        let is_sink = !topics.is_empty() || sink.topics_regex.is_some();
+        // A source's typed value converter needs the table's types: the component reads its
+        // dictionary. (A sink's converters read typed records before the component gets them.)
+        if convert.typed_value() && !is_sink {
             guest_config.insert("snow.value.schema".to_string(), "dictionary".to_string());
         }
         // The component checks that its settings fit the memory it will get (snow-core's
@@ -363,7 +365,6 @@ impl ConnectorSpec {
         guest_config.insert(snow_core::config::memory::MEMORY_KEY.to_string(), memory_max_bytes.to_string());
         // A sink component stops a batch at the failures that stop the partition here, so that
         // nothing after such a record is written.
-        let is_sink = !topics.is_empty() || sink.topics_regex.is_some();
         if let Some(halt_on) = sink.halt_on().filter(|_| is_sink) {
             guest_config.insert("snow.sink.halt.on".to_string(), halt_on);
         }

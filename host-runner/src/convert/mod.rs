@@ -1,8 +1,9 @@
 //! Kafka Connect's converters in the host's record pipeline (ADR 0027): the keys that choose
-//! them ([`spec`]), the schema registry they share ([`registry`]), and what a source unit does
-//! with them ([`source`]). The encodings themselves are `snow-data`'s.
+//! them ([`spec`]), the schema registry they share ([`registry`]), what a source unit does
+//! with them ([`source`]), and what a sink reads with them ([`sink`]). The encodings themselves are `snow-data`'s.
 
 pub mod registry;
+pub mod sink;
 pub mod source;
 pub mod spec;
 

@@ -34,7 +34,8 @@ pub enum SchemaType {
 }
 
 impl SchemaType {
-    fn wire_name(self) -> &'static str {
+    /// The registry API's `schemaType`.
+    pub fn wire_name(self) -> &'static str {
         match self {
             SchemaType::Avro => "AVRO",
             SchemaType::Json => "JSON",

@@ -18,14 +18,15 @@ use tokio::sync::{Semaphore, mpsc};
 use super::instance::{Instance, LaneFacts};
 use super::rebalance::{LaneControl, SinkContext};
 use super::report::Reporter;
-use super::verdict::{Final, Verdict, judge};
+use super::verdict::{Final, Stage, Verdict, judge};
 use crate::backoff::Backoff;
 use crate::component::HostState;
 use crate::component::bindings::sink::SinkPre;
-use crate::component::bindings::types::SinkRecord;
+use crate::component::bindings::types::{ErrorClass, Failure, Outcome, SinkRecord, SnowError};
 use crate::component::swap::{Follower, Slot};
 use crate::component::trap::{TrapBudget, one_line};
 use crate::connector::SharedContext;
+use crate::convert::sink::{SinkConverters, Unreadable};
 use crate::metrics::labels;
 use crate::shutdown::Shutdown;
 use crate::status::UnitState;
@@ -47,6 +48,8 @@ pub struct LaneShared {
     pub writers: Arc<Semaphore>,
     /// Reports and dead letters, when configured.
     pub reporter: Option<Reporter>,
+    /// The converters that read typed records before a put, when the connector has any.
+    pub converters: Option<Arc<SinkConverters>>,
 }
 
 /// A lane as the consumer loop sees it.
@@ -233,6 +236,20 @@ impl Lane {
         if let Some((since, from)) = self.swapping.take() {
             self.swapped(since, &from);
         }
+        // Typed records are read for the component first; a record that cannot be read is judged
+        // alone, as a record error, when its turn comes (the records before it are put first).
+        let (records, readable) = match readable(self.shared.converters.clone(), records).await {
+            Readable::All(readable) => (records, readable),
+            Readable::Before(n, readable) => (&records[..n], readable),
+            Readable::Unreadable(Unreadable::Record { message, key, class }) => {
+                drop(permit);
+                let outcome = Outcome::Failed(SnowError::Data(Failure { message, class: ErrorClass::Fatal }));
+                let stage = Stage::Converter { stage: if key { "KEY_CONVERTER" } else { "VALUE_CONVERTER" }, class };
+                return self.judged(&records[..1], &[outcome], stage).await;
+            }
+            Readable::Unreadable(Unreadable::Retry(why)) => return Some(Step { done: 0, then: Then::Retry(why) }),
+            Readable::Unreadable(Unreadable::Stop(why)) => return Some(Step { done: 0, then: Then::Park(why) }),
+        };
         let instance = self.instance.as_mut()?;
         tracing::debug!(
             connector = self.shared.ctx.name(),
@@ -242,7 +259,7 @@ impl Lane {
             records.first().map_or(-1, |r| r.offset),
             records.last().map_or(-1, |r| r.offset)
         );
-        let result = instance.put(records).await;
+        let result = instance.put(readable.as_deref().unwrap_or(records)).await;
         drop(permit);
         let outcomes = match result {
             Ok(outcomes) => {
@@ -273,10 +290,19 @@ impl Lane {
                 });
             }
         };
+        self.judged(records, &outcomes, Stage::Put).await
+    }
+
+    /// Judges the `outcomes` of `records` (in order; fewer when a put stopped early) at `stage`,
+    /// settles the final ones and says what follows.
+    async fn judged(&mut self, records: &[SinkRecord], outcomes: &[Outcome], stage: Stage) -> Option<Step> {
         let mut finals: Vec<(&SinkRecord, Final)> = Vec::new();
         let mut then = Then::GoOn;
-        for (record, outcome) in records.iter().zip(&outcomes) {
+        for (record, outcome) in records.iter().zip(outcomes) {
             match judge(&self.shared.ctx.spec.sink, outcome) {
+                Verdict::Final(Final::Failed { kind, class, status, message, log, dead_letter, .. }) => {
+                    finals.push((record, Final::Failed { kind, class, status, message, log, dead_letter, stage: stage.clone() }));
+                }
                 Verdict::Final(f) => finals.push((record, f)),
                 Verdict::Hold(why) => {
                     tracing::warn!(connector = self.shared.ctx.name(), "holding {} at offset {}: {why}", self.unit, record.offset);
@@ -409,6 +435,30 @@ impl Lane {
         all.extend(series);
         self.shared.ctx.metrics.counter_add("snow_sink_records_total", 1, &labels(&all));
     }
+}
+
+/// `records` as the component reads them: `None` when no converter reads them (as they are).
+async fn readable(converters: Option<Arc<SinkConverters>>, records: &[SinkRecord]) -> Readable {
+    let Some(converters) = converters else { return Readable::All(None) };
+    let mut out = Vec::with_capacity(records.len());
+    for record in records {
+        match converters.record(record).await {
+            Ok(r) => out.push(r),
+            Err(problem) if out.is_empty() => return Readable::Unreadable(problem),
+            Err(_) => return Readable::Before(out.len(), Some(out)),
+        }
+    }
+    Readable::All(Some(out))
+}
+
+/// What the converters made of a put's records.
+enum Readable {
+    /// Every record (converted, or `None`: as they are).
+    All(Option<Vec<SinkRecord>>),
+    /// The first `n` records; the next one cannot be read.
+    Before(usize, Option<Vec<SinkRecord>>),
+    /// The first record cannot be read.
+    Unreadable(Unreadable),
 }
 
 /// How settling a put's outcomes ended.

@@ -25,7 +25,7 @@ use rdkafka::message::{Header, OwnedHeaders};
 use rdkafka::producer::{DeliveryFuture, FutureProducer, FutureRecord};
 use serde_json::{Value, json};
 
-use super::verdict::Final;
+use super::verdict::{Final, Stage};
 use crate::component::bindings::types::SinkRecord;
 use crate::config::ConnectorSpec;
 
@@ -244,8 +244,12 @@ fn report(connector: &str, record: &SinkRecord, outcome: &Final) -> Value {
 
 /// Kafka Connect's error context headers for a dead letter.
 fn dead_letter_headers(connector: &str, record: &SinkRecord, outcome: &Final) -> Vec<(String, Vec<u8>)> {
-    let Final::Failed { kind, class, status, message, .. } = outcome else { return Vec::new() };
+    let Final::Failed { kind, class, status, message, stage, .. } = outcome else { return Vec::new() };
     let exception = if *kind == "record" { "snow_connect.RecordError" } else { "snow_connect.ApiError" };
+    let (stage, class_name) = match stage {
+        Stage::Put => ("TASK_PUT", "snow_connect.guest_sink"),
+        Stage::Converter { stage, class } => (*stage, class.as_str()),
+    };
     let status = status.map(|s| format!(", ServiceNow answered {s}")).unwrap_or_default();
     [
         ("topic", record.topic.clone()),
@@ -253,8 +257,8 @@ fn dead_letter_headers(connector: &str, record: &SinkRecord, outcome: &Final) ->
         ("offset", record.offset.to_string()),
         ("connector.name", connector.to_string()),
         ("task.id", "0".to_string()),
-        ("stage", "TASK_PUT".to_string()),
-        ("class.name", "snow_connect.guest_sink".to_string()),
+        ("stage", stage.to_string()),
+        ("class.name", class_name.to_string()),
         ("exception.class.name", exception.to_string()),
         ("exception.message", message.clone()),
         ("exception.stacktrace", format!("{exception} ({class}{status}): {message}")),
@@ -314,6 +318,7 @@ mod tests {
             status: None,
             message: "record orders-2@41: the value is not JSON".into(),
             log: true,
+            stage: Stage::Put,
             dead_letter: true,
         };
         let headers = dead_letter_headers("c", &record(), &failed);

@@ -50,6 +50,22 @@ pub enum Final {
         log: bool,
         /// Whether it goes to the dead letter queue.
         dead_letter: bool,
+        /// Where in Connect's pipeline it failed.
+        stage: Stage,
+    },
+}
+
+/// Where a record failed, as Kafka Connect's error context names it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Stage {
+    /// Writing it (Connect's `TASK_PUT`): the component's outcome.
+    Put,
+    /// Reading its key (`KEY_CONVERTER`) or value (`VALUE_CONVERTER`) with the converter `class`.
+    Converter {
+        /// `KEY_CONVERTER` or `VALUE_CONVERTER`.
+        stage: &'static str,
+        /// The converter's class.
+        class: String,
     },
 }
 
@@ -119,6 +135,7 @@ pub fn judge(spec: &SinkSpec, outcome: &Outcome) -> Verdict {
                 message,
                 log,
                 dead_letter: spec.tolerate_record_errors && spec.dlq_topic.is_some(),
+                stage: Stage::Put,
             })
         }
     }

@@ -1,0 +1,239 @@
+//! A sink connector's converters: what turns a Kafka record in the user's format back into what
+//! the sink component reads (ADR 0027), before each `put`. A typed value (Avro by registry id,
+//! Connect's JSON envelope) becomes the JSON object of a Table API write, each field in
+//! ServiceNow's text form ([`snow_data::snow_text::body`]); a typed key becomes the sys_id text (a
+//! string key) or a JSON object (a struct key). Formats that carry no types pass through as they
+//! are: the component reads JSON itself. Writer schemas are fetched by id once and kept parsed.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use snow_data::avro::Node;
+use snow_data::{Schema, Value, avro, connect_json, snow_text, wire};
+
+use super::Converters;
+use super::registry::{Registry, RegistryError, SchemaType};
+use super::spec::{ConverterSpec, Format};
+use crate::component::bindings::types::SinkRecord;
+
+/// Why a record could not be read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Unreadable {
+    /// The record's own bytes are wrong (a record error: `errors.tolerance` decides).
+    Record {
+        /// What is wrong, naming the record.
+        message: String,
+        /// True when its key is, false when its value is.
+        key: bool,
+        /// The converter that could not read it.
+        class: String,
+    },
+    /// The registry could not be reached: the partition waits and tries again.
+    Retry(String),
+    /// The registry refuses this connector (credentials, permissions): nothing can be read.
+    Stop(String),
+}
+
+/// Most writer schemas kept parsed per connector (a topic's schema history is far smaller).
+const MAX_PARSED: usize = 1024;
+
+/// A sink connector's converters and the writer schemas they have parsed; shared by its lanes.
+pub struct SinkConverters {
+    converters: Converters,
+    parsed: Mutex<HashMap<u32, Arc<(Node, Schema)>>>,
+}
+
+impl SinkConverters {
+    /// The connector's converters.
+    pub fn new(converters: Converters) -> Self {
+        Self { converters, parsed: Mutex::new(HashMap::new()) }
+    }
+
+    /// True when a record needs reading before the component gets it (a key or value converter
+    /// that carries types).
+    pub fn active(&self) -> bool {
+        [&self.converters.spec.key, &self.converters.spec.value].into_iter().flatten().any(|c| carries_types(c))
+    }
+
+    /// `record` as the sink component reads it: the same coordinates and headers, the key and
+    /// value rendered for ServiceNow. The error names the record and whether its key or value.
+    pub async fn record(&self, record: &SinkRecord) -> Result<SinkRecord, Unreadable> {
+        let at = format!("{}-{}@{}", record.topic, record.partition, record.offset);
+        let spec = &self.converters.spec;
+        let key = match (&record.key, &spec.key) {
+            (Some(bytes), Some(c)) if carries_types(c) => {
+                let registry = self.converters.key_registry.as_ref();
+                let (value, _) = self.read(c, registry, bytes).await.map_err(|e| e.of(&at, true, c))?;
+                Some(match value {
+                    Value::String(text) => text.into_bytes(),
+                    other => snow_text::to_json(&other).to_string().into_bytes(),
+                })
+            }
+            (key, _) => key.clone(),
+        };
+        let value = match (&record.value, &spec.value) {
+            (Some(bytes), Some(c)) if carries_types(c) => {
+                let registry = self.converters.value_registry.as_ref();
+                let (value, schema) = self.read(c, registry, bytes).await.map_err(|e| e.of(&at, false, c))?;
+                match value {
+                    // A null value is a tombstone, as the component reads a record without one.
+                    Value::Null => None,
+                    value => {
+                        let body = snow_text::body(&value, schema.as_ref())
+                            .map_err(|e| Problem::Record(format!("read by {}: {e}", c.class)).of(&at, false, c))?;
+                        Some(serde_json::Value::Object(body).to_string().into_bytes())
+                    }
+                }
+            }
+            (value, _) => value.clone(),
+        };
+        Ok(SinkRecord { key, value, ..record.clone() })
+    }
+
+    /// The value and schema `bytes` hold in `spec`'s format.
+    async fn read(&self, spec: &ConverterSpec, registry: Option<&Registry>, bytes: &[u8]) -> Result<(Value, Option<Schema>), Problem> {
+        let bad = |e: snow_data::DataError| Problem::Record(format!("could not be read by {}: {e}", spec.class));
+        match spec.format {
+            Format::Json => {
+                let (schema, value) = connect_json::decode(Some(bytes), spec.schemas_enable).map_err(bad)?;
+                Ok((value, schema))
+            }
+            Format::Avro => {
+                let (id, payload) = wire::unframe(bytes).map_err(bad)?;
+                let registry = registry.ok_or_else(|| Problem::Stop(format!("{} has no registry", spec.class)))?;
+                let writer = self.writer_schema(registry, id).await?;
+                let value = avro::decode(&writer.0, payload).map_err(|e| bad(e.at(format!("schema id {id}"))))?;
+                Ok((value, Some(writer.1.clone())))
+            }
+            other => Err(Problem::Stop(format!("{} ({other:?}) cannot be read by this runtime yet", spec.class))),
+        }
+    }
+
+    /// The Avro writer schema with registry id `id`, parsed (once per connector).
+    async fn writer_schema(&self, registry: &Registry, id: u32) -> Result<Arc<(Node, Schema)>, Problem> {
+        if let Some(found) = self.parsed.lock().expect("schema cache").get(&id) {
+            return Ok(found.clone());
+        }
+        let (kind, text) = registry.schema(id).await.map_err(|e| fetch_failed(id, e))?;
+        if kind != SchemaType::Avro {
+            return Err(Problem::Record(format!("names schema id {id}, a {} schema, not Avro", kind.wire_name())));
+        }
+        let parsed = Arc::new(avro::parse(&text).map_err(|e| Problem::Record(format!("names schema id {id}, which cannot be read: {e}")))?);
+        let mut cache = self.parsed.lock().expect("schema cache");
+        if cache.len() >= MAX_PARSED {
+            cache.clear();
+        }
+        cache.insert(id, parsed.clone());
+        Ok(parsed)
+    }
+}
+
+/// A problem reading one part of a record, before it is said of which.
+enum Problem {
+    /// The bytes are wrong.
+    Record(String),
+    /// Try again later.
+    Retry(String),
+    /// Nothing can be read.
+    Stop(String),
+}
+
+impl Problem {
+    /// The problem, said of record `at`'s key or value read by `spec`.
+    fn of(self, at: &str, key: bool, spec: &ConverterSpec) -> Unreadable {
+        let part = if key { "key" } else { "value" };
+        match self {
+            Problem::Record(m) => Unreadable::Record { message: format!("record {at}: the {part} {m}"), key, class: spec.class.clone() },
+            Problem::Retry(m) => Unreadable::Retry(format!("record {at}: the {part}: {m}")),
+            Problem::Stop(m) => Unreadable::Stop(format!("record {at}: the {part}: {m}")),
+        }
+    }
+}
+
+/// True for converters whose bytes carry types the component cannot read itself.
+fn carries_types(spec: &ConverterSpec) -> bool {
+    match spec.format {
+        Format::AsIs => false,
+        Format::Json => spec.schemas_enable,
+        Format::Avro | Format::JsonSchema | Format::Protobuf => true,
+    }
+}
+
+/// What a failed schema fetch means for the record: an id the registry does not have is the
+/// record's (Connect fails the record the same way), a registry out of reach is waited for, and a
+/// refusal of this client stops the connector's reading.
+fn fetch_failed(id: u32, e: RegistryError) -> Problem {
+    match &e {
+        RegistryError::Refused { status: 404, .. } => {
+            Problem::Record(format!("names schema id {id}, which the registry does not have: {e}"))
+        }
+        RegistryError::Refused { status, .. } if *status < 500 && *status != 429 => {
+            Problem::Stop(format!("fetching schema id {id} was refused: {e}"))
+        }
+        _ => Problem::Retry(format!("fetching schema id {id}: {e}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::convert::spec::ConvertSpec;
+
+    fn converters(pairs: &[(&str, &str)]) -> SinkConverters {
+        let entries = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let mut errors = Vec::new();
+        let spec = ConvertSpec::from_entries(&entries, &mut errors);
+        assert!(errors.is_empty(), "{errors:?}");
+        SinkConverters::new(Converters::new(spec))
+    }
+
+    fn record(key: Option<&str>, value: Option<&[u8]>) -> SinkRecord {
+        SinkRecord {
+            topic: "t".into(),
+            partition: 0,
+            offset: 3,
+            key: key.map(|k| k.as_bytes().to_vec()),
+            value: value.map(<[u8]>::to_vec),
+            headers: Vec::new(),
+            timestamp_ms: None,
+        }
+    }
+
+    #[tokio::test]
+    async fn a_connect_envelope_is_written_in_servicenow_text() {
+        let c = converters(&[("value.converter", "org.apache.kafka.connect.json.JsonConverter")]);
+        assert!(c.active());
+        let value = br#"{"schema":{"type":"struct","fields":[
+            {"field":"short_description","type":"string","optional":true},
+            {"field":"opened_at","type":"int64","name":"org.apache.kafka.connect.data.Timestamp","optional":true},
+            {"field":"cost","type":"bytes","name":"org.apache.kafka.connect.data.Decimal","parameters":{"scale":"2"},"optional":true}]},
+            "payload":{"short_description":"Printer","opened_at":1714557600000,"cost":"MDk="}}"#;
+        let out = c.record(&record(Some("abc"), Some(value))).await.expect("read");
+        let body: serde_json::Value = serde_json::from_slice(out.value.as_deref().expect("value")).expect("json");
+        assert_eq!(body, serde_json::json!({"short_description":"Printer","opened_at":"2024-05-01 10:00:00","cost":"123.45"}));
+        assert_eq!(out.key.as_deref(), Some(&b"abc"[..]), "a key without a converter is left as it is");
+        let tombstone = br#"{"schema":null,"payload":null}"#;
+        assert_eq!(c.record(&record(None, Some(tombstone))).await.expect("read").value, None);
+    }
+
+    #[tokio::test]
+    async fn bad_bytes_are_the_records_error_naming_it() {
+        let c = converters(&[("value.converter", "org.apache.kafka.connect.json.JsonConverter")]);
+        let Err(Unreadable::Record { message: why, key: false, .. }) = c.record(&record(None, Some(b"{\"a\":1}"))).await else {
+            panic!("record error")
+        };
+        assert!(why.starts_with("record t-0@3: the value could not be read by org.apache.kafka.connect.json.JsonConverter: "), "{why}");
+        let plain =
+            converters(&[("value.converter", "org.apache.kafka.connect.json.JsonConverter"), ("value.converter.schemas.enable", "false")]);
+        assert!(!plain.active(), "schemaless JSON is the component's to read");
+        let avro = converters(&[
+            ("value.converter", "io.confluent.connect.avro.AvroConverter"),
+            ("value.converter.schema.registry.url", "http://127.0.0.1:9"),
+        ]);
+        let Err(Unreadable::Record { message: why, class, .. }) = avro.record(&record(None, Some(b"{}"))).await else {
+            panic!("record error")
+        };
+        assert_eq!(class, "io.confluent.connect.avro.AvroConverter");
+        assert!(why.contains("magic byte"), "{why}");
+    }
+}
