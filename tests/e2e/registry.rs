@@ -166,3 +166,122 @@ fn a_dictionary_change_evolves_the_schema_or_parks_the_table_naming_the_field_an
     assert!(parked.contains("answered 409"), "the registry's answer is quoted: {parked}");
     runner.stop();
 }
+
+/// Writes `lines` (avro_produce.py's input) to `topic` with Confluent's AvroSerializer and
+/// `schema`; the schema id it registered.
+fn avro_produce(topic: &str, registry: &str, schema: &str, lines: &[Value]) -> u32 {
+    use std::io::Write;
+    let dir = work_dir("registry-produce");
+    let schema_file = dir.join(format!("{topic}.avsc"));
+    std::fs::write(&schema_file, schema).unwrap();
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/python/avro_produce.py");
+    let mut child = Command::new(python())
+        .arg(script)
+        .args([kafka_harness::shared().bootstrap(), topic, registry, schema_file.to_str().unwrap()])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    for line in lines {
+        writeln!(stdin, "{line}").unwrap();
+    }
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "the Python producer failed:\n{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).trim().parse().unwrap()
+}
+
+/// A row field as text (the fake keeps what a write gave: a number stays a number).
+fn text(v: &Value) -> String {
+    v.as_str().map(str::to_string).unwrap_or_else(|| v.to_string())
+}
+
+const UPDATE_SCHEMA: &str = r#"{"type":"record","name":"IncidentUpdate","namespace":"com.example","fields":[
+    {"name":"short_description","type":"string"},
+    {"name":"priority","type":"int"},
+    {"name":"active","type":"boolean"},
+    {"name":"opened_at","type":{"type":"long","logicalType":"timestamp-millis"}},
+    {"name":"u_cost","type":["null",{"type":"bytes","logicalType":"decimal","precision":12,"scale":2}],"default":null},
+    {"name":"category","type":["null","string"],"default":null}]}"#;
+
+#[test]
+fn a_sink_writes_avro_from_confluents_serializer_in_servicenow_text_and_dead_letters_what_is_not_avro() {
+    const RECORDS: usize = 20;
+    const BAD: usize = 7;
+    let registry = kafka_harness::registry::shared();
+    let fake = FakeSnow::start(FakeOptions::default()).unwrap();
+    let ids = fake.shared().seed("incident", RECORDS as u64, now_secs() - 3600, 1800);
+    let topic = unique("avrosink");
+    let opened_ms = 1_714_557_600_000_i64; // 2024-05-01 10:00:00 UTC
+    let lines: Vec<Value> = ids
+        .iter()
+        .enumerate()
+        .map(|(i, id)| {
+            if i == BAD {
+                return serde_json::json!({"key": id, "raw": "{\"short_description\":\"not avro\"}"});
+            }
+            let cost = if i % 2 == 0 { serde_json::json!({"decimal": format!("{i}.5")}) } else { Value::Null };
+            serde_json::json!({"key": id, "value": {
+                "short_description": format!("avro {i}"), "priority": i % 5, "active": i % 3 == 0,
+                "opened_at": {"timestamp_ms": opened_ms + i as i64 * 1000}, "u_cost": cost, "category": null}})
+        })
+        .collect();
+    let schema_id = avro_produce(&topic, &registry.url(), UPDATE_SCHEMA, &lines);
+
+    let url = registry.url();
+    let sink = |name: &str, extra: &[(&str, &str)]| {
+        let mut entries: Vec<(&str, &str)> = vec![
+            ("snow.auth.type", "none"),
+            ("key.converter", "org.apache.kafka.connect.storage.StringConverter"),
+            ("value.converter", "io.confluent.connect.avro.AvroConverter"),
+            ("value.converter.schema.registry.url", &url),
+        ];
+        entries.extend_from_slice(extra);
+        support::sink_entries(&fake.url(), name, &topic, "incident", &entries)
+    };
+    // By default (errors.tolerance=none) the record no Avro reader can read stops its partition.
+    let strict = unique("avrostrict");
+    let dir = work_dir("registry-sink-strict");
+    let mut runner = Runner::start(&dir, "run", &[&connector_file(&dir, &strict, &sink(&strict, &[]))]);
+    let parked = runner.wait_for_log("parked", Duration::from_secs(120));
+    runner.stop();
+    let parked = parked.lines().find(|l| l.contains("parked")).unwrap_or_default().to_string();
+    assert!(
+        parked.contains(&format!("record {topic}-0@{BAD}: the value could not be read by io.confluent.connect.avro.AvroConverter"))
+            && parked.contains("magic byte"),
+        "{parked}"
+    );
+    let written = |i: usize| fake.shared().store().table("incident").unwrap().get(&ids[i]).cloned().unwrap();
+    assert_eq!(text(&written(BAD - 1)["short_description"]), format!("avro {}", BAD - 1), "the records before it were written");
+    assert!(!text(&written(BAD + 1)["short_description"]).starts_with("avro"), "none after it");
+
+    // Tolerating record errors, it goes to the dead letter queue and the partition goes on.
+    let (name, dir) = (unique("avrosink"), work_dir("registry-sink"));
+    let config = sink(&name, &[("errors.tolerance", "all"), ("errors.deadletterqueue.topic.name", "${connector}-dlq")]);
+    let runner = Runner::start(&dir, "run", &[&connector_file(&dir, &name, &config)]);
+    support::kafka::wait_committed(&format!("connect-{name}"), &topic, 1, RECORDS as i64, Duration::from_secs(120));
+    let log = runner.stop();
+    for (i, id) in ids.iter().enumerate().filter(|(i, _)| *i != BAD) {
+        let row = written(i);
+        let at = format!("row {i} ({id}), schema id {schema_id}; log:\n{}", support::tail(&log, 20));
+        assert_eq!(text(&row["short_description"]), format!("avro {i}"), "{at}");
+        assert_eq!(text(&row["priority"]), (i % 5).to_string(), "{at}");
+        assert_eq!(text(&row["active"]), (i % 3 == 0).to_string(), "{at}");
+        assert_eq!(text(&row["opened_at"]), format!("2024-05-01 10:00:{i:02}"), "timestamps in the instance's UTC format: {at}");
+        let cost = if i % 2 == 0 { format!("{i}.50") } else { String::new() };
+        assert_eq!(text(&row["u_cost"]), cost, "decimals exact at their scale, null as empty: {at}");
+        assert_eq!(text(&row["category"]), "", "{at}");
+    }
+    let dead =
+        support::kafka::read_until(kafka_harness::shared().bootstrap(), &format!("{name}-dlq"), Duration::from_secs(60), |r| !r.is_empty());
+    assert_eq!(dead.len(), 1, "one dead letter");
+    let h = |k: &str| dead[0].headers.get(&format!("__connect.errors.{k}")).cloned().unwrap_or_default();
+    assert_eq!(dead[0].value, br#"{"short_description":"not avro"}"#, "the record itself, unchanged");
+    assert_eq!(
+        (h("offset"), h("stage"), h("class.name")),
+        (BAD.to_string(), "VALUE_CONVERTER".into(), "io.confluent.connect.avro.AvroConverter".into())
+    );
+    assert!(h("exception.message").contains("magic byte"), "{}", h("exception.message"));
+}
