@@ -1,7 +1,8 @@
 //! Kafka Connect's data model and what turns it into bytes and back, as the host's record
 //! pipeline needs it (ADR 0027): [`schema`] and [`value`] are Connect's `Schema` and its values;
 //! [`connect_json`] is `JsonConverter`'s format (and the format the source component describes
-//! its table in); [`avro`] and [`wire`] are what `AvroConverter` writes; [`snow_text`] maps
+//! its table in); [`avro`] and [`wire`] are what `AvroConverter` writes, [`json_schema`] what
+//! `JsonSchemaConverter` writes; [`snow_text`] maps
 //! ServiceNow's text forms to typed values and back. Everything here is pure: the registry, the
 //! producer and the consumer are the host's.
 
@@ -9,6 +10,7 @@ pub mod avro;
 pub mod connect_json;
 pub mod decimal;
 pub mod error;
+pub mod json_schema;
 pub mod schema;
 pub mod snow_text;
 pub mod value;

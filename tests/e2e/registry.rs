@@ -25,10 +25,15 @@ fn python() -> PathBuf {
 /// Reads `count` records of `topic` with Confluent's AvroDeserializer; one JSON value per record,
 /// or what the consumer printed when it read fewer.
 fn avro_consume(topic: &str, registry: &str, count: usize) -> Result<Vec<Value>, String> {
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/python/avro_consume.py");
+    registry_consume(topic, registry, count, "avro")
+}
+
+/// Reads `count` records of `topic` with Confluent's deserializer of `format` (`avro`, `json`).
+fn registry_consume(topic: &str, registry: &str, count: usize, format: &str) -> Result<Vec<Value>, String> {
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/python/registry_consume.py");
     let out = Command::new(python())
         .arg(script)
-        .args([kafka_harness::shared().bootstrap(), topic, registry, &count.to_string(), "120"])
+        .args([kafka_harness::shared().bootstrap(), topic, registry, &count.to_string(), "120", format])
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -167,17 +172,17 @@ fn a_dictionary_change_evolves_the_schema_or_parks_the_table_naming_the_field_an
     runner.stop();
 }
 
-/// Writes `lines` (avro_produce.py's input) to `topic` with Confluent's AvroSerializer and
-/// `schema`; the schema id it registered.
-fn avro_produce(topic: &str, registry: &str, schema: &str, lines: &[Value]) -> u32 {
+/// Writes `lines` (registry_produce.py's input) to `topic` with Confluent's serializer of
+/// `format` (`avro`, `json`) and `schema`; the schema id it registered.
+fn registry_produce(topic: &str, registry: &str, format: &str, schema: &str, lines: &[Value]) -> u32 {
     use std::io::Write;
     let dir = work_dir("registry-produce");
     let schema_file = dir.join(format!("{topic}.avsc"));
     std::fs::write(&schema_file, schema).unwrap();
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/python/avro_produce.py");
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/python/registry_produce.py");
     let mut child = Command::new(python())
         .arg(script)
-        .args([kafka_harness::shared().bootstrap(), topic, registry, schema_file.to_str().unwrap()])
+        .args([kafka_harness::shared().bootstrap(), topic, registry, schema_file.to_str().unwrap(), format])
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -228,7 +233,7 @@ fn a_sink_writes_avro_from_confluents_serializer_in_servicenow_text_and_dead_let
                 "opened_at": {"timestamp_ms": opened_ms + i as i64 * 1000}, "u_cost": cost, "category": null}})
         })
         .collect();
-    let schema_id = avro_produce(&topic, &registry.url(), UPDATE_SCHEMA, &lines);
+    let schema_id = registry_produce(&topic, &registry.url(), "avro", UPDATE_SCHEMA, &lines);
 
     let url = registry.url();
     let sink = |name: &str, extra: &[(&str, &str)]| {
@@ -284,4 +289,86 @@ fn a_sink_writes_avro_from_confluents_serializer_in_servicenow_text_and_dead_let
         (BAD.to_string(), "VALUE_CONVERTER".into(), "io.confluent.connect.avro.AvroConverter".into())
     );
     assert!(h("exception.message").contains("magic byte"), "{}", h("exception.message"));
+}
+
+#[test]
+fn json_schema_values_are_read_and_written_by_confluents_json_serializers() {
+    const ROWS: u64 = 10;
+    let registry = kafka_harness::registry::shared();
+    let now = now_secs();
+    let fake = FakeSnow::start(FakeOptions { frozen_at: Some(now), ..Default::default() }).unwrap();
+    let ids = fake.shared().seed("incident", ROWS, now - 3600, 1800);
+    let mut cost = fake_snow::store::Row::new();
+    cost.insert("u_cost".into(), Value::String("1234.5".into()));
+    fake.shared().update_rows("incident", &ids, &cost);
+    fake.clock().advance(5);
+    fake.shared().store().set_dictionary("incident", &dictionary(), None, now);
+
+    // Source: JsonSchemaConverter, read back by the JSONDeserializer (which validates each value
+    // against the schema we registered).
+    let (name, topic) = (unique("jsonsrc"), unique("jsonsrc"));
+    let dir = work_dir("registry-json-source");
+    let url = registry.url();
+    let config = avro_source(&fake, &name, &topic, &[("value.converter", "io.confluent.connect.json.JsonSchemaConverter")]);
+    let runner = Runner::start(&dir, "run", &[&connector_file(&dir, &name, &config)]);
+    let records = registry_consume(&topic, &url, ROWS as usize, "json");
+    let log = runner.stop();
+    let records = records.unwrap_or_else(|e| panic!("{e}\nthe runner's log:\n{log}"));
+    let row = fake.shared().store().table("incident").unwrap().get(&ids[0]).cloned().unwrap();
+    let v = &records.iter().find(|r| r["key"] == ids[0].as_str()).unwrap()["value"];
+    assert_eq!(v["u_cost"], serde_json::json!(1234.5), "a decimal is a JSON number: {v}");
+    assert_eq!(v["priority"].as_i64().map(|p| p.to_string()), row["priority"].as_str().map(str::to_string), "integers are numbers");
+    let opened = fake_snow::time::parse_ts(row["opened_at"].as_str().unwrap()).unwrap();
+    assert_eq!(v["opened_at"].as_i64(), Some(opened * 1000), "glide_date_time is epoch milliseconds");
+    let (_, schema) = registry.get(&format!("/apis/ccompat/v7/subjects/{topic}-value/versions/1")).unwrap();
+    assert!(schema.contains("JSON"), "registered as a JSON schema: {schema}");
+
+    // Sink: records from the JSONSerializer, written in ServiceNow's text forms (the instance
+    // keeps only fields its dictionary lists, as ServiceNow does).
+    let mut writable = dictionary();
+    writable.push(DictField::typed("short_description", "string"));
+    fake.shared().store().set_dictionary("incident", &writable, None, now);
+    let sink_topic = unique("jsonsink");
+    let schema = r#"{"type":"object","title":"IncidentUpdate","properties":{
+        "short_description":{"type":"string"},
+        "priority":{"type":"integer","connect.type":"int32"},
+        "opened_at":{"type":"integer","title":"org.apache.kafka.connect.data.Timestamp","connect.type":"int64"},
+        "u_cost":{"oneOf":[{"type":"null"},{"type":"number","title":"org.apache.kafka.connect.data.Decimal",
+                  "connect.type":"bytes","connect.parameters":{"scale":"2"}}]}},
+        "required":["short_description","priority","opened_at"]}"#;
+    let lines: Vec<Value> = ids
+        .iter()
+        .enumerate()
+        .map(|(i, id)| {
+            serde_json::json!({"key": id, "value": {"short_description": format!("json {i}"), "priority": i % 5,
+                "opened_at": 1_714_557_600_000_i64 + i as i64 * 60_000, "u_cost": if i % 2 == 0 { serde_json::json!(i as f64 + 0.25) } else { Value::Null }}})
+        })
+        .collect();
+    registry_produce(&sink_topic, &url, "json", schema, &lines);
+    let name = unique("jsonsink");
+    let dir = work_dir("registry-json-sink");
+    let url_ref: &str = &url;
+    let config = support::sink_entries(
+        &fake.url(),
+        &name,
+        &sink_topic,
+        "incident",
+        &[
+            ("snow.auth.type", "none"),
+            ("key.converter", "org.apache.kafka.connect.storage.StringConverter"),
+            ("value.converter", "io.confluent.connect.json.JsonSchemaConverter"),
+            ("value.converter.schema.registry.url", url_ref),
+        ],
+    );
+    let runner = Runner::start(&dir, "run", &[&connector_file(&dir, &name, &config)]);
+    support::kafka::wait_committed(&format!("connect-{name}"), &sink_topic, 1, ROWS as i64, Duration::from_secs(120));
+    let log = runner.stop();
+    for (i, id) in ids.iter().enumerate() {
+        let row = fake.shared().store().table("incident").unwrap().get(id).cloned().unwrap();
+        let at = format!("row {i}; log:\n{}", support::tail(&log, 20));
+        assert_eq!(text(&row["short_description"]), format!("json {i}"), "{at}");
+        assert_eq!(text(&row["opened_at"]), format!("2024-05-01 10:{i:02}:00"), "{at}");
+        let cost = if i % 2 == 0 { format!("{i}.25") } else { String::new() };
+        assert_eq!(text(&row["u_cost"]), cost, "{at}");
+    }
 }

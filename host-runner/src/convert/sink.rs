@@ -1,6 +1,6 @@
 //! A sink connector's converters: what turns a Kafka record in the user's format back into what
-//! the sink component reads (ADR 0027), before each `put`. A typed value (Avro by registry id,
-//! Connect's JSON envelope) becomes the JSON object of a Table API write, each field in
+//! the sink component reads (ADR 0027), before each `put`. A typed value (Avro or JSON Schema by
+//! registry id, Connect's JSON envelope) becomes the JSON object of a Table API write, each field in
 //! ServiceNow's text form ([`snow_data::snow_text::body`]); a typed key becomes the sys_id text (a
 //! string key) or a JSON object (a struct key). Formats that carry no types pass through as they
 //! are: the component reads JSON itself. Writer schemas are fetched by id once and kept parsed.
@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use snow_data::avro::Node;
-use snow_data::{Schema, Value, avro, connect_json, snow_text, wire};
+use snow_data::{Schema, Value, avro, connect_json, json_schema, snow_text, wire};
 
 use super::Converters;
 use super::registry::{Registry, RegistryError, SchemaType};
@@ -40,7 +40,15 @@ const MAX_PARSED: usize = 1024;
 /// A sink connector's converters and the writer schemas they have parsed; shared by its lanes.
 pub struct SinkConverters {
     converters: Converters,
-    parsed: Mutex<HashMap<u32, Arc<(Node, Schema)>>>,
+    parsed: Mutex<HashMap<u32, Arc<Writer>>>,
+}
+
+/// A writer's schema from the registry, parsed.
+enum Writer {
+    /// Avro: the node tree the decoder walks, and its Connect schema.
+    Avro(Node, Schema),
+    /// JSON Schema, as the Connect schema it reads as.
+    Json(Schema),
 }
 
 impl SinkConverters {
@@ -98,33 +106,57 @@ impl SinkConverters {
                 let (schema, value) = connect_json::decode(Some(bytes), spec.schemas_enable).map_err(bad)?;
                 Ok((value, schema))
             }
-            Format::Avro => {
+            Format::Avro | Format::JsonSchema => {
                 let (id, payload) = wire::unframe(bytes).map_err(bad)?;
                 let registry = registry.ok_or_else(|| Problem::Stop(format!("{} has no registry", spec.class)))?;
-                let writer = self.writer_schema(registry, id).await?;
-                let value = avro::decode(&writer.0, payload).map_err(|e| bad(e.at(format!("schema id {id}"))))?;
-                Ok((value, Some(writer.1.clone())))
+                let writer = self.writer_schema(registry, id, spec.format).await?;
+                match &*writer {
+                    Writer::Avro(node, schema) => {
+                        let value = avro::decode(node, payload).map_err(|e| bad(e.at(format!("schema id {id}"))))?;
+                        Ok((value, Some(schema.clone())))
+                    }
+                    Writer::Json(schema) => {
+                        let json: serde_json::Value = serde_json::from_slice(payload)
+                            .map_err(|e| bad(snow_data::DataError::new(format!("not JSON after the registry framing: {e}"))))?;
+                        let value = json_schema::decode(&json, schema).map_err(|e| bad(e.at(format!("schema id {id}"))))?;
+                        Ok((value, Some(schema.clone())))
+                    }
+                }
             }
             other => Err(Problem::Stop(format!("{} ({other:?}) cannot be read by this runtime yet", spec.class))),
         }
     }
 
-    /// The Avro writer schema with registry id `id`, parsed (once per connector).
-    async fn writer_schema(&self, registry: &Registry, id: u32) -> Result<Arc<(Node, Schema)>, Problem> {
+    /// The writer's schema with registry id `id`, parsed (once per connector); it must be of the
+    /// registry type `format` reads.
+    async fn writer_schema(&self, registry: &Registry, id: u32, format: Format) -> Result<Arc<Writer>, Problem> {
         if let Some(found) = self.parsed.lock().expect("schema cache").get(&id) {
             return Ok(found.clone());
         }
         let (kind, text) = registry.schema(id).await.map_err(|e| fetch_failed(id, e))?;
-        if kind != SchemaType::Avro {
-            return Err(Problem::Record(format!("names schema id {id}, a {} schema, not Avro", kind.wire_name())));
-        }
-        let parsed = Arc::new(avro::parse(&text).map_err(|e| Problem::Record(format!("names schema id {id}, which cannot be read: {e}")))?);
+        let unreadable = |e: snow_data::DataError| Problem::Record(format!("names schema id {id}, which cannot be read: {e}"));
+        let writer = match (format.schema_type(), kind) {
+            (Some(SchemaType::Avro), SchemaType::Avro) => {
+                let (node, schema) = avro::parse(&text).map_err(unreadable)?;
+                Writer::Avro(node, schema)
+            }
+            (Some(SchemaType::Json), SchemaType::Json) => {
+                let json: serde_json::Value =
+                    serde_json::from_str(&text).map_err(|e| unreadable(snow_data::DataError::new(format!("not JSON: {e}"))))?;
+                Writer::Json(json_schema::to_connect(&json).map_err(unreadable)?)
+            }
+            (expected, _) => {
+                let expected = expected.map_or("?", SchemaType::wire_name);
+                return Err(Problem::Record(format!("names schema id {id}, a {} schema, not {expected}", kind.wire_name())));
+            }
+        };
+        let writer = Arc::new(writer);
         let mut cache = self.parsed.lock().expect("schema cache");
         if cache.len() >= MAX_PARSED {
             cache.clear();
         }
-        cache.insert(id, parsed.clone());
-        Ok(parsed)
+        cache.insert(id, writer.clone());
+        Ok(writer)
     }
 }
 

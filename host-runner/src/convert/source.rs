@@ -6,7 +6,7 @@
 use std::collections::BTreeSet;
 
 use serde_json::{Map, Value as Json};
-use snow_data::{Schema, Value, avro, connect_json, snow_text, wire};
+use snow_data::{Schema, Value, avro, connect_json, json_schema, snow_text, wire};
 
 use super::Converters;
 use super::registry::{Registry, RegistryError};
@@ -128,6 +128,7 @@ fn registry_text(spec: &ConverterSpec, schema: &Schema) -> Result<String, String
         Format::Avro => {
             avro::from_connect(schema).map(|j| j.to_string()).map_err(|e| format!("the table's schema cannot be written as Avro: {e}"))
         }
+        Format::JsonSchema => Ok(json_schema::from_connect(schema).to_string()),
         other => Err(format!("{other:?} has no registry schema here")),
     }
 }
@@ -152,6 +153,12 @@ fn encode(spec: &ConverterSpec, schema: &Schema, id: Option<u32>, value: &Value)
             let mut payload = Vec::with_capacity(256);
             avro::encode(schema, value, &mut payload).map_err(|e| e.to_string())?;
             Ok(wire::frame(id, &payload))
+        }
+        Format::JsonSchema => {
+            let id = id.ok_or("no registry id for the schema")?;
+            let mut text = String::with_capacity(256);
+            json_schema::encode(value, &mut text).map_err(|e| e.to_string())?;
+            Ok(wire::frame(id, text.as_bytes()))
         }
         other => Err(format!("{other:?} is not available yet")),
     }

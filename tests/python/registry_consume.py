@@ -1,5 +1,6 @@
-"""Reads `count` records of `topic` with Confluent's AvroDeserializer (schemas fetched from the
-registry by the id each record carries) and prints each as one JSON line:
+"""Reads `count` records of `topic` with Confluent's AvroDeserializer or JSONDeserializer
+(`format`: avro or json; schemas fetched from the registry by the id each record carries) and
+prints each as one JSON line:
 {"key": ..., "value": {...}, "schema_id": N}. Exits 1 if fewer arrive within `timeout` seconds."""
 
 import datetime
@@ -12,6 +13,7 @@ from confluent_kafka import DeserializingConsumer, KafkaError
 from confluent_kafka.error import ConsumeError
 from confluent_kafka.schema_registry import SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroDeserializer
+from confluent_kafka.schema_registry.json_schema import JSONDeserializer
 from confluent_kafka.serialization import StringDeserializer
 
 
@@ -27,7 +29,10 @@ def plain(v):
 
 def main():
     bootstrap, topic, registry, count, timeout = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), float(sys.argv[5])
+    form = sys.argv[6] if len(sys.argv) > 6 else "avro"
     client = SchemaRegistryClient({"url": registry})
+    # The JSON deserializer validates each value against its writer's schema.
+    deserializer = AvroDeserializer(client) if form == "avro" else JSONDeserializer(None, schema_registry_client=client)
     consumer = DeserializingConsumer({
         "bootstrap.servers": bootstrap,
         "group.id": f"avro-check-{time.time_ns()}",
@@ -36,7 +41,7 @@ def main():
         # The topic appears when the connector first produces: see it within half a second.
         "topic.metadata.refresh.interval.ms": 500,
         "key.deserializer": StringDeserializer("utf_8"),
-        "value.deserializer": AvroDeserializer(client),
+        "value.deserializer": deserializer,
     })
     consumer.subscribe([topic])
     seen = 0
