@@ -372,3 +372,59 @@ fn json_schema_values_are_read_and_written_by_confluents_json_serializers() {
         assert_eq!(text(&row["u_cost"]), cost, "{at}");
     }
 }
+
+#[test]
+fn connects_json_envelope_carries_the_types_and_a_value_that_does_not_fit_is_skipped_or_stops_the_table() {
+    const ROWS: u64 = 10;
+    let now = now_secs();
+    let fake = FakeSnow::start(FakeOptions { frozen_at: Some(now), ..Default::default() }).unwrap();
+    let ids = fake.shared().seed("incident", ROWS, now - 3600, 1800);
+    let mut bad = fake_snow::store::Row::new();
+    bad.insert("priority".into(), Value::String("high".into()));
+    fake.shared().update_rows("incident", &ids[3..4], &bad);
+    fake.clock().advance(5);
+    fake.shared().store().set_dictionary("incident", &dictionary(), None, now);
+    let json_source = |name: &str, topic: &str, behavior: &str| {
+        support::source_entries(
+            &fake.url(),
+            name,
+            topic,
+            &["incident"],
+            &[
+                ("snow.auth.type", "none"),
+                ("snow.bad.row.behavior", behavior),
+                ("value.converter", "org.apache.kafka.connect.json.JsonConverter"),
+            ],
+        )
+    };
+
+    // skip: every other row arrives in Connect's envelope, typed; the bad one is named and counted.
+    let (name, topic) = (unique("jsonenv"), unique("jsonenv"));
+    let dir = work_dir("registry-json-envelope");
+    let mut runner = Runner::start(&dir, "run", &[&connector_file(&dir, &name, &json_source(&name, &topic, "skip"))]);
+    let records =
+        support::kafka::read_until(kafka_harness::shared().bootstrap(), &topic, Duration::from_secs(120), |r| r.len() as u64 >= ROWS - 1);
+    let skipped = runner.wait_for_log(&format!("skipped row {}", ids[3]), Duration::from_secs(60));
+    runner.stop();
+    assert_eq!(records.len() as u64, ROWS - 1, "every row but the bad one");
+    assert!(records.iter().all(|r| r.key != ids[3]), "the bad row is not written");
+    let line = skipped.lines().find(|l| l.contains("skipped row")).unwrap_or_default().to_string();
+    assert!(line.contains("field priority: \"high\" is not a whole number that fits int32"), "{line}");
+    let envelope = records[0].json();
+    let fields = envelope["schema"]["fields"].as_array().unwrap();
+    let opened = fields.iter().find(|f| f["field"] == "opened_at").unwrap();
+    assert_eq!((opened["type"].as_str(), opened["name"].as_str()), (Some("int64"), Some("org.apache.kafka.connect.data.Timestamp")));
+    let row = fake.shared().store().table("incident").unwrap().get(&records[0].key).cloned().unwrap();
+    let at = fake_snow::time::parse_ts(row["opened_at"].as_str().unwrap()).unwrap();
+    assert_eq!(envelope["payload"]["opened_at"].as_i64(), Some(at * 1000), "{envelope}");
+    assert!(envelope["payload"]["priority"].is_i64(), "{envelope}");
+
+    // fail (the default): the table stops at the bad row, naming it and its field.
+    let (name, topic) = (unique("jsonfail"), unique("jsonfail"));
+    let dir = work_dir("registry-json-fail");
+    let mut runner = Runner::start(&dir, "run", &[&connector_file(&dir, &name, &json_source(&name, &topic, "fail"))]);
+    let log = runner.wait_for_log("unit parked", Duration::from_secs(120));
+    runner.stop();
+    let parked = log.lines().find(|l| l.contains("unit parked")).unwrap_or_default().to_string();
+    assert!(parked.contains(&format!("row {} does not fit its schema: field priority", ids[3])), "{parked}");
+}
