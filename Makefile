@@ -50,7 +50,7 @@ test: $(JCO_HOST)/node_modules/.package-lock.json $(PYTHON_ENV)/.installed
 	$(CARGO) build -p snow-core --target wasm32-wasip2
 	$(CARGO) test
 
-## Benchmarks: the source backfill three ways, through rows hidden by ACLs, component costs, the sink's write paths (results in docs/benchmarks.md).
+## Benchmarks: the source backfill three ways, through rows hidden by ACLs, component costs, the sink's write paths, value formats (results in docs/benchmarks.md).
 bench: wasm
 	$(CARGO) build --release -p host-runner -p fake-snow -p snow-bench
 	target/release/snow-bench run --rows $(BENCH_ROWS)
@@ -59,6 +59,7 @@ bench: wasm
 	target/release/snow-bench startup
 	target/release/snow-bench swap
 	target/release/snow-bench fleet
+	target/release/snow-bench formats
 	@for w in guest_source guest_sink; do target/release/snow-connect inspect target/guests/wasm32-wasip2/wasm-release/$$w.wasm --instantiations 1000; done
 
 ## The fleet test at the issue's full size: three workers, 50 tables x 10,000 rows and a sink, a worker

@@ -186,57 +186,7 @@ fn schema_of(j: &Json, depth: usize) -> Result<Schema, DataError> {
 
 /// `value` as the JSON text `JsonSchemaConverter` writes (a decimal an exact number).
 pub fn encode(value: &Value, out: &mut String) -> Result<(), DataError> {
-    let push_json = |j: Json, out: &mut String| out.push_str(&j.to_string());
-    match value {
-        Value::Null => out.push_str("null"),
-        Value::Boolean(v) => push_json(json!(v), out),
-        Value::Int8(v) => push_json(json!(v), out),
-        Value::Int16(v) => push_json(json!(v), out),
-        Value::Int32(v) | Value::Date(v) | Value::Time(v) => push_json(json!(v), out),
-        Value::Int64(v) | Value::Timestamp(v) => push_json(json!(v), out),
-        Value::Float32(v) if v.is_finite() => push_json(json!(v), out),
-        Value::Float64(v) if v.is_finite() => push_json(json!(v), out),
-        Value::Float32(_) | Value::Float64(_) => return Err(DataError::new("JSON has no NaN or infinity")),
-        Value::String(v) => push_json(json!(v), out),
-        Value::Bytes(v) => push_json(json!(STANDARD.encode(v)), out),
-        Value::Decimal(d) => out.push_str(&d.to_string()),
-        Value::Array(list) => {
-            out.push('[');
-            for (i, v) in list.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                encode(v, out)?;
-            }
-            out.push(']');
-        }
-        Value::Map(entries) => {
-            out.push('{');
-            for (i, (k, v)) in entries.iter().enumerate() {
-                let key = k.as_str().ok_or_else(|| DataError::new(format!("a map key is {}, not a string", k.type_name())))?;
-                if i > 0 {
-                    out.push(',');
-                }
-                push_json(json!(key), out);
-                out.push(':');
-                encode(v, out)?;
-            }
-            out.push('}');
-        }
-        Value::Struct(fields) => {
-            out.push('{');
-            for (i, (name, v)) in fields.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                push_json(json!(name), out);
-                out.push(':');
-                encode(v, out).map_err(|e| e.at(format!("field {name}")))?;
-            }
-            out.push('}');
-        }
-    }
-    Ok(())
+    crate::json_text::write(value, crate::json_text::Decimals::Number, out)
 }
 
 /// The value `j` holds under `schema` (a writer's schema [`to_connect`] read).

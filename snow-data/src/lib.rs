@@ -11,6 +11,7 @@ pub mod connect_json;
 pub mod decimal;
 pub mod error;
 pub mod json_schema;
+pub mod json_text;
 pub mod schema;
 pub mod snow_text;
 pub mod value;

@@ -6,6 +6,7 @@
 use std::collections::BTreeSet;
 
 use serde_json::{Map, Value as Json};
+use snow_data::json_text::{self, Decimals};
 use snow_data::{Schema, Value, avro, connect_json, json_schema, snow_text, wire};
 
 use super::Converters;
@@ -29,6 +30,8 @@ struct Registered {
     schema: Schema,
     /// The registry id of the value schema (formats with a registry).
     value_id: Option<u32>,
+    /// The schema as `JsonConverter`'s envelope carries it, written once.
+    envelope_schema: String,
 }
 
 /// One unit's converters and the table schema it last registered.
@@ -74,7 +77,8 @@ impl SourceConverters {
             }
             _ => None,
         };
-        self.table = Some(Registered { schema, value_id });
+        let envelope_schema = connect_json::schema_to_json(&schema).to_string();
+        self.table = Some(Registered { schema, value_id, envelope_schema });
         Ok(())
     }
 
@@ -107,7 +111,7 @@ impl SourceConverters {
                 let row: Map<String, Json> =
                     serde_json::from_slice(v).map_err(|e| RowProblem::Bad(format!("the row is not a JSON object: {e}")))?;
                 let (typed, dropped) = snow_text::row(&row, &table.schema).map_err(|e| RowProblem::Bad(e.to_string()))?;
-                (Some(encode(spec, &table.schema, table.value_id, &typed).map_err(RowProblem::Bad)?), dropped)
+                (Some(encode_row(spec, table, &typed).map_err(RowProblem::Bad)?), dropped)
             }
             (v, _) => (v.map(<[u8]>::to_vec), Vec::new()),
         };
@@ -136,6 +140,27 @@ fn registry_text(spec: &ConverterSpec, schema: &Schema) -> Result<String, String
 async fn register(registry: &Registry, spec: &ConverterSpec, subject: &str, text: &str) -> Result<u32, RegistryError> {
     let kind = spec.format.schema_type().unwrap_or(super::registry::SchemaType::Avro);
     if spec.auto_register { registry.register(subject, kind, text).await } else { registry.lookup(subject, kind, text).await }
+}
+
+/// A row typed by the table's schema in `spec`'s format. The JSON formats write the value
+/// straight to text (the row was typed by this very schema), the envelope's schema written once.
+fn encode_row(spec: &ConverterSpec, table: &Registered, row: &Value) -> Result<Vec<u8>, String> {
+    let mut text = String::with_capacity(2048);
+    match spec.format {
+        Format::Json if spec.schemas_enable => {
+            text.push_str("{\"schema\":");
+            text.push_str(&table.envelope_schema);
+            text.push_str(",\"payload\":");
+            json_text::write(row, Decimals::Base64, &mut text).map_err(|e| e.to_string())?;
+            text.push('}');
+            Ok(text.into_bytes())
+        }
+        Format::Json => {
+            json_text::write(row, Decimals::Base64, &mut text).map_err(|e| e.to_string())?;
+            Ok(text.into_bytes())
+        }
+        _ => encode(spec, &table.schema, table.value_id, row),
+    }
 }
 
 /// `value` under `schema` in `spec`'s format (`id`: the registry id of `schema`).

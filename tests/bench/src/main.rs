@@ -11,11 +11,13 @@
 //! `snow-bench hidden` measures the source through rows hidden by ACLs ([`hidden`]); `snow-bench
 //! sink` the sink's Table API and Batch API paths against an instance's latency ([`sink`]);
 //! `snow-bench startup` cold and warm starts with the compile cache ([`startup`]); `snow-bench swap`
-//! the pause of a hot-swap per unit ([`swap`]).
+//! the pause of a hot-swap per unit ([`swap`]); `snow-bench formats` what each value converter
+//! costs per row ([`formats`]).
 
 mod bare;
 mod fake;
 mod fleet;
+mod formats;
 mod hidden;
 mod measure;
 mod native;
@@ -37,6 +39,7 @@ fn main() -> Result<()> {
         Some("startup") => startup::run(),
         Some("swap") => swap::run(),
         Some("fleet") => fleet::run(),
+        Some("formats") => formats::run(),
         Some(mode @ ("native" | "bare")) => {
             let fake = opt("--fake").unwrap_or_default();
             let bootstrap = opt("--bootstrap").unwrap_or_default();
@@ -54,7 +57,7 @@ fn main() -> Result<()> {
             Ok(())
         }
         _ => bail!(
-            "usage: snow-bench run [--rows N] | hidden | sink | startup | swap | fleet | native|bare --fake URL --bootstrap B --topic T --rows N"
+            "usage: snow-bench run [--rows N] | hidden | sink | startup | swap | fleet | formats | native|bare --fake URL --bootstrap B --topic T --rows N"
         ),
     }
 }
