@@ -60,7 +60,7 @@ impl SinkConverters {
     /// True when a record needs reading before the component gets it (a key or value converter
     /// that carries types).
     pub fn active(&self) -> bool {
-        [&self.converters.spec.key, &self.converters.spec.value].into_iter().flatten().any(|c| carries_types(c))
+        [&self.converters.spec.key, &self.converters.spec.value].into_iter().flatten().any(carries_types)
     }
 
     /// `record` as the sink component reads it: the same coordinates and headers, the key and
