@@ -16,7 +16,7 @@ use crate::value::Value;
 /// A schema as `JsonConverter` writes it.
 pub fn schema_to_json(schema: &Schema) -> Json {
     let mut out = Map::new();
-    out.insert("type".into(), json!(schema.kind.name()));
+    out.insert("type".into(), json!(schema.kind.json_name()));
     match &schema.kind {
         Kind::Struct(fields) => {
             let fields = fields

@@ -3,7 +3,8 @@
 //! [`connect_json`] is `JsonConverter`'s format (and the format the source component describes
 //! its table in); [`avro`] and [`wire`] are what `AvroConverter` writes, [`json_schema`] what
 //! `JsonSchemaConverter` writes; [`snow_text`] maps
-//! ServiceNow's text forms to typed values and back. Everything here is pure: the registry, the
+//! ServiceNow's text forms to typed values and back; [`transform`] is Connect's Single Message
+//! Transforms and predicates. Everything here is pure: the registry, the
 //! producer and the consumer are the host's.
 
 pub mod avro;
@@ -14,6 +15,7 @@ pub mod json_schema;
 pub mod json_text;
 pub mod schema;
 pub mod snow_text;
+pub mod transform;
 pub mod value;
 pub mod wire;
 

@@ -60,15 +60,25 @@ impl Kind {
         }
     }
 
-    /// The primitive type called `name`, if it is one.
+    /// The type's name in `JsonConverter`'s schema envelope, which calls the floats `float` and
+    /// `double` (`Schema.Type`'s names are `float32` and `float64`).
+    pub fn json_name(&self) -> &'static str {
+        match self {
+            Kind::Float32 => "float",
+            Kind::Float64 => "double",
+            other => other.name(),
+        }
+    }
+
+    /// The primitive type called `name` (either naming of the floats), if it is one.
     pub fn primitive(name: &str) -> Option<Kind> {
         Some(match name {
             "int8" => Kind::Int8,
             "int16" => Kind::Int16,
             "int32" => Kind::Int32,
             "int64" => Kind::Int64,
-            "float32" => Kind::Float32,
-            "float64" => Kind::Float64,
+            "float32" | "float" => Kind::Float32,
+            "float64" | "double" => Kind::Float64,
             "boolean" => Kind::Boolean,
             "string" => Kind::String,
             "bytes" => Kind::Bytes,

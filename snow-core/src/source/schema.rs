@@ -79,7 +79,7 @@ fn typed(e: &Element) -> Value {
         "boolean" => json!({ "type": "boolean", "optional": true }),
         "integer" => json!({ "type": "int32", "optional": true }),
         "longint" | "auto_increment" => json!({ "type": "int64", "optional": true }),
-        "float" => json!({ "type": "float64", "optional": true }),
+        "float" => json!({ "type": "double", "optional": true }),
         "decimal" => {
             let scale = e.attribute("scale").and_then(|s| s.parse::<u8>().ok()).unwrap_or(2);
             json!({ "type": "bytes", "optional": true, "name": DECIMAL, "version": 1, "parameters": { "scale": scale.to_string() } })

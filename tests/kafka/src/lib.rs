@@ -9,6 +9,7 @@
 //! an owned one stopped on drop; [`KafkaBroker::start_detached`] one that outlives its starter
 //! (`make kafka-up`, the demo), stopped with [`stop_detached`].
 
+pub mod connect_smt;
 mod jars;
 mod process;
 pub mod registry;
