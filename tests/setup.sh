@@ -30,7 +30,7 @@ done
 declare -A package_of=(
   [cc]=build-essential [c++]=build-essential [make]=make [perl]=perl
   [java]=openjdk-17-jdk-headless [mvn]=maven [curl]=curl [node]=nodejs [npm]=npm [openssl]=openssl
-  [pkg-config]=pkg-config [python3]=python3
+  [pkg-config]=pkg-config [python3]=python3 [javac]=openjdk-17-jdk-headless
 )
 missing=()
 tools=(cc c++ make perl java mvn curl pkg-config)
@@ -39,7 +39,9 @@ tools=(cc c++ make perl java mvn curl pkg-config)
 # certificates (curl drives the REST API).
 # python3 with venv: the schema registry tests read and write records with Confluent's Python
 # client, installed by `make test` into target/python (tests/python/requirements.txt).
-[ "$for_tests" = 1 ] && tools+=(node npm openssl python3)
+# javac: the transform parity test compiles its harness against Kafka Connect's own transforms
+# (tests/kafka/java/SmtHarness.java).
+[ "$for_tests" = 1 ] && tools+=(node npm openssl python3 javac)
 for tool in "${tools[@]}"; do
   command -v "$tool" >/dev/null 2>&1 || missing+=("${package_of[$tool]}")
 done
