@@ -214,3 +214,51 @@ fn requests_in_flight_to_one_instance_are_capped_across_tables() {
     assert_eq!(keys, ids, "every table arrives; log:\n{}", tail(&log, 30));
     assert_eq!(fake.journal().max_in_flight, 2, "six tables polled at once never had more than the cap of 2 requests in flight");
 }
+
+/// The partition count and the `cleanup.policy` of `topic` on the shared broker.
+fn topic_shape(topic: &str) -> (usize, String) {
+    use rdkafka::admin::{AdminClient, AdminOptions, ResourceSpecifier};
+    use rdkafka::client::DefaultClientContext;
+    use rdkafka::consumer::{BaseConsumer, Consumer};
+    let bootstrap = kafka_harness::shared().bootstrap();
+    let consumer: BaseConsumer = rdkafka::ClientConfig::new().set("bootstrap.servers", bootstrap).create().unwrap();
+    let metadata = consumer.fetch_metadata(Some(topic), Duration::from_secs(10)).unwrap();
+    let partitions = metadata.topics().iter().find(|t| t.name() == topic).map_or(0, |t| t.partitions().len());
+    let admin: AdminClient<DefaultClientContext> = rdkafka::ClientConfig::new().set("bootstrap.servers", bootstrap).create().unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let described = rt.block_on(admin.describe_configs(&[ResourceSpecifier::Topic(topic)], &AdminOptions::new())).unwrap();
+    let policy = described.into_iter().flatten().find_map(|r| r.get("cleanup.policy").and_then(|e| e.value.clone())).unwrap_or_default();
+    (partitions, policy)
+}
+
+#[test]
+fn topic_creation_creates_each_tables_topic_with_its_groups_settings() {
+    let now = now_secs();
+    let fake = fake(now);
+    fake.shared().seed("incident", 30, now - 600, 300);
+    fake.shared().seed("problem", 20, now - 600, 300);
+    let (name, incidents, problems) = (unique("tcreate"), unique("tcreate-incident"), unique("tcreate-problem"));
+    let mut config = source_config(&fake, &name, &incidents, "100");
+    config.insert("snow.tables".into(), "incident,problem".into());
+    config.insert("snow.table.problem.topic".into(), problems.clone());
+    for (k, v) in [
+        ("topic.creation.default.replication.factor", "1"),
+        ("topic.creation.default.partitions", "3"),
+        ("topic.creation.groups", "compacted"),
+        ("topic.creation.compacted.include", ".*-incident-.*"),
+        ("topic.creation.compacted.partitions", "2"),
+        ("topic.creation.compacted.cleanup.policy", "compact"),
+    ] {
+        config.insert(k.into(), v.into());
+    }
+    let dir = work_dir("topic-creation");
+    let runner = Runner::start(&dir, "run", &[&connector_file(&dir, &name, &config)]);
+    let bootstrap = kafka_harness::shared().bootstrap();
+    let got_incidents = read_until(bootstrap, &incidents, Duration::from_secs(120), |r| r.len() >= 30).len();
+    let got_problems = read_until(bootstrap, &problems, Duration::from_secs(120), |r| r.len() >= 20).len();
+    let log = runner.stop();
+    assert_eq!((got_incidents, got_problems), (30, 20), "{}", tail(&log, 20));
+    assert_eq!(topic_shape(&incidents), (2, "compact".to_string()), "the compacted group's settings");
+    assert_eq!(topic_shape(&problems), (3, "delete".to_string()), "the default group's");
+    assert!(log.contains(&format!("created topic {incidents} (topic.creation group compacted: 2 partitions")), "{}", tail(&log, 20));
+}

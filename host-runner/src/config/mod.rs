@@ -16,6 +16,7 @@ mod properties;
 pub mod providers;
 mod sink;
 mod spec;
+pub mod topic_creation;
 
 pub use artefact::KEYS as TRUST_KEYS;
 pub use file::{load_files, load_files_with_entries, string_entries};

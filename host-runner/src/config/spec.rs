@@ -124,6 +124,8 @@ pub struct ConnectorSpec {
     pub guest_config: BTreeMap<String, String>,
     /// `key.converter`, `value.converter` and their settings, with their registry clients.
     pub convert: crate::convert::Converters,
+    /// `topic.creation.*`: how a source creates the topics it writes to (none: it does not).
+    pub topic_creation: Option<std::sync::Arc<super::topic_creation::TopicCreation>>,
 }
 
 /// 256 MiB holds a 10,000-row page of wide rows twice over.
@@ -343,6 +345,7 @@ impl ConnectorSpec {
                 || k.starts_with("kafka.consumer.")
                 || k.strip_prefix("kafka.").is_some_and(crate::kafka::security::is_security_key)
                 || crate::convert::spec::is_converter_key(k)
+                || super::topic_creation::is_topic_creation_key(k)
         };
         let mut guest_config = BTreeMap::new();
         for (k, v) in &entries {
@@ -355,6 +358,10 @@ impl ConnectorSpec {
             }
         }
         let is_sink = !topics.is_empty() || sink.topics_regex.is_some();
+        let topic_creation = super::topic_creation::TopicCreation::from_entries(&entries, &mut errors).map(std::sync::Arc::new);
+        if is_sink && topic_creation.is_some() {
+            errors.push("topic.creation.*: creates a source's topics; a sink connector does not create topics".into());
+        }
         // A source's typed value converter needs the table's types: the component reads its
         // dictionary. (A sink's converters read typed records before the component gets them.)
         if convert.typed_value() && !is_sink {
@@ -393,6 +400,7 @@ impl ConnectorSpec {
             auth,
             guest_config,
             convert: crate::convert::Converters::new(convert),
+            topic_creation,
         })
     }
 }

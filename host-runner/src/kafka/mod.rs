@@ -55,6 +55,11 @@ fn producer_config(spec: &KafkaSpec) -> ClientConfig {
     client_config(spec, &defaults, &spec.producer)
 }
 
+/// The settings of an admin client of `spec`'s cluster (a source creating its topics).
+pub fn admin_config(spec: &KafkaSpec) -> ClientConfig {
+    client_config(spec, &[], &BTreeMap::new())
+}
+
 /// The producer of a source connector.
 pub fn producer(spec: &KafkaSpec) -> Result<FutureProducer> {
     producer_config(spec).create().context("creating the Kafka producer")

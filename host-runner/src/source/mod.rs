@@ -4,6 +4,7 @@
 //! stored only after Kafka acknowledged every record up to it ([`produce`], [`pipeline`]).
 
 mod budget;
+mod create_topic;
 pub mod pipeline;
 pub mod produce;
 mod unit;
@@ -89,6 +90,7 @@ pub fn spawn_unit(
         shutdown,
         swapping: None,
         announced: Default::default(),
+        created: Default::default(),
         converters: crate::convert::source::SourceConverters::new(ctx.spec.convert.clone()),
     };
     tokio::spawn(runner.run())

@@ -53,6 +53,8 @@ pub struct UnitRunner {
     pub announced: BTreeSet<String>,
     /// The user's key and value converters, with the table schema they last registered.
     pub converters: SourceConverters,
+    /// The topics `topic.creation.*` has made sure of (created, or found existing).
+    pub created: BTreeSet<String>,
 }
 
 /// An opened guest instance and its task handle.
@@ -292,6 +294,13 @@ impl UnitRunner {
                 ));
                 break Restart::Parked;
             }
+            if !batch.records.is_empty()
+                && let Err(why) = self.create_topic(&batch.topic).await
+            {
+                tracing::warn!(connector = %self.ctx.name(), unit = %self.unit.name, "{why}; trying again");
+                self.state(UnitState::Retrying, Some(&why));
+                break Restart::Reopen;
+            }
             if let Some(schema) = &batch.value_schema
                 && let Err(why) = self.converters.schema(&batch.topic, schema).await
             {
@@ -396,6 +405,28 @@ impl UnitRunner {
     /// The batch's records as the user's converters write them (`None`: no converter, the batch's
     /// bytes go out as they are). A row that does not fit its schema stops the unit, or is left
     /// out and counted under `snow.bad.row.behavior=skip`.
+    /// Creates `topic` as `topic.creation.*` says, once, before its first record.
+    async fn create_topic(&mut self, topic: &str) -> Result<(), String> {
+        let Some(creation) = self.ctx.spec.topic_creation.clone() else { return Ok(()) };
+        if self.created.contains(topic) {
+            return Ok(());
+        }
+        let group = creation.group_of(topic);
+        let outcome = super::create_topic::ensure(&self.ctx.spec.kafka, group, topic).await?;
+        if outcome == super::create_topic::Outcome::Created {
+            tracing::info!(
+                connector = %self.ctx.name(),
+                unit = %self.unit.name,
+                "created topic {topic} (topic.creation group {}: {} partitions, replication factor {})",
+                group.name,
+                group.partitions,
+                group.replication
+            );
+        }
+        self.created.insert(topic.to_string());
+        Ok(())
+    }
+
     async fn convert(&mut self, batch: &PollBatch) -> Result<Option<Vec<Converted>>, String> {
         if !self.converters.active() || batch.records.is_empty() {
             return Ok(None);
