@@ -515,3 +515,81 @@ fn a_dead_letter_kafka_refuses_for_good_is_truncated_or_parks_its_partition_as_c
         }
     }
 }
+
+#[test]
+fn connects_transforms_reshape_drop_and_route_records_before_they_are_written() {
+    let fake = FakeSnow::start(FakeOptions::default()).unwrap();
+    fake.create_table("incident");
+    fake.create_table("problem");
+    let (name, topic) = (unique("smt"), unique("smt-in"));
+    let bootstrap = kafka_harness::shared().bootstrap();
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    rt.block_on(create_topic(bootstrap, &topic, 1));
+    let record = |value: &str, headers: Vec<(String, String)>| Produced { key: None, value: Some(value.into()), headers };
+    let records = vec![
+        record(r#"{"desc":"one","secret":"s1","internal":"x"}"#, vec![]),
+        record(r#"{"desc":"dropped","secret":"s2"}"#, vec![("skip".into(), "yes".into())]),
+        record(r#"{"desc":"three","secret":"s3"}"#, vec![]),
+        // Not an object: ReplaceField has nothing to work on, a record error under errors.tolerance=all.
+        record(r#"[1,2]"#, vec![]),
+        record(r#"{"desc":"five","secret":"s5"}"#, vec![]),
+    ];
+    rt.block_on(produce_records(bootstrap, &topic, &records));
+    let dir = work_dir("sink-transforms");
+    let config = sink_entries(
+        &fake.url(),
+        &name,
+        &topic,
+        "incident",
+        &[
+            ("snow.auth.type", "none"),
+            // The routed topic names the table the record is written to.
+            ("snow.sink.table", ""),
+            ("snow.sink.table.map", &format!("{topic}-routed:problem")),
+            ("errors.tolerance", "all"),
+            ("errors.deadletterqueue.topic.name", "${connector}-dlq"),
+            ("reporter.result.topic.name", "${connector}-ok"),
+            ("transforms", "skip,rename,mask,route"),
+            ("transforms.skip.type", "org.apache.kafka.connect.transforms.Filter"),
+            ("transforms.skip.predicate", "flagged"),
+            ("transforms.rename.type", "org.apache.kafka.connect.transforms.ReplaceField$Value"),
+            ("transforms.rename.renames", "desc:short_description"),
+            ("transforms.rename.exclude", "internal"),
+            ("transforms.mask.type", "org.apache.kafka.connect.transforms.MaskField$Value"),
+            ("transforms.mask.fields", "secret"),
+            ("transforms.mask.replacement", "***"),
+            ("transforms.route.type", "org.apache.kafka.connect.transforms.RegexRouter"),
+            ("transforms.route.regex", "(.*)"),
+            ("transforms.route.replacement", "$1-routed"),
+            ("predicates", "flagged"),
+            ("predicates.flagged.type", "org.apache.kafka.connect.transforms.predicates.HasHeaderKey"),
+            ("predicates.flagged.name", "skip"),
+        ],
+    );
+    let runner = Runner::start(&dir, "run", &[&connector_file(&dir, &name, &config)]);
+    wait_committed(&format!("connect-{name}"), &topic, 1, records.len() as i64, Duration::from_secs(120));
+    let log = runner.stop();
+
+    let rows = fake.rows("problem");
+    let written: Vec<(String, String)> = rows
+        .iter()
+        .map(|r| (r["short_description"].as_str().unwrap_or("").to_string(), r["secret"].as_str().unwrap_or("").to_string()))
+        .collect();
+    let expected: Vec<(String, String)> = ["one", "three", "five"].iter().map(|d| (d.to_string(), "***".to_string())).collect();
+    assert_eq!(written, expected, "renamed, masked, routed to problem; the flagged record dropped; log:\n{}", tail(&log, 20));
+    assert!(rows.iter().all(|r| r.get("internal").is_none() && r.get("desc").is_none()), "{rows:?}");
+    assert!(fake.rows("incident").is_empty(), "nothing written under the original topic's table");
+    let reports = read_until(bootstrap, &format!("{name}-ok"), Duration::from_secs(60), |r| r.len() >= 4);
+    let skipped: Vec<i64> =
+        reports.iter().filter(|r| r.json()["reason"] == "filtered").map(|r| r.json()["offset"].as_i64().unwrap()).collect();
+    assert_eq!(skipped, [1], "the filtered record is reported as skipped and committed past");
+    let dead = read_until(bootstrap, &format!("{name}-dlq"), Duration::from_secs(60), |r| !r.is_empty());
+    let h = |k: &str| dead[0].headers.get(&format!("__connect.errors.{k}")).cloned().unwrap_or_default();
+    assert_eq!((h("offset"), h("stage")), ("3".to_string(), "TRANSFORMATION".to_string()));
+    assert_eq!(h("class.name"), "org.apache.kafka.connect.transforms.ReplaceField$Value");
+    assert!(
+        h("exception.message").contains("Only Map objects supported in absence of schema for [field replacement]"),
+        "{}",
+        h("exception.message")
+    );
+}

@@ -126,6 +126,8 @@ pub struct ConnectorSpec {
     pub convert: crate::convert::Converters,
     /// `topic.creation.*`: how a source creates the topics it writes to (none: it does not).
     pub topic_creation: Option<std::sync::Arc<super::topic_creation::TopicCreation>>,
+    /// `transforms=` / `predicates=`: Connect's transforms, applied by a sink after its converters.
+    pub transforms: Option<std::sync::Arc<snow_data::transform::Chain>>,
 }
 
 /// 256 MiB holds a 10,000-row page of wide rows twice over.
@@ -346,6 +348,7 @@ impl ConnectorSpec {
                 || k.strip_prefix("kafka.").is_some_and(crate::kafka::security::is_security_key)
                 || crate::convert::spec::is_converter_key(k)
                 || super::topic_creation::is_topic_creation_key(k)
+                || snow_data::transform::config::is_transform_key(k)
         };
         let mut guest_config = BTreeMap::new();
         for (k, v) in &entries {
@@ -361,6 +364,13 @@ impl ConnectorSpec {
         let topic_creation = super::topic_creation::TopicCreation::from_entries(&entries, &mut errors).map(std::sync::Arc::new);
         if is_sink && topic_creation.is_some() {
             errors.push("topic.creation.*: creates a source's topics; a sink connector does not create topics".into());
+        }
+        let transforms = snow_data::transform::Chain::from_entries(&entries, &mut errors);
+        let transforms = (!transforms.is_empty()).then(|| std::sync::Arc::new(transforms));
+        if transforms.is_some() && !is_sink {
+            errors.push(
+                "transforms: applied by sink connectors in this version; a source's records are not transformed yet (issue 19)".into(),
+            );
         }
         // A source's typed value converter needs the table's types: the component reads its
         // dictionary. (A sink's converters read typed records before the component gets them.)
@@ -401,6 +411,7 @@ impl ConnectorSpec {
             guest_config,
             convert: crate::convert::Converters::new(convert),
             topic_creation,
+            transforms,
         })
     }
 }

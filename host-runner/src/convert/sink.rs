@@ -9,12 +9,13 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use snow_data::avro::Node;
-use snow_data::{Schema, Value, avro, connect_json, json_schema, snow_text, wire};
+use snow_data::transform::{Chain, Header, Record};
+use snow_data::{Kind, Schema, Value, avro, connect_json, json_schema, snow_text, wire};
 
 use super::Converters;
 use super::registry::{Registry, RegistryError, SchemaType};
 use super::spec::{ConverterSpec, Format};
-use crate::component::bindings::types::SinkRecord;
+use crate::component::bindings::types::{Header as ComponentHeader, SinkRecord};
 
 /// Why a record could not be read.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -23,9 +24,9 @@ pub enum Unreadable {
     Record {
         /// What is wrong, naming the record.
         message: String,
-        /// True when its key is, false when its value is.
-        key: bool,
-        /// The converter that could not read it.
+        /// Where, as Connect names it: `KEY_CONVERTER`, `VALUE_CONVERTER` or `TRANSFORMATION`.
+        stage: &'static str,
+        /// The converter or transform that failed.
         class: String,
     },
     /// The registry could not be reached: the partition waits and tries again.
@@ -41,6 +42,8 @@ const MAX_PARSED: usize = 1024;
 pub struct SinkConverters {
     converters: Converters,
     parsed: Mutex<HashMap<u32, Arc<Writer>>>,
+    /// The connector's transforms (`transforms=`), run after the converters as in Connect.
+    chain: Option<Arc<Chain>>,
 }
 
 /// A writer's schema from the registry, parsed.
@@ -53,19 +56,119 @@ enum Writer {
 
 impl SinkConverters {
     /// The connector's converters.
-    pub fn new(converters: Converters) -> Self {
-        Self { converters, parsed: Mutex::new(HashMap::new()) }
+    pub fn new(converters: Converters, chain: Option<Arc<Chain>>) -> Self {
+        Self { converters, parsed: Mutex::new(HashMap::new()), chain: chain.filter(|c| !c.is_empty()) }
     }
 
     /// True when a record needs reading before the component gets it (a key or value converter
-    /// that carries types).
+    /// that carries types, or transforms).
     pub fn active(&self) -> bool {
-        [&self.converters.spec.key, &self.converters.spec.value].into_iter().flatten().any(carries_types)
+        self.chain.is_some() || [&self.converters.spec.key, &self.converters.spec.value].into_iter().flatten().any(carries_types)
+    }
+
+    /// `record` as the sink component reads it, or `None` when a transform dropped it (Filter).
+    /// The error names the record and the stage that failed.
+    pub async fn record(&self, record: &SinkRecord) -> Result<Option<SinkRecord>, Unreadable> {
+        match &self.chain {
+            None => self.converted(record).await.map(Some),
+            Some(chain) => self.transformed(record, chain).await,
+        }
+    }
+
+    /// `record` read by the converters and run through `chain`, then rendered for ServiceNow: a
+    /// key without a typed converter is a string, a value without one is schemaless JSON (as
+    /// `JsonConverter` with `schemas.enable=false` reads it), headers are strings.
+    async fn transformed(&self, record: &SinkRecord, chain: &Chain) -> Result<Option<SinkRecord>, Unreadable> {
+        let at = format!("{}-{}@{}", record.topic, record.partition, record.offset);
+        let spec = &self.converters.spec;
+        let (key_schema, key) = match (&record.key, &spec.key) {
+            (Some(bytes), Some(c)) if carries_types(c) => {
+                let (v, s) = self.read(c, self.converters.key_registry.as_ref(), bytes).await.map_err(|e| e.of(&at, true, c))?;
+                (s, v)
+            }
+            (Some(bytes), _) => (Some(Schema::new(Kind::String).optional()), Value::String(String::from_utf8_lossy(bytes).into_owned())),
+            (None, _) => (None, Value::Null),
+        };
+        let (value_schema, value) = match (&record.value, &spec.value) {
+            (Some(bytes), Some(c)) if carries_types(c) => {
+                let (v, s) = self.read(c, self.converters.value_registry.as_ref(), bytes).await.map_err(|e| e.of(&at, false, c))?;
+                (s, v)
+            }
+            (Some(bytes), _) => {
+                let (s, v) = connect_json::decode(Some(bytes), false).map_err(|e| Unreadable::Record {
+                    message: format!("record {at}: the value is not JSON, which transforms need to read it: {e}"),
+                    stage: "VALUE_CONVERTER",
+                    class: "org.apache.kafka.connect.json.JsonConverter".into(),
+                })?;
+                (s, v)
+            }
+            (None, _) => (None, Value::Null),
+        };
+        let headers = record
+            .headers
+            .iter()
+            .map(|h| Header {
+                key: h.key.clone(),
+                schema: Some(Schema::new(Kind::String).optional()),
+                value: Value::String(String::from_utf8_lossy(&h.value).into_owned()),
+            })
+            .collect();
+        let connect = Record {
+            topic: record.topic.clone(),
+            partition: Some(record.partition),
+            offset: Some(record.offset),
+            key_schema,
+            key,
+            value_schema,
+            value,
+            timestamp: record.timestamp_ms,
+            headers,
+        };
+        let out = match chain.apply(connect) {
+            Ok(Some(out)) => out,
+            Ok(None) => return Ok(None),
+            Err(e) => {
+                return Err(Unreadable::Record {
+                    message: format!("record {at}: transform {} failed: {}", e.alias, e.message),
+                    stage: "TRANSFORMATION",
+                    class: e.class,
+                });
+            }
+        };
+        let text = |v: &Value| match v {
+            Value::String(s) => s.clone().into_bytes(),
+            other => snow_text::to_json(other).to_string().into_bytes(),
+        };
+        let value = match &out.value {
+            Value::Null => None,
+            v => Some(
+                serde_json::Value::Object(snow_text::body(v, out.value_schema.as_ref()).map_err(|e| Unreadable::Record {
+                    message: format!("record {at}: the transformed value cannot be written: {e}"),
+                    stage: "TRANSFORMATION",
+                    class: chain.aliases().join(","),
+                })?)
+                .to_string()
+                .into_bytes(),
+            ),
+        };
+        Ok(Some(SinkRecord {
+            topic: out.topic.clone(),
+            partition: record.partition,
+            offset: record.offset,
+            key: (!out.key.is_null()).then(|| text(&out.key)),
+            value,
+            headers: out
+                .headers
+                .iter()
+                .map(|h| ComponentHeader { key: h.key.clone(), value: if h.value.is_null() { Vec::new() } else { text(&h.value) } })
+                .collect(),
+            timestamp_ms: out.timestamp,
+        }))
     }
 
     /// `record` as the sink component reads it: the same coordinates and headers, the key and
     /// value rendered for ServiceNow. The error names the record and whether its key or value.
-    pub async fn record(&self, record: &SinkRecord) -> Result<SinkRecord, Unreadable> {
+    async fn converted(&self, record: &SinkRecord) -> Result<SinkRecord, Unreadable> {
         let at = format!("{}-{}@{}", record.topic, record.partition, record.offset);
         let spec = &self.converters.spec;
         let key = match (&record.key, &spec.key) {
@@ -175,7 +278,11 @@ impl Problem {
     fn of(self, at: &str, key: bool, spec: &ConverterSpec) -> Unreadable {
         let part = if key { "key" } else { "value" };
         match self {
-            Problem::Record(m) => Unreadable::Record { message: format!("record {at}: the {part} {m}"), key, class: spec.class.clone() },
+            Problem::Record(m) => Unreadable::Record {
+                message: format!("record {at}: the {part} {m}"),
+                stage: if key { "KEY_CONVERTER" } else { "VALUE_CONVERTER" },
+                class: spec.class.clone(),
+            },
             Problem::Retry(m) => Unreadable::Retry(format!("record {at}: the {part}: {m}")),
             Problem::Stop(m) => Unreadable::Stop(format!("record {at}: the {part}: {m}")),
         }
@@ -216,7 +323,7 @@ mod tests {
         let mut errors = Vec::new();
         let spec = ConvertSpec::from_entries(&entries, &mut errors);
         assert!(errors.is_empty(), "{errors:?}");
-        SinkConverters::new(Converters::new(spec))
+        SinkConverters::new(Converters::new(spec), None)
     }
 
     fn record(key: Option<&str>, value: Option<&[u8]>) -> SinkRecord {
@@ -240,18 +347,19 @@ mod tests {
             {"field":"opened_at","type":"int64","name":"org.apache.kafka.connect.data.Timestamp","optional":true},
             {"field":"cost","type":"bytes","name":"org.apache.kafka.connect.data.Decimal","parameters":{"scale":"2"},"optional":true}]},
             "payload":{"short_description":"Printer","opened_at":1714557600000,"cost":"MDk="}}"#;
-        let out = c.record(&record(Some("abc"), Some(value))).await.expect("read");
+        let out = c.record(&record(Some("abc"), Some(value))).await.expect("read").expect("kept");
         let body: serde_json::Value = serde_json::from_slice(out.value.as_deref().expect("value")).expect("json");
         assert_eq!(body, serde_json::json!({"short_description":"Printer","opened_at":"2024-05-01 10:00:00","cost":"123.45"}));
         assert_eq!(out.key.as_deref(), Some(&b"abc"[..]), "a key without a converter is left as it is");
         let tombstone = br#"{"schema":null,"payload":null}"#;
-        assert_eq!(c.record(&record(None, Some(tombstone))).await.expect("read").value, None);
+        assert_eq!(c.record(&record(None, Some(tombstone))).await.expect("read").expect("kept").value, None);
     }
 
     #[tokio::test]
     async fn bad_bytes_are_the_records_error_naming_it() {
         let c = converters(&[("value.converter", "org.apache.kafka.connect.json.JsonConverter")]);
-        let Err(Unreadable::Record { message: why, key: false, .. }) = c.record(&record(None, Some(b"{\"a\":1}"))).await else {
+        let Err(Unreadable::Record { message: why, stage: "VALUE_CONVERTER", .. }) = c.record(&record(None, Some(b"{\"a\":1}"))).await
+        else {
             panic!("record error")
         };
         assert!(why.starts_with("record t-0@3: the value could not be read by org.apache.kafka.connect.json.JsonConverter: "), "{why}");

@@ -241,11 +241,20 @@ impl Lane {
         let (records, readable) = match readable(self.shared.converters.clone(), records).await {
             Readable::All(readable) => (records, readable),
             Readable::Before(n, readable) => (&records[..n], readable),
-            Readable::Unreadable(Unreadable::Record { message, key, class }) => {
+            Readable::Unreadable(Unreadable::Record { message, stage, class }) => {
                 drop(permit);
                 let outcome = Outcome::Failed(SnowError::Data(Failure { message, class: ErrorClass::Fatal }));
-                let stage = Stage::Converter { stage: if key { "KEY_CONVERTER" } else { "VALUE_CONVERTER" }, class };
-                return self.judged(&records[..1], &[outcome], stage).await;
+                return self.judged(&records[..1], &[outcome], Stage::Converter { stage, class }).await;
+            }
+            Readable::Filtered => {
+                drop(permit);
+                // Dropped by a transform (Filter): final, reported as skipped, committed past.
+                let filtered = Final::Skipped { table: String::new(), sys_id: String::new(), reason: "filtered" };
+                return match self.settle(&[(&records[0], filtered)]).await {
+                    Settled::Done => Some(Step { done: 1, then: Then::GoOn }),
+                    Settled::Stopped => None,
+                    Settled::Parked(why) => Some(Step { done: 0, then: Then::Park(why) }),
+                };
             }
             Readable::Unreadable(Unreadable::Retry(why)) => return Some(Step { done: 0, then: Then::Retry(why) }),
             Readable::Unreadable(Unreadable::Stop(why)) => return Some(Step { done: 0, then: Then::Park(why) }),
@@ -443,9 +452,10 @@ async fn readable(converters: Option<Arc<SinkConverters>>, records: &[SinkRecord
     let mut out = Vec::with_capacity(records.len());
     for record in records {
         match converters.record(record).await {
-            Ok(r) => out.push(r),
+            Ok(Some(r)) => out.push(r),
+            Ok(None) if out.is_empty() => return Readable::Filtered,
             Err(problem) if out.is_empty() => return Readable::Unreadable(problem),
-            Err(_) => return Readable::Before(out.len(), Some(out)),
+            Ok(None) | Err(_) => return Readable::Before(out.len(), Some(out)),
         }
     }
     Readable::All(Some(out))
@@ -459,6 +469,8 @@ enum Readable {
     Before(usize, Option<Vec<SinkRecord>>),
     /// The first record cannot be read.
     Unreadable(Unreadable),
+    /// A transform dropped the first record.
+    Filtered,
 }
 
 /// How settling a put's outcomes ended.

@@ -91,7 +91,7 @@ pub async fn run(ctx: SharedContext, slot: Arc<Slot<SinkPre<HostState>>>, mut sh
         consumer: consumer.clone(),
         writers: Arc::new(Semaphore::new(ctx.spec.sink.max_in_flight)),
         reporter: Reporter::new(&ctx.spec)?,
-        converters: Some(Arc::new(SinkConverters::new(ctx.spec.convert.clone()))).filter(|c| c.active()),
+        converters: Some(Arc::new(SinkConverters::new(ctx.spec.convert.clone(), ctx.spec.transforms.clone()))).filter(|c| c.active()),
     });
     let mut lanes: HashMap<(String, i32), LaneEntry> = HashMap::new();
     // Lanes of revoked partitions finishing their put; a new lane of the partition waits for its

@@ -32,7 +32,7 @@ pub enum Final {
         table: String,
         /// The row it named.
         sys_id: String,
-        /// `not_found`, `stale`.
+        /// `not_found`, `stale`, or `filtered` (a transform dropped the record: nothing was sent).
         reason: &'static str,
     },
     /// The record failed for good and its partition went on.
@@ -60,11 +60,12 @@ pub enum Final {
 pub enum Stage {
     /// Writing it (Connect's `TASK_PUT`): the component's outcome.
     Put,
-    /// Reading its key (`KEY_CONVERTER`) or value (`VALUE_CONVERTER`) with the converter `class`.
+    /// Before the write: reading its key (`KEY_CONVERTER`) or value (`VALUE_CONVERTER`) with the
+    /// converter `class`, or a transform of class `class` (`TRANSFORMATION`).
     Converter {
-        /// `KEY_CONVERTER` or `VALUE_CONVERTER`.
+        /// `KEY_CONVERTER`, `VALUE_CONVERTER` or `TRANSFORMATION`.
         stage: &'static str,
-        /// The converter's class.
+        /// The converter's or transform's class.
         class: String,
     },
 }

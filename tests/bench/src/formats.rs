@@ -93,7 +93,7 @@ pub fn run() -> Result<()> {
                 .map_err(anyhow::Error::msg)
                 .with_context(|| format!("{format}: registering"))?;
         }
-        let sink = SinkConverters::new(converters);
+        let sink = SinkConverters::new(converters, None);
         let mut source_rounds = Vec::new();
         let mut sink_rounds = Vec::new();
         let mut bytes = 0usize;
