@@ -136,12 +136,12 @@ pub fn parse_literal(text: &str) -> (Option<Schema>, Value) {
     if let Some(t) = temporal(text) {
         return t;
     }
-    if (text.starts_with('[') && text.ends_with(']')) || (text.starts_with('{') && text.ends_with('}')) {
-        if let Ok(json) = serde_json::from_str::<serde_json::Value>(text) {
-            if let Some(v) = from_json(&json) {
-                return v;
-            }
-        }
+    let bracketed = (text.starts_with('[') && text.ends_with(']')) || (text.starts_with('{') && text.ends_with('}'));
+    if bracketed
+        && let Ok(json) = serde_json::from_str::<serde_json::Value>(text)
+        && let Some(v) = from_json(&json)
+    {
+        return v;
     }
     (Some(Schema::new(Kind::String)), Value::String(text.to_string()))
 }

@@ -152,10 +152,11 @@ pub fn map_put(entries: &mut Vec<(Value, Value)>, name: &str, value: Value) {
 /// else it is the raw value (`getWithoutDefault`).
 pub fn field_value(fields: &[(String, Value)], schema: &Schema, name: &str, with_default: bool) -> Value {
     let raw = fields.iter().find(|(n, _)| n == name).map(|(_, v)| v.clone()).unwrap_or(Value::Null);
-    if raw.is_null() && with_default {
-        if let Some(d) = schema.field(name).and_then(|f| f.schema.default.clone()) {
-            return d;
-        }
+    if raw.is_null()
+        && with_default
+        && let Some(d) = schema.field(name).and_then(|f| f.schema.default.clone())
+    {
+        return d;
     }
     raw
 }
@@ -183,13 +184,13 @@ pub fn check_put(field: &str, schema: &Schema, value: &Value) -> Result<(), Data
             schema.kind.name().to_ascii_uppercase()
         )));
     }
-    if let (Some(Logical::Decimal { scale }), Value::Decimal(d)) = (schema.logical(), value) {
-        if d.scale != scale {
-            return Err(DataError::new(format!(
-                "Decimal value has mismatching scale for given Decimal schema. Schema has scale {scale}, value has scale {}.",
-                d.scale
-            )));
-        }
+    if let (Some(Logical::Decimal { scale }), Value::Decimal(d)) = (schema.logical(), value)
+        && d.scale != scale
+    {
+        return Err(DataError::new(format!(
+            "Decimal value has mismatching scale for given Decimal schema. Schema has scale {scale}, value has scale {}.",
+            d.scale
+        )));
     }
     Ok(())
 }

@@ -349,7 +349,7 @@ impl TimestampConverter {
     }
 
     /// `ms` as the target form.
-    fn from_millis(&self, ms: i64) -> Value {
+    fn millis_as_target(&self, ms: i64) -> Value {
         match self.target {
             Form::String => Value::String(self.format.as_ref().map(|f| f.format(ms)).unwrap_or_default()),
             Form::Unix => Value::Int64(match self.precision {
@@ -368,7 +368,7 @@ impl TimestampConverter {
         if value.is_null() {
             return Ok(Value::Null);
         }
-        Ok(self.from_millis(self.to_millis(value, from)?))
+        Ok(self.millis_as_target(self.to_millis(value, from)?))
     }
 }
 
