@@ -428,3 +428,59 @@ fn connects_json_envelope_carries_the_types_and_a_value_that_does_not_fit_is_ski
     let parked = log.lines().find(|l| l.contains("unit parked")).unwrap_or_default().to_string();
     assert!(parked.contains(&format!("row {} does not fit its schema: field priority", ids[3])), "{parked}");
 }
+
+#[test]
+fn a_sources_transforms_reshape_route_and_drop_typed_rows_before_the_avro_converter() {
+    const ROWS: u64 = 12;
+    let registry = kafka_harness::registry::shared();
+    let now = now_secs();
+    let fake = FakeSnow::start(FakeOptions { frozen_at: Some(now), ..Default::default() }).unwrap();
+    let ids = fake.shared().seed("incident", ROWS, now - 3600, 1800);
+    fake.clock().advance(5);
+    fake.shared().store().set_dictionary("incident", &dictionary(), None, now);
+    let (name, topic) = (unique("srcsmt"), unique("srcsmt"));
+    let routed = format!("{topic}-shaped");
+    let dir = work_dir("registry-source-transforms");
+    let config = avro_source(
+        &fake,
+        &name,
+        &topic,
+        &[
+            ("transforms", "keep,origin,day,route,inactive"),
+            ("transforms.keep.type", "org.apache.kafka.connect.transforms.ReplaceField$Value"),
+            ("transforms.keep.include", "sys_id,number,priority,opened_at,active"),
+            ("transforms.origin.type", "org.apache.kafka.connect.transforms.InsertField$Value"),
+            ("transforms.origin.static.field", "origin"),
+            ("transforms.origin.static.value", "servicenow"),
+            ("transforms.day.type", "org.apache.kafka.connect.transforms.TimestampConverter$Value"),
+            ("transforms.day.field", "opened_at"),
+            ("transforms.day.target.type", "string"),
+            ("transforms.day.format", "yyyy-MM-dd"),
+            ("transforms.route.type", "org.apache.kafka.connect.transforms.RegexRouter"),
+            ("transforms.route.regex", "(.*)"),
+            ("transforms.route.replacement", "$1-shaped"),
+            ("transforms.inactive.type", "org.apache.kafka.connect.transforms.Filter"),
+            ("transforms.inactive.predicate", "never"),
+            ("transforms.inactive.negate", "true"),
+            ("predicates", "never"),
+            ("predicates.never.type", "org.apache.kafka.connect.transforms.predicates.TopicNameMatches"),
+            ("predicates.never.pattern", ".*-shaped"),
+        ],
+    );
+    // The Filter runs on every record whose topic does NOT end in -shaped: after the router,
+    // none, so every row arrives; it proves the predicate sees the routed topic.
+    let runner = Runner::start(&dir, "run", &[&connector_file(&dir, &name, &config)]);
+    let records = registry_consume(&routed, &registry.url(), ROWS as usize, "avro");
+    let log = runner.stop();
+    let records = records.unwrap_or_else(|e| panic!("{e}\nthe runner's log:\n{}", support::tail(&log, 30)));
+    let row = fake.shared().store().table("incident").unwrap().get(&ids[0]).cloned().unwrap();
+    let v = &records.iter().find(|r| r["key"] == ids[0].as_str()).unwrap()["value"];
+    let mut fields: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
+    fields.sort_unstable();
+    assert_eq!(fields, ["active", "number", "opened_at", "origin", "priority", "sys_id"], "{v}");
+    assert_eq!(v["origin"], "servicenow");
+    assert_eq!(v["opened_at"].as_str(), row["opened_at"].as_str().map(|t| &t[..10]), "a timestamp turned into its day");
+    let (status, subjects) = registry.get("/apis/ccompat/v7/subjects").unwrap();
+    assert_eq!(status, 200);
+    assert!(subjects.contains(&format!("{routed}-value")), "the transformed schema registered under the routed topic: {subjects}");
+}

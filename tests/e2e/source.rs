@@ -262,3 +262,58 @@ fn topic_creation_creates_each_tables_topic_with_its_groups_settings() {
     assert_eq!(topic_shape(&problems), (3, "delete".to_string()), "the default group's");
     assert!(log.contains(&format!("created topic {incidents} (topic.creation group compacted: 2 partitions")), "{}", tail(&log, 20));
 }
+
+#[test]
+fn a_source_without_converters_transforms_the_rows_json_and_a_failing_transform_stops_the_table() {
+    let now = now_secs();
+    let fake = fake(now);
+    let ids = fake.shared().seed("incident", 10, now - 600, 300);
+    let (name, topic) = (unique("srcmask"), unique("srcmask"));
+    let mut config = source_config(&fake, &name, &topic, "100");
+    for (k, v) in [
+        ("transforms", "mask,tag"),
+        ("transforms.mask.type", "org.apache.kafka.connect.transforms.MaskField$Value"),
+        ("transforms.mask.fields", "short_description,description"),
+        ("transforms.mask.replacement", "***"),
+        ("transforms.tag.type", "org.apache.kafka.connect.transforms.InsertHeader"),
+        ("transforms.tag.header", "origin"),
+        ("transforms.tag.value.literal", "servicenow"),
+    ] {
+        config.insert(k.into(), v.into());
+    }
+    let dir = work_dir("source-transforms");
+    let runner = Runner::start(&dir, "run", &[&connector_file(&dir, &name, &config)]);
+    let records = read_until(kafka_harness::shared().bootstrap(), &topic, Duration::from_secs(120), |r| r.len() >= 10);
+    runner.stop();
+    assert_eq!(records.len(), 10);
+    for r in &records {
+        let v = r.json();
+        assert_eq!((v["short_description"].as_str(), v["description"].as_str()), (Some("***"), Some("***")), "{v}");
+        assert!(v["number"].as_str().is_some_and(|n| n.starts_with("INC")), "other fields as read: {v}");
+        assert_eq!(r.headers.get("origin").map(String::as_str), Some("servicenow"));
+        assert!(ids.contains(&r.key), "the key is still the sys_id");
+    }
+
+    // A transform that cannot work on the row (ExtractField's field is not a map) stops the
+    // table under errors.tolerance=none, naming the transform.
+    let (name, topic) = (unique("srcfail"), unique("srcfail"));
+    let mut config = source_config(&fake, &name, &topic, "100");
+    for (k, v) in [
+        ("transforms", "pick"),
+        ("transforms.pick.type", "org.apache.kafka.connect.transforms.ExtractField$Value"),
+        ("transforms.pick.field", "number.x"),
+        ("transforms.pick.field.syntax.version", "V2"),
+    ] {
+        config.insert(k.into(), v.into());
+    }
+    let dir = work_dir("source-transform-fails");
+    let mut runner = Runner::start(&dir, "run", &[&connector_file(&dir, &name, &config)]);
+    let log = runner.wait_for_log("unit parked", Duration::from_secs(120));
+    runner.stop();
+    let parked = log.lines().find(|l| l.contains("unit parked")).unwrap_or_default().to_string();
+    assert!(
+        parked.contains("transform pick (org.apache.kafka.connect.transforms.ExtractField$Value) failed")
+            && parked.contains("errors.tolerance=all would skip it"),
+        "{parked}"
+    );
+}

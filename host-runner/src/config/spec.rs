@@ -126,7 +126,8 @@ pub struct ConnectorSpec {
     pub convert: crate::convert::Converters,
     /// `topic.creation.*`: how a source creates the topics it writes to (none: it does not).
     pub topic_creation: Option<std::sync::Arc<super::topic_creation::TopicCreation>>,
-    /// `transforms=` / `predicates=`: Connect's transforms, applied by a sink after its converters.
+    /// `transforms=` / `predicates=`: Connect's transforms (a source's before its converters, a
+    /// sink's after them, as in Connect).
     pub transforms: Option<std::sync::Arc<snow_data::transform::Chain>>,
 }
 
@@ -367,11 +368,7 @@ impl ConnectorSpec {
         }
         let transforms = snow_data::transform::Chain::from_entries(&entries, &mut errors);
         let transforms = (!transforms.is_empty()).then(|| std::sync::Arc::new(transforms));
-        if transforms.is_some() && !is_sink {
-            errors.push(
-                "transforms: applied by sink connectors in this version; a source's records are not transformed yet (issue 19)".into(),
-            );
-        }
+
         // A source's typed value converter needs the table's types: the component reads its
         // dictionary. (A sink's converters read typed records before the component gets them.)
         if convert.typed_value() && !is_sink {

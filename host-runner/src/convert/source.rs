@@ -7,6 +7,7 @@ use std::collections::BTreeSet;
 
 use serde_json::{Map, Value as Json};
 use snow_data::json_text::{self, Decimals};
+use snow_data::transform::Record;
 use snow_data::{Schema, Value, avro, connect_json, json_schema, snow_text, wire};
 
 use super::Converters;
@@ -42,12 +43,97 @@ pub struct SourceConverters {
     key_id: Option<(String, u32)>,
     /// Fields rows carried that the schema does not have (reported once each).
     dropped_seen: BTreeSet<String>,
+    /// Registry ids of the schemas transformed records carried, by key or value, topic and schema
+    /// (a transform may reshape the schema or route the record: each pair is registered once).
+    transformed_ids: Vec<((bool, String, Schema), u32)>,
 }
+
+/// Most transformed schemas remembered per unit.
+const MAX_TRANSFORMED_IDS: usize = 64;
 
 impl SourceConverters {
     /// The unit's converters.
     pub fn new(converters: Converters) -> Self {
-        Self { converters, table: None, key_id: None, dropped_seen: BTreeSet::new() }
+        Self { converters, table: None, key_id: None, dropped_seen: BTreeSet::new(), transformed_ids: Vec::new() }
+    }
+
+    /// A row as Connect data for transforms: typed by the table's schema when the value converter
+    /// needs types, else schemaless (the row's JSON as `JsonConverter` reads it without schemas);
+    /// and the row's fields the schema does not have that were not reported before.
+    pub fn connect_value(&mut self, value: Option<&[u8]>) -> Result<(Option<Schema>, Value, Vec<String>), RowProblem> {
+        let Some(v) = value else { return Ok((None, Value::Null, Vec::new())) };
+        if !self.converters.spec.typed_value() {
+            let (schema, value) = connect_json::decode(Some(v), false).map_err(|e| RowProblem::Bad(format!("the row is not JSON: {e}")))?;
+            return Ok((schema, value, Vec::new()));
+        }
+        let table = self.table.as_ref().ok_or_else(|| RowProblem::Stop("no value schema arrived before the records".into()))?;
+        let row: Map<String, Json> =
+            serde_json::from_slice(v).map_err(|e| RowProblem::Bad(format!("the row is not a JSON object: {e}")))?;
+        let (typed, dropped) = snow_text::row(&row, &table.schema).map_err(|e| RowProblem::Bad(e.to_string()))?;
+        let new = dropped.into_iter().filter(|f| self.dropped_seen.insert(f.clone())).collect();
+        Ok((Some(table.schema.clone()), typed, new))
+    }
+
+    /// A transformed record's key and value bytes in the converters' formats; a schema the
+    /// registry has not seen for the record's topic is registered first.
+    pub async fn encode_record(&mut self, record: &Record) -> Result<(Option<Vec<u8>>, Option<Vec<u8>>), RowProblem> {
+        let key = self.encode_part(true, &record.topic, record.key_schema.as_ref(), &record.key).await?;
+        let value = self.encode_part(false, &record.topic, record.value_schema.as_ref(), &record.value).await?;
+        Ok((key, value))
+    }
+
+    async fn encode_part(
+        &mut self,
+        is_key: bool,
+        topic: &str,
+        schema: Option<&Schema>,
+        value: &Value,
+    ) -> Result<Option<Vec<u8>>, RowProblem> {
+        let spec = if is_key { self.converters.spec.key.clone() } else { self.converters.spec.value.clone() };
+        let plain = |value: &Value| -> Result<Option<Vec<u8>>, RowProblem> {
+            Ok(match value {
+                Value::Null => None,
+                Value::String(s) => Some(s.clone().into_bytes()),
+                other => {
+                    let mut text = String::new();
+                    json_text::write(other, Decimals::Base64, &mut text).map_err(|e| RowProblem::Bad(e.to_string()))?;
+                    Some(text.into_bytes())
+                }
+            })
+        };
+        let Some(spec) = spec.filter(|s| s.format != Format::AsIs) else { return plain(value) };
+        match (spec.format, schema) {
+            (Format::Json, _) => connect_json::encode(schema, value, spec.schemas_enable).map_err(|e| RowProblem::Bad(e.to_string())),
+            (_, None) if value.is_null() => Ok(None),
+            (_, None) => Err(RowProblem::Stop(format!(
+                "{} needs a schema; a transform left the record's {} without one",
+                spec.class,
+                if is_key { "key" } else { "value" }
+            ))),
+            (_, Some(schema)) => {
+                let id = self.transformed_id(&spec, is_key, topic, schema).await.map_err(RowProblem::Stop)?;
+                encode(&spec, schema, Some(id), value).map(Some).map_err(RowProblem::Bad)
+            }
+        }
+    }
+
+    /// The registry id of `schema` for `topic`, registered (or looked up) once.
+    async fn transformed_id(&mut self, spec: &ConverterSpec, is_key: bool, topic: &str, schema: &Schema) -> Result<u32, String> {
+        if let Some((_, id)) = self.transformed_ids.iter().find(|((k, t, s), _)| *k == is_key && t == topic && s == schema) {
+            return Ok(*id);
+        }
+        let registry = if is_key { self.converters.key_registry.clone() } else { self.converters.value_registry.clone() };
+        let registry = registry.ok_or_else(|| format!("no registry for {}", spec.class))?;
+        let text = registry_text(spec, schema)?;
+        let subject = spec.subject.subject(topic, is_key, schema.name.as_deref());
+        let id = register(&registry, spec, &subject, &text).await.map_err(|e| {
+            format!("registering the transformed {} schema under subject {subject} failed: {e}", if is_key { "key" } else { "value" })
+        })?;
+        if self.transformed_ids.len() >= MAX_TRANSFORMED_IDS {
+            self.transformed_ids.remove(0);
+        }
+        self.transformed_ids.push(((is_key, topic.to_string(), schema.clone()), id));
+        Ok(id)
     }
 
     /// True when records are converted (a key or value converter other than the bytes as they are).

@@ -15,7 +15,7 @@ use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::message::{Header as KafkaHeader, Headers, OwnedHeaders, OwnedMessage};
 use rdkafka::producer::{DeliveryFuture, FutureProducer, FutureRecord};
 
-use crate::component::bindings::types::{HeaderSpan, PollBatch, Span};
+use crate::component::bindings::types::{HeaderSpan, PollBatch, SourceRecord, Span};
 
 /// The bytes of `span` in the batch's `data` then `extra` (snow-core's rule), if it lies inside.
 pub fn bytes(batch: &PollBatch, span: Span) -> Option<&[u8]> {
@@ -23,6 +23,18 @@ pub fn bytes(batch: &PollBatch, span: Span) -> Option<&[u8]> {
 }
 
 /// The own headers of a record: a range of `record_headers`, if it lies inside.
+/// Record `r`'s own headers: each name as text and its value's bytes.
+pub fn record_headers<'b>(batch: &'b PollBatch, r: &SourceRecord) -> Vec<(String, Option<&'b [u8]>)> {
+    own_headers(batch, r.headers)
+        .unwrap_or_default()
+        .iter()
+        .map(|h| {
+            let name = bytes(batch, h.key).and_then(|b| std::str::from_utf8(b).ok()).unwrap_or_default().to_string();
+            (name, bytes(batch, h.value))
+        })
+        .collect()
+}
+
 fn own_headers(batch: &PollBatch, span: Span) -> Option<&[HeaderSpan]> {
     let start = span.start as usize;
     batch.record_headers.get(start..start.checked_add(span.len as usize)?)
@@ -56,8 +68,23 @@ pub fn check(batch: &PollBatch) -> Result<(), String> {
     Ok(())
 }
 
-/// A record's key and value as the user's converters wrote them; `None` for a record not produced.
-pub type Converted = Option<(Option<Vec<u8>>, Option<Vec<u8>>)>;
+/// A record as the user's converters (and transforms) made it: its key and value bytes, and its
+/// topic and headers when transforms changed them (`None`: the batch's).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Made {
+    /// The key's bytes.
+    pub key: Option<Vec<u8>>,
+    /// The value's bytes (`None`: a tombstone).
+    pub value: Option<Vec<u8>>,
+    /// The topic a transform routed the record to.
+    pub topic: Option<String>,
+    /// The headers after transforms.
+    pub headers: Option<Vec<(String, Option<Vec<u8>>)>>,
+}
+
+/// One record's [`Made`]; `None` for a record not produced (a bad row skipped, a record a
+/// transform dropped).
+pub type Converted = Option<Made>;
 
 /// A record Kafka refuses for good: retrying the same bytes cannot succeed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -149,20 +176,33 @@ pub async fn enqueue(
     let text = |span: Span| bytes(batch, span).and_then(|b| std::str::from_utf8(b).ok()).unwrap_or_default();
     let mut deliveries = Vec::with_capacity(batch.records.len());
     for (i, r) in batch.records.iter().enumerate() {
-        let (key, value) = match converted.map(|c| c.get(i)) {
-            None => (r.key.and_then(|k| bytes(batch, k)), r.value.and_then(|v| bytes(batch, v))),
-            Some(Some(Some((k, v)))) => (k.as_deref(), v.as_deref()),
+        let made = match converted.map(|c| c.get(i)) {
+            None => None,
+            Some(Some(Some(made))) => Some(made),
             Some(_) => continue,
         };
-        let own = own_headers(batch, r.headers).unwrap_or_default();
-        let mut headers = OwnedHeaders::new_with_capacity(batch.headers.len() + own.len());
-        for h in &batch.headers {
-            headers = headers.insert(KafkaHeader { key: &h.key, value: Some(&h.value) });
-        }
-        for h in own {
-            headers = headers.insert(KafkaHeader { key: text(h.key), value: bytes(batch, h.value) });
-        }
-        let mut record: FutureRecord<'_, [u8], [u8]> = FutureRecord::to(&batch.topic).headers(headers);
+        let (key, value) = match made {
+            None => (r.key.and_then(|k| bytes(batch, k)), r.value.and_then(|v| bytes(batch, v))),
+            Some(m) => (m.key.as_deref(), m.value.as_deref()),
+        };
+        let topic = made.and_then(|m| m.topic.as_deref()).unwrap_or(&batch.topic);
+        let headers = match made.and_then(|m| m.headers.as_ref()) {
+            Some(transformed) => transformed.iter().fold(OwnedHeaders::new_with_capacity(transformed.len()), |hs, (k, v)| {
+                hs.insert(KafkaHeader { key: k, value: v.as_deref() })
+            }),
+            None => {
+                let own = own_headers(batch, r.headers).unwrap_or_default();
+                let mut headers = OwnedHeaders::new_with_capacity(batch.headers.len() + own.len());
+                for h in &batch.headers {
+                    headers = headers.insert(KafkaHeader { key: &h.key, value: Some(&h.value) });
+                }
+                for h in own {
+                    headers = headers.insert(KafkaHeader { key: text(h.key), value: bytes(batch, h.value) });
+                }
+                headers
+            }
+        };
+        let mut record: FutureRecord<'_, [u8], [u8]> = FutureRecord::to(topic).headers(headers);
         if let Some(key) = key {
             record = record.key(key);
         }
@@ -184,7 +224,7 @@ pub async fn enqueue(
                     record = back;
                     tokio::time::sleep(Duration::from_millis(1)).await;
                 }
-                Err((e, back)) => return Err(failure(&e, back.key, back.payload, back.headers.as_ref(), &batch.topic)),
+                Err((e, back)) => return Err(failure(&e, back.key, back.payload, back.headers.as_ref(), topic)),
             }
         }
     }
@@ -194,7 +234,6 @@ pub async fn enqueue(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::component::bindings::types::SourceRecord;
 
     fn batch(records: Vec<SourceRecord>, record_headers: Vec<HeaderSpan>) -> PollBatch {
         PollBatch {

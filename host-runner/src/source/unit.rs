@@ -19,7 +19,7 @@ use wasmtime::component::ResourceAny;
 
 use super::budget::RefusalBudget;
 use super::pipeline::{Owner, Pending, Pipeline};
-use super::produce::{Converted, ProduceFailure, bytes, check, enqueue};
+use super::produce::{Converted, Made, ProduceFailure, bytes, check, enqueue};
 use crate::backoff::Backoff;
 use crate::component::HostState;
 use crate::component::bindings::source::{Source, SourcePre};
@@ -33,6 +33,8 @@ use crate::metrics::labels;
 use crate::offsets::OffsetStore;
 use crate::shutdown::Shutdown;
 use crate::status::UnitState;
+use snow_data::transform::{Chain, Header, Record};
+use snow_data::{Kind, Schema, Value};
 
 /// Longest wait for outstanding acknowledgements when a unit stops or reopens.
 const SETTLE_TIMEOUT: Duration = Duration::from_secs(30);
@@ -70,6 +72,14 @@ enum OpenFailure {
     Trapped(String),
     /// The component refused, with the class of its error.
     Refused(ErrorClass, String),
+}
+
+/// Why a record could not be made.
+enum Failure {
+    /// Its row (`snow.bad.row.behavior`) or the converters (stop).
+    Row(RowProblem),
+    /// A transform failed (`errors.tolerance`).
+    Transform(String),
 }
 
 /// Why the inner loop ended.
@@ -427,43 +437,118 @@ impl UnitRunner {
         Ok(())
     }
 
+    /// The batch's records as the user's converters and transforms make them; `None` when
+    /// neither is configured (the component's bytes go out as they are).
     async fn convert(&mut self, batch: &PollBatch) -> Result<Option<Vec<Converted>>, String> {
-        if !self.converters.active() || batch.records.is_empty() {
+        let chain = self.ctx.spec.transforms.clone();
+        if (!self.converters.active() && chain.is_none()) || batch.records.is_empty() {
             return Ok(None);
         }
-        self.converters.key_schema(&batch.topic).await?;
+        if chain.is_none() {
+            self.converters.key_schema(&batch.topic).await?;
+        }
         let skip = self.ctx.spec.guest_config.get("snow.bad.row.behavior").is_some_and(|b| b.trim() == "skip");
+        let tolerate = self.ctx.spec.sink.tolerate_record_errors;
         let (connector, table) = (self.ctx.name().to_string(), self.unit.name.clone());
+        let series = labels(&[("connector", &connector), ("table", &table)]);
         let mut out = Vec::with_capacity(batch.records.len());
         for r in &batch.records {
             let (key, value) = (r.key.and_then(|k| bytes(batch, k)), r.value.and_then(|v| bytes(batch, v)));
             let sys_id = key.map(String::from_utf8_lossy).unwrap_or_default().into_owned();
-            match self.converters.record(key, value) {
-                Ok((k, v, dropped)) => {
+            let made = match &chain {
+                None => self
+                    .converters
+                    .record(key, value)
+                    .map(|(key, value, dropped)| (Some(Made { key, value, ..Made::default() }), dropped))
+                    .map_err(Failure::Row),
+                Some(chain) => self.transformed(chain, batch, r, key, value).await,
+            };
+            match made {
+                Ok((made, dropped)) => {
                     for field in dropped {
                         tracing::warn!(connector = %connector, unit = %table, "field {field} of table {table} is not in its dictionary (or not a column): it is left out of typed records");
-                        self.ctx.metrics.counter_add(
-                            "snow_source_fields_dropped_total",
-                            1,
-                            &labels(&[("connector", &connector), ("table", &table)]),
-                        );
+                        self.ctx.metrics.counter_add("snow_source_fields_dropped_total", 1, &series);
                     }
-                    out.push(Some((k, v)));
+                    out.push(made);
                 }
-                Err(RowProblem::Bad(why)) if skip => {
+                Err(Failure::Row(RowProblem::Bad(why))) if skip => {
                     tracing::warn!(connector = %connector, unit = %table, "skipped row {sys_id}: {why}");
-                    self.ctx.metrics.counter_add("snow_source_bad_rows_total", 1, &labels(&[("connector", &connector), ("table", &table)]));
+                    self.ctx.metrics.counter_add("snow_source_bad_rows_total", 1, &series);
                     out.push(None);
                 }
-                Err(RowProblem::Bad(why)) => {
+                Err(Failure::Row(RowProblem::Bad(why))) => {
                     return Err(format!(
                         "table {table}: row {sys_id} does not fit its schema: {why} (snow.bad.row.behavior=skip would skip it)"
                     ));
                 }
-                Err(RowProblem::Stop(why)) => return Err(format!("table {table}: converting row {sys_id} failed: {why}")),
+                Err(Failure::Row(RowProblem::Stop(why))) => return Err(format!("table {table}: converting row {sys_id} failed: {why}")),
+                Err(Failure::Transform(why)) if tolerate => {
+                    tracing::warn!(connector = %connector, unit = %table, "skipped row {sys_id} (errors.tolerance=all): {why}");
+                    self.ctx.metrics.counter_add("snow_source_transform_failures_total", 1, &series);
+                    out.push(None);
+                }
+                Err(Failure::Transform(why)) => {
+                    return Err(format!("table {table}: row {sys_id}: {why} (errors.tolerance=all would skip it)"));
+                }
             }
         }
         Ok(Some(out))
+    }
+
+    /// One record through the connector's transforms (Connect's record: the sys_id as a string
+    /// key, the row typed or schemaless, the batch's and the record's headers as strings), then
+    /// its converters; `None` when a transform drops it. A routed topic is created as
+    /// `topic.creation.*` says; the worker's offsets topic is refused as a destination.
+    async fn transformed(
+        &mut self,
+        chain: &Chain,
+        batch: &PollBatch,
+        r: &crate::component::bindings::types::SourceRecord,
+        key: Option<&[u8]>,
+        value: Option<&[u8]>,
+    ) -> Result<(Option<Made>, Vec<String>), Failure> {
+        let (value_schema, value, dropped) = self.converters.connect_value(value).map_err(Failure::Row)?;
+        let key = key.map(|k| String::from_utf8_lossy(k).into_owned());
+        let text = |b: Option<&[u8]>| b.map_or(Value::Null, |b| Value::String(String::from_utf8_lossy(b).into_owned()));
+        let string = || Some(Schema::new(Kind::String).optional());
+        let mut headers: Vec<Header> =
+            batch.headers.iter().map(|h| Header { key: h.key.clone(), schema: string(), value: text(Some(&h.value)) }).collect();
+        for h in super::produce::record_headers(batch, r) {
+            headers.push(Header { key: h.0, schema: string(), value: text(h.1) });
+        }
+        let record = Record {
+            topic: batch.topic.clone(),
+            partition: None,
+            offset: None,
+            key_schema: key.as_ref().map(|_| Schema::new(Kind::String)),
+            key: key.map_or(Value::Null, Value::String),
+            value_schema,
+            value,
+            timestamp: r.timestamp_ms,
+            headers,
+        };
+        let out = match chain.apply(record) {
+            Ok(Some(out)) => out,
+            Ok(None) => return Ok((None, dropped)),
+            Err(e) => return Err(Failure::Transform(e.to_string())),
+        };
+        let routed = (out.topic != batch.topic).then(|| out.topic.clone());
+        if let Some(topic) = &routed {
+            if self.ctx.spec.offsets_topic.as_ref().is_some_and(|t| &t.name == topic) {
+                return Err(Failure::Row(RowProblem::Stop(format!(
+                    "a transform routed the record to {topic}, the worker's offsets topic"
+                ))));
+            }
+            self.create_topic(topic).await.map_err(|why| Failure::Row(RowProblem::Stop(why)))?;
+        }
+        let (key, value) = self.converters.encode_record(&out).await.map_err(Failure::Row)?;
+        let header_bytes = |v: &Value| match v {
+            Value::Null => None,
+            Value::String(s) => Some(s.clone().into_bytes()),
+            other => Some(snow_data::snow_text::to_json(other).to_string().into_bytes()),
+        };
+        let headers = out.headers.iter().map(|h| (h.key.clone(), header_bytes(&h.value))).collect();
+        Ok((Some(Made { key, value, topic: routed, headers: Some(headers) }), dropped))
     }
 
     fn produce_failed(&self, failure: &ProduceFailure, refusals: &mut RefusalBudget) -> Restart {
