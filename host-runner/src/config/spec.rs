@@ -104,7 +104,7 @@ pub struct ConnectorSpec {
     pub kafka: KafkaSpec,
     /// `topics` (sink only).
     pub topics: Vec<String>,
-    /// The sink's host-side settings (unused by a source).
+    /// The sink's host-side settings (a source reads only `errors.tolerance` from them, for its transforms).
     pub sink: SinkSpec,
     /// `offset.storage.file.filename` (source only).
     pub offsets_file: PathBuf,
