@@ -446,7 +446,8 @@ impl Lane {
     }
 }
 
-/// `records` as the component reads them: `None` when no converter reads them (as they are).
+/// `records` as the component reads them, after the connector's converters and transforms:
+/// `None` when there are none (the records go as they are).
 async fn readable(converters: Option<Arc<SinkConverters>>, records: &[SinkRecord]) -> Readable {
     let Some(converters) = converters else { return Readable::All(None) };
     let mut out = Vec::with_capacity(records.len());
@@ -465,7 +466,8 @@ async fn readable(converters: Option<Arc<SinkConverters>>, records: &[SinkRecord
 enum Readable {
     /// Every record (converted, or `None`: as they are).
     All(Option<Vec<SinkRecord>>),
-    /// The first `n` records; the next one cannot be read.
+    /// The first `n` records; the next one cannot be read or was dropped (it is judged alone
+    /// next: a sink whose transforms drop many records writes in smaller puts).
     Before(usize, Option<Vec<SinkRecord>>),
     /// The first record cannot be read.
     Unreadable(Unreadable),
