@@ -22,12 +22,13 @@ fn envelope(j: &Json) -> (Option<Schema>, Value) {
     connect_json::decode(Some(j.to_string().as_bytes()), true).unwrap()
 }
 
-fn to_envelope(schema: Option<&Schema>, value: &Value) -> Json {
+/// `value` in JsonConverter's envelope; an error when JsonConverter cannot write it.
+fn to_envelope(schema: Option<&Schema>, value: &Value) -> Result<Json, String> {
     if schema.is_none() && value.is_null() {
-        return Json::Null;
+        return Ok(Json::Null);
     }
-    let bytes = connect_json::encode(schema, value, true).unwrap().unwrap();
-    serde_json::from_slice(&bytes).unwrap()
+    let bytes = connect_json::encode(schema, value, true).map_err(|e| e.to_string())?.unwrap();
+    Ok(serde_json::from_slice(&bytes).unwrap())
 }
 
 fn run(case: &Json) -> Json {
@@ -64,14 +65,24 @@ fn run(case: &Json) -> Json {
     match chain.apply(record) {
         Ok(None) => json!({ "dropped": true }),
         Err(e) => json!({ "error": e.message }),
-        Ok(Some(out)) => json!({ "record": {
-            "topic": out.topic,
-            "partition": out.partition,
-            "timestamp": out.timestamp,
-            "key": to_envelope(out.key_schema.as_ref(), &out.key),
-            "value": to_envelope(out.value_schema.as_ref(), &out.value),
-            "headers": out.headers.iter().map(|h| json!({ "key": h.key, "value": to_envelope(h.schema.as_ref(), &h.value) })).collect::<Vec<_>>(),
-        }}),
+        Ok(Some(out)) => {
+            let written = (|| -> Result<Json, String> {
+                let headers: Vec<Json> = out
+                    .headers
+                    .iter()
+                    .map(|h| Ok(json!({ "key": h.key, "value": to_envelope(h.schema.as_ref(), &h.value)? })))
+                    .collect::<Result<_, String>>()?;
+                Ok(json!({ "record": {
+                    "topic": out.topic,
+                    "partition": out.partition,
+                    "timestamp": out.timestamp,
+                    "key": to_envelope(out.key_schema.as_ref(), &out.key)?,
+                    "value": to_envelope(out.value_schema.as_ref(), &out.value)?,
+                    "headers": headers,
+                }}))
+            })();
+            written.unwrap_or_else(|e| json!({ "error": e }))
+        }
     }
 }
 

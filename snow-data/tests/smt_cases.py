@@ -87,6 +87,22 @@ case("SetSchemaMetadata without a schema", one("SetSchemaMetadata$Value", **{"sc
 case("A chain", {"transforms":"r,c,route","transforms.r.type":"org.apache.kafka.connect.transforms.ReplaceField$Value","transforms.r.include":"sys_id,priority,opened_at",
   "transforms.c.type":"org.apache.kafka.connect.transforms.Cast$Value","transforms.c.spec":"priority:string",
   "transforms.route.type":"org.apache.kafka.connect.transforms.RegexRouter","transforms.route.regex":"servicenow\\.(.*)","transforms.route.replacement":"$1-changes"})
+case("ValueToKey then ExtractField of the key", {"transforms":"a,b","transforms.a.type":"org.apache.kafka.connect.transforms.ValueToKey","transforms.a.fields":"number",
+  "transforms.b.type":"org.apache.kafka.connect.transforms.ExtractField$Key","transforms.b.field":"number"})
+case("TimestampConverter to Time", one("TimestampConverter$Value", field="opened_at", **{"target_type":"Time"}))
+case("TimestampConverter whole value from unix micros", one("TimestampConverter$Value", **{"target_type":"Timestamp","unix_precision":"microseconds"}),
+  rec({"schema":{"type":"int64","optional":False},"payload":1700000000123456}))
+case("TimestampConverter a non-timestamp field", one("TimestampConverter$Value", field="priority", **{"target_type":"string","format":"yyyy"}))
+case("Cast int to int8 wraps", one("Cast$Value", spec="priority:int8"), rec({"schema":{"type":"struct","optional":False,"fields":[{"field":"priority","type":"int32","optional":False}]},"payload":{"priority":300}}))
+case("Cast text to int8 out of range", one("Cast$Value", spec="int8"), rec({"schema":{"type":"string","optional":False},"payload":"300"}))
+case("Cast a decimal to text and int", one("Cast$Value", spec="cost:string"))
+case("InsertField a required partition", one("InsertField$Value", **{"partition_field":"p!"}), rec(partition=None), messages=False)
+case("Flatten an optional struct default", one("Flatten$Value", delimiter="__"), rec({"schema":{"type":"struct","optional":False,"fields":[
+  {"field":"a","type":"struct","optional":True,"fields":[{"field":"x","type":"int32","optional":False},{"field":"y","type":"string","optional":True,"default":"dflt"}]}]},
+  "payload":{"a":{"x":1,"y":None}}}))
+case("HeaderFrom copy keeps the value", one("HeaderFrom$Value", fields="opened_at", headers="when", operation="copy"))
+case("ReplaceField on the key", one("ReplaceField$Key", renames="sys_id:id"), rec(key={"schema":{"type":"struct","optional":False,"fields":[{"field":"sys_id","type":"string","optional":False}]},"payload":{"sys_id":"a1"}}))
+case("RegexRouter no full match", {"transforms":"x","transforms.x.type":"org.apache.kafka.connect.transforms.RegexRouter","transforms.x.regex":"incident","transforms.x.replacement":"x"})
 with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "smt_cases.jsonl"), "w") as f:
     for c in cases: f.write(json.dumps(c)+"\n")
 print(len(cases))
