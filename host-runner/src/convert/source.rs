@@ -66,12 +66,22 @@ impl SourceConverters {
             let (schema, value) = connect_json::decode(Some(v), false).map_err(|e| RowProblem::Bad(format!("the row is not JSON: {e}")))?;
             return Ok((schema, value, Vec::new()));
         }
+        let (typed, dropped) = self.typed_row(v)?;
+        let schema = self.table.as_ref().map(|t| t.schema.clone());
+        Ok((schema, typed, self.newly_dropped(dropped)))
+    }
+
+    /// The row's JSON typed by the table's schema, and the row's fields the schema lacks.
+    fn typed_row(&self, v: &[u8]) -> Result<(Value, Vec<String>), RowProblem> {
         let table = self.table.as_ref().ok_or_else(|| RowProblem::Stop("no value schema arrived before the records".into()))?;
         let row: Map<String, Json> =
             serde_json::from_slice(v).map_err(|e| RowProblem::Bad(format!("the row is not a JSON object: {e}")))?;
-        let (typed, dropped) = snow_text::row(&row, &table.schema).map_err(|e| RowProblem::Bad(e.to_string()))?;
-        let new = dropped.into_iter().filter(|f| self.dropped_seen.insert(f.clone())).collect();
-        Ok((Some(table.schema.clone()), typed, new))
+        snow_text::row(&row, &table.schema).map_err(|e| RowProblem::Bad(e.to_string()))
+    }
+
+    /// Of `dropped`, the fields not reported before (each is reported once).
+    fn newly_dropped(&mut self, dropped: Vec<String>) -> Vec<String> {
+        dropped.into_iter().filter(|f| self.dropped_seen.insert(f.clone())).collect()
     }
 
     /// A transformed record's key and value bytes in the converters' formats; a schema the
@@ -193,16 +203,13 @@ impl SourceConverters {
         };
         let (value_out, dropped) = match (value, &self.converters.spec.value) {
             (Some(v), Some(spec)) if spec.format != Format::AsIs => {
+                let (typed, dropped) = self.typed_row(v)?;
                 let table = self.table.as_ref().ok_or_else(|| RowProblem::Stop("no value schema arrived before the records".into()))?;
-                let row: Map<String, Json> =
-                    serde_json::from_slice(v).map_err(|e| RowProblem::Bad(format!("the row is not a JSON object: {e}")))?;
-                let (typed, dropped) = snow_text::row(&row, &table.schema).map_err(|e| RowProblem::Bad(e.to_string()))?;
                 (Some(encode_row(spec, table, &typed).map_err(RowProblem::Bad)?), dropped)
             }
             (v, _) => (v.map(<[u8]>::to_vec), Vec::new()),
         };
-        let new: Vec<String> = dropped.into_iter().filter(|f| self.dropped_seen.insert(f.clone())).collect();
-        Ok((key_out, value_out, new))
+        Ok((key_out, value_out, self.newly_dropped(dropped)))
     }
 
     fn key(&self, spec: &ConverterSpec, sys_id: &[u8]) -> Result<Vec<u8>, RowProblem> {

@@ -3,7 +3,6 @@
 //! `pom-connect.xml`) are fetched once into `target/kafka/connect-<version>/` and the harness is
 //! compiled once beside them, both under the harness's fetch lock.
 
-use std::fs::{self, File};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -12,53 +11,38 @@ use super::jars::KAFKA_VERSION;
 
 /// The directory holding the jars and the compiled harness, made on first use.
 pub fn ensure() -> io::Result<PathBuf> {
-    let home = super::home();
-    let dir = home.join(format!("connect-{KAFKA_VERSION}"));
-    let done = dir.join(".complete");
-    if done.exists() {
-        return Ok(dir);
-    }
-    fs::create_dir_all(&home)?;
-    let lock = File::create(home.join(".fetch.lock"))?;
-    super::process::lock_exclusive(&lock)?;
-    if done.exists() {
-        return Ok(dir);
-    }
-    let crate_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let partial = home.join(format!("connect-{KAFKA_VERSION}.partial"));
-    let _ = fs::remove_dir_all(&partial);
-    let status = Command::new("mvn")
-        .args(["-q", "-B", "-Dstyle.color=never", "-f"])
-        .arg(crate_dir.join("pom-connect.xml"))
-        .arg("dependency:copy-dependencies")
-        .arg(format!("-DoutputDirectory={}", partial.join("jars").display()))
-        .arg(format!("-Dkafka.version={KAFKA_VERSION}"))
-        .arg("-DincludeScope=runtime")
-        .stdout(Stdio::from(io::stderr()))
-        .status()
-        .map_err(|e| io::Error::other(format!("running mvn (is Maven installed?): {e}")))?;
-    if !status.success() {
-        return Err(io::Error::other(format!(
-            "mvn could not fetch Kafka Connect {KAFKA_VERSION}'s transforms from Maven Central ({status})"
-        )));
-    }
-    let source = crate_dir.join("java/SmtHarness.java");
-    let status = Command::new("javac")
-        .arg("-d")
-        .arg(partial.join("classes"))
-        .arg("-cp")
-        .arg(partial.join("jars/*"))
-        .arg(&source)
-        .stdout(Stdio::from(io::stderr()))
-        .status()
-        .map_err(|e| io::Error::other(format!("running javac (is a JDK installed?): {e}")))?;
-    if !status.success() {
-        return Err(io::Error::other(format!("javac could not compile {} ({status})", source.display())));
-    }
-    let _ = fs::remove_dir_all(&dir);
-    fs::rename(&partial, &dir)?;
-    File::create(&done)?;
-    Ok(dir)
+    super::jars::once(&format!("connect-{KAFKA_VERSION}"), ".fetch.lock", |partial| {
+        let crate_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let status = Command::new("mvn")
+            .args(["-q", "-B", "-Dstyle.color=never", "-f"])
+            .arg(crate_dir.join("pom-connect.xml"))
+            .arg("dependency:copy-dependencies")
+            .arg(format!("-DoutputDirectory={}", partial.join("jars").display()))
+            .arg(format!("-Dkafka.version={KAFKA_VERSION}"))
+            .arg("-DincludeScope=runtime")
+            .stdout(Stdio::from(io::stderr()))
+            .status()
+            .map_err(|e| io::Error::other(format!("running mvn (is Maven installed?): {e}")))?;
+        if !status.success() {
+            return Err(io::Error::other(format!(
+                "mvn could not fetch Kafka Connect {KAFKA_VERSION}'s transforms from Maven Central ({status})"
+            )));
+        }
+        let source = crate_dir.join("java/SmtHarness.java");
+        let status = Command::new("javac")
+            .arg("-d")
+            .arg(partial.join("classes"))
+            .arg("-cp")
+            .arg(partial.join("jars/*"))
+            .arg(&source)
+            .stdout(Stdio::from(io::stderr()))
+            .status()
+            .map_err(|e| io::Error::other(format!("running javac (is a JDK installed?): {e}")))?;
+        if !status.success() {
+            return Err(io::Error::other(format!("javac could not compile {} ({status})", source.display())));
+        }
+        Ok(())
+    })
 }
 
 /// Runs Connect's transforms on `cases` (one JSON case per line, SmtHarness's input) and returns

@@ -122,34 +122,22 @@ impl Drop for SchemaRegistry {
 /// The unpacked application, fetched from Maven Central on first use (under a lock).
 fn ensure_app() -> io::Result<PathBuf> {
     let home = super::home();
-    let app = home.join(format!("apicurio-{APICURIO_VERSION}"));
-    let done = app.join(".complete");
-    if done.exists() {
-        return Ok(app);
-    }
-    fs::create_dir_all(&home)?;
-    let lock = File::create(home.join(".apicurio.lock"))?;
-    process::lock_exclusive(&lock)?;
-    if done.exists() {
-        return Ok(app);
-    }
-    let partial: PathBuf = home.join(format!("apicurio-{APICURIO_VERSION}.partial"));
-    let _ = fs::remove_dir_all(&partial);
-    let status = Command::new("mvn")
-        .args(["-q", "-B", "-Dstyle.color=never", "dependency:unpack"])
-        .arg(format!("-Dartifact=io.apicurio:apicurio-registry-app:{APICURIO_VERSION}:tar.gz:all"))
-        .arg(format!("-DoutputDirectory={}", partial.display()))
-        .current_dir(&home)
-        .stdout(Stdio::from(io::stderr()))
-        .status()
-        .map_err(|e| io::Error::other(format!("running mvn (is Maven installed?): {e}")))?;
-    if !status.success() || !runner_jar(&partial).exists() {
-        return Err(io::Error::other(format!("mvn could not fetch Apicurio Registry {APICURIO_VERSION} from Maven Central ({status})")));
-    }
-    let _ = fs::remove_dir_all(&app);
-    fs::rename(&partial, &app)?;
-    File::create(&done)?;
-    Ok(app)
+    super::jars::once(&format!("apicurio-{APICURIO_VERSION}"), ".apicurio.lock", |partial| {
+        let status = Command::new("mvn")
+            .args(["-q", "-B", "-Dstyle.color=never", "dependency:unpack"])
+            .arg(format!("-Dartifact=io.apicurio:apicurio-registry-app:{APICURIO_VERSION}:tar.gz:all"))
+            .arg(format!("-DoutputDirectory={}", partial.display()))
+            .current_dir(&home)
+            .stdout(Stdio::from(io::stderr()))
+            .status()
+            .map_err(|e| io::Error::other(format!("running mvn (is Maven installed?): {e}")))?;
+        if !status.success() || !runner_jar(partial).exists() {
+            return Err(io::Error::other(format!(
+                "mvn could not fetch Apicurio Registry {APICURIO_VERSION} from Maven Central ({status})"
+            )));
+        }
+        Ok(())
+    })
 }
 
 fn runner_jar(dir: &Path) -> PathBuf {
