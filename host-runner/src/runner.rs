@@ -12,7 +12,8 @@ use crate::auth::Credentials;
 use crate::auth::tokens::TokenRegistry;
 use crate::component::bindings::{sink::SinkPre, source::SourcePre};
 use crate::component::swap::Slot;
-use crate::component::{ComponentKind, ComponentRuntime, HostState, Loaded};
+use crate::component::transform::TransformComponent;
+use crate::component::{ComponentKind, ComponentRuntime, HostState, Loaded, StoreOptions};
 use crate::config::ConnectorSpec;
 use crate::connector::{ConnectorContext, SharedContext};
 use crate::metrics::Metrics;
@@ -250,10 +251,18 @@ impl Runner {
             }
         };
         let kind = loaded.kind();
+        if kind == ComponentKind::Transform {
+            bail!(
+                "connector {} has an invalid configuration:\n  component.path: {} is a transform component (world transform); a connector runs a source or sink component and names transforms in transforms.<alias>.component.path",
+                spec.name,
+                spec.component_path.display()
+            );
+        }
+        let spec = &self.bind_transforms(spec, components).await?;
         if let Some(class) = &spec.connector_class {
             let (expected, short) = match kind {
                 ComponentKind::Source => (crate::herder::SOURCE_CLASS, "ServiceNowSourceConnector"),
-                ComponentKind::Sink => (crate::herder::SINK_CLASS, "ServiceNowSinkConnector"),
+                ComponentKind::Sink | ComponentKind::Transform => (crate::herder::SINK_CLASS, "ServiceNowSinkConnector"),
             };
             if class != expected && class != short {
                 bail!(
@@ -284,6 +293,7 @@ impl Runner {
                 crate::sink::validate(&ctx, &pre).await?;
                 Ready::Sink { ctx, pre, digest }
             }
+            Loaded::Transform(_) => unreachable!("refused above"),
         };
         tracing::info!(connector = spec.name, kind = ?kind, component = %spec.component_path.display(), "connector ready");
         let mut prepared = self.prepared.lock().unwrap_or_else(|e| e.into_inner());
@@ -291,6 +301,46 @@ impl Runner {
             prepared.push((spec.name.clone(), kind));
         }
         Ok(ready)
+    }
+
+    /// `spec` with its transform components loaded (each checked against the connector's trust
+    /// policy and pinned digest, compiled once per digest through `components`), asked to
+    /// validate their keys, and bound into its chain.
+    async fn bind_transforms(&self, spec: &ConnectorSpec, components: &mut HashMap<String, Loaded>) -> Result<ConnectorSpec> {
+        let Some(chain) = spec.transforms.as_ref().filter(|_| !spec.transform_components.is_empty()) else { return Ok(spec.clone()) };
+        let mut stages: HashMap<String, Arc<dyn snow_data::transform::External>> = HashMap::new();
+        for stage in &spec.transform_components {
+            let artefact = spec.transform_component(stage)?;
+            let loaded = match components.get(artefact.digest()) {
+                Some(loaded) => loaded.clone(),
+                None => {
+                    let loaded = self.runtime.load(&artefact).await.with_context(|| format!("connector {}: transform {}", spec.name, stage.alias))?;
+                    components.insert(artefact.digest().to_string(), loaded.clone());
+                    loaded
+                }
+            };
+            let Loaded::Transform(pre) = loaded else {
+                bail!(
+                    "connector {} has an invalid configuration:\n  transforms.{}.component.path: {} is a {:?} component, not a transform component (world transform)",
+                    spec.name,
+                    stage.alias,
+                    stage.path.display(),
+                    loaded.kind()
+                );
+            };
+            let options = StoreOptions { memory_max_bytes: stage.memory_max_bytes, call_timeout: stage.call_timeout };
+            let config = crate::connector::to_entries(stage.config.iter());
+            let component = TransformComponent::new(pre, self.runtime.engine().clone(), &spec.name, &stage.alias, config, options, self.metrics.clone());
+            let problems = component.validate().await.with_context(|| format!("connector {}: transform {}", spec.name, stage.alias))?;
+            if !problems.is_empty() {
+                bail!("connector {} has an invalid configuration:\n  {}", spec.name, problems.join("\n  "));
+            }
+            tracing::info!(connector = spec.name, transform = stage.alias, component = %stage.path.display(), sha256 = artefact.digest(), "transform component ready");
+            stages.insert(stage.alias.clone(), Arc::new(component));
+        }
+        let mut bound = spec.clone();
+        bound.transforms = Some(Arc::new(chain.bind(|alias| stages[alias].clone())));
+        Ok(bound)
     }
 
     pub(crate) fn gate(&self, spec: &ConnectorSpec) -> Result<Gate> {
@@ -341,6 +391,8 @@ impl Runner {
                     c("snow_sink_records_total", &[("outcome", "failed")]),
                     c("snow_outbound_requests_total", &[])
                 ),
+                // A connector never runs a transform component as its own (refused in `ready`).
+                ComponentKind::Transform => continue,
             };
             out.push_str(&line);
             out.push('\n');

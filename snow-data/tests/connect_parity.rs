@@ -62,7 +62,7 @@ fn run(case: &Json) -> Json {
         timestamp: r["timestamp"].as_i64(),
         headers,
     };
-    match chain.apply(record) {
+    match chain.apply_now(record).map(|mut out| out.pop()) {
         Ok(None) => json!({ "dropped": true }),
         Err(e) => json!({ "error": e.message }),
         Ok(Some(out)) => {

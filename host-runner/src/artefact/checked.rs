@@ -20,7 +20,15 @@ impl Checked {
     /// line naming the file and the reason. An unverified component allowed by the policy is
     /// logged as a warning here, at every start.
     pub fn read(path: &Path, policy: &TrustPolicy) -> Result<Self> {
-        let checked = Self::inspect(path, policy)?;
+        Self::read_bundled(path, policy, &policy.bundle_for(path))
+    }
+
+    /// [`Checked::read`] with the signature bundle at `bundle` (a transform component's).
+    pub fn read_bundled(path: &Path, policy: &TrustPolicy, bundle: &Path) -> Result<Self> {
+        let bytes = std::fs::read(path).with_context(|| format!("reading component {}", path.display()))?;
+        let digest = sigstore_verify::crypto::sha256(&bytes).to_hex();
+        let signature = super::verify::verify_bundled(&bytes, policy, bundle.to_path_buf());
+        let checked = Self { path: path.to_path_buf(), bytes, digest, signature };
         match &checked.signature {
             Ok(Signature::Verified { .. }) => {
                 tracing::info!(component = %path.display(), sha256 = checked.digest, "component signature {}", checked.signature_text())

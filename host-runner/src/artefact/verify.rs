@@ -164,15 +164,20 @@ pub enum Refusal {
 
 /// Checks `bytes`, the content of the component at `path`, against `policy`.
 pub fn verify(path: &Path, bytes: &[u8], policy: &TrustPolicy) -> Result<Signature, Refusal> {
-    match check(path, bytes, policy) {
+    verify_bundled(bytes, policy, policy.bundle_for(path))
+}
+
+/// Checks `bytes` against `policy` with the bundle at `bundle_path` (a component other than the
+/// connector's own, such as a transform component, has its own bundle).
+pub fn verify_bundled(bytes: &[u8], policy: &TrustPolicy, bundle_path: PathBuf) -> Result<Signature, Refusal> {
+    match check(bytes, policy, bundle_path) {
         Ok(signature) => Ok(signature),
         Err(refusal) if policy.allow_unsigned => Ok(Signature::Unverified(refusal.to_string())),
         Err(refusal) => Err(refusal),
     }
 }
 
-fn check(path: &Path, bytes: &[u8], policy: &TrustPolicy) -> Result<Signature, Refusal> {
-    let bundle_path = policy.bundle_for(path);
+fn check(bytes: &[u8], policy: &TrustPolicy, bundle_path: PathBuf) -> Result<Signature, Refusal> {
     let bad = |reason: String| Refusal::BadBundle { bundle: bundle_path.clone(), reason };
     let text = match std::fs::read_to_string(&bundle_path) {
         Ok(text) => text,

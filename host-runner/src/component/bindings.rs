@@ -1,5 +1,6 @@
-//! Host bindings of the `source` and `sink` worlds. The sink world reuses the source world's
-//! `types` and `host` interfaces, so one `HostState` implements `host` once for both.
+//! Host bindings of the `source`, `sink` and `transform` worlds. The sink and transform worlds
+//! reuse the source world's `types` and `host` interfaces, so one `HostState` implements `host`
+//! once for all three.
 #![allow(missing_docs, clippy::all)] // generated code
 
 /// World `source`.
@@ -26,6 +27,19 @@ pub mod sink {
             "wasi:http": wasmtime_wasi_http::p2::bindings::http,
             "wasi:io": wasmtime_wasi::p2::bindings::io,
             "wasi:clocks": wasmtime_wasi::p2::bindings::clocks,
+            "snow:connector/types": super::source::snow::connector::types,
+            "snow:connector/host": super::source::snow::connector::host,
+        },
+    });
+}
+
+/// World `transform`.
+pub mod transform {
+    wasmtime::component::bindgen!({
+        world: "transform",
+        path: "../wit",
+        exports: { default: async },
+        with: {
             "snow:connector/types": super::source::snow::connector::types,
             "snow:connector/host": super::source::snow::connector::host,
         },

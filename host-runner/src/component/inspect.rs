@@ -1,7 +1,6 @@
 //! `snow-connect inspect`: what a component is (world and contract version, digest, imports,
 //! exports) and what it costs to compile and to instantiate, measured on this machine.
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Result, anyhow};
@@ -10,7 +9,7 @@ use super::runtime::{ComponentRuntime, Loaded};
 use super::state::{HostState, StoreOptions};
 use crate::artefact::Checked;
 use crate::metrics::Metrics;
-use crate::outbound::{Gate, GateSettings, LimiterRegistry};
+use crate::outbound::Gate;
 
 /// What `inspect` found.
 #[derive(Debug)]
@@ -42,25 +41,12 @@ pub async fn inspect(runtime: &ComponentRuntime, artefact: &Checked, n: u32) -> 
     let loaded = runtime.load(artefact).await?;
     let compile = started.elapsed();
     let engine = runtime.engine();
-    let component = match &loaded {
-        Loaded::Source(pre) => pre.instance_pre().component(),
-        Loaded::Sink(pre) => pre.instance_pre().component(),
-    };
+    let component = loaded.component();
     let names = |it: &mut dyn Iterator<Item = String>| it.collect::<Vec<_>>();
     let imports = names(&mut component.component_type().imports(engine).map(|(n, _)| n.to_string()));
     let exports = names(&mut component.component_type().exports(engine).map(|(n, _)| n.to_string()));
-    // A gate that allows nothing: inspection never reaches the network.
-    let gate = Gate::new(
-        GateSettings {
-            connector: "inspect".into(),
-            scheme: "https".into(),
-            authority: String::new(),
-            credentials: crate::auth::Credentials::None,
-            worker: None,
-        },
-        Arc::new(LimiterRegistry::default()).limiter("", 1),
-        Metrics::default(),
-    );
+    // Inspection never reaches the network.
+    let gate = Gate::closed("inspect");
     let options = StoreOptions { memory_max_bytes: 64 << 20, call_timeout: Duration::from_secs(10) };
     let mut total = Duration::ZERO;
     for _ in 0..n.max(1) {
@@ -73,12 +59,12 @@ pub async fn inspect(runtime: &ComponentRuntime, artefact: &Checked, n: u32) -> 
             Loaded::Sink(pre) => {
                 pre.instantiate_async(&mut store).await.map_err(|e| anyhow!("{e:#}"))?;
             }
+            Loaded::Transform(pre) => {
+                pre.instantiate_async(&mut store).await.map_err(|e| anyhow!("{e:#}"))?;
+            }
         }
         total += t.elapsed();
     }
-    let world = match &loaded {
-        Loaded::Source(_) => format!("snow:connector/source@{}", super::runtime::CONTRACT_VERSION),
-        Loaded::Sink(_) => format!("snow:connector/sink@{}", super::runtime::CONTRACT_VERSION),
-    };
+    let world = loaded.world();
     Ok(Report { size_bytes, digest, world, imports, exports, compile, instantiate_mean: total / n.max(1), instantiations: n.max(1) })
 }

@@ -14,6 +14,7 @@ pub mod runtime;
 pub mod state;
 mod stderr;
 pub mod swap;
+pub mod transform;
 pub mod trap;
 
 pub use runtime::{ComponentKind, ComponentRuntime, Loaded};

@@ -13,7 +13,7 @@ use anyhow::{Context, Result, anyhow, bail};
 use wasmtime::component::{Component, HasSelf, Linker};
 use wasmtime::{Config, Engine};
 
-use super::bindings::{sink::SinkPre, source::SourcePre};
+use super::bindings::{sink::SinkPre, source::SourcePre, transform::TransformPre};
 use super::cache::{CompileCache, Source};
 use super::state::HostState;
 use crate::artefact::Checked;
@@ -34,6 +34,8 @@ pub enum ComponentKind {
     Source,
     /// Exports `snow:connector/sink-api`.
     Sink,
+    /// Exports `snow:connector/transform-api`.
+    Transform,
 }
 
 /// A component compiled, checked and pre-instantiated.
@@ -43,6 +45,8 @@ pub enum Loaded {
     Source(SourcePre<HostState>),
     /// A sink component.
     Sink(SinkPre<HostState>),
+    /// A transform component.
+    Transform(TransformPre<HostState>),
 }
 
 impl Loaded {
@@ -51,7 +55,27 @@ impl Loaded {
         match self {
             Self::Source(_) => ComponentKind::Source,
             Self::Sink(_) => ComponentKind::Sink,
+            Self::Transform(_) => ComponentKind::Transform,
         }
+    }
+
+    /// The compiled component.
+    pub fn component(&self) -> &Component {
+        match self {
+            Self::Source(pre) => pre.instance_pre().component(),
+            Self::Sink(pre) => pre.instance_pre().component(),
+            Self::Transform(pre) => pre.instance_pre().component(),
+        }
+    }
+
+    /// The world it implements, with the contract version.
+    pub fn world(&self) -> String {
+        let name = match self.kind() {
+            ComponentKind::Source => "source",
+            ComponentKind::Sink => "sink",
+            ComponentKind::Transform => "transform",
+        };
+        format!("snow:connector/{name}@{CONTRACT_VERSION}")
     }
 }
 
@@ -134,8 +158,14 @@ impl ComponentRuntime {
             Ok(Loaded::Source(SourcePre::new(pre).map_err(|e| anyhow!("component {}: {e:#}", path.display()))?))
         } else if exports.iter().any(|e| e.starts_with("snow:connector/sink-api@")) {
             Ok(Loaded::Sink(SinkPre::new(pre).map_err(|e| anyhow!("component {}: {e:#}", path.display()))?))
+        } else if exports.iter().any(|e| e.starts_with("snow:connector/transform-api@")) {
+            Ok(Loaded::Transform(TransformPre::new(pre).map_err(|e| anyhow!("component {}: {e:#}", path.display()))?))
         } else {
-            bail!("component {} exports neither snow:connector/source-api nor sink-api (it exports {})", path.display(), exports.join(", "))
+            bail!(
+                "component {} exports none of snow:connector/source-api, sink-api, transform-api (it exports {})",
+                path.display(),
+                exports.join(", ")
+            )
         }
     }
 }

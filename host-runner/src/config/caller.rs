@@ -94,18 +94,24 @@ impl CallerRules {
                     .into(),
             );
         }
-        if let Some(path) = properties.get("component.path") {
+        // The connector's component and its transform components alike.
+        let is_transform = |key: &str| key.strip_prefix("transforms.").is_some_and(|k| k.ends_with(".component.path"));
+        for (key, path) in properties.iter().filter(|(k, _)| k.as_str() == "component.path" || is_transform(k)) {
             let allowed = PathBuf::from(path.trim())
                 .canonicalize()
                 .ok()
                 .filter(|real| real.is_file())
                 .is_some_and(|real| self.component_paths.iter().filter_map(|p| p.canonicalize().ok()).any(|p| real.starts_with(p)));
             if !allowed {
+                let reference = key.replace("component.path", "component.ref");
                 errors.push(format!(
-                    "component.path: {path} is not a component this worker lets connectors run (files under plugin.path in \
-                     worker.properties); push it with `snow-connect component push` and name it by component.ref"
+                    "{key}: {path} is not a component this worker lets connectors run (files under plugin.path in \
+                     worker.properties); push it with `snow-connect component push` and name it by {reference}"
                 ));
             }
+        }
+        for key in properties.keys().filter(|k| k.strip_prefix("transforms.").is_some_and(|k| k.ends_with(".component.bundle.path"))) {
+            errors.push(format!("{key}: a transform component's bundle is the one stored with it (or beside its file); remove it"));
         }
         let mut entries = properties.clone();
         let resolved = match providers::resolve(&mut entries, &self.providers, |name| std::env::var(name).ok()) {
@@ -156,6 +162,8 @@ mod tests {
             ("component.path", format!("{}/elsewhere.wasm", dir.display()), "is not a component this worker lets"),
             ("component.path", format!("{}/plugins/../elsewhere.wasm", dir.display()), "is not a component this worker lets"),
             ("component.path", "/no/such/file.wasm".to_string(), "is not a component this worker lets"),
+            ("transforms.t.component.path", format!("{}/elsewhere.wasm", dir.display()), "name it by transforms.t.component.ref"),
+            ("transforms.t.component.bundle.path", "/etc/passwd".to_string(), "the one stored with it"),
         ] {
             let errors = rules.apply(&map(&[(key, &value)])).unwrap_err();
             assert!(errors[0].starts_with(&format!("{key}: ")) && errors[0].contains(expected), "{key}={value}: {errors:?}");

@@ -17,6 +17,7 @@ pub mod providers;
 mod sink;
 mod spec;
 pub mod topic_creation;
+pub mod transform_components;
 
 pub use artefact::KEYS as TRUST_KEYS;
 pub use file::{load_files, load_files_with_entries, string_entries};

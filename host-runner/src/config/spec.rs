@@ -129,6 +129,8 @@ pub struct ConnectorSpec {
     /// `transforms=` / `predicates=`: Connect's transforms (a source's before its converters, a
     /// sink's after them, as in Connect).
     pub transforms: Option<std::sync::Arc<snow_data::transform::Chain>>,
+    /// The transform components among them (`io.snowconnect.transforms.Component` stages).
+    pub transform_components: Vec<super::transform_components::TransformComponentSpec>,
 }
 
 /// 256 MiB holds a 10,000-row page of wide rows twice over.
@@ -367,6 +369,7 @@ impl ConnectorSpec {
             errors.push("topic.creation.*: creates a source's topics; a sink connector does not create topics".into());
         }
         let transforms = snow_data::transform::Chain::from_entries(&entries, &mut errors);
+        let transform_components = super::transform_components::read(&transforms, &mut errors);
         let transforms = (!transforms.is_empty()).then(|| std::sync::Arc::new(transforms));
 
         // A source's typed value converter needs the table's types: the component reads its
@@ -409,6 +412,7 @@ impl ConnectorSpec {
             convert: crate::convert::Converters::new(convert),
             topic_creation,
             transforms,
+            transform_components,
         })
     }
 }

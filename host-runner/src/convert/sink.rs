@@ -124,17 +124,22 @@ impl SinkConverters {
             timestamp: record.timestamp_ms,
             headers,
         };
-        let out = match chain.apply(connect) {
-            Ok(Some(out)) => out,
-            Ok(None) => return Ok(None),
-            Err(e) => {
-                return Err(Unreadable::Record {
-                    message: format!("record {at}: transform {} failed: {}", e.alias, e.message),
-                    stage: "TRANSFORMATION",
-                    class: e.class,
-                });
-            }
-        };
+        let mut made = chain.apply(connect).await.map_err(|e| Unreadable::Record {
+            message: format!("record {at}: transform {} failed: {}", e.alias, e.message),
+            stage: "TRANSFORMATION",
+            class: e.class,
+        })?;
+        if made.len() > 1 {
+            return Err(Unreadable::Record {
+                message: format!(
+                    "record {at}: the transforms made {} records of it; a sink writes one row per Kafka record (a transform component may make several only in a source)",
+                    made.len()
+                ),
+                stage: "TRANSFORMATION",
+                class: chain.aliases().join(","),
+            });
+        }
+        let Some(out) = made.pop() else { return Ok(None) };
         let text = |v: &Value| match v {
             Value::String(s) => s.clone().into_bytes(),
             other => snow_text::to_json(other).to_string().into_bytes(),

@@ -65,6 +65,19 @@ impl Gate {
         Self { settings: Arc::new(settings), limiter, metrics, sessions: SessionPool::default() }
     }
 
+    /// A gate that refuses every request: for stores that have no network (a transform
+    /// component, an inspection).
+    pub fn closed(connector: &str) -> Self {
+        let settings = GateSettings {
+            connector: connector.to_string(),
+            scheme: "https".into(),
+            authority: String::new(),
+            credentials: Credentials::None,
+            worker: None,
+        };
+        Self::new(settings, Arc::new(super::limiter::LimiterRegistry::default()).limiter("", 1), Metrics::default())
+    }
+
     /// The same gate with sessions of its own: every store gets one, so that no two stores (two
     /// sink lanes, two source units) ever share a ServiceNow session.
     pub fn for_store(&self) -> Self {

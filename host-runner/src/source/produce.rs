@@ -82,9 +82,9 @@ pub struct Made {
     pub headers: Option<Vec<(String, Option<Vec<u8>>)>>,
 }
 
-/// One record's [`Made`]; `None` for a record not produced (a bad row skipped, a record a
-/// transform dropped).
-pub type Converted = Option<Made>;
+/// What one record became: none for a record not produced (a bad row skipped, a record a
+/// transform dropped), several when a transform component made several of it.
+pub type Converted = Vec<Made>;
 
 /// A record Kafka refuses for good: retrying the same bytes cannot succeed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -166,8 +166,9 @@ fn failure(error: &KafkaError, key: Option<&[u8]>, payload: Option<&[u8]>, heade
 /// its stored offset).
 ///
 /// With `converted` (the user's converters applied, one entry per record), each record's key and
-/// value are taken from there instead of the batch's bytes, and a `None` entry (a bad row skipped
-/// under `snow.bad.row.behavior=skip`) is not produced.
+/// value are taken from there instead of the batch's bytes: an empty entry (a bad row skipped
+/// under `snow.bad.row.behavior=skip`, a record a transform dropped) is not produced, and each of
+/// several is, in order.
 pub async fn enqueue(
     producer: &FutureProducer,
     batch: &PollBatch,
@@ -175,12 +176,14 @@ pub async fn enqueue(
 ) -> Result<Vec<DeliveryFuture>, ProduceFailure> {
     let text = |span: Span| bytes(batch, span).and_then(|b| std::str::from_utf8(b).ok()).unwrap_or_default();
     let mut deliveries = Vec::with_capacity(batch.records.len());
+    let made_of = |i: usize| -> Vec<Option<&Made>> {
+        match converted {
+            None => vec![None],
+            Some(c) => c.get(i).map(|m| m.iter().map(Some).collect()).unwrap_or_default(),
+        }
+    };
     for (i, r) in batch.records.iter().enumerate() {
-        let made = match converted.map(|c| c.get(i)) {
-            None => None,
-            Some(Some(Some(made))) => Some(made),
-            Some(_) => continue,
-        };
+      for made in made_of(i) {
         let (key, value) = match made {
             None => (r.key.and_then(|k| bytes(batch, k)), r.value.and_then(|v| bytes(batch, v))),
             Some(m) => (m.key.as_deref(), m.value.as_deref()),
@@ -227,6 +230,7 @@ pub async fn enqueue(
                 Err((e, back)) => return Err(failure(&e, back.key, back.payload, back.headers.as_ref(), topic)),
             }
         }
+      }
     }
     Ok(deliveries)
 }

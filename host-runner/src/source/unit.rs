@@ -459,7 +459,7 @@ impl UnitRunner {
                 None => self
                     .converters
                     .record(key, value)
-                    .map(|(key, value, dropped)| (Some(Made { key, value, ..Made::default() }), dropped))
+                    .map(|(key, value, dropped)| (vec![Made { key, value, ..Made::default() }], dropped))
                     .map_err(Failure::Row),
                 Some(chain) => self.transformed(chain, batch, r, key, value).await,
             };
@@ -474,7 +474,7 @@ impl UnitRunner {
                 Err(Failure::Row(RowProblem::Bad(why))) if skip => {
                     tracing::warn!(connector = %connector, unit = %table, "skipped row {sys_id}: {why}");
                     self.ctx.metrics.counter_add("snow_source_bad_rows_total", 1, &series);
-                    out.push(None);
+                    out.push(Vec::new());
                 }
                 Err(Failure::Row(RowProblem::Bad(why))) => {
                     return Err(format!(
@@ -485,7 +485,7 @@ impl UnitRunner {
                 Err(Failure::Transform(why)) if tolerate => {
                     tracing::warn!(connector = %connector, unit = %table, "skipped row {sys_id} (errors.tolerance=all): {why}");
                     self.ctx.metrics.counter_add("snow_source_transform_failures_total", 1, &series);
-                    out.push(None);
+                    out.push(Vec::new());
                 }
                 Err(Failure::Transform(why)) => {
                     return Err(format!("table {table}: row {sys_id}: {why} (errors.tolerance=all would skip it)"));
@@ -497,7 +497,8 @@ impl UnitRunner {
 
     /// One record through the connector's transforms (Connect's record: the sys_id as a string
     /// key, the row typed or schemaless, the batch's and the record's headers as strings), then
-    /// its converters; `None` when a transform drops it. A routed topic is created as
+    /// its converters: none when a transform drops it, several when a transform component makes
+    /// several. A routed topic is created as
     /// `topic.creation.*` says; the worker's offsets topic is refused as a destination.
     async fn transformed(
         &mut self,
@@ -506,7 +507,7 @@ impl UnitRunner {
         r: &crate::component::bindings::types::SourceRecord,
         key: Option<&[u8]>,
         value: Option<&[u8]>,
-    ) -> Result<(Option<Made>, Vec<String>), Failure> {
+    ) -> Result<(Vec<Made>, Vec<String>), Failure> {
         let (value_schema, value, dropped) = self.converters.connect_value(value).map_err(Failure::Row)?;
         let key = key.map(|k| String::from_utf8_lossy(k).into_owned());
         let text = |b: Option<&[u8]>| b.map_or(Value::Null, |b| Value::String(String::from_utf8_lossy(b).into_owned()));
@@ -527,11 +528,17 @@ impl UnitRunner {
             timestamp: r.timestamp_ms,
             headers,
         };
-        let out = match chain.apply(record) {
-            Ok(Some(out)) => out,
-            Ok(None) => return Ok((None, dropped)),
-            Err(e) => return Err(Failure::Transform(e.to_string())),
-        };
+        let outs = chain.apply(record).await.map_err(|e| Failure::Transform(e.to_string()))?;
+        let mut made = Vec::with_capacity(outs.len());
+        for out in outs {
+            made.push(self.made(batch, out).await?);
+        }
+        Ok((made, dropped))
+    }
+
+    /// A transformed record as produced: its topic created (or refused), its key and value through
+    /// the converters, its headers as bytes.
+    async fn made(&mut self, batch: &PollBatch, out: Record) -> Result<Made, Failure> {
         let routed = (out.topic != batch.topic).then(|| out.topic.clone());
         if let Some(topic) = &routed {
             if self.ctx.spec.offsets_topic.as_ref().is_some_and(|t| &t.name == topic) {
@@ -548,7 +555,7 @@ impl UnitRunner {
             other => Some(snow_data::snow_text::to_json(other).to_string().into_bytes()),
         };
         let headers = out.headers.iter().map(|h| (h.key.clone(), header_bytes(&h.value))).collect();
-        Ok((Some(Made { key, value, topic: routed, headers: Some(headers) }), dropped))
+        Ok(Made { key, value, topic: routed, headers: Some(headers) })
     }
 
     fn produce_failed(&self, failure: &ProduceFailure, refusals: &mut RefusalBudget) -> Restart {

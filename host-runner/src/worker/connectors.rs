@@ -110,6 +110,21 @@ pub async fn fleet_spec(fleet: &super::Fleet, name: &str, properties: &BTreeMap<
         properties.insert("component.path".into(), path.display().to_string());
         properties.insert("component.digest".into(), format!("sha256:{hex}"));
     }
+    // Transform components are named the same way: `transforms.<alias>.component.ref`.
+    let transform_refs: Vec<String> =
+        properties.keys().filter(|k| k.strip_prefix("transforms.").is_some_and(|k| k.ends_with(".component.ref"))).cloned().collect();
+    for key in transform_refs {
+        let reference = properties.remove(&key).unwrap_or_default();
+        let prefix = key.trim_end_matches("ref");
+        if properties.contains_key(&format!("{prefix}path")) {
+            return Err(invalid(format!("{prefix}path: a transform names its component by {key} or by {prefix}path, not both")));
+        }
+        let hex = super::components::parse_ref(&reference).map_err(|e| invalid(format!("{key}: {e:#}")))?;
+        let path = fleet.components.resolve(&hex, &fleet.resolved).await.map_err(|e| invalid(format!("{key}: {e:#}")))?;
+        rules.component_paths.push(path.clone());
+        properties.insert(format!("{prefix}path"), path.display().to_string());
+        properties.insert(format!("{prefix}digest"), format!("sha256:{hex}"));
+    }
     let applied = rules.apply(&properties).map_err(|errors| invalid(errors.join("\n  ")))?;
     let mut entries = applied.entries.clone();
     entries.insert("name".into(), name.to_string());

@@ -2,8 +2,15 @@
 //! them: `transforms.<alias>.type` names a class, `transforms.<alias>.predicate` and `.negate` put
 //! it under a predicate (`predicates.<alias>.type` and its own keys), everything else under the
 //! alias is the transform's own configuration. Each problem names its key.
+//!
+//! A stage of class [`COMPONENT_CLASS`] is a transform component (docs/transforms.md): this crate
+//! only knows its alias and keys; the host loads the component and [`Chain::bind`]s it as an
+//! [`External`] stage before the chain runs.
 
 use std::collections::BTreeMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
 
 use super::cast::Cast;
 use super::fields::{ExtractField, HoistField, InsertField, MaskField, ReplaceField, SetSchemaMetadata, ValueToKey};
@@ -15,6 +22,8 @@ use super::timestamp::{TimestampConverter, TimestampRouter};
 use super::{Predicate, Record, Side, Transform};
 
 const PACKAGE: &str = "org.apache.kafka.connect.transforms.";
+/// The class of a transform component's stage (`transforms.<alias>.type`).
+pub const COMPONENT_CLASS: &str = "io.snowconnect.transforms.Component";
 const PREDICATES: &str = "org.apache.kafka.connect.transforms.predicates.";
 
 /// The transform classes this runtime has (Connect's names, without the package), each with
@@ -94,17 +103,41 @@ fn build_predicate(class: &str, conf: &Conf<'_>) -> Result<Box<dyn Predicate>, S
 }
 
 fn unknown(class: &str) -> String {
-    let known: Vec<String> =
+    let mut known: Vec<String> =
         TRANSFORMS.iter().map(|(n, sided)| if *sided { format!("{PACKAGE}{n}$Key/$Value") } else { format!("{PACKAGE}{n}") }).collect();
+    known.push(format!("{COMPONENT_CLASS} (a transform component)"));
     format!("{class:?} is not a transform this runtime has (it has {})", known.join(", "))
 }
 
+/// What an [`External`] stage's call returns: the records it made (none drops the record), or
+/// why it failed.
+pub type Pending<'a> = Pin<Box<dyn Future<Output = Result<Vec<Record>, String>> + Send + 'a>>;
+
+/// A transform that runs outside this crate (a transform component, run by the host): a record
+/// in, zero or more records out.
+pub trait External: Send + Sync {
+    /// Transforms `record`.
+    fn apply(&self, record: Record) -> Pending<'_>;
+}
+
+/// What a stage runs.
+#[derive(Clone)]
+enum Runs {
+    /// One of Connect's transforms.
+    Builtin(Arc<dyn Transform>),
+    /// A transform component, once the host bound it.
+    External(Option<Arc<dyn External>>),
+}
+
 /// One configured stage.
+#[derive(Clone)]
 struct Stage {
     alias: String,
     class: String,
-    transform: Box<dyn Transform>,
-    predicate: Option<(Box<dyn Predicate>, bool)>,
+    runs: Runs,
+    /// The stage's own keys (without `transforms.<alias>.`; `type`, `predicate`, `negate` left out).
+    own: BTreeMap<String, String>,
+    predicate: Option<(Arc<dyn Predicate>, bool)>,
 }
 
 /// A transform failed: which one, and why (Connect's `TRANSFORMATION` stage).
@@ -125,7 +158,7 @@ impl std::fmt::Display for StageError {
 }
 
 /// A connector's transformation chain.
-#[derive(Default)]
+#[derive(Default, Clone)]
 pub struct Chain {
     stages: Vec<Stage>,
 }
@@ -159,11 +192,15 @@ impl Chain {
                 errors.push(format!("{prefix}type: is required (the transform's class)"));
                 continue;
             };
-            let transform = match build_transform(&class, &Conf::new(&own)) {
-                Ok(t) => t,
-                Err(e) => {
-                    errors.push(format!("{prefix}type ({class}): {e}"));
-                    continue;
+            let runs = if class == COMPONENT_CLASS {
+                Runs::External(None)
+            } else {
+                match build_transform(&class, &Conf::new(&own)) {
+                    Ok(t) => Runs::Builtin(Arc::from(t)),
+                    Err(e) => {
+                        errors.push(format!("{prefix}type ({class}): {e}"));
+                        continue;
+                    }
                 }
             };
             let negate = match entries.get(&format!("{prefix}negate")).map(|n| n.trim()) {
@@ -197,7 +234,7 @@ impl Chain {
                             None
                         }
                         Some(pclass) => match build_predicate(pclass.trim(), &Conf::new(&own)) {
-                            Ok(pred) => Some((pred, negate)),
+                            Ok(pred) => Some((Arc::from(pred), negate)),
                             Err(e) => {
                                 errors.push(format!("{pprefix}type ({}): {e}", pclass.trim()));
                                 None
@@ -206,7 +243,7 @@ impl Chain {
                     }
                 }
             };
-            stages.push(Stage { alias: alias.clone(), class, transform, predicate });
+            stages.push(Stage { alias: alias.clone(), class, runs, own, predicate });
         }
         Self { stages }
     }
@@ -221,22 +258,65 @@ impl Chain {
         self.stages.iter().map(|s| s.alias.as_str()).collect()
     }
 
-    /// Runs the stages in order on `record`; `None` when one drops it.
-    pub fn apply(&self, mut record: Record) -> Result<Option<Record>, StageError> {
-        for stage in &self.stages {
-            let runs = stage.predicate.as_ref().is_none_or(|(p, negate)| negate ^ p.test(&record));
-            if !runs {
-                continue;
-            }
-            match stage.transform.apply(record) {
-                Ok(Some(next)) => record = next,
-                Ok(None) => return Ok(None),
-                Err(e) => {
-                    return Err(StageError { alias: stage.alias.clone(), class: stage.class.clone(), message: e.to_string() });
-                }
+    /// The transform components' stages: each alias with its own keys (without
+    /// `transforms.<alias>.`), in chain order.
+    pub fn components(&self) -> Vec<(&str, &BTreeMap<String, String>)> {
+        self.stages.iter().filter(|s| matches!(s.runs, Runs::External(_))).map(|s| (s.alias.as_str(), &s.own)).collect()
+    }
+
+    /// The chain with each transform component's stage bound to what `load` gives for its alias.
+    pub fn bind(&self, mut load: impl FnMut(&str) -> Arc<dyn External>) -> Self {
+        let mut bound = self.clone();
+        for stage in &mut bound.stages {
+            if let Runs::External(slot) = &mut stage.runs {
+                *slot = Some(load(&stage.alias));
             }
         }
-        Ok(Some(record))
+        bound
+    }
+
+    /// Runs the stages in order on `record`: the records that come out (none when a stage drops
+    /// it; a transform component may make several, each going through the stages after it).
+    pub async fn apply(&self, record: Record) -> Result<Vec<Record>, StageError> {
+        let mut records = vec![record];
+        for stage in &self.stages {
+            let mut next = Vec::with_capacity(records.len());
+            for record in records {
+                let runs = stage.predicate.as_ref().is_none_or(|(p, negate)| negate ^ p.test(&record));
+                if !runs {
+                    next.push(record);
+                    continue;
+                }
+                let failed = |message: String| StageError { alias: stage.alias.clone(), class: stage.class.clone(), message };
+                match &stage.runs {
+                    Runs::Builtin(t) => next.extend(t.apply(record).map_err(|e| failed(e.to_string()))?),
+                    Runs::External(Some(t)) => next.extend(t.apply(record).await.map_err(failed)?),
+                    Runs::External(None) => return Err(failed("the transform component is not loaded".into())),
+                }
+            }
+            records = next;
+            if records.is_empty() {
+                break;
+            }
+        }
+        Ok(records)
+    }
+
+    /// [`Chain::apply`] for a chain of Connect's transforms only (no component stage), which
+    /// never waits: for callers that are not async. A stage that would wait is an error naming it.
+    pub fn apply_now(&self, record: Record) -> Result<Vec<Record>, StageError> {
+        let mut running = std::pin::pin!(self.apply(record));
+        match running.as_mut().poll(&mut std::task::Context::from_waker(std::task::Waker::noop())) {
+            std::task::Poll::Ready(out) => out,
+            std::task::Poll::Pending => {
+                let stage = self.stages.iter().find(|s| matches!(s.runs, Runs::External(_)));
+                Err(StageError {
+                    alias: stage.map(|s| s.alias.clone()).unwrap_or_default(),
+                    class: COMPONENT_CLASS.into(),
+                    message: "a transform component cannot run here".into(),
+                })
+            }
+        }
     }
 }
 
@@ -286,12 +366,12 @@ mod tests {
             ("predicates.tomb.type", "org.apache.kafka.connect.transforms.predicates.RecordIsTombstone"),
         ]);
         assert!(errors.is_empty(), "{errors:?}");
-        let out = c.apply(record("servicenow.incident", Value::Struct(vec![("a".into(), Value::String("x".into()))]), &[])).expect("ok");
-        let out = out.expect("kept");
+        let out = c.apply_now(record("servicenow.incident", Value::Struct(vec![("a".into(), Value::String("x".into()))]), &[])).expect("ok");
+        let out = out.into_iter().next().expect("kept");
         assert_eq!(out.topic, "snow-incident");
         assert_eq!(out.value.get("from_topic"), Some(&Value::String("snow-incident".into())));
-        assert_eq!(c.apply(record("t", Value::Null, &["internal"])).expect("ok"), None, "filtered");
-        let tomb = c.apply(record("t", Value::Null, &[])).expect("ok").expect("kept");
+        assert_eq!(c.apply_now(record("t", Value::Null, &["internal"])).expect("ok"), vec![], "filtered");
+        let tomb = c.apply_now(record("t", Value::Null, &[])).expect("ok").pop().expect("kept");
         assert_eq!(tomb.value, Value::Null, "the negated predicate skipped InsertField for a tombstone");
     }
 
@@ -324,8 +404,51 @@ mod tests {
             ("transforms.mask.fields", "a"),
         ]);
         assert!(errors.is_empty(), "{errors:?}");
-        let e = c.apply(record("t", Value::Null, &[])).expect_err("null value");
+        let e = c.apply_now(record("t", Value::Null, &[])).expect_err("null value");
         assert_eq!(e.alias, "mask");
         assert_eq!(e.message, "Only Struct objects supported for [mask fields], found: null");
+    }
+
+    /// A stand-in for a transform component: splits a record into one per header.
+    struct PerHeader;
+
+    impl External for PerHeader {
+        fn apply(&self, record: Record) -> Pending<'_> {
+            Box::pin(async move {
+                if record.headers.iter().any(|h| h.key == "bad") {
+                    return Err("a bad header".to_string());
+                }
+                Ok(record.headers.iter().map(|h| Record { topic: h.key.clone(), headers: Vec::new(), ..record.clone() }).collect())
+            })
+        }
+    }
+
+    #[test]
+    fn a_component_stage_runs_once_bound_and_its_records_go_through_the_later_stages() {
+        let (c, errors) = chain(&[
+            ("transforms", "split,route"),
+            ("transforms.split.type", COMPONENT_CLASS),
+            ("transforms.split.component.path", "/plugins/split.wasm"),
+            ("transforms.split.mode", "headers"),
+            ("transforms.route.type", "org.apache.kafka.connect.transforms.RegexRouter"),
+            ("transforms.route.regex", "(.*)"),
+            ("transforms.route.replacement", "to-$1"),
+        ]);
+        assert!(errors.is_empty(), "{errors:?}");
+        let components = c.components();
+        assert_eq!(components.len(), 1);
+        assert_eq!(components[0].0, "split");
+        assert_eq!(components[0].1.get("mode").map(String::as_str), Some("headers"));
+        let e = c.apply_now(record("t", Value::Null, &["a"])).expect_err("not bound");
+        assert_eq!((e.alias.as_str(), e.class.as_str()), ("split", COMPONENT_CLASS));
+        let bound = c.bind(|alias| {
+            assert_eq!(alias, "split");
+            std::sync::Arc::new(PerHeader)
+        });
+        let out = bound.apply_now(record("t", Value::Null, &["a", "b"])).expect("ok");
+        assert_eq!(out.iter().map(|r| r.topic.as_str()).collect::<Vec<_>>(), ["to-a", "to-b"]);
+        assert_eq!(bound.apply_now(record("t", Value::Null, &[])).expect("ok"), vec![], "no record out: dropped");
+        let e = bound.apply_now(record("t", Value::Null, &["bad"])).expect_err("failed");
+        assert_eq!(e.to_string(), format!("transform split ({COMPONENT_CLASS}) failed: a bad header"));
     }
 }

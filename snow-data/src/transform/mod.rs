@@ -21,7 +21,7 @@ use crate::error::DataError;
 use crate::schema::Schema;
 use crate::value::Value;
 
-pub use config::Chain;
+pub use config::{COMPONENT_CLASS, Chain, External, Pending};
 
 /// One header: a key and a value with its optional schema.
 #[derive(Debug, Clone, PartialEq)]

@@ -1,0 +1,291 @@
+//! A transform component as a stage of a connector's chain (world `transform`,
+//! docs/transforms.md): the host hands it each record as Connect's JSON forms and reads back what
+//! it made. Instances are pooled: a source unit or sink lane takes an idle one for a call (or
+//! instantiates and opens a new one) and gives it back, so calls never share a store and a busy
+//! connector has as many instances as calls in flight, no more. A store has the stage's memory
+//! and time limits and a gate that refuses every request; an instance that trapped is dropped
+//! (the next call gets a fresh one), and the trap is the record's failure at Connect's
+//! `TRANSFORMATION` stage.
+
+use std::sync::{Arc, Mutex};
+
+use anyhow::{Result, anyhow};
+use snow_data::connect_json::{schema_from_json, schema_to_json, value_from_json};
+use snow_data::json_text::{self, Decimals};
+use snow_data::transform::{External, Header, Pending, Record};
+use snow_data::{Kind, Schema, Value};
+use wasmtime::component::ResourceAny;
+use wasmtime::{Engine, Store};
+
+use super::bindings::transform::exports::snow::connector::transform_api::{ConnectRecord, RecordHeader};
+use super::bindings::transform::{Transform, TransformPre};
+use super::bindings::types::ConfigEntry;
+use super::state::{HostState, StoreOptions};
+use crate::metrics::{Metrics, labels};
+use crate::outbound::Gate;
+
+/// Most idle instances kept per stage (more calls at once instantiate more; the extra ones are
+/// dropped when given back).
+const MAX_IDLE: usize = 64;
+
+/// One transform component stage of one connector.
+pub struct TransformComponent {
+    pre: TransformPre<HostState>,
+    engine: Engine,
+    connector: String,
+    alias: String,
+    config: Vec<ConfigEntry>,
+    options: StoreOptions,
+    metrics: Metrics,
+    idle: Mutex<Vec<Instance>>,
+}
+
+/// An instance with its configured transformer.
+struct Instance {
+    store: Store<HostState>,
+    bindings: Transform,
+    transformer: ResourceAny,
+}
+
+impl TransformComponent {
+    /// The stage `alias` of `connector`, running `pre` with `config` (its own keys) under `options`.
+    pub fn new(
+        pre: TransformPre<HostState>,
+        engine: Engine,
+        connector: &str,
+        alias: &str,
+        config: Vec<ConfigEntry>,
+        options: StoreOptions,
+        metrics: Metrics,
+    ) -> Self {
+        Self {
+            pre,
+            engine,
+            connector: connector.to_string(),
+            alias: alias.to_string(),
+            config,
+            options,
+            metrics,
+            idle: Mutex::new(Vec::new()),
+        }
+    }
+
+    fn store(&self) -> Store<HostState> {
+        let unit = format!("transform {}", self.alias);
+        HostState::new_store(&self.engine, &self.connector, &unit, Gate::closed(&self.connector), self.metrics.clone(), self.options)
+    }
+
+    /// Asks the component to check its configuration: every problem, one per line naming its key
+    /// (`transforms.<alias>.<key>`), or a trap.
+    pub async fn validate(&self) -> Result<Vec<String>> {
+        let mut store = self.store();
+        let bindings = self.pre.instantiate_async(&mut store).await.map_err(|e| anyhow!("instantiating: {e:#}"))?;
+        store.data_mut().begin_call();
+        let answer = bindings
+            .snow_connector_transform_api()
+            .call_validate(&mut store, &self.config)
+            .await
+            .map_err(|e| anyhow!("the component trapped in validate: {e:#}"))?;
+        Ok(match answer {
+            Ok(()) => Vec::new(),
+            Err(errors) => errors.iter().map(|e| format!("transforms.{}.{}: {}", self.alias, e.key, e.message)).collect(),
+        })
+    }
+
+    async fn open(&self) -> Result<Instance, String> {
+        let mut store = self.store();
+        let bindings = self.pre.instantiate_async(&mut store).await.map_err(|e| format!("instantiating the component: {e:#}"))?;
+        store.data_mut().begin_call();
+        let transformer = bindings
+            .snow_connector_transform_api()
+            .transformer()
+            .call_open(&mut store, &self.config)
+            .await
+            .map_err(|e| format!("the component trapped in open: {e:#}"))?
+            .map_err(|e| format!("the component refused its configuration: {}", crate::redact::clean(&e)))?;
+        Ok(Instance { store, bindings, transformer })
+    }
+
+    async fn call(&self, record: Record) -> Result<Vec<Record>, String> {
+        let input = to_wit(&record)?;
+        let idle = self.idle.lock().unwrap_or_else(|e| e.into_inner()).pop();
+        let mut instance = match idle {
+            Some(instance) => instance,
+            None => self.open().await?,
+        };
+        instance.store.data_mut().begin_call();
+        let answer =
+            instance.bindings.snow_connector_transform_api().transformer().call_apply(&mut instance.store, instance.transformer, &input).await;
+        let made = match answer {
+            Err(trap) => {
+                self.metrics.counter_add(
+                    "snow_transform_traps_total",
+                    1,
+                    &labels(&[("connector", &self.connector), ("transform", &self.alias)]),
+                );
+                // The instance is dropped: the next call gets a fresh one.
+                return Err(format!("the component trapped: {}", crate::component::trap::one_line(&trap)));
+            }
+            Ok(made) => made,
+        };
+        {
+            let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
+            if idle.len() < MAX_IDLE {
+                idle.push(instance);
+            }
+        }
+        let made = made.map_err(|e| crate::redact::clean(&e))?;
+        made.iter().enumerate().map(|(i, r)| from_wit(r).map_err(|e| format!("record {i} it made: {e}"))).collect()
+    }
+}
+
+impl External for TransformComponent {
+    fn apply(&self, record: Record) -> Pending<'_> {
+        Box::pin(self.call(record))
+    }
+}
+
+/// A record as the component reads it.
+fn to_wit(record: &Record) -> Result<ConnectRecord, String> {
+    let side = |schema: Option<&Schema>, value: &Value, what: &str| -> Result<(Option<String>, Option<String>), String> {
+        if value.is_null() {
+            return Ok((schema.map(|s| schema_to_json(s).to_string()), None));
+        }
+        let mut text = String::new();
+        json_text::write(value, Decimals::Number, &mut text).map_err(|e| format!("the record's {what} cannot be written as JSON: {e}"))?;
+        Ok((schema.map(|s| schema_to_json(s).to_string()), Some(text)))
+    };
+    let (key_schema, key) = side(record.key_schema.as_ref(), &record.key, "key")?;
+    let (value_schema, value) = side(record.value_schema.as_ref(), &record.value, "value")?;
+    let headers = record
+        .headers
+        .iter()
+        .map(|h| {
+            let value = match &h.value {
+                Value::Null => None,
+                Value::String(s) => Some(s.clone()),
+                other => Some(snow_data::snow_text::to_json(other).to_string()),
+            };
+            RecordHeader { key: h.key.clone(), value }
+        })
+        .collect();
+    Ok(ConnectRecord {
+        topic: record.topic.clone(),
+        partition: record.partition,
+        offset: record.offset,
+        timestamp: record.timestamp,
+        key_schema,
+        key,
+        value_schema,
+        value,
+        headers,
+    })
+}
+
+/// A record the component made, read back (its key and value checked against their schemas).
+fn from_wit(r: &ConnectRecord) -> Result<Record, String> {
+    let side = |schema: &Option<String>, text: &Option<String>, what: &str| -> Result<(Option<Schema>, Value), String> {
+        let schema = match schema {
+            None => None,
+            Some(s) => {
+                let json: serde_json::Value = serde_json::from_str(s).map_err(|e| format!("its {what} schema is not JSON: {e}"))?;
+                Some(schema_from_json(&json).map_err(|e| format!("its {what} schema: {e}"))?)
+            }
+        };
+        let value = match text {
+            None => Value::Null,
+            Some(t) => {
+                let json: serde_json::Value = serde_json::from_str(t).map_err(|e| format!("its {what} is not JSON: {e}"))?;
+                value_from_json(&json, schema.as_ref()).map_err(|e| format!("its {what}: {e}"))?
+            }
+        };
+        Ok((schema, value))
+    };
+    let (key_schema, key) = side(&r.key_schema, &r.key, "key")?;
+    let (value_schema, value) = side(&r.value_schema, &r.value, "value")?;
+    if r.topic.is_empty() {
+        return Err("its topic is empty".into());
+    }
+    Ok(Record {
+        topic: r.topic.clone(),
+        partition: r.partition,
+        offset: r.offset,
+        key_schema,
+        key,
+        value_schema,
+        value,
+        timestamp: r.timestamp,
+        headers: r
+            .headers
+            .iter()
+            .map(|h| Header {
+                key: h.key.clone(),
+                schema: Some(Schema::new(Kind::String).optional()),
+                value: h.value.clone().map_or(Value::Null, Value::String),
+            })
+            .collect(),
+    })
+}
+
+/// Shared handle, as a chain binds it.
+pub type SharedTransform = Arc<TransformComponent>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use snow_data::Field;
+
+    #[test]
+    fn a_record_goes_to_the_component_and_back_unchanged() {
+        let schema = Schema::record(
+            "incident",
+            vec![
+                Field::new("number", Schema::new(Kind::String).optional()),
+                Field::new("opened_at", Schema::timestamp().optional()),
+                Field::new("cost", Schema::decimal(2).optional()),
+                Field::new("active", Schema::new(Kind::Boolean).optional()),
+            ],
+        );
+        let value = Value::Struct(vec![
+            ("number".into(), Value::String("INC0001".into())),
+            ("opened_at".into(), Value::Timestamp(1_700_000_000_000)),
+            ("cost".into(), Value::Decimal(snow_data::decimal::Decimal::parse("12.50", 2).unwrap())),
+            ("active".into(), Value::Null),
+        ]);
+        let record = Record {
+            topic: "servicenow.incident".into(),
+            partition: None,
+            offset: None,
+            key_schema: Some(Schema::new(Kind::String)),
+            key: Value::String("abc".into()),
+            value_schema: Some(schema),
+            value,
+            timestamp: Some(1_700_000_000_123),
+            headers: vec![Header { key: "snow.table".into(), schema: None, value: Value::String("incident".into()) }],
+        };
+        let wit = to_wit(&record).unwrap();
+        assert_eq!(wit.key.as_deref(), Some("\"abc\""));
+        assert!(wit.value.as_deref().unwrap().contains("\"cost\":12.50"), "decimals are numbers: {:?}", wit.value);
+        let back = from_wit(&wit).unwrap();
+        assert_eq!((back.key, back.value, back.topic), (record.key, record.value, record.topic));
+    }
+
+    #[test]
+    fn what_the_component_made_is_checked_against_its_schema() {
+        let wit = ConnectRecord {
+            topic: "t".into(),
+            partition: None,
+            offset: None,
+            timestamp: None,
+            key_schema: None,
+            key: None,
+            value_schema: Some(r#"{"type":"struct","fields":[{"field":"n","type":"int32","optional":false}]}"#.into()),
+            value: Some(r#"{"n":"x"}"#.into()),
+            headers: vec![],
+        };
+        let e = from_wit(&wit).unwrap_err();
+        assert!(e.contains("its value") && e.contains("field n"), "{e}");
+        let tomb = from_wit(&ConnectRecord { value: None, ..wit }).unwrap();
+        assert_eq!(tomb.value, Value::Null);
+    }
+}
