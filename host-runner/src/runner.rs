@@ -314,7 +314,11 @@ impl Runner {
             let loaded = match components.get(artefact.digest()) {
                 Some(loaded) => loaded.clone(),
                 None => {
-                    let loaded = self.runtime.load(&artefact).await.with_context(|| format!("connector {}: transform {}", spec.name, stage.alias))?;
+                    let loaded = self
+                        .runtime
+                        .load(&artefact)
+                        .await
+                        .with_context(|| format!("connector {}: transform {}", spec.name, stage.alias))?;
                     components.insert(artefact.digest().to_string(), loaded.clone());
                     loaded
                 }
@@ -330,7 +334,15 @@ impl Runner {
             };
             let options = StoreOptions { memory_max_bytes: stage.memory_max_bytes, call_timeout: stage.call_timeout };
             let config = crate::connector::to_entries(stage.config.iter());
-            let component = TransformComponent::new(pre, self.runtime.engine().clone(), &spec.name, &stage.alias, config, options, self.metrics.clone());
+            let component = TransformComponent::new(
+                pre,
+                self.runtime.engine().clone(),
+                &spec.name,
+                &stage.alias,
+                config,
+                options,
+                self.metrics.clone(),
+            );
             let problems = component.validate().await.with_context(|| format!("connector {}: transform {}", spec.name, stage.alias))?;
             if !problems.is_empty() {
                 bail!("connector {} has an invalid configuration:\n  {}", spec.name, problems.join("\n  "));

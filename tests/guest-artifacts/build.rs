@@ -7,13 +7,14 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::{env, fs};
 
-const GUESTS: [(&str, &str); 6] = [
+const GUESTS: [(&str, &str); 7] = [
     ("GUEST_SOURCE", "guest-source"),
     ("GUEST_SINK", "guest-sink"),
     ("ROGUE_GUEST", "rogue-guest"),
     ("ROGUE_SINK", "rogue-sink"),
     ("HTTP_ADAPTER", "http-adapter"),
     ("HOST_SHIM", "host-shim"),
+    ("TRANSFORM_EXPLODE", "transform-explode"),
 ];
 
 fn main() {

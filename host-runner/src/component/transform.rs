@@ -114,8 +114,12 @@ impl TransformComponent {
             None => self.open().await?,
         };
         instance.store.data_mut().begin_call();
-        let answer =
-            instance.bindings.snow_connector_transform_api().transformer().call_apply(&mut instance.store, instance.transformer, &input).await;
+        let answer = instance
+            .bindings
+            .snow_connector_transform_api()
+            .transformer()
+            .call_apply(&mut instance.store, instance.transformer, &input)
+            .await;
         let made = match answer {
             Err(trap) => {
                 self.metrics.counter_add(
@@ -287,5 +291,50 @@ mod tests {
         assert!(e.contains("its value") && e.contains("field n"), "{e}");
         let tomb = from_wit(&ConnectRecord { value: None, ..wit }).unwrap();
         assert_eq!(tomb.value, Value::Null);
+    }
+
+    /// The Rust example component, loaded as the runner loads it.
+    async fn explode(config: &[(&str, &str)]) -> TransformComponent {
+        let runtime = crate::component::ComponentRuntime::new().unwrap();
+        let path = std::path::Path::new(guest_artifacts::TRANSFORM_EXPLODE);
+        let checked = crate::artefact::Checked::inspect(path, &crate::artefact::TrustPolicy::unsigned()).unwrap();
+        let crate::component::Loaded::Transform(pre) = runtime.load(&checked).await.unwrap() else { panic!("not a transform") };
+        let config = config.iter().map(|(k, v)| ConfigEntry { key: k.to_string(), value: v.to_string() }).collect();
+        let options = StoreOptions { memory_max_bytes: 32 << 20, call_timeout: std::time::Duration::from_secs(5) };
+        TransformComponent::new(pre, runtime.engine().clone(), "c", "explode", config, options, Metrics::default())
+    }
+
+    fn watched(list: &str) -> Record {
+        Record {
+            topic: "servicenow.incident".into(),
+            partition: None,
+            offset: None,
+            key_schema: Some(Schema::new(Kind::String)),
+            key: Value::String("abc".into()),
+            value_schema: None,
+            value: Value::Map(vec![
+                (Value::String("number".into()), Value::String("INC1".into())),
+                (Value::String("watch_list".into()), Value::String(list.into())),
+            ]),
+            timestamp: Some(1),
+            headers: vec![],
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn the_rust_example_makes_a_record_per_item_and_reports_bad_keys() {
+        let t = explode(&[("field", "watch_list"), ("into", "watcher"), ("key.suffix", "true")]).await;
+        assert_eq!(t.validate().await.unwrap(), Vec::<String>::new());
+        let out = t.apply(watched("u1, u2,u3")).await.unwrap();
+        let keys: Vec<_> = out.iter().map(|r| r.key.clone()).collect();
+        assert_eq!(keys, ["abc:u1", "abc:u2", "abc:u3"].map(|k| Value::String(k.into())));
+        assert_eq!(out[1].value.get("watcher"), Some(&Value::String("u2".into())));
+        assert!(t.apply(watched("")).await.unwrap().is_empty(), "an empty list makes no record");
+        let bad = explode(&[("fields", "x")]).await;
+        let problems = bad.validate().await.unwrap();
+        assert!(problems.iter().any(|p| p.starts_with("transforms.explode.field: is required")), "{problems:?}");
+        assert!(problems.iter().any(|p| p.starts_with("transforms.explode.fields: unknown key")), "{problems:?}");
+        let e = bad.apply(watched("u1")).await.unwrap_err();
+        assert!(e.starts_with("the component refused its configuration: field: is required"), "{e}");
     }
 }

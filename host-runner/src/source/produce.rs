@@ -183,54 +183,54 @@ pub async fn enqueue(
         }
     };
     for (i, r) in batch.records.iter().enumerate() {
-      for made in made_of(i) {
-        let (key, value) = match made {
-            None => (r.key.and_then(|k| bytes(batch, k)), r.value.and_then(|v| bytes(batch, v))),
-            Some(m) => (m.key.as_deref(), m.value.as_deref()),
-        };
-        let topic = made.and_then(|m| m.topic.as_deref()).unwrap_or(&batch.topic);
-        let headers = match made.and_then(|m| m.headers.as_ref()) {
-            Some(transformed) => transformed.iter().fold(OwnedHeaders::new_with_capacity(transformed.len()), |hs, (k, v)| {
-                hs.insert(KafkaHeader { key: k, value: v.as_deref() })
-            }),
-            None => {
-                let own = own_headers(batch, r.headers).unwrap_or_default();
-                let mut headers = OwnedHeaders::new_with_capacity(batch.headers.len() + own.len());
-                for h in &batch.headers {
-                    headers = headers.insert(KafkaHeader { key: &h.key, value: Some(&h.value) });
+        for made in made_of(i) {
+            let (key, value) = match made {
+                None => (r.key.and_then(|k| bytes(batch, k)), r.value.and_then(|v| bytes(batch, v))),
+                Some(m) => (m.key.as_deref(), m.value.as_deref()),
+            };
+            let topic = made.and_then(|m| m.topic.as_deref()).unwrap_or(&batch.topic);
+            let headers = match made.and_then(|m| m.headers.as_ref()) {
+                Some(transformed) => transformed.iter().fold(OwnedHeaders::new_with_capacity(transformed.len()), |hs, (k, v)| {
+                    hs.insert(KafkaHeader { key: k, value: v.as_deref() })
+                }),
+                None => {
+                    let own = own_headers(batch, r.headers).unwrap_or_default();
+                    let mut headers = OwnedHeaders::new_with_capacity(batch.headers.len() + own.len());
+                    for h in &batch.headers {
+                        headers = headers.insert(KafkaHeader { key: &h.key, value: Some(&h.value) });
+                    }
+                    for h in own {
+                        headers = headers.insert(KafkaHeader { key: text(h.key), value: bytes(batch, h.value) });
+                    }
+                    headers
                 }
-                for h in own {
-                    headers = headers.insert(KafkaHeader { key: text(h.key), value: bytes(batch, h.value) });
-                }
-                headers
+            };
+            let mut record: FutureRecord<'_, [u8], [u8]> = FutureRecord::to(topic).headers(headers);
+            if let Some(key) = key {
+                record = record.key(key);
             }
-        };
-        let mut record: FutureRecord<'_, [u8], [u8]> = FutureRecord::to(topic).headers(headers);
-        if let Some(key) = key {
-            record = record.key(key);
-        }
-        if let Some(value) = value {
-            record = record.payload(value);
-        }
-        if let Some(ts) = r.timestamp_ms {
-            record = record.timestamp(ts);
-        }
-        loop {
-            match producer.send_result(record) {
-                Ok(delivery) => {
-                    deliveries.push(delivery);
-                    break;
+            if let Some(value) = value {
+                record = record.payload(value);
+            }
+            if let Some(ts) = r.timestamp_ms {
+                record = record.timestamp(ts);
+            }
+            loop {
+                match producer.send_result(record) {
+                    Ok(delivery) => {
+                        deliveries.push(delivery);
+                        break;
+                    }
+                    Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), back)) => {
+                        // The local queue (queue.buffering.max.messages) is full; librdkafka's own
+                        // thread drains it as the broker acknowledges. Give it a moment.
+                        record = back;
+                        tokio::time::sleep(Duration::from_millis(1)).await;
+                    }
+                    Err((e, back)) => return Err(failure(&e, back.key, back.payload, back.headers.as_ref(), topic)),
                 }
-                Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), back)) => {
-                    // The local queue (queue.buffering.max.messages) is full; librdkafka's own
-                    // thread drains it as the broker acknowledges. Give it a moment.
-                    record = back;
-                    tokio::time::sleep(Duration::from_millis(1)).await;
-                }
-                Err((e, back)) => return Err(failure(&e, back.key, back.payload, back.headers.as_ref(), topic)),
             }
         }
-      }
     }
     Ok(deliveries)
 }

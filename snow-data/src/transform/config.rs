@@ -366,7 +366,8 @@ mod tests {
             ("predicates.tomb.type", "org.apache.kafka.connect.transforms.predicates.RecordIsTombstone"),
         ]);
         assert!(errors.is_empty(), "{errors:?}");
-        let out = c.apply_now(record("servicenow.incident", Value::Struct(vec![("a".into(), Value::String("x".into()))]), &[])).expect("ok");
+        let out =
+            c.apply_now(record("servicenow.incident", Value::Struct(vec![("a".into(), Value::String("x".into()))]), &[])).expect("ok");
         let out = out.into_iter().next().expect("kept");
         assert_eq!(out.topic, "snow-incident");
         assert_eq!(out.value.get("from_topic"), Some(&Value::String("snow-incident".into())));
