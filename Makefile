@@ -2,7 +2,7 @@
 CARGO ?= cargo
 DEMO_SECONDS ?= 30
 BENCH_ROWS ?= 1000000
-GUESTS := -p guest-source -p guest-sink -p rogue-guest -p rogue-sink -p http-adapter -p host-shim
+GUESTS := -p guest-source -p guest-sink -p rogue-guest -p rogue-sink -p http-adapter -p host-shim -p transform-explode
 # The same command tests/guest-artifacts runs, so both share one build in target/guests.
 WASM_BUILD := $(CARGO) build --target wasm32-wasip2 --profile wasm-release --target-dir target/guests $(GUESTS)
 
@@ -44,8 +44,14 @@ $(PYTHON_ENV)/.installed: tests/python/requirements.txt
 	$(PYTHON_ENV)/bin/pip install --quiet --disable-pip-version-check -r tests/python/requirements.txt
 	touch $@
 
+## The JavaScript example transform (examples/transform-js), compiled to a component with ComponentizeJS
+## from the jco host's packages (the same pinned versions as its own package.json).
+TRANSFORM_JS := target/transforms/transform_label.wasm
+$(TRANSFORM_JS): examples/transform-js/label.js examples/transform-js/build.mjs wit/transform.wit wit/types.wit wit/host.wit $(JCO_HOST)/node_modules/.package-lock.json
+	node examples/transform-js/build.mjs $@ --modules $(JCO_HOST)/node_modules
+
 ## Every test: unit, fake, harness, and end to end with real components and a real broker.
-test: $(JCO_HOST)/node_modules/.package-lock.json $(PYTHON_ENV)/.installed
+test: $(JCO_HOST)/node_modules/.package-lock.json $(PYTHON_ENV)/.installed $(TRANSFORM_JS)
 	@bash tests/setup.sh --tests
 	$(CARGO) build -p snow-core --target wasm32-wasip2
 	$(CARGO) test

@@ -317,3 +317,80 @@ fn a_source_without_converters_transforms_the_rows_json_and_a_failing_transform_
         "{parked}"
     );
 }
+
+/// The JavaScript example transform, built by `make test` (ComponentizeJS), signed here.
+fn label_component() -> &'static str {
+    assert!(
+        Path::new(guest_artifacts::TRANSFORM_LABEL).is_file(),
+        "{} is missing: `make test` builds it (node examples/transform-js/build.mjs)",
+        guest_artifacts::TRANSFORM_LABEL
+    );
+    support::signed(guest_artifacts::TRANSFORM_LABEL)
+}
+
+#[test]
+fn transform_components_in_rust_and_javascript_run_in_the_chain_with_connects_transforms() {
+    let now = now_secs();
+    let fake = fake(now);
+    let ids = fake.shared().seed("incident", 30, now - 600, 300);
+    // Ten rows watched by two users, ten by one, ten by nobody (no record for them).
+    let watch = |ids: &[String], list: &str| {
+        let change = serde_json::json!({ "watch_list": list });
+        fake.shared().update_rows("incident", ids, change.as_object().unwrap())
+    };
+    assert_eq!(watch(&ids[..10], "u1,u2") + watch(&ids[10..20], "u3"), 20);
+    // The changes are stamped at the frozen clock's now: move it past the safety lag.
+    fake.clock().advance(10);
+    let (name, topic) = (unique("srccomp"), unique("srccomp"));
+    let routed = format!("{topic}-watchers");
+    let mut config = source_config(&fake, &name, &topic, "100");
+    for (k, v) in [
+        ("transforms", "explode,label,route"),
+        ("transforms.explode.type", "io.snowconnect.transforms.Component"),
+        ("transforms.explode.component.path", support::signed(guest_artifacts::TRANSFORM_EXPLODE)),
+        ("transforms.explode.field", "watch_list"),
+        ("transforms.explode.key.suffix", "true"),
+        ("transforms.label.type", "io.snowconnect.transforms.Component"),
+        ("transforms.label.component.path", label_component()),
+        ("transforms.label.field", "priority"),
+        ("transforms.label.labels", "1:Critical,2:High,3:Moderate,4:Low,5:Planning"),
+        ("transforms.route.type", "org.apache.kafka.connect.transforms.RegexRouter"),
+        ("transforms.route.regex", "(.*)"),
+        ("transforms.route.replacement", "$1-watchers"),
+    ] {
+        config.insert(k.into(), v.into());
+    }
+    let dir = work_dir("source-transform-components");
+    let runner = Runner::start(&dir, "run", &[&connector_file(&dir, &name, &config)]);
+    let records = read_until(kafka_harness::shared().bootstrap(), &routed, Duration::from_secs(180), |r| r.len() >= 30);
+    let log = runner.stop();
+    assert_eq!(records.len(), 30, "two records for each of ten rows, one for each of ten; log:\n{}", tail(&log, 30));
+    let labels = ["Critical", "High", "Moderate", "Low", "Planning"];
+    let mut keys = BTreeSet::new();
+    for r in &records {
+        let v = r.json();
+        let (sys_id, user) = r.key.split_once(':').expect("the key carries its item");
+        assert_eq!(v["sys_id"].as_str(), Some(sys_id), "{v}");
+        assert_eq!(v["watch_list"].as_str(), Some(user), "each record holds one item: {v}");
+        let priority: usize = v["priority"].as_str().unwrap().parse().unwrap();
+        assert_eq!(v["priority_label"].as_str(), Some(labels[priority - 1]), "the JavaScript component labelled it: {v}");
+        keys.insert(r.key.clone());
+    }
+    assert_eq!(keys.len(), 30, "no record twice");
+    for id in &ids[20..] {
+        assert!(!records.iter().any(|r| r.key.starts_with(id.as_str())), "a row watched by nobody made no record");
+    }
+    for alias in ["explode", "label"] {
+        assert!(log.contains(&format!("transform=\"{alias}\"")) && log.contains("transform component ready"), "{}", tail(&log, 30));
+    }
+
+    // An unsigned transform component is refused like an unsigned connector, naming the stage.
+    let unsigned = dir.join("unsigned-explode.wasm");
+    std::fs::copy(guest_artifacts::TRANSFORM_EXPLODE, &unsigned).unwrap();
+    config.insert("transforms.explode.component.path".into(), unsigned.display().to_string());
+    config.insert("name".into(), unique("srcunsigned"));
+    let file = connector_file(&dir, &config["name"], &config);
+    let (ok, _, stderr) = support::snow_connect(&dir, &["run", file.to_str().unwrap(), "--for-seconds", "5"]);
+    assert!(!ok, "an unsigned transform must not run");
+    assert!(stderr.contains("transform explode") && stderr.contains("refused"), "{stderr}");
+}

@@ -60,6 +60,12 @@ fn main() {
         track_dep_info(&out_dir.join(format!("{stem}.d")));
         consts.push_str(&format!("/// Path of the `{package}` component.\npub const {name}: &str = {:?};\n", wasm.display().to_string()));
     }
+    // Built by the Makefile with ComponentizeJS (Node), not by cargo: `make test` builds it first.
+    let label = workspace.join("target").join("transforms").join("transform_label.wasm");
+    consts.push_str(&format!(
+        "/// Path of the JavaScript example transform (examples/transform-js), built by `make test`.\npub const TRANSFORM_LABEL: &str = {:?};\n",
+        label.display().to_string()
+    ));
     println!("cargo:rerun-if-changed={}", workspace.join("wit").display());
     let out = PathBuf::from(env::var("OUT_DIR").expect("cargo sets OUT_DIR")).join("paths.rs");
     fs::write(out, consts).expect("writing paths.rs");
