@@ -25,6 +25,8 @@ pub struct ConnectorContext {
     pub metrics: Metrics,
     /// The process's status board.
     pub status: StatusBoard,
+    /// Its transform components by alias (bound in `spec.transforms`), for hot-swaps.
+    pub transforms: std::collections::HashMap<String, Arc<crate::component::transform::TransformComponent>>,
 }
 
 impl ConnectorContext {

@@ -8,6 +8,10 @@
 //! fails, the old version keeps running and the reason is logged and shown on the status board
 //! (unit `component`). Units take a published version at their next batch boundary
 //! ([`crate::component::swap`]). Other changed keys are named and take effect at the next start.
+//!
+//! A transform component whose file changed is checked the same way
+//! ([`ConnectorSpec::transform_component`]), compiled, asked to validate its keys and published to
+//! its stage: calls after that open the new version, calls running finish on the old one.
 
 use anyhow::{Result, bail};
 
@@ -56,9 +60,59 @@ impl Runner {
                     tracing::warn!(connector = spec.name, "reload: no such connector is running; new connectors start at the next start")
                 }
             }
+            if result != Reloaded::NotRunning {
+                self.reload_transforms(spec).await;
+            }
             results.push((spec.name.clone(), result));
         }
         results
+    }
+
+    /// Publishes each changed transform component of `spec` to its running stage.
+    async fn reload_transforms(&self, spec: &ConnectorSpec) {
+        let Some(ctx) = self.running.lock().unwrap_or_else(|e| e.into_inner()).get(&spec.name).map(|r| r.ctx.clone()) else { return };
+        for stage in &spec.transform_components {
+            let Some(running) = ctx.transforms.get(&stage.alias) else {
+                tracing::warn!(connector = spec.name, transform = stage.alias, "reload: a new transform takes effect at the next start");
+                continue;
+            };
+            let published = async {
+                let artefact = spec.transform_component(stage)?;
+                if artefact.digest() == running.digest() {
+                    return Ok(None);
+                }
+                let crate::component::Loaded::Transform(pre) = self.runtime().load(&artefact).await? else {
+                    bail!("{} is not a transform component", stage.path.display());
+                };
+                let problems = running.with(pre.clone(), artefact.digest()).validate().await?;
+                if !problems.is_empty() {
+                    bail!("{}", problems.join("; "));
+                }
+                let from = running.digest();
+                running.publish(pre, artefact.digest());
+                Ok(Some((from, artefact.digest().to_string())))
+            };
+            match published.await {
+                Ok(None) => tracing::info!(connector = spec.name, transform = stage.alias, "reload: the transform component is unchanged"),
+                Ok(Some((from, to))) => tracing::info!(
+                    connector = spec.name,
+                    transform = stage.alias,
+                    "reload: transform component version {} replaced by {} ({}); records after this call it",
+                    &from[..12.min(from.len())],
+                    &to[..12],
+                    stage.path.display()
+                ),
+                Err(e) => {
+                    let why = format!("transform {}: {e:#}", stage.alias);
+                    tracing::error!(
+                        connector = spec.name,
+                        transform = stage.alias,
+                        "reload: keeping the running transform component version: {why}"
+                    );
+                    self.status().set(&spec.name, "component", UnitState::Running, Some(&format!("the new version was refused: {why}")));
+                }
+            }
+        }
     }
 
     async fn reload_one(&self, spec: &ConnectorSpec) -> Reloaded {

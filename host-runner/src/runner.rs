@@ -258,7 +258,8 @@ impl Runner {
                 spec.component_path.display()
             );
         }
-        let spec = &self.bind_transforms(spec, components).await?;
+        let (spec, transforms) = self.bind_transforms(spec, components).await?;
+        let spec = &spec;
         if let Some(class) = &spec.connector_class {
             let (expected, short) = match kind {
                 ComponentKind::Source => (crate::herder::SOURCE_CLASS, "ServiceNowSourceConnector"),
@@ -278,6 +279,7 @@ impl Runner {
             gate: self.gate(spec)?,
             metrics: self.metrics.clone(),
             status: self.status.clone(),
+            transforms,
         });
         let digest = artefact.digest().to_string();
         let ready = match loaded {
@@ -306,9 +308,15 @@ impl Runner {
     /// `spec` with its transform components loaded (each checked against the connector's trust
     /// policy and pinned digest, compiled once per digest through `components`), asked to
     /// validate their keys, and bound into its chain.
-    async fn bind_transforms(&self, spec: &ConnectorSpec, components: &mut HashMap<String, Loaded>) -> Result<ConnectorSpec> {
-        let Some(chain) = spec.transforms.as_ref().filter(|_| !spec.transform_components.is_empty()) else { return Ok(spec.clone()) };
-        let mut stages: HashMap<String, Arc<dyn snow_data::transform::External>> = HashMap::new();
+    async fn bind_transforms(
+        &self,
+        spec: &ConnectorSpec,
+        components: &mut HashMap<String, Loaded>,
+    ) -> Result<(ConnectorSpec, HashMap<String, Arc<TransformComponent>>)> {
+        let Some(chain) = spec.transforms.as_ref().filter(|_| !spec.transform_components.is_empty()) else {
+            return Ok((spec.clone(), HashMap::new()));
+        };
+        let mut stages: HashMap<String, Arc<TransformComponent>> = HashMap::new();
         for stage in &spec.transform_components {
             let artefact = spec.transform_component(stage)?;
             let loaded = match components.get(artefact.digest()) {
@@ -336,6 +344,7 @@ impl Runner {
             let config = crate::connector::to_entries(stage.config.iter());
             let component = TransformComponent::new(
                 pre,
+                artefact.digest(),
                 self.runtime.engine().clone(),
                 &spec.name,
                 &stage.alias,
@@ -352,7 +361,7 @@ impl Runner {
         }
         let mut bound = spec.clone();
         bound.transforms = Some(Arc::new(chain.bind(|alias| stages[alias].clone())));
-        Ok(bound)
+        Ok((bound, stages))
     }
 
     pub(crate) fn gate(&self, spec: &ConnectorSpec) -> Result<Gate> {

@@ -271,3 +271,61 @@ fn a_sink_version_that_traps_on_its_first_put_is_rolled_back_and_every_record_ge
     assert_eq!((reports.len(), offsets.len()), (1300, 1300), "every record one outcome across the rollback");
     assert!(!log.contains("parked"), "a rollback does not count against the trap budget");
 }
+
+#[test]
+fn a_transform_component_is_swapped_between_records_and_a_tampered_version_is_refused() {
+    let now = now_secs();
+    let fake = FakeSnow::start(FakeOptions { frozen_at: Some(now), ..Default::default() }).unwrap();
+    let ids = fake.shared().seed("incident", 20, now - 600, 100);
+    let (name, topic) = (unique("swaptf"), unique("swaptf"));
+    let dir = work_dir("swap-transform");
+    let first = new_build(guest_artifacts::TRANSFORM_EXPLODE, 1, &dir);
+    let mut config = support::source_entries(&fake.url(), &name, &topic, &["incident"], &[("snow.auth.type", "none")]);
+    for (k, v) in [
+        ("transforms", "one"),
+        ("transforms.one.type", "io.snowconnect.transforms.Component"),
+        ("transforms.one.component.path", &first.display().to_string()),
+        ("transforms.one.field", "number"),
+    ] {
+        config.insert(k.into(), v.to_string());
+    }
+    let file = connector_file(&dir, &name, &config);
+    let mut runner = Runner::spawn(&dir, "run", &[&file], support::DEFAULT_LOG, &[]);
+    let bootstrap = kafka_harness::shared().bootstrap();
+    support::kafka::read_until(bootstrap, &topic, Duration::from_secs(120), |r| r.len() >= 20);
+    runner.wait_for_log(&format!("instance opened (version {})", short_digest(&first)), Duration::from_secs(10));
+
+    let second = new_build(guest_artifacts::TRANSFORM_EXPLODE, 2, &dir);
+    let swap = |runner: &Runner, config: &mut BTreeMap<String, String>, path: &Path| {
+        config.insert("transforms.one.component.path".into(), path.display().to_string());
+        connector_file(&dir, &name, config);
+        runner.hangup();
+    };
+    swap(&runner, &mut config, &second);
+    runner.wait_for_log(
+        &format!("transform component version {} replaced by {}", short_digest(&first), short_digest(&second)),
+        Duration::from_secs(60),
+    );
+    // Rows changed after the swap go through the new version.
+    let change = serde_json::json!({ "short_description": "changed after the swap" });
+    assert_eq!(fake.shared().update_rows("incident", &ids[..10], change.as_object().unwrap()), 10);
+    fake.clock().advance(10);
+    let records = support::kafka::read_until(bootstrap, &topic, Duration::from_secs(120), |r| r.len() >= 30);
+    runner.wait_for_log(&format!("instance opened (version {})", short_digest(&second)), Duration::from_secs(30));
+
+    // A new build whose bytes changed after signing: refused, the running version goes on.
+    let third = new_build(guest_artifacts::TRANSFORM_EXPLODE, 3, &dir);
+    let mut bytes = std::fs::read(&third).unwrap();
+    let last = bytes.len() - 1;
+    // The build number's digit ("3") becomes "s": no other build's bytes.
+    bytes[last] ^= 0x40;
+    std::fs::write(&third, bytes).unwrap();
+    swap(&runner, &mut config, &third);
+    runner.wait_for_log("reload: keeping the running transform component version: transform one", Duration::from_secs(60));
+    let log = runner.stop();
+    assert_eq!(records.len(), 30, "every row once, every change once: {}", tail(&log, 20));
+    assert!(records.iter().all(|r| r.json()["number"].as_str().is_some_and(|n| n.starts_with("INC"))));
+    assert!(log.contains("the file changed after it was signed"), "{}", tail(&log, 20));
+    assert!(!log.contains("unit swapped"), "the connector's own component did not change");
+    assert!(!log.contains(&format!("instance opened (version {})", short_digest(&third))), "the refused version never ran");
+}

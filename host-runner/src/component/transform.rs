@@ -6,6 +6,10 @@
 //! and time limits and a gate that refuses every request; an instance that trapped is dropped
 //! (the next call gets a fresh one), and the trap is the record's failure at Connect's
 //! `TRANSFORMATION` stage.
+//!
+//! A new version is hot-swapped at record boundaries ([`TransformComponent::publish`], SIGHUP):
+//! calls already running finish on the version they started with, their instances are dropped
+//! when given back, and every later call opens the new version.
 
 use std::sync::{Arc, Mutex};
 
@@ -30,7 +34,7 @@ const MAX_IDLE: usize = 64;
 
 /// One transform component stage of one connector.
 pub struct TransformComponent {
-    pre: TransformPre<HostState>,
+    version: Mutex<Version>,
     engine: Engine,
     connector: String,
     alias: String,
@@ -40,17 +44,30 @@ pub struct TransformComponent {
     idle: Mutex<Vec<Instance>>,
 }
 
+/// The version calls open.
+#[derive(Clone)]
+struct Version {
+    pre: TransformPre<HostState>,
+    digest: String,
+    /// Counts publications: an instance of an older one is not given back.
+    generation: u64,
+}
+
 /// An instance with its configured transformer.
 struct Instance {
     store: Store<HostState>,
     bindings: Transform,
     transformer: ResourceAny,
+    generation: u64,
 }
 
 impl TransformComponent {
-    /// The stage `alias` of `connector`, running `pre` with `config` (its own keys) under `options`.
+    /// The stage `alias` of `connector`, running `pre` (of `digest`) with `config` (its own keys)
+    /// under `options`.
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
         pre: TransformPre<HostState>,
+        digest: &str,
         engine: Engine,
         connector: &str,
         alias: &str,
@@ -59,7 +76,7 @@ impl TransformComponent {
         metrics: Metrics,
     ) -> Self {
         Self {
-            pre,
+            version: Mutex::new(Version { pre, digest: digest.to_string(), generation: 0 }),
             engine,
             connector: connector.to_string(),
             alias: alias.to_string(),
@@ -68,6 +85,32 @@ impl TransformComponent {
             metrics,
             idle: Mutex::new(Vec::new()),
         }
+    }
+
+    /// The digest of the version calls open now.
+    pub fn digest(&self) -> String {
+        self.current().digest
+    }
+
+    fn current(&self) -> Version {
+        self.version.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Makes `pre` (of `digest`) the version every later call opens; idle instances of the old
+    /// one are dropped now, busy ones when their call ends.
+    pub fn publish(&self, pre: TransformPre<HostState>, digest: &str) {
+        {
+            let mut version = self.version.lock().unwrap_or_else(|e| e.into_inner());
+            let generation = version.generation + 1;
+            *version = Version { pre, digest: digest.to_string(), generation };
+        }
+        self.idle.lock().unwrap_or_else(|e| e.into_inner()).clear();
+    }
+
+    /// The same stage running `pre` instead, with nothing shared: to validate a new version
+    /// before it is published.
+    pub fn with(&self, pre: TransformPre<HostState>, digest: &str) -> Self {
+        Self::new(pre, digest, self.engine.clone(), &self.connector, &self.alias, self.config.clone(), self.options, self.metrics.clone())
     }
 
     fn store(&self) -> Store<HostState> {
@@ -79,7 +122,7 @@ impl TransformComponent {
     /// (`transforms.<alias>.<key>`), or a trap.
     pub async fn validate(&self) -> Result<Vec<String>> {
         let mut store = self.store();
-        let bindings = self.pre.instantiate_async(&mut store).await.map_err(|e| anyhow!("instantiating: {e:#}"))?;
+        let bindings = self.current().pre.instantiate_async(&mut store).await.map_err(|e| anyhow!("instantiating: {e:#}"))?;
         store.data_mut().begin_call();
         let answer = bindings
             .snow_connector_transform_api()
@@ -93,8 +136,9 @@ impl TransformComponent {
     }
 
     async fn open(&self) -> Result<Instance, String> {
+        let version = self.current();
         let mut store = self.store();
-        let bindings = self.pre.instantiate_async(&mut store).await.map_err(|e| format!("instantiating the component: {e:#}"))?;
+        let bindings = version.pre.instantiate_async(&mut store).await.map_err(|e| format!("instantiating the component: {e:#}"))?;
         store.data_mut().begin_call();
         let transformer = bindings
             .snow_connector_transform_api()
@@ -103,7 +147,13 @@ impl TransformComponent {
             .await
             .map_err(|e| format!("the component trapped in open: {e:#}"))?
             .map_err(|e| format!("the component refused its configuration: {}", crate::redact::clean(&e)))?;
-        Ok(Instance { store, bindings, transformer })
+        tracing::debug!(
+            connector = self.connector,
+            transform = self.alias,
+            "transform component instance opened (version {})",
+            short(&version.digest)
+        );
+        Ok(Instance { store, bindings, transformer, generation: version.generation })
     }
 
     async fn call(&self, record: Record) -> Result<Vec<Record>, String> {
@@ -132,9 +182,10 @@ impl TransformComponent {
             }
             Ok(made) => made,
         };
+        let generation = self.version.lock().unwrap_or_else(|e| e.into_inner()).generation;
         {
             let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
-            if idle.len() < MAX_IDLE {
+            if idle.len() < MAX_IDLE && instance.generation == generation {
                 idle.push(instance);
             }
         }
@@ -147,6 +198,10 @@ impl External for TransformComponent {
     fn apply(&self, record: Record) -> Pending<'_> {
         Box::pin(self.call(record))
     }
+}
+
+fn short(digest: &str) -> &str {
+    &digest[..12.min(digest.len())]
 }
 
 /// A record as the component reads it.
@@ -301,7 +356,7 @@ mod tests {
         let crate::component::Loaded::Transform(pre) = runtime.load(&checked).await.unwrap() else { panic!("not a transform") };
         let config = config.iter().map(|(k, v)| ConfigEntry { key: k.to_string(), value: v.to_string() }).collect();
         let options = StoreOptions { memory_max_bytes: 32 << 20, call_timeout: std::time::Duration::from_secs(5) };
-        TransformComponent::new(pre, runtime.engine().clone(), "c", "explode", config, options, Metrics::default())
+        TransformComponent::new(pre, "test", runtime.engine().clone(), "c", "explode", config, options, Metrics::default())
     }
 
     fn watched(list: &str) -> Record {
