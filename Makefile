@@ -2,7 +2,7 @@
 CARGO ?= cargo
 DEMO_SECONDS ?= 30
 BENCH_ROWS ?= 1000000
-GUESTS := -p guest-source -p guest-sink -p rogue-guest -p rogue-sink -p http-adapter -p host-shim -p transform-explode
+GUESTS := -p guest-source -p guest-sink -p rogue-guest -p rogue-sink -p http-adapter -p host-shim -p transform-explode -p rogue-transform
 # The same command tests/guest-artifacts runs, so both share one build in target/guests.
 WASM_BUILD := $(CARGO) build --target wasm32-wasip2 --profile wasm-release --target-dir target/guests $(GUESTS)
 

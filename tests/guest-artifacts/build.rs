@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::{env, fs};
 
-const GUESTS: [(&str, &str); 7] = [
+const GUESTS: [(&str, &str); 8] = [
     ("GUEST_SOURCE", "guest-source"),
     ("GUEST_SINK", "guest-sink"),
     ("ROGUE_GUEST", "rogue-guest"),
@@ -15,6 +15,7 @@ const GUESTS: [(&str, &str); 7] = [
     ("HTTP_ADAPTER", "http-adapter"),
     ("HOST_SHIM", "host-shim"),
     ("TRANSFORM_EXPLODE", "transform-explode"),
+    ("ROGUE_TRANSFORM", "rogue-transform"),
 ];
 
 fn main() {

@@ -348,15 +348,49 @@ mod tests {
         assert_eq!(tomb.value, Value::Null);
     }
 
-    /// The Rust example component, loaded as the runner loads it.
-    async fn explode(config: &[(&str, &str)]) -> TransformComponent {
+    /// A transform component loaded as the runner loads it, with the runtime it lives in.
+    async fn loaded(
+        path: &str,
+        config: &[(&str, &str)],
+        options: StoreOptions,
+    ) -> (TransformComponent, crate::component::ComponentRuntime) {
         let runtime = crate::component::ComponentRuntime::new().unwrap();
-        let path = std::path::Path::new(guest_artifacts::TRANSFORM_EXPLODE);
-        let checked = crate::artefact::Checked::inspect(path, &crate::artefact::TrustPolicy::unsigned()).unwrap();
+        let checked = crate::artefact::Checked::inspect(std::path::Path::new(path), &crate::artefact::TrustPolicy::unsigned()).unwrap();
         let crate::component::Loaded::Transform(pre) = runtime.load(&checked).await.unwrap() else { panic!("not a transform") };
         let config = config.iter().map(|(k, v)| ConfigEntry { key: k.to_string(), value: v.to_string() }).collect();
+        (TransformComponent::new(pre, "test", runtime.engine().clone(), "c", "t", config, options, Metrics::default()), runtime)
+    }
+
+    /// The Rust example component.
+    async fn explode(config: &[(&str, &str)]) -> TransformComponent {
         let options = StoreOptions { memory_max_bytes: 32 << 20, call_timeout: std::time::Duration::from_secs(5) };
-        TransformComponent::new(pre, "test", runtime.engine().clone(), "c", "explode", config, options, Metrics::default())
+        loaded(guest_artifacts::TRANSFORM_EXPLODE, config, options).await.0
+    }
+
+    fn asking(what: &str) -> Record {
+        Record { value_schema: None, value: Value::String(what.into()), ..watched("") }
+    }
+
+    fn seen(records: &[Record]) -> Option<&Value> {
+        records.first().and_then(|r| r.headers.iter().find(|h| h.key == "seen")).map(|h| &h.value)
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_transform_that_spins_grows_or_traps_fails_its_record_and_the_next_one_gets_a_fresh_instance() {
+        let options = StoreOptions { memory_max_bytes: 24 << 20, call_timeout: std::time::Duration::from_millis(300) };
+        let (t, _runtime) = loaded(guest_artifacts::ROGUE_TRANSFORM, &[], options).await;
+        assert_eq!(seen(&t.apply(asking("ok")).await.unwrap()), Some(&Value::String("1".into())));
+        assert_eq!(seen(&t.apply(asking("ok")).await.unwrap()), Some(&Value::String("2".into())), "the instance is reused");
+        let started = std::time::Instant::now();
+        let e = t.apply(asking("loop")).await.unwrap_err();
+        assert!(e.starts_with("the component trapped") && e.contains("interrupt"), "{e}");
+        assert!(started.elapsed() < std::time::Duration::from_secs(5), "stopped by its call timeout: {:?}", started.elapsed());
+        assert_eq!(seen(&t.apply(asking("ok")).await.unwrap()), Some(&Value::String("1".into())), "a fresh instance after a trap");
+        let e = t.apply(asking("grow")).await.unwrap_err();
+        assert!(e.starts_with("the component trapped"), "{e}");
+        let e = t.apply(asking("trap")).await.unwrap_err();
+        assert!(e.starts_with("the component trapped") && e.contains("unreachable"), "{e}");
+        assert_eq!(seen(&t.apply(asking("ok")).await.unwrap()), Some(&Value::String("1".into())));
     }
 
     fn watched(list: &str) -> Record {
@@ -387,8 +421,8 @@ mod tests {
         assert!(t.apply(watched("")).await.unwrap().is_empty(), "an empty list makes no record");
         let bad = explode(&[("fields", "x")]).await;
         let problems = bad.validate().await.unwrap();
-        assert!(problems.iter().any(|p| p.starts_with("transforms.explode.field: is required")), "{problems:?}");
-        assert!(problems.iter().any(|p| p.starts_with("transforms.explode.fields: unknown key")), "{problems:?}");
+        assert!(problems.iter().any(|p| p.starts_with("transforms.t.field: is required")), "{problems:?}");
+        assert!(problems.iter().any(|p| p.starts_with("transforms.t.fields: unknown key")), "{problems:?}");
         let e = bad.apply(watched("u1")).await.unwrap_err();
         assert!(e.starts_with("the component refused its configuration: field: is required"), "{e}");
     }
