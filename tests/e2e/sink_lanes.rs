@@ -549,7 +549,7 @@ fn connects_transforms_reshape_drop_and_route_records_before_they_are_written() 
             ("errors.tolerance", "all"),
             ("errors.deadletterqueue.topic.name", "${connector}-dlq"),
             ("reporter.result.topic.name", "${connector}-ok"),
-            ("transforms", "skip,rename,mask,route"),
+            ("transforms", "skip,rename,mask,label,route"),
             ("transforms.skip.type", "org.apache.kafka.connect.transforms.Filter"),
             ("transforms.skip.predicate", "flagged"),
             ("transforms.rename.type", "org.apache.kafka.connect.transforms.ReplaceField$Value"),
@@ -558,6 +558,12 @@ fn connects_transforms_reshape_drop_and_route_records_before_they_are_written() 
             ("transforms.mask.type", "org.apache.kafka.connect.transforms.MaskField$Value"),
             ("transforms.mask.fields", "secret"),
             ("transforms.mask.replacement", "***"),
+            // The JavaScript example transform component, in order with Connect's transforms.
+            ("transforms.label.type", "io.snowconnect.transforms.Component"),
+            ("transforms.label.component.path", support::label_transform()),
+            ("transforms.label.field", "short_description"),
+            ("transforms.label.labels", "one:1,three:3,five:5"),
+            ("transforms.label.into", "rank"),
             ("transforms.route.type", "org.apache.kafka.connect.transforms.RegexRouter"),
             ("transforms.route.regex", "(.*)"),
             ("transforms.route.replacement", "$1-routed"),
@@ -571,12 +577,16 @@ fn connects_transforms_reshape_drop_and_route_records_before_they_are_written() 
     let log = runner.stop();
 
     let rows = fake.rows("problem");
-    let written: Vec<(String, String)> = rows
+    let written: Vec<(String, String, String)> = rows
         .iter()
-        .map(|r| (r["short_description"].as_str().unwrap_or("").to_string(), r["secret"].as_str().unwrap_or("").to_string()))
+        .map(|r| {
+            let text = |k: &str| r[k].as_str().unwrap_or("").to_string();
+            (text("short_description"), text("secret"), text("rank"))
+        })
         .collect();
-    let expected: Vec<(String, String)> = ["one", "three", "five"].iter().map(|d| (d.to_string(), "***".to_string())).collect();
-    assert_eq!(written, expected, "renamed, masked, routed to problem; the flagged record dropped; log:\n{}", tail(&log, 20));
+    let expected: Vec<(String, String, String)> =
+        [("one", "1"), ("three", "3"), ("five", "5")].iter().map(|(d, r)| (d.to_string(), "***".to_string(), r.to_string())).collect();
+    assert_eq!(written, expected, "renamed, masked, labelled, routed to problem; the flagged record dropped; log:\n{}", tail(&log, 20));
     assert!(rows.iter().all(|r| r.get("internal").is_none() && r.get("desc").is_none()), "{rows:?}");
     assert!(fake.rows("incident").is_empty(), "nothing written under the original topic's table");
     let reports = read_until(bootstrap, &format!("{name}-ok"), Duration::from_secs(60), |r| r.len() >= 4);

@@ -318,16 +318,6 @@ fn a_source_without_converters_transforms_the_rows_json_and_a_failing_transform_
     );
 }
 
-/// The JavaScript example transform, built by `make test` (ComponentizeJS), signed here.
-fn label_component() -> &'static str {
-    assert!(
-        Path::new(guest_artifacts::TRANSFORM_LABEL).is_file(),
-        "{} is missing: `make test` builds it (node examples/transform-js/build.mjs)",
-        guest_artifacts::TRANSFORM_LABEL
-    );
-    support::signed(guest_artifacts::TRANSFORM_LABEL)
-}
-
 #[test]
 fn transform_components_in_rust_and_javascript_run_in_the_chain_with_connects_transforms() {
     let now = now_secs();
@@ -351,7 +341,7 @@ fn transform_components_in_rust_and_javascript_run_in_the_chain_with_connects_tr
         ("transforms.explode.field", "watch_list"),
         ("transforms.explode.key.suffix", "true"),
         ("transforms.label.type", "io.snowconnect.transforms.Component"),
-        ("transforms.label.component.path", label_component()),
+        ("transforms.label.component.path", support::label_transform()),
         ("transforms.label.field", "priority"),
         ("transforms.label.labels", "1:Critical,2:High,3:Moderate,4:Low,5:Planning"),
         ("transforms.route.type", "org.apache.kafka.connect.transforms.RegexRouter"),

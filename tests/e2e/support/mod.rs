@@ -48,6 +48,17 @@ pub fn signed(component: &'static str) -> &'static str {
     component
 }
 
+/// The JavaScript example transform (examples/transform-js), built by `make test` with
+/// ComponentizeJS, signed with the development key.
+pub fn label_transform() -> &'static str {
+    assert!(
+        Path::new(guest_artifacts::TRANSFORM_LABEL).is_file(),
+        "{} is missing: `make test` builds it (node examples/transform-js/build.mjs)",
+        guest_artifacts::TRANSFORM_LABEL
+    );
+    signed(guest_artifacts::TRANSFORM_LABEL)
+}
+
 /// Runs `snow-connect args` in `dir` to its end; returns whether it succeeded, its stdout and stderr.
 pub fn snow_connect(dir: &Path, args: &[&str]) -> (bool, String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_snow-connect")).args(args).current_dir(dir).env("SNOW_LOG", "warn").output().unwrap();
