@@ -56,8 +56,8 @@ test: $(JCO_HOST)/node_modules/.package-lock.json $(PYTHON_ENV)/.installed $(TRA
 	$(CARGO) build -p snow-core --target wasm32-wasip2
 	$(CARGO) test
 
-## Benchmarks: the source backfill three ways, through rows hidden by ACLs, component costs, the sink's write paths, value formats (results in docs/benchmarks.md).
-bench: wasm
+## Benchmarks: the source backfill three ways, through rows hidden by ACLs, component costs, the sink's write paths, value formats, transforms (results in docs/benchmarks.md).
+bench: wasm $(TRANSFORM_JS)
 	$(CARGO) build --release -p host-runner -p fake-snow -p snow-bench
 	target/release/snow-bench run --rows $(BENCH_ROWS)
 	target/release/snow-bench hidden
@@ -66,6 +66,7 @@ bench: wasm
 	target/release/snow-bench swap
 	target/release/snow-bench fleet
 	target/release/snow-bench formats
+	target/release/snow-bench transforms
 	@for w in guest_source guest_sink; do target/release/snow-connect inspect target/guests/wasm32-wasip2/wasm-release/$$w.wasm --instantiations 1000; done
 
 ## The fleet test at the issue's full size: three workers, 50 tables x 10,000 rows and a sink, a worker

@@ -29,7 +29,8 @@ pub struct TransformComponentSpec {
     pub digest: Option<String>,
     /// `transforms.<alias>.component.bundle.path` (default: `<component>.sigstore.json`).
     pub bundle: Option<PathBuf>,
-    /// `transforms.<alias>.memory.max.bytes` (default 64 MiB).
+    /// `transforms.<alias>.memory.max.bytes` (default 256 MiB, as a connector's: a JavaScript
+    /// component's heap grows to tens of MiB before it collects).
     pub memory_max_bytes: usize,
     /// `transforms.<alias>.call.timeout.ms` (default 5 s): one record's call.
     pub call_timeout: Duration,
@@ -70,7 +71,7 @@ pub fn read(chain: &snow_data::transform::Chain, errors: &mut Vec<String>) -> Ve
                 None
             }
         });
-        let memory_max_bytes = number("memory.max.bytes", 64 << 20, 16 << 20, 4 << 30, errors) as usize;
+        let memory_max_bytes = number("memory.max.bytes", 256 << 20, 16 << 20, 4 << 30, errors) as usize;
         let call_timeout = Duration::from_millis(number("call.timeout.ms", 5_000, 10, 600_000, errors));
         out.push(TransformComponentSpec {
             alias: alias.to_string(),

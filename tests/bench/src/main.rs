@@ -12,7 +12,8 @@
 //! sink` the sink's Table API and Batch API paths against an instance's latency ([`sink`]);
 //! `snow-bench startup` cold and warm starts with the compile cache ([`startup`]); `snow-bench swap`
 //! the pause of a hot-swap per unit ([`swap`]); `snow-bench formats` what each value converter
-//! costs per row ([`formats`]).
+//! costs per row ([`formats`]); `snow-bench transforms` what built-in transforms and transform
+//! components cost per record ([`transforms`]).
 
 mod bare;
 mod fake;
@@ -26,6 +27,7 @@ mod paths;
 mod sink;
 mod startup;
 mod swap;
+mod transforms;
 
 use anyhow::{Result, bail};
 
@@ -40,6 +42,7 @@ fn main() -> Result<()> {
         Some("swap") => swap::run(),
         Some("fleet") => fleet::run(),
         Some("formats") => formats::run(),
+        Some("transforms") => transforms::run(),
         Some(mode @ ("native" | "bare")) => {
             let fake = opt("--fake").unwrap_or_default();
             let bootstrap = opt("--bootstrap").unwrap_or_default();
@@ -57,7 +60,7 @@ fn main() -> Result<()> {
             Ok(())
         }
         _ => bail!(
-            "usage: snow-bench run [--rows N] | hidden | sink | startup | swap | fleet | formats | native|bare --fake URL --bootstrap B --topic T --rows N"
+            "usage: snow-bench run [--rows N] | hidden | sink | startup | swap | fleet | formats | transforms | native|bare --fake URL --bootstrap B --topic T --rows N"
         ),
     }
 }
