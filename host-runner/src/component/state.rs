@@ -4,7 +4,7 @@
 use std::time::{Duration, Instant};
 
 use wasmtime::component::ResourceTable;
-use wasmtime::{Engine, Store, StoreLimits, StoreLimitsBuilder, UpdateDeadline};
+use wasmtime::{Engine, ResourceLimiter, Store, StoreLimits, StoreLimitsBuilder, UpdateDeadline};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
@@ -28,7 +28,7 @@ pub struct HostState {
     http: WasiHttpCtx,
     table: ResourceTable,
     gate: Gate,
-    limits: StoreLimits,
+    limits: Limits,
     connector: String,
     unit: String,
     metrics: Metrics,
@@ -53,7 +53,10 @@ impl HostState {
             http: WasiHttpCtx::new(),
             table: ResourceTable::new(),
             gate,
-            limits: StoreLimitsBuilder::new().memory_size(options.memory_max_bytes).instances(16).trap_on_grow_failure(true).build(),
+            limits: Limits {
+                store: StoreLimitsBuilder::new().memory_size(options.memory_max_bytes).instances(16).trap_on_grow_failure(true).build(),
+                memory_bytes: 0,
+            },
             connector: connector.to_string(),
             unit: format!("{connector}/{unit}"),
             metrics,
@@ -75,6 +78,51 @@ impl HostState {
     /// Marks the start of a call into the guest (its budget starts now).
     pub fn begin_call(&mut self) {
         self.call_started = Instant::now();
+    }
+
+    /// The linear memory the guest has grown to (its largest memory), in bytes.
+    pub fn memory_bytes(&self) -> usize {
+        self.limits.memory_bytes
+    }
+}
+
+/// The store's limits, remembering how large the guest's memory grew.
+struct Limits {
+    store: StoreLimits,
+    memory_bytes: usize,
+}
+
+impl ResourceLimiter for Limits {
+    fn memory_growing(&mut self, current: usize, desired: usize, maximum: Option<usize>) -> wasmtime::Result<bool> {
+        let granted = self.store.memory_growing(current, desired, maximum)?;
+        if granted {
+            self.memory_bytes = self.memory_bytes.max(desired);
+        }
+        Ok(granted)
+    }
+
+    fn table_growing(&mut self, current: usize, desired: usize, maximum: Option<usize>) -> wasmtime::Result<bool> {
+        self.store.table_growing(current, desired, maximum)
+    }
+
+    fn memory_grow_failed(&mut self, error: wasmtime::Error) -> wasmtime::Result<()> {
+        self.store.memory_grow_failed(error)
+    }
+
+    fn table_grow_failed(&mut self, error: wasmtime::Error) -> wasmtime::Result<()> {
+        self.store.table_grow_failed(error)
+    }
+
+    fn instances(&self) -> usize {
+        self.store.instances()
+    }
+
+    fn tables(&self) -> usize {
+        self.store.tables()
+    }
+
+    fn memories(&self) -> usize {
+        self.store.memories()
     }
 }
 

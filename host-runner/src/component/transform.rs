@@ -7,6 +7,10 @@
 //! (the next call gets a fresh one), and the trap is the record's failure at Connect's
 //! `TRANSFORMATION` stage.
 //!
+//! An instance whose memory grew past half the stage's limit is recycled after its call (a fresh
+//! one serves the next), so a component that leaks a little on every call (ComponentizeJS 0.22
+//! does) runs on instead of trapping at its limit.
+//!
 //! A new version is hot-swapped at record boundaries ([`TransformComponent::publish`], SIGHUP):
 //! calls already running finish on the version they started with, their instances are dropped
 //! when given back, and every later call opens the new version.
@@ -183,9 +187,25 @@ impl TransformComponent {
             Ok(made) => made,
         };
         let generation = self.version.lock().unwrap_or_else(|e| e.into_inner()).generation;
-        {
+        // An instance past half its memory limit is not reused: a component that leaks (some
+        // JavaScript runtimes do, on every call) is recycled before it reaches the limit and traps.
+        let grown = instance.store.data().memory_bytes() > self.options.memory_max_bytes / 2;
+        if grown {
+            tracing::debug!(
+                connector = self.connector,
+                transform = self.alias,
+                "a transform component instance grew to {} MiB (more than half of memory.max.bytes): replaced by a fresh one",
+                instance.store.data().memory_bytes() >> 20
+            );
+            self.metrics.counter_add(
+                "snow_transform_recycled_total",
+                1,
+                &labels(&[("connector", &self.connector), ("transform", &self.alias)]),
+            );
+        }
+        if !grown && instance.generation == generation {
             let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
-            if idle.len() < MAX_IDLE && instance.generation == generation {
+            if idle.len() < MAX_IDLE {
                 idle.push(instance);
             }
         }
@@ -391,6 +411,13 @@ mod tests {
         let e = t.apply(asking("trap")).await.unwrap_err();
         assert!(e.starts_with("the component trapped") && e.contains("unreachable"), "{e}");
         assert_eq!(seen(&t.apply(asking("ok")).await.unwrap()), Some(&Value::String("1".into())));
+        // A component leaking 1 MiB a call runs on: its instance is recycled past half the limit.
+        let mut fresh = 0;
+        for _ in 0..60 {
+            let out = t.apply(asking("leak")).await.expect("recycled before it reaches the limit");
+            fresh += usize::from(seen(&out) == Some(&Value::String("1".into())));
+        }
+        assert!(fresh >= 3, "60 MiB leaked by instances limited to 24 MiB: {fresh} fresh instances");
     }
 
     fn watched(list: &str) -> Record {

@@ -1,6 +1,8 @@
 //! A transform component for tests: a record whose value is the JSON string `"loop"` makes it spin
 //! forever (the host's call timeout must stop it), `"grow"` makes it allocate without end (the
-//! store's memory limit must stop it), `"trap"` makes it trap; any other record passes unchanged.
+//! store's memory limit must stop it), `"trap"` makes it trap, `"leak"` keeps 1 MiB more than
+//! before and passes the record (a component that leaks on every call); any other record passes
+//! unchanged.
 //! It counts the records each instance saw in the `seen` header, so a test can tell a fresh
 //! instance from a reused one.
 #![cfg(all(target_arch = "wasm32", target_os = "wasi"))]
@@ -17,6 +19,7 @@ pub(crate) struct Component;
 /// An instance, counting what it saw.
 pub(crate) struct Rogue {
     seen: Cell<u64>,
+    leaked: std::cell::RefCell<Vec<Vec<u8>>>,
 }
 
 impl Guest for Component {
@@ -29,7 +32,7 @@ impl Guest for Component {
 
 impl GuestTransformer for Rogue {
     fn open(_config: Vec<ConfigEntry>) -> Result<Transformer, String> {
-        Ok(Transformer::new(Rogue { seen: Cell::new(0) }))
+        Ok(Transformer::new(Rogue { seen: Cell::new(0), leaked: std::cell::RefCell::new(Vec::new()) }))
     }
 
     fn apply(&self, input: ConnectRecord) -> Result<Vec<ConnectRecord>, String> {
@@ -49,7 +52,10 @@ impl GuestTransformer for Rogue {
                 }
             }
             Some("\"trap\"") => panic!("asked to trap"),
-            _ => {
+            leak_or_pass => {
+                if leak_or_pass == Some("\"leak\"") {
+                    self.leaked.borrow_mut().push(core::hint::black_box(vec![1u8; 1 << 20]));
+                }
                 let mut out = input;
                 out.headers.push(RecordHeader { key: "seen".into(), value: Some(self.seen.get().to_string()) });
                 Ok(vec![out])
