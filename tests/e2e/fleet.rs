@@ -855,6 +855,11 @@ fn components_reach_every_worker_by_a_digest_pinned_reference_and_a_mismatch_is_
     let reference = out.trim().strip_prefix("component.ref=").expect("push prints the reference").to_string();
     let digest = sha2_hex(&std::fs::read(component).unwrap());
     assert_eq!(reference, format!("sha256:{digest}"), "the reference is the SHA-256 of the bytes");
+    // A transform component is pushed and named the same way.
+    let transform = support::signed(guest_artifacts::TRANSFORM_EXPLODE);
+    let (ok, out, err) = support::snow_connect(&dir, &["component", "push", transform, "--config", &config_path]);
+    assert!(ok, "push: {err}");
+    let transform_ref = out.trim().strip_prefix("component.ref=").expect("push prints the reference").to_string();
 
     let mut workers: Vec<support::Runner> =
         specs.iter().enumerate().map(|(i, s)| start_worker(&dir, &format!("w{}", i + 1), s, &[PASSWORD_ENV])).collect();
@@ -862,10 +867,26 @@ fn components_reach_every_worker_by_a_digest_pinned_reference_and_a_mismatch_is_
     let mut config = source_config(&fake, &name, &topic, &["incident"]);
     config.as_object_mut().unwrap().remove("component.path");
     config["component.ref"] = json!(reference);
+    config["transforms"] = json!("copy");
+    config["transforms.copy.type"] = json!("io.snowconnect.transforms.Component");
+    config["transforms.copy.component.ref"] = json!(transform_ref);
+    config["transforms.copy.field"] = json!("number");
+    config["transforms.copy.into"] = json!("number_copy");
     let created = curl(specs[1].port, "POST", "/connectors", Some(&json!({ "name": name, "config": config })));
     assert_eq!(created.status, 201, "{}", created.text);
     let records = read_until(kafka_harness::shared().bootstrap(), &topic, Duration::from_secs(120), |r| r.len() >= ids.len());
     assert_eq!(records.iter().map(|r| r.key.as_str()).collect::<BTreeSet<_>>().len(), ids.len());
+    assert!(records.iter().all(|r| r.json()["number_copy"] == r.json()["number"]), "the transform component ran on every row");
+    let mut elsewhere = config.clone();
+    elsewhere.as_object_mut().unwrap().remove("transforms.copy.component.ref");
+    elsewhere["transforms.copy.component.path"] = json!(dir.join("elsewhere.wasm").display().to_string());
+    let refused = curl(specs[0].port, "POST", "/connectors", Some(&json!({ "name": unique("fpath"), "config": elsewhere })));
+    assert_eq!(refused.status, 400, "{}", refused.text);
+    assert!(
+        refused.text.contains("transforms.copy.component.path") && refused.text.contains("name it by transforms.copy.component.ref"),
+        "{}",
+        refused.text
+    );
     for worker in &mut workers {
         worker.wait_for_log(&format!("component sha256:{digest} resolved"), Duration::from_secs(30));
     }
