@@ -264,6 +264,40 @@ fn topic_creation_creates_each_tables_topic_with_its_groups_settings() {
 }
 
 #[test]
+fn a_routed_topic_the_broker_will_not_create_holds_the_table_and_is_tried_again_instead_of_parking_it() {
+    let now = now_secs();
+    let fake = fake(now);
+    fake.shared().seed("incident", 5, now - 600, 300);
+    let (name, topic) = (unique("srcroute"), unique("srcroute"));
+    let mut config = source_config(&fake, &name, &topic, "100");
+    for (k, v) in [
+        ("topic.creation.default.replication.factor", "1"),
+        ("topic.creation.default.partitions", "1"),
+        ("topic.creation.groups", "wide"),
+        // A single broker cannot hold three replicas: the routed topic's creation is refused.
+        ("topic.creation.wide.include", ".*-routed"),
+        ("topic.creation.wide.replication.factor", "3"),
+        ("transforms", "route"),
+        ("transforms.route.type", "org.apache.kafka.connect.transforms.RegexRouter"),
+        ("transforms.route.regex", "(.*)"),
+        ("transforms.route.replacement", "$1-routed"),
+    ] {
+        config.insert(k.into(), v.into());
+    }
+    let dir = work_dir("source-routed-refused");
+    let runner = Runner::start(&dir, "run", &[&connector_file(&dir, &name, &config)]);
+    let refusal = format!("creating topic {topic}-routed");
+    // Refused, the unit reopened at its stored offset and read the rows again, refused again.
+    wait_until("the routed topic's creation tried twice", Duration::from_secs(120), || {
+        (runner.log().lines().filter(|l| l.contains(&refusal) && l.contains("trying again")).count() >= 2).then_some(())
+    });
+    let log = runner.stop();
+    let line = log.lines().find(|l| l.contains(&refusal)).unwrap_or_default();
+    assert!(line.contains("replication factor 3"), "{line}");
+    assert!(!log.contains("unit parked"), "{}", tail(&log, 20));
+}
+
+#[test]
 fn a_source_without_converters_transforms_the_rows_json_and_a_failing_transform_stops_the_table() {
     let now = now_secs();
     let fake = fake(now);

@@ -80,6 +80,17 @@ enum Failure {
     Row(RowProblem),
     /// A transform failed (`errors.tolerance`).
     Transform(String),
+    /// Something that passes by itself (the broker refused to create a routed topic for now):
+    /// reopen at the stored offset and try again.
+    Retry(String),
+}
+
+/// Why a batch's records could not be converted.
+enum Halt {
+    /// Stop the table, with why.
+    Park(String),
+    /// Reopen at the stored offset after a pause, with why.
+    Retry(String),
 }
 
 /// Why the inner loop ended.
@@ -319,9 +330,14 @@ impl UnitRunner {
             }
             let converted = match self.convert(&batch).await {
                 Ok(c) => c,
-                Err(why) => {
+                Err(Halt::Park(why)) => {
                     self.park(&why);
                     break Restart::Parked;
+                }
+                Err(Halt::Retry(why)) => {
+                    tracing::warn!(connector = %self.ctx.name(), unit = %self.unit.name, "{why}; trying again");
+                    self.state(UnitState::Retrying, Some(&why));
+                    break Restart::Reopen;
                 }
             };
             if let Some(offset) = &batch.offset {
@@ -439,13 +455,13 @@ impl UnitRunner {
 
     /// The batch's records as the user's converters and transforms make them; `None` when
     /// neither is configured (the component's bytes go out as they are).
-    async fn convert(&mut self, batch: &PollBatch) -> Result<Option<Vec<Converted>>, String> {
+    async fn convert(&mut self, batch: &PollBatch) -> Result<Option<Vec<Converted>>, Halt> {
         let chain = self.ctx.spec.transforms.clone();
         if (!self.converters.active() && chain.is_none()) || batch.records.is_empty() {
             return Ok(None);
         }
         if chain.is_none() {
-            self.converters.key_schema(&batch.topic).await?;
+            self.converters.key_schema(&batch.topic).await.map_err(Halt::Park)?;
         }
         let skip = self.ctx.spec.guest_config.get("snow.bad.row.behavior").is_some_and(|b| b.trim() == "skip");
         let tolerate = self.ctx.spec.sink.tolerate_record_errors;
@@ -477,18 +493,21 @@ impl UnitRunner {
                     out.push(Vec::new());
                 }
                 Err(Failure::Row(RowProblem::Bad(why))) => {
-                    return Err(format!(
+                    return Err(Halt::Park(format!(
                         "table {table}: row {sys_id} does not fit its schema: {why} (snow.bad.row.behavior=skip would skip it)"
-                    ));
+                    )));
                 }
-                Err(Failure::Row(RowProblem::Stop(why))) => return Err(format!("table {table}: converting row {sys_id} failed: {why}")),
+                Err(Failure::Row(RowProblem::Stop(why))) => {
+                    return Err(Halt::Park(format!("table {table}: converting row {sys_id} failed: {why}")));
+                }
+                Err(Failure::Retry(why)) => return Err(Halt::Retry(format!("table {table}: row {sys_id}: {why}"))),
                 Err(Failure::Transform(why)) if tolerate => {
                     tracing::warn!(connector = %connector, unit = %table, "skipped row {sys_id} (errors.tolerance=all): {why}");
                     self.ctx.metrics.counter_add("snow_source_transform_failures_total", 1, &series);
                     out.push(Vec::new());
                 }
                 Err(Failure::Transform(why)) => {
-                    return Err(format!("table {table}: row {sys_id}: {why} (errors.tolerance=all would skip it)"));
+                    return Err(Halt::Park(format!("table {table}: row {sys_id}: {why} (errors.tolerance=all would skip it)")));
                 }
             }
         }
@@ -546,7 +565,7 @@ impl UnitRunner {
                     "a transform routed the record to {topic}, the worker's offsets topic"
                 ))));
             }
-            self.create_topic(topic).await.map_err(|why| Failure::Row(RowProblem::Stop(why)))?;
+            self.create_topic(topic).await.map_err(Failure::Retry)?;
         }
         let (key, value) = self.converters.encode_record(&out).await.map_err(Failure::Row)?;
         let header_bytes = |v: &Value| match v {
