@@ -32,6 +32,10 @@ pub struct CallerRules {
     /// The operator's connector keys (signing policy, Kafka cluster and security, defaults),
     /// added to what the caller wrote.
     pub defaults: BTreeMap<String, String>,
+    /// The worker's converters (`key.converter`, `value.converter`, `header.converter` and their
+    /// settings): a connector that names none of a kind runs with the worker's, settings and all,
+    /// as in Connect; one that names its own takes none of the worker's settings for it.
+    pub converters: BTreeMap<String, String>,
 }
 
 /// A caller's configuration made ready to run.
@@ -127,6 +131,15 @@ impl CallerRules {
         for (k, v) in &self.defaults {
             entries.entry(k.clone()).or_insert_with(|| v.clone());
         }
+        for kind in ["key.converter", "value.converter", "header.converter"] {
+            if properties.contains_key(kind) {
+                continue;
+            }
+            let of_kind = |k: &String| k == kind || k.strip_prefix(kind).is_some_and(|r| r.starts_with('.'));
+            for (k, v) in self.converters.iter().filter(|(k, _)| of_kind(k)) {
+                entries.entry(k.clone()).or_insert_with(|| v.clone());
+            }
+        }
         Ok(Applied { entries, resolved })
     }
 }
@@ -149,6 +162,7 @@ mod tests {
             component_paths: vec![dir.join("plugins")],
             defaults: map(&[("kafka.bootstrap.servers", "b:9092"), ("component.trusted.keys", "/etc/keys/release.pub")]),
             providers: ProviderPolicy::caller(Vec::new(), Vec::new(), Vec::new()),
+            converters: BTreeMap::new(),
         };
         let ok = rules.apply(&map(&[("component.path", &format!("{}/plugins/c.wasm", dir.display()))])).unwrap();
         assert_eq!(ok.entries["component.trusted.keys"], "/etc/keys/release.pub", "the operator's policy is added");
@@ -169,6 +183,30 @@ mod tests {
             assert!(errors[0].starts_with(&format!("{key}: ")) && errors[0].contains(expected), "{key}={value}: {errors:?}");
         }
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_connector_without_converters_of_its_own_takes_the_workers_and_one_with_them_takes_none_of_its_settings() {
+        let rules = CallerRules {
+            component_paths: Vec::new(),
+            defaults: BTreeMap::new(),
+            providers: ProviderPolicy::caller(Vec::new(), Vec::new(), Vec::new()),
+            converters: map(&[
+                ("value.converter", "io.confluent.connect.avro.AvroConverter"),
+                ("value.converter.schema.registry.url", "http://registry:8081"),
+                ("key.converter", "org.apache.kafka.connect.storage.StringConverter"),
+            ]),
+        };
+        let inherited = rules.apply(&map(&[])).unwrap().entries;
+        assert_eq!(inherited.get("value.converter.schema.registry.url").map(String::as_str), Some("http://registry:8081"));
+        assert_eq!(inherited.get("key.converter").map(String::as_str), Some("org.apache.kafka.connect.storage.StringConverter"));
+        let own = rules
+            .apply(&map(&[("value.converter", "org.apache.kafka.connect.json.JsonConverter"), ("value.converter.schemas.enable", "false")]))
+            .unwrap()
+            .entries;
+        assert_eq!(own["value.converter"], "org.apache.kafka.connect.json.JsonConverter");
+        assert!(!own.contains_key("value.converter.schema.registry.url"), "the worker's value converter settings stay the worker's");
+        assert_eq!(own.get("key.converter").map(String::as_str), Some("org.apache.kafka.connect.storage.StringConverter"));
     }
 
     #[test]

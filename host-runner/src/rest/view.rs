@@ -200,6 +200,7 @@ impl View for Standalone {
                 providers: crate::config::providers::ProviderPolicy::caller_unread(),
                 component_paths: self.components.iter().map(|(p, _)| p.clone()).collect(),
                 defaults: trust,
+                converters: BTreeMap::new(),
             };
             let applied = rules
                 .apply(properties)

@@ -48,6 +48,9 @@ pub struct WorkerConfig {
     /// Connector keys every connector gets unless it sets them (`component.trusted.keys`,
     /// `component.trusted.root`, `component.allow.unsigned`), and `kafka.bootstrap.servers`.
     pub connector_defaults: BTreeMap<String, String>,
+    /// `key.converter`, `value.converter`, `header.converter` and their settings: the converters
+    /// of connectors that name none of their own (as Connect's worker configuration).
+    pub converters: BTreeMap<String, String>,
     /// The Kafka connection's security (librdkafka settings), for every client of the worker
     /// and of its connectors ([`crate::kafka::security`]).
     pub security: BTreeMap<String, String>,
@@ -250,10 +253,18 @@ impl WorkerConfig {
         let providers = crate::config::providers::ProviderPolicy::caller(keys, file_dirs, env_names);
         for key in entries.keys() {
             let security_key = crate::kafka::security::is_security_key(key) || crate::kafka::security::is_client_prefixed_security_key(key);
-            if !KEYS.contains(&key.as_str()) && !CONNECTOR_DEFAULTS.contains(&key.as_str()) && !security_key {
+            if !KEYS.contains(&key.as_str())
+                && !CONNECTOR_DEFAULTS.contains(&key.as_str())
+                && !security_key
+                && !crate::convert::spec::is_converter_key(key)
+            {
                 errors.push(format!("{key}: unknown worker key (check the spelling and docs/configuration.md)"));
             }
         }
+        let converters: BTreeMap<String, String> =
+            entries.iter().filter(|(k, _)| crate::convert::spec::is_converter_key(k)).map(|(k, v)| (k.clone(), v.clone())).collect();
+        // Checked here, so that a wrong class stops the worker, not each connector that inherits it.
+        let _ = crate::convert::spec::ConvertSpec::from_entries(&converters, &mut errors);
         if !errors.is_empty() {
             bail!("the worker configuration is invalid:\n  {}", errors.join("\n  "));
         }
@@ -273,6 +284,7 @@ impl WorkerConfig {
             worker_id,
             status_listen: get("status.listen"),
             connector_defaults,
+            converters,
             security,
             plugin_path,
             providers,
@@ -295,6 +307,7 @@ impl WorkerConfig {
             providers: self.providers.clone(),
             component_paths: self.plugin_path.clone(),
             defaults: self.connector_defaults.clone(),
+            converters: self.converters.clone(),
         }
     }
 }
@@ -349,5 +362,21 @@ mod tests {
         ] {
             assert!(err.contains(key), "missing {key:?} in {err}");
         }
+    }
+
+    #[test]
+    fn the_workers_converters_are_read_and_checked() {
+        let base = [("group.id", "fleet"), ("bootstrap.servers", "127.0.0.1:9092")];
+        let with = |extra: &[(&str, &str)]| {
+            let mut all = base.to_vec();
+            all.extend_from_slice(extra);
+            WorkerConfig::from_entries(&entries(&all))
+        };
+        let config =
+            with(&[("value.converter", "org.apache.kafka.connect.json.JsonConverter"), ("value.converter.schemas.enable", "false")])
+                .unwrap();
+        assert_eq!(config.caller_rules().converters.len(), 2);
+        let err = format!("{:#}", with(&[("value.converter", "com.example.Mine")]).unwrap_err());
+        assert!(err.contains("value.converter") && err.contains("com.example.Mine"), "{err}");
     }
 }
