@@ -296,18 +296,51 @@ pub fn decode(bytes: Option<&[u8]>, schemas_enable: bool) -> Result<(Option<Sche
     if !schemas_enable {
         return Ok((None, schemaless_from_json(&json)));
     }
-    let envelope = json.as_object().filter(|o| o.len() == 2 && o.contains_key("schema") && o.contains_key("payload")).ok_or_else(|| {
-        DataError::new(
-            "JsonConverter with schemas.enable requires \"schema\" and \"payload\" fields and may not contain additional fields; \
-             for plain JSON set schemas.enable=false in the converter's configuration",
-        )
-    })?;
+    let envelope =
+        json.as_object().filter(|o| o.len() == 2 && o.contains_key("schema") && o.contains_key("payload")).ok_or_else(envelope_required)?;
     let schema = match &envelope["schema"] {
         Json::Null => None,
         s => Some(schema_from_json(s)?),
     };
     let value = value_from_json(&envelope["payload"], schema.as_ref())?;
     Ok((schema, value))
+}
+
+/// [`decode`] of an envelope (`schemas.enable=true`) whose schema is read through `schema_of`,
+/// given the schema's JSON text (`null` for none): a reader that sees the same schema on every
+/// record parses it once and keeps it (a sink does, per connector).
+pub fn decode_envelope<S>(
+    bytes: &[u8],
+    schema_of: impl FnOnce(&str) -> Result<Option<S>, DataError>,
+) -> Result<(Option<S>, Value), DataError>
+where
+    S: std::ops::Deref<Target = Schema>,
+{
+    let fields: std::collections::BTreeMap<String, &serde_json::value::RawValue> =
+        serde_json::from_slice(bytes).map_err(|e| match serde_json::from_slice::<Json>(bytes) {
+            Err(_) => DataError::new(format!("not JSON: {e}")),
+            Ok(_) => envelope_required(),
+        })?;
+    let (Some(schema), Some(payload), 2) = (fields.get("schema"), fields.get("payload"), fields.len()) else {
+        return Err(envelope_required());
+    };
+    let schema = schema_of(schema.get())?;
+    let payload: Json = serde_json::from_str(payload.get()).map_err(|e| DataError::new(format!("not JSON: {e}")))?;
+    let value = value_from_json(&payload, schema.as_deref())?;
+    Ok((schema, value))
+}
+
+fn envelope_required() -> DataError {
+    DataError::new(
+        "JsonConverter with schemas.enable requires \"schema\" and \"payload\" fields and may not contain additional fields; \
+         for plain JSON set schemas.enable=false in the converter's configuration",
+    )
+}
+
+/// A schema's JSON text as [`decode_envelope`] hands it, read (`None` for `null`).
+pub fn schema_from_text(text: &str) -> Result<Option<Schema>, DataError> {
+    let json: Json = serde_json::from_str(text).map_err(|e| DataError::new(format!("not JSON: {e}")))?;
+    if json.is_null() { Ok(None) } else { schema_from_json(&json).map(Some) }
 }
 
 #[cfg(test)]
@@ -361,5 +394,29 @@ mod tests {
         assert_eq!(v.get("b"), Some(&Value::Float64(1.5)));
         let e = decode(Some(br#"{"a":1}"#), true).expect_err("no envelope").to_string();
         assert!(e.contains("schemas.enable=false"), "{e}");
+    }
+
+    #[test]
+    fn an_envelope_read_through_a_schema_cache_reads_as_decode_does() {
+        let bytes = encode(Some(&table()), &Value::Struct(vec![("number".into(), Value::String("INC1".into()))]), true).unwrap().unwrap();
+        let mut seen = Vec::new();
+        let (schema, value) = decode_envelope(&bytes, |text| {
+            seen.push(text.to_string());
+            schema_from_text(text).map(|s| s.map(std::sync::Arc::new))
+        })
+        .unwrap();
+        let (expected_schema, expected_value) = decode(Some(&bytes), true).unwrap();
+        assert_eq!((schema.map(|s| (*s).clone()), value), (expected_schema, expected_value));
+        assert_eq!(seen.len(), 1);
+        for bad in [&b"{\"payload\":1}"[..], b"{\"schema\":null,\"payload\":1,\"x\":2}", b"[1]"] {
+            let e = decode_envelope(bad, |t| schema_from_text(t).map(|s| s.map(std::sync::Arc::new))).unwrap_err();
+            assert!(e.to_string().contains("requires \"schema\" and \"payload\""), "{e}");
+        }
+        assert!(
+            decode_envelope(b"{nope", |t| schema_from_text(t).map(|s| s.map(std::sync::Arc::new)))
+                .unwrap_err()
+                .to_string()
+                .starts_with("not JSON")
+        );
     }
 }

@@ -42,6 +42,8 @@ const MAX_PARSED: usize = 1024;
 pub struct SinkConverters {
     converters: Converters,
     parsed: Mutex<HashMap<u32, Arc<Writer>>>,
+    /// Envelope schemas (`JsonConverter`, `schemas.enable=true`) by their JSON text, parsed.
+    envelopes: Mutex<HashMap<String, Option<Arc<Schema>>>>,
     /// The connector's transforms (`transforms=`), run after the converters as in Connect.
     chain: Option<Arc<Chain>>,
 }
@@ -49,15 +51,20 @@ pub struct SinkConverters {
 /// A writer's schema from the registry, parsed.
 enum Writer {
     /// Avro: the node tree the decoder walks, and its Connect schema.
-    Avro(Node, Schema),
+    Avro(Node, Arc<Schema>),
     /// JSON Schema, as the Connect schema it reads as.
-    Json(Schema),
+    Json(Arc<Schema>),
 }
 
 impl SinkConverters {
     /// The connector's converters.
     pub fn new(converters: Converters, chain: Option<Arc<Chain>>) -> Self {
-        Self { converters, parsed: Mutex::new(HashMap::new()), chain: chain.filter(|c| !c.is_empty()) }
+        Self {
+            converters,
+            parsed: Mutex::new(HashMap::new()),
+            envelopes: Mutex::new(HashMap::new()),
+            chain: chain.filter(|c| !c.is_empty()),
+        }
     }
 
     /// True when a record needs reading before the component gets it (a key or value converter
@@ -84,7 +91,7 @@ impl SinkConverters {
         let (key_schema, key) = match (&record.key, &spec.key) {
             (Some(bytes), Some(c)) if carries_types(c) => {
                 let (v, s) = self.read(c, self.converters.key_registry.as_ref(), bytes).await.map_err(|e| e.of(&at, true, c))?;
-                (s, v)
+                (s.map(|s| (*s).clone()), v)
             }
             (Some(bytes), _) => (Some(Schema::new(Kind::String).optional()), Value::String(String::from_utf8_lossy(bytes).into_owned())),
             (None, _) => (None, Value::Null),
@@ -92,7 +99,7 @@ impl SinkConverters {
         let (value_schema, value) = match (&record.value, &spec.value) {
             (Some(bytes), Some(c)) if carries_types(c) => {
                 let (v, s) = self.read(c, self.converters.value_registry.as_ref(), bytes).await.map_err(|e| e.of(&at, false, c))?;
-                (s, v)
+                (s.map(|s| (*s).clone()), v)
             }
             (Some(bytes), _) => {
                 let (s, v) = connect_json::decode(Some(bytes), false).map_err(|e| Unreadable::Record {
@@ -195,7 +202,7 @@ impl SinkConverters {
                     // A null value is a tombstone, as the component reads a record without one.
                     Value::Null => None,
                     value => {
-                        let body = snow_text::body(&value, schema.as_ref())
+                        let body = snow_text::body(&value, schema.as_deref())
                             .map_err(|e| Problem::Record(format!("read by {}: {e}", c.class)).of(&at, false, c))?;
                         Some(serde_json::Value::Object(body).to_string().into_bytes())
                     }
@@ -207,12 +214,16 @@ impl SinkConverters {
     }
 
     /// The value and schema `bytes` hold in `spec`'s format.
-    async fn read(&self, spec: &ConverterSpec, registry: Option<&Registry>, bytes: &[u8]) -> Result<(Value, Option<Schema>), Problem> {
+    async fn read(&self, spec: &ConverterSpec, registry: Option<&Registry>, bytes: &[u8]) -> Result<(Value, Option<Arc<Schema>>), Problem> {
         let bad = |e: snow_data::DataError| Problem::Record(format!("could not be read by {}: {e}", spec.class));
         match spec.format {
-            Format::Json => {
-                let (schema, value) = connect_json::decode(Some(bytes), spec.schemas_enable).map_err(bad)?;
+            Format::Json if spec.schemas_enable => {
+                let (schema, value) = connect_json::decode_envelope(bytes, |text| self.envelope_schema(text)).map_err(bad)?;
                 Ok((value, schema))
+            }
+            Format::Json => {
+                let (schema, value) = connect_json::decode(Some(bytes), false).map_err(bad)?;
+                Ok((value, schema.map(Arc::new)))
             }
             Format::Avro | Format::JsonSchema => {
                 let (id, payload) = wire::unframe(bytes).map_err(bad)?;
@@ -235,6 +246,21 @@ impl SinkConverters {
         }
     }
 
+    /// An envelope's schema from its JSON text, parsed once per connector (records of a topic carry
+    /// the same schema text, which parsing dominated: docs/benchmarks.md "Value formats").
+    fn envelope_schema(&self, text: &str) -> Result<Option<Arc<Schema>>, snow_data::DataError> {
+        if let Some(found) = self.envelopes.lock().expect("envelope schema cache").get(text) {
+            return Ok(found.clone());
+        }
+        let schema = connect_json::schema_from_text(text)?.map(Arc::new);
+        let mut cache = self.envelopes.lock().expect("envelope schema cache");
+        if cache.len() >= MAX_PARSED {
+            cache.clear();
+        }
+        cache.insert(text.to_string(), schema.clone());
+        Ok(schema)
+    }
+
     /// The writer's schema with registry id `id`, parsed (once per connector); it must be of the
     /// registry type `format` reads.
     async fn writer_schema(&self, registry: &Registry, id: u32, format: Format) -> Result<Arc<Writer>, Problem> {
@@ -246,12 +272,12 @@ impl SinkConverters {
         let writer = match (format.schema_type(), kind) {
             (Some(SchemaType::Avro), SchemaType::Avro) => {
                 let (node, schema) = avro::parse(&text).map_err(unreadable)?;
-                Writer::Avro(node, schema)
+                Writer::Avro(node, Arc::new(schema))
             }
             (Some(SchemaType::Json), SchemaType::Json) => {
                 let json: serde_json::Value =
                     serde_json::from_str(&text).map_err(|e| unreadable(snow_data::DataError::new(format!("not JSON: {e}"))))?;
-                Writer::Json(json_schema::to_connect(&json).map_err(unreadable)?)
+                Writer::Json(Arc::new(json_schema::to_connect(&json).map_err(unreadable)?))
             }
             (expected, _) => {
                 let expected = expected.map_or("?", SchemaType::wire_name);
