@@ -242,14 +242,7 @@ impl Runner {
     /// `components`), asks it to validate the configuration and, a source, to plan its units.
     pub(crate) async fn ready(&self, spec: &ConnectorSpec, components: &mut HashMap<String, Loaded>) -> Result<Ready> {
         let artefact = spec.component()?;
-        let loaded = match components.get(artefact.digest()) {
-            Some(loaded) => loaded.clone(),
-            None => {
-                let loaded = self.runtime.load(&artefact).await.with_context(|| format!("connector {}", spec.name))?;
-                components.insert(artefact.digest().to_string(), loaded.clone());
-                loaded
-            }
-        };
+        let loaded = self.load_once(&artefact, components).await.with_context(|| format!("connector {}", spec.name))?;
         let kind = loaded.kind();
         if kind == ComponentKind::Transform {
             bail!(
@@ -305,6 +298,16 @@ impl Runner {
         Ok(ready)
     }
 
+    /// `artefact` compiled and pre-instantiated, once per digest through `components`.
+    async fn load_once(&self, artefact: &crate::artefact::Checked, components: &mut HashMap<String, Loaded>) -> Result<Loaded> {
+        if let Some(loaded) = components.get(artefact.digest()) {
+            return Ok(loaded.clone());
+        }
+        let loaded = self.runtime.load(artefact).await?;
+        components.insert(artefact.digest().to_string(), loaded.clone());
+        Ok(loaded)
+    }
+
     /// `spec` with its transform components loaded (each checked against the connector's trust
     /// policy and pinned digest, compiled once per digest through `components`), asked to
     /// validate their keys, and bound into its chain.
@@ -319,18 +322,10 @@ impl Runner {
         let mut stages: HashMap<String, Arc<TransformComponent>> = HashMap::new();
         for stage in &spec.transform_components {
             let artefact = spec.transform_component(stage)?;
-            let loaded = match components.get(artefact.digest()) {
-                Some(loaded) => loaded.clone(),
-                None => {
-                    let loaded = self
-                        .runtime
-                        .load(&artefact)
-                        .await
-                        .with_context(|| format!("connector {}: transform {}", spec.name, stage.alias))?;
-                    components.insert(artefact.digest().to_string(), loaded.clone());
-                    loaded
-                }
-            };
+            let loaded = self
+                .load_once(&artefact, components)
+                .await
+                .with_context(|| format!("connector {}: transform {}", spec.name, stage.alias))?;
             let Loaded::Transform(pre) = loaded else {
                 bail!(
                     "connector {} has an invalid configuration:\n  transforms.{}.component.path: {} is a {:?} component, not a transform component (world transform)",
@@ -340,18 +335,13 @@ impl Runner {
                     loaded.kind()
                 );
             };
-            let options = StoreOptions { memory_max_bytes: stage.memory_max_bytes, call_timeout: stage.call_timeout };
-            let config = crate::connector::to_entries(stage.config.iter());
-            let component = TransformComponent::new(
-                pre,
-                artefact.digest(),
-                self.runtime.engine().clone(),
-                &spec.name,
-                &stage.alias,
-                config,
-                options,
-                self.metrics.clone(),
-            );
+            let running = crate::component::transform::Stage {
+                connector: spec.name.clone(),
+                alias: stage.alias.clone(),
+                config: crate::connector::to_entries(stage.config.iter()),
+                options: StoreOptions { memory_max_bytes: stage.memory_max_bytes, call_timeout: stage.call_timeout },
+            };
+            let component = TransformComponent::new(pre, artefact.digest(), self.runtime.engine().clone(), running, self.metrics.clone());
             let problems = component.validate().await.with_context(|| format!("connector {}: transform {}", spec.name, stage.alias))?;
             if !problems.is_empty() {
                 bail!("connector {} has an invalid configuration:\n  {}", spec.name, problems.join("\n  "));

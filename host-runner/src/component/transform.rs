@@ -15,7 +15,7 @@
 //! calls already running finish on the version they started with, their instances are dropped
 //! when given back, and every later call opens the new version.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
 use anyhow::{Result, anyhow};
 use snow_data::connect_json::{schema_from_json, schema_to_json, value_from_json};
@@ -36,14 +36,24 @@ use crate::outbound::Gate;
 /// dropped when given back).
 const MAX_IDLE: usize = 64;
 
+/// Where a stage runs and with what: its connector and alias, its own keys, its store limits.
+#[derive(Clone)]
+pub struct Stage {
+    /// The connector's name.
+    pub connector: String,
+    /// The stage's alias.
+    pub alias: String,
+    /// The component's own keys (without `transforms.<alias>.`).
+    pub config: Vec<ConfigEntry>,
+    /// Memory and per-record time limits of each instance.
+    pub options: StoreOptions,
+}
+
 /// One transform component stage of one connector.
 pub struct TransformComponent {
     version: Mutex<Version>,
     engine: Engine,
-    connector: String,
-    alias: String,
-    config: Vec<ConfigEntry>,
-    options: StoreOptions,
+    stage: Stage,
     metrics: Metrics,
     idle: Mutex<Vec<Instance>>,
 }
@@ -66,26 +76,12 @@ struct Instance {
 }
 
 impl TransformComponent {
-    /// The stage `alias` of `connector`, running `pre` (of `digest`) with `config` (its own keys)
-    /// under `options`.
-    #[allow(clippy::too_many_arguments)]
-    pub fn new(
-        pre: TransformPre<HostState>,
-        digest: &str,
-        engine: Engine,
-        connector: &str,
-        alias: &str,
-        config: Vec<ConfigEntry>,
-        options: StoreOptions,
-        metrics: Metrics,
-    ) -> Self {
+    /// `stage`, running `pre` (of `digest`).
+    pub fn new(pre: TransformPre<HostState>, digest: &str, engine: Engine, stage: Stage, metrics: Metrics) -> Self {
         Self {
             version: Mutex::new(Version { pre, digest: digest.to_string(), generation: 0 }),
             engine,
-            connector: connector.to_string(),
-            alias: alias.to_string(),
-            config,
-            options,
+            stage,
             metrics,
             idle: Mutex::new(Vec::new()),
         }
@@ -114,12 +110,19 @@ impl TransformComponent {
     /// The same stage running `pre` instead, with nothing shared: to validate a new version
     /// before it is published.
     pub fn with(&self, pre: TransformPre<HostState>, digest: &str) -> Self {
-        Self::new(pre, digest, self.engine.clone(), &self.connector, &self.alias, self.config.clone(), self.options, self.metrics.clone())
+        Self::new(pre, digest, self.engine.clone(), self.stage.clone(), self.metrics.clone())
     }
 
     fn store(&self) -> Store<HostState> {
-        let unit = format!("transform {}", self.alias);
-        HostState::new_store(&self.engine, &self.connector, &unit, Gate::closed(&self.connector), self.metrics.clone(), self.options)
+        let unit = format!("transform {}", self.stage.alias);
+        HostState::new_store(
+            &self.engine,
+            &self.stage.connector,
+            &unit,
+            Gate::closed(&self.stage.connector),
+            self.metrics.clone(),
+            self.stage.options,
+        )
     }
 
     /// Asks the component to check its configuration: every problem, one per line naming its key
@@ -130,12 +133,12 @@ impl TransformComponent {
         store.data_mut().begin_call();
         let answer = bindings
             .snow_connector_transform_api()
-            .call_validate(&mut store, &self.config)
+            .call_validate(&mut store, &self.stage.config)
             .await
             .map_err(|e| anyhow!("the component trapped in validate: {e:#}"))?;
         Ok(match answer {
             Ok(()) => Vec::new(),
-            Err(errors) => errors.iter().map(|e| format!("transforms.{}.{}: {}", self.alias, e.key, e.message)).collect(),
+            Err(errors) => errors.iter().map(|e| format!("transforms.{}.{}: {}", self.stage.alias, e.key, e.message)).collect(),
         })
     }
 
@@ -147,13 +150,13 @@ impl TransformComponent {
         let transformer = bindings
             .snow_connector_transform_api()
             .transformer()
-            .call_open(&mut store, &self.config)
+            .call_open(&mut store, &self.stage.config)
             .await
             .map_err(|e| format!("the component trapped in open: {e:#}"))?
             .map_err(|e| format!("the component refused its configuration: {}", crate::redact::clean(&e)))?;
         tracing::debug!(
-            connector = self.connector,
-            transform = self.alias,
+            connector = self.stage.connector,
+            transform = self.stage.alias,
             "transform component instance opened (version {})",
             short(&version.digest)
         );
@@ -179,7 +182,7 @@ impl TransformComponent {
                 self.metrics.counter_add(
                     "snow_transform_traps_total",
                     1,
-                    &labels(&[("connector", &self.connector), ("transform", &self.alias)]),
+                    &labels(&[("connector", &self.stage.connector), ("transform", &self.stage.alias)]),
                 );
                 // The instance is dropped: the next call gets a fresh one.
                 return Err(format!("the component trapped: {}", crate::component::trap::one_line(&trap)));
@@ -189,18 +192,18 @@ impl TransformComponent {
         let generation = self.version.lock().unwrap_or_else(|e| e.into_inner()).generation;
         // An instance past half its memory limit is not reused: a component that leaks (some
         // JavaScript runtimes do, on every call) is recycled before it reaches the limit and traps.
-        let grown = instance.store.data().memory_bytes() > self.options.memory_max_bytes / 2;
+        let grown = instance.store.data().memory_bytes() > self.stage.options.memory_max_bytes / 2;
         if grown {
             tracing::debug!(
-                connector = self.connector,
-                transform = self.alias,
+                connector = self.stage.connector,
+                transform = self.stage.alias,
                 "a transform component instance grew to {} MiB (more than half of memory.max.bytes): replaced by a fresh one",
                 instance.store.data().memory_bytes() >> 20
             );
             self.metrics.counter_add(
                 "snow_transform_recycled_total",
                 1,
-                &labels(&[("connector", &self.connector), ("transform", &self.alias)]),
+                &labels(&[("connector", &self.stage.connector), ("transform", &self.stage.alias)]),
             );
         }
         if !grown && instance.generation == generation {
@@ -306,9 +309,6 @@ fn from_wit(r: &ConnectRecord) -> Result<Record, String> {
     })
 }
 
-/// Shared handle, as a chain binds it.
-pub type SharedTransform = Arc<TransformComponent>;
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -378,7 +378,8 @@ mod tests {
         let checked = crate::artefact::Checked::inspect(std::path::Path::new(path), &crate::artefact::TrustPolicy::unsigned()).unwrap();
         let crate::component::Loaded::Transform(pre) = runtime.load(&checked).await.unwrap() else { panic!("not a transform") };
         let config = config.iter().map(|(k, v)| ConfigEntry { key: k.to_string(), value: v.to_string() }).collect();
-        (TransformComponent::new(pre, "test", runtime.engine().clone(), "c", "t", config, options, Metrics::default()), runtime)
+        let stage = Stage { connector: "c".into(), alias: "t".into(), config, options };
+        (TransformComponent::new(pre, "test", runtime.engine().clone(), stage, Metrics::default()), runtime)
     }
 
     /// The Rust example component.

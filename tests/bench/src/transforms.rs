@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use host_runner::artefact::{Checked, TrustPolicy};
-use host_runner::component::transform::TransformComponent;
+use host_runner::component::transform::{Stage, TransformComponent};
 use host_runner::component::{ComponentRuntime, Loaded, StoreOptions};
 use host_runner::metrics::Metrics;
 use snow_data::transform::{Chain, External, Record};
@@ -61,7 +61,8 @@ async fn component(runtime: &ComponentRuntime, path: &str, alias: &str, own: &BT
         .map(|(k, v)| host_runner::component::bindings::types::ConfigEntry { key: k.clone(), value: v.clone() })
         .collect();
     let options = StoreOptions { memory_max_bytes: 256 << 20, call_timeout: Duration::from_secs(5) };
-    let t = TransformComponent::new(pre, checked.digest(), runtime.engine().clone(), "bench", alias, config, options, Metrics::default());
+    let stage = Stage { connector: "bench".into(), alias: alias.to_string(), config, options };
+    let t = TransformComponent::new(pre, checked.digest(), runtime.engine().clone(), stage, Metrics::default());
     let problems = t.validate().await?;
     anyhow::ensure!(problems.is_empty(), "{path}: {problems:?}");
     Ok(Arc::new(t))
