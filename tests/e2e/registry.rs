@@ -374,6 +374,115 @@ fn json_schema_values_are_read_and_written_by_confluents_json_serializers() {
 }
 
 #[test]
+fn protobuf_values_are_read_and_written_by_confluents_protobuf_serializers() {
+    const ROWS: u64 = 10;
+    let registry = kafka_harness::registry::shared();
+    let now = now_secs();
+    let fake = FakeSnow::start(FakeOptions { frozen_at: Some(now), ..Default::default() }).unwrap();
+    let ids = fake.shared().seed("incident", ROWS, now - 3600, 1800);
+    let mut cost = fake_snow::store::Row::new();
+    cost.insert("u_cost".into(), Value::String("1234.5".into()));
+    fake.shared().update_rows("incident", &ids[..ROWS as usize - 1], &cost);
+    fake.clock().advance(5);
+    fake.shared().store().set_dictionary("incident", &dictionary(), None, now);
+
+    // Source: ProtobufConverter for key and value, read back by Python's ProtobufDeserializer with
+    // classes protoc compiled from the .proto text we registered.
+    let (name, topic) = (unique("protosrc"), unique("protosrc"));
+    let dir = work_dir("registry-protobuf-source");
+    let url = registry.url();
+    let protobuf = "io.confluent.connect.protobuf.ProtobufConverter";
+    let config = avro_source(
+        &fake,
+        &name,
+        &topic,
+        &[
+            ("value.converter", protobuf),
+            ("key.converter", protobuf),
+            ("key.converter.schema.registry.url", &url),
+            ("value.converter.optional.for.nullables", "true"),
+        ],
+    );
+    let runner = Runner::start(&dir, "run", &[&connector_file(&dir, &name, &config)]);
+    let records = registry_consume(&topic, &url, ROWS as usize, "protobuf");
+    let log = runner.stop();
+    let records = records.unwrap_or_else(|e| panic!("{e}\nthe runner's log:\n{log}"));
+    let by_key: BTreeMap<&str, &Value> = records.iter().map(|r| (r["key"].as_str().expect("a StringValue key"), &r["value"])).collect();
+    assert_eq!(by_key.len() as u64, ROWS, "every row once, keyed by its sys_id: {records:?}");
+    let row = fake.shared().store().table("incident").unwrap().get(&ids[0]).cloned().unwrap();
+    let v = by_key[ids[0].as_str()];
+    assert_eq!(v["number"], row["number"], "text stays text: {v}");
+    assert_eq!(v["priority"].as_i64().map(|p| p.to_string()), row["priority"].as_str().map(str::to_string), "integers are numbers");
+    assert_eq!(v["u_cost"]["decimal"], "1234.50", "a confluent.type.Decimal, exact at its scale: {v}");
+    let opened = fake_snow::time::parse_ts(row["opened_at"].as_str().unwrap()).unwrap();
+    assert_eq!(v["opened_at"]["timestamp_ms"].as_i64(), Some(opened * 1000), "a google.protobuf.Timestamp");
+    assert_eq!(v["dv_caller_id"], row["caller_id"]["display_value"], "display values beside references");
+    let last = by_key[ids[ROWS as usize - 1].as_str()];
+    assert_eq!(last["u_cost"], Value::Null, "an empty decimal is an absent message, read as null: {last}");
+    let (_, schema) = registry.get(&format!("/apis/ccompat/v7/subjects/{topic}-value/versions/1")).unwrap();
+    assert!(schema.contains("PROTOBUF") && schema.contains("message incident"), "registered as .proto text: {schema}");
+    let (_, key_schema) = registry.get(&format!("/apis/ccompat/v7/subjects/{topic}-key/versions/1")).unwrap();
+    assert!(key_schema.contains("StringValue"), "the key is google.protobuf.StringValue, as Connect writes a string: {key_schema}");
+
+    // Sink: records from Python's ProtobufSerializer (which registers a base64 FileDescriptorProto),
+    // written in ServiceNow's text forms.
+    let mut writable = dictionary();
+    writable.push(DictField::typed("short_description", "string"));
+    fake.shared().store().set_dictionary("incident", &writable, None, now);
+    let sink_topic = unique("protosink");
+    let proto = r#"syntax = "proto3";
+package acme.itsm;
+import "google/protobuf/timestamp.proto";
+import "confluent/type/decimal.proto";
+message IncidentUpdate {
+  string short_description = 1;
+  int32 priority = 2;
+  google.protobuf.Timestamp opened_at = 3;
+  confluent.type.Decimal u_cost = 4;
+}
+"#;
+    let lines: Vec<Value> = ids
+        .iter()
+        .enumerate()
+        .map(|(i, id)| {
+            let cost = if i % 2 == 0 { serde_json::json!({"decimal": format!("{i}.25")}) } else { Value::Null };
+            serde_json::json!({"key": id, "value": {"short_description": format!("proto {i}"), "priority": i % 5,
+                "opened_at": {"timestamp_ms": 1_714_557_600_000_i64 + i as i64 * 60_000}, "u_cost": cost}})
+        })
+        .collect();
+    let id = registry_produce(&sink_topic, &url, "protobuf", proto, &lines);
+    let (_, stored) = registry.get(&format!("/apis/ccompat/v7/schemas/ids/{id}")).unwrap();
+    assert!(!stored.contains("syntax"), "Python registered a base64 descriptor, which the sink must read: {stored}");
+    let name = unique("protosink");
+    let dir = work_dir("registry-protobuf-sink");
+    let url_ref: &str = &url;
+    let config = support::sink_entries(
+        &fake.url(),
+        &name,
+        &sink_topic,
+        "incident",
+        &[
+            ("snow.auth.type", "none"),
+            ("key.converter", "org.apache.kafka.connect.storage.StringConverter"),
+            ("value.converter", protobuf),
+            ("value.converter.schema.registry.url", url_ref),
+        ],
+    );
+    let runner = Runner::start(&dir, "run", &[&connector_file(&dir, &name, &config)]);
+    support::kafka::wait_committed(&format!("connect-{name}"), &sink_topic, 1, ROWS as i64, Duration::from_secs(120));
+    let log = runner.stop();
+    for (i, id) in ids.iter().enumerate() {
+        let row = fake.shared().store().table("incident").unwrap().get(id).cloned().unwrap();
+        let at = format!("row {i}; log:\n{}", support::tail(&log, 20));
+        assert_eq!(text(&row["short_description"]), format!("proto {i}"), "{at}");
+        assert_eq!(text(&row["priority"]), (i % 5).to_string(), "{at}");
+        assert_eq!(text(&row["opened_at"]), format!("2024-05-01 10:{i:02}:00"), "{at}");
+        let cost = if i % 2 == 0 { format!("{i}.25") } else { String::new() };
+        assert_eq!(text(&row["u_cost"]), cost, "{at}");
+    }
+}
+
+#[test]
 fn connects_json_envelope_carries_the_types_and_a_value_that_does_not_fit_is_skipped_or_stops_the_table() {
     const ROWS: u64 = 10;
     let now = now_secs();

@@ -1,6 +1,6 @@
 //! A sink connector's converters: what turns a Kafka record in the user's format back into what
-//! the sink component reads (ADR 0027), before each `put`. A typed value (Avro or JSON Schema by
-//! registry id, Connect's JSON envelope) becomes the JSON object of a Table API write, each field in
+//! the sink component reads (ADR 0027), before each `put`. A typed value (Avro, JSON Schema or
+//! Protobuf by registry id, Connect's JSON envelope) becomes the JSON object of a Table API write, each field in
 //! ServiceNow's text form ([`snow_data::snow_text::body`]); a typed key becomes the sys_id text (a
 //! string key) or a JSON object (a struct key). Formats that carry no types pass through as they
 //! are: the component reads JSON itself. Writer schemas are fetched by id once and kept parsed.
@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 
 use snow_data::avro::Node;
 use snow_data::transform::{Chain, Header, Record};
-use snow_data::{Kind, Schema, Value, avro, connect_json, json_schema, snow_text, wire};
+use snow_data::{Kind, Schema, Value, avro, connect_json, json_schema, protobuf, snow_text, wire};
 
 use super::Converters;
 use super::registry::{Registry, RegistryError, SchemaType};
@@ -54,6 +54,38 @@ enum Writer {
     Avro(Node, Arc<Schema>),
     /// JSON Schema, as the Connect schema it reads as.
     Json(Arc<Schema>),
+    /// Protobuf: the writer's file, and a decoder per message the records name (most name one).
+    Protobuf(protobuf::descriptor::File, Mutex<Vec<(Vec<i32>, Arc<ProtobufReader>)>>),
+}
+
+/// A protobuf message of a writer's file, compiled, with the Connect schema it reads as.
+struct ProtobufReader {
+    decoder: protobuf::Decoder,
+    schema: Arc<Schema>,
+}
+
+/// Most messages of one writer's file kept compiled.
+const MAX_MESSAGES: usize = 64;
+
+impl Writer {
+    /// The compiled message at `path` of a protobuf writer's `file`, compiled once.
+    fn protobuf_message(
+        file: &protobuf::descriptor::File,
+        compiled: &Mutex<Vec<(Vec<i32>, Arc<ProtobufReader>)>>,
+        path: &[i32],
+    ) -> Result<Arc<ProtobufReader>, snow_data::DataError> {
+        if let Some((_, found)) = compiled.lock().expect("protobuf messages").iter().find(|(p, _)| p == path) {
+            return Ok(found.clone());
+        }
+        let decoder = protobuf::Decoder::new(file, path)?;
+        let reader = Arc::new(ProtobufReader { schema: Arc::new(decoder.schema().clone()), decoder });
+        let mut all = compiled.lock().expect("protobuf messages");
+        if all.len() >= MAX_MESSAGES {
+            all.clear();
+        }
+        all.push((path.to_vec(), reader.clone()));
+        Ok(reader)
+    }
 }
 
 impl SinkConverters {
@@ -225,7 +257,7 @@ impl SinkConverters {
                 let (schema, value) = connect_json::decode(Some(bytes), false).map_err(bad)?;
                 Ok((value, schema.map(Arc::new)))
             }
-            Format::Avro | Format::JsonSchema => {
+            Format::Avro | Format::JsonSchema | Format::Protobuf => {
                 let (id, payload) = wire::unframe(bytes).map_err(bad)?;
                 let registry = registry.ok_or_else(|| Problem::Stop(format!("{} has no registry", spec.class)))?;
                 let writer = self.writer_schema(registry, id, spec.format).await?;
@@ -240,9 +272,16 @@ impl SinkConverters {
                         let value = json_schema::decode(&json, schema).map_err(|e| bad(e.at(format!("schema id {id}"))))?;
                         Ok((value, Some(schema.clone())))
                     }
+                    Writer::Protobuf(file, compiled) => {
+                        let (path, message) = protobuf::codec::read_indexes(payload).map_err(bad)?;
+                        let reader = Writer::protobuf_message(file, compiled, &path)
+                            .map_err(|e| Problem::Record(format!("names schema id {id}, message {path:?}, which cannot be read: {e}")))?;
+                        let value = reader.decoder.decode(message).map_err(|e| bad(e.at(format!("schema id {id}"))))?;
+                        Ok((value, Some(reader.schema.clone())))
+                    }
                 }
             }
-            other => Err(Problem::Stop(format!("{} ({other:?}) cannot be read by this runtime yet", spec.class))),
+            Format::AsIs => Err(Problem::Stop(format!("{} carries no types to read", spec.class))),
         }
     }
 
@@ -279,6 +318,7 @@ impl SinkConverters {
                     serde_json::from_str(&text).map_err(|e| unreadable(snow_data::DataError::new(format!("not JSON: {e}"))))?;
                 Writer::Json(Arc::new(json_schema::to_connect(&json).map_err(unreadable)?))
             }
+            (Some(SchemaType::Protobuf), SchemaType::Protobuf) => Writer::Protobuf(protobuf::parse(&text).map_err(unreadable)?, Mutex::new(Vec::new())),
             (expected, _) => {
                 let expected = expected.map_or("?", SchemaType::wire_name);
                 return Err(Problem::Record(format!("names schema id {id}, a {} schema, not {expected}", kind.wire_name())));

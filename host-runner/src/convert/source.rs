@@ -8,7 +8,7 @@ use std::collections::BTreeSet;
 use serde_json::{Map, Value as Json};
 use snow_data::json_text::{self, Decimals};
 use snow_data::transform::Record;
-use snow_data::{Schema, Value, avro, connect_json, json_schema, snow_text, wire};
+use snow_data::{Schema, Value, avro, connect_json, json_schema, protobuf, snow_text, wire};
 
 use super::Converters;
 use super::registry::{Registry, RegistryError};
@@ -226,6 +226,9 @@ fn registry_text(spec: &ConverterSpec, schema: &Schema) -> Result<String, String
             avro::from_connect(schema).map(|j| j.to_string()).map_err(|e| format!("the table's schema cannot be written as Avro: {e}"))
         }
         Format::JsonSchema => Ok(json_schema::from_connect(schema).to_string()),
+        Format::Protobuf => protobuf::from_connect(schema, spec.protobuf)
+            .map(|w| w.text)
+            .map_err(|e| format!("the schema cannot be written as Protobuf: {e}")),
         other => Err(format!("{other:?} has no registry schema here")),
     }
 }
@@ -278,7 +281,12 @@ fn encode(spec: &ConverterSpec, schema: &Schema, id: Option<u32>, value: &Value)
             json_schema::encode(value, &mut text).map_err(|e| e.to_string())?;
             Ok(wire::frame(id, text.as_bytes()))
         }
-        other => Err(format!("{other:?} is not available yet")),
+        Format::Protobuf => {
+            let id = id.ok_or("no registry id for the schema")?;
+            let mut payload = Vec::with_capacity(256);
+            protobuf::encode(schema, value, spec.protobuf, &mut payload).map_err(|e| e.to_string())?;
+            Ok(wire::frame(id, &payload))
+        }
     }
 }
 

@@ -87,6 +87,8 @@ pub struct ConverterSpec {
     pub auto_register: bool,
     /// `key.subject.name.strategy` / `value.subject.name.strategy`.
     pub subject: SubjectStrategy,
+    /// `ProtobufConverter`'s `optional.for.nullables`.
+    pub protobuf: snow_data::protobuf::Options,
 }
 
 /// The connector's converters; `None` keeps the host's own behaviour (the sys_id and the row's
@@ -114,10 +116,24 @@ fn used_keys(format: Format) -> &'static [&'static str] {
         "value.subject.name.strategy",
         "use.latest.version",
     ];
+    const PROTOBUF: [&str; 11] = [
+        "schema.registry.url",
+        "basic.auth.credentials.source",
+        "basic.auth.user.info",
+        "bearer.auth.credentials.source",
+        "bearer.auth.token",
+        "auto.register.schemas",
+        "key.subject.name.strategy",
+        "value.subject.name.strategy",
+        "use.latest.version",
+        "optional.for.nullables",
+        "wrapper.for.nullables",
+    ];
     match format {
         Format::Json => &["schemas.enable", "decimal.format"],
         Format::AsIs => &["encoding"],
-        Format::Avro | Format::JsonSchema | Format::Protobuf => &REGISTRY,
+        Format::Avro | Format::JsonSchema => &REGISTRY[..],
+        Format::Protobuf => &PROTOBUF,
     }
 }
 
@@ -180,10 +196,6 @@ fn converter(
         errors.push(format!("{prefix}: {class:?} is not a converter this runtime has (it has {})", known.join(", ")));
         return None;
     };
-    if format == Format::Protobuf {
-        errors.push(format!("{prefix}: {class} is not available yet in this runtime (Avro, JSON Schema and Connect's JSON are)"));
-        return None;
-    }
     let flag = |key: &str, default: bool, errors: &mut Vec<String>| match sub.get(key).copied() {
         None => default,
         Some(v) if v.eq_ignore_ascii_case("true") => true,
@@ -194,6 +206,12 @@ fn converter(
         }
     };
     let schemas_enable = flag("schemas.enable", true, errors);
+    let protobuf = snow_data::protobuf::Options { optional_for_nullables: flag("optional.for.nullables", false, errors) };
+    if format == Format::Protobuf && flag("wrapper.for.nullables", false, errors) {
+        errors.push(format!(
+            "{prefix}.wrapper.for.nullables: true is not supported (optional.for.nullables=true keeps nulls with proto3 optional fields)"
+        ));
+    }
     let auto_register = flag("auto.register.schemas", true, errors);
     if flag("use.latest.version", false, errors) {
         errors.push(format!("{prefix}.use.latest.version: true is not supported (schemas are registered or looked up as derived)"));
@@ -269,7 +287,7 @@ fn converter(
     };
     let used = used_keys(format);
     unused.extend(sub.keys().filter(|k| !used.contains(k)).map(|k| format!("{prefix}.{k}")));
-    Some(ConverterSpec { class, format, schemas_enable, registry_urls, registry_auth, auto_register, subject })
+    Some(ConverterSpec { class, format, schemas_enable, registry_urls, registry_auth, auto_register, subject, protobuf })
 }
 
 /// What is wrong with a registry URL, if anything (a path is fine: Apicurio serves the API under one).
