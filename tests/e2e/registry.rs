@@ -401,12 +401,48 @@ fn protobuf_values_are_read_and_written_by_confluents_protobuf_serializers() {
             ("key.converter", protobuf),
             ("key.converter.schema.registry.url", &url),
             ("value.converter.optional.for.nullables", "true"),
+            ("snow.schema.refresh.interval.ms", "10000"),
         ],
     );
     let runner = Runner::start(&dir, "run", &[&connector_file(&dir, &name, &config)]);
     let records = registry_consume(&topic, &url, ROWS as usize, "protobuf");
+    let records = records.unwrap_or_else(|e| panic!("{e}\nthe runner's log:\n{}", runner.log()));
+
+    // A dictionary change adds a field whose name sorts among the others: the fields already
+    // registered keep their numbers (the new one takes the next), so every record, old and new,
+    // reads right with the latest schema's class.
+    let mut evolved = dictionary();
+    evolved.push(DictField::typed("impact_level", "integer"));
+    fake.shared().store().set_dictionary("incident", &evolved, None, now);
+    let mut impact = fake_snow::store::Row::new();
+    impact.insert("impact_level".into(), Value::String("3".into()));
+    fake.shared().update_rows("incident", &ids[..2], &impact);
+    fake.clock().advance(5);
+    let subject = format!("{topic}-value");
+    support::wait_until("a second version of the Protobuf value schema", Duration::from_secs(90), || {
+        registry.get(&format!("/apis/ccompat/v7/subjects/{subject}/versions")).ok().filter(|(_, b)| b.replace(' ', "") == "[1,2]")
+    });
+    let numbers = |version: u32| -> BTreeMap<String, u32> {
+        let (_, body) = registry.get(&format!("/apis/ccompat/v7/subjects/{subject}/versions/{version}")).unwrap();
+        let text: Value = serde_json::from_str(&body).unwrap();
+        let text = text["schema"].as_str().unwrap().to_string();
+        text.lines()
+            .filter_map(|l| {
+                let (decl, number) = l.split_once(" = ")?;
+                Some((decl.split_whitespace().last()?.to_string(), number.trim_end_matches(';').split(' ').next()?.parse().ok()?))
+            })
+            .collect()
+    };
+    let (v1, v2) = (numbers(1), numbers(2));
+    assert!(v1.len() > 5 && v1.iter().all(|(field, n)| v2.get(field) == Some(n)), "numbers kept: {v1:?} {v2:?}");
+    assert_eq!(v2.get("impact_level"), Some(&(v1.values().max().unwrap() + 1)), "the new field takes the next number: {v2:?}");
+    let all = registry_consume(&topic, &url, ROWS as usize + 2, "protobuf");
     let log = runner.stop();
-    let records = records.unwrap_or_else(|e| panic!("{e}\nthe runner's log:\n{log}"));
+    let all = all.unwrap_or_else(|e| panic!("{e}\nthe runner's log:\n{log}"));
+    let first = all.iter().find(|r| r["key"] == ids[0].as_str()).unwrap();
+    assert_eq!(first["value"]["number"], records.iter().find(|r| r["key"] == ids[0].as_str()).unwrap()["value"]["number"], "{first}");
+    let impacts = all.iter().filter(|r| r["value"]["impact_level"] == 3).count();
+    assert_eq!(impacts, 2, "the updated rows carry the new field: {all:?}");
     let by_key: BTreeMap<&str, &Value> = records.iter().map(|r| (r["key"].as_str().expect("a StringValue key"), &r["value"])).collect();
     assert_eq!(by_key.len() as u64, ROWS, "every row once, keyed by its sys_id: {records:?}");
     let row = fake.shared().store().table("incident").unwrap().get(&ids[0]).cloned().unwrap();

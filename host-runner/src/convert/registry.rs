@@ -42,6 +42,15 @@ impl SchemaType {
             SchemaType::Protobuf => "PROTOBUF",
         }
     }
+
+    /// The type an answer's `schemaType` names (absent: Avro, the registry's default).
+    fn from_wire(name: Option<&str>) -> Self {
+        match name {
+            Some("JSON") => SchemaType::Json,
+            Some("PROTOBUF") => SchemaType::Protobuf,
+            _ => SchemaType::Avro,
+        }
+    }
 }
 
 /// How the registry is authenticated to.
@@ -159,6 +168,18 @@ impl Registry {
         Ok(id)
     }
 
+    /// The latest schema registered under `subject` (type and text), or `None` for a subject the
+    /// registry does not have.
+    pub async fn latest(&self, subject: &str) -> Result<Option<(SchemaType, String)>, RegistryError> {
+        let answer = match self.send(Method::Get, &format!("/subjects/{}/versions/latest", percent(subject)), None).await {
+            Ok(answer) => answer,
+            Err(RegistryError::Refused { status: 404, .. }) => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        let text = answer["schema"].as_str().ok_or_else(|| self.broken(&answer))?.to_string();
+        Ok(Some((SchemaType::from_wire(answer["schemaType"].as_str()), text)))
+    }
+
     /// The schema with registry id `id`: its type and text.
     pub async fn schema(&self, id: u32) -> Result<(SchemaType, String), RegistryError> {
         if let Some(found) = self.inner.by_id.lock().expect("registry cache").get(&id) {
@@ -166,11 +187,7 @@ impl Registry {
         }
         let answer = self.send(Method::Get, &format!("/schemas/ids/{id}"), None).await?;
         let text = answer["schema"].as_str().ok_or_else(|| self.broken(&answer))?.to_string();
-        let kind = match answer["schemaType"].as_str().unwrap_or("AVRO") {
-            "JSON" => SchemaType::Json,
-            "PROTOBUF" => SchemaType::Protobuf,
-            _ => SchemaType::Avro,
-        };
+        let kind = SchemaType::from_wire(answer["schemaType"].as_str());
         self.inner.by_id.lock().expect("registry cache").insert(id, (kind, text.clone()));
         Ok((kind, text))
     }

@@ -318,7 +318,9 @@ impl SinkConverters {
                     serde_json::from_str(&text).map_err(|e| unreadable(snow_data::DataError::new(format!("not JSON: {e}"))))?;
                 Writer::Json(Arc::new(json_schema::to_connect(&json).map_err(unreadable)?))
             }
-            (Some(SchemaType::Protobuf), SchemaType::Protobuf) => Writer::Protobuf(protobuf::parse(&text).map_err(unreadable)?, Mutex::new(Vec::new())),
+            (Some(SchemaType::Protobuf), SchemaType::Protobuf) => {
+                Writer::Protobuf(protobuf::parse(&text).map_err(unreadable)?, Mutex::new(Vec::new()))
+            }
             (expected, _) => {
                 let expected = expected.map_or("?", SchemaType::wire_name);
                 return Err(Problem::Record(format!("names schema id {id}, a {} schema, not {expected}", kind.wire_name())));

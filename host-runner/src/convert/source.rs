@@ -157,11 +157,15 @@ impl SourceConverters {
         let json: Json = serde_json::from_str(text).map_err(|e| format!("the component sent a value schema that is not JSON: {e}"))?;
         let schema =
             connect_json::schema_from_json(&json).map_err(|e| format!("the component sent a value schema Connect cannot read: {e}"))?;
+        let mut schema = schema;
         let value_id = match &self.converters.spec.value {
             Some(spec) if spec.format.schema_type().is_some() => {
                 let registry = self.converters.value_registry.as_ref().ok_or("no registry for value.converter")?;
-                let text = registry_text(spec, &schema)?;
                 let subject = spec.subject.subject(topic, false, schema.name.as_deref());
+                if spec.format == Format::Protobuf {
+                    schema = with_kept_numbers(registry, &subject, schema).await?;
+                }
+                let text = registry_text(spec, &schema)?;
                 match register(registry, spec, &subject, &text).await {
                     Ok(id) => Some(id),
                     Err(e) => {
@@ -231,6 +235,20 @@ fn registry_text(spec: &ConverterSpec, schema: &Schema) -> Result<String, String
             .map_err(|e| format!("the schema cannot be written as Protobuf: {e}")),
         other => Err(format!("{other:?} has no registry schema here")),
     }
+}
+
+/// A table schema for Protobuf with its fields' numbers kept from the message `subject` last
+/// registered ([`protobuf::connect::keep_numbers`]), so that a dictionary change adds fields
+/// without renumbering the others.
+async fn with_kept_numbers(registry: &Registry, subject: &str, schema: Schema) -> Result<Schema, String> {
+    let latest = registry.latest(subject).await.map_err(|e| format!("reading the latest schema of subject {subject} failed: {e}"))?;
+    let Some((super::registry::SchemaType::Protobuf, text)) = latest else { return Ok(schema) };
+    let file = protobuf::parse(&text).map_err(|e| format!("the latest schema of subject {subject} cannot be read: {e}"))?;
+    let name = schema.name.as_deref().and_then(|n| n.rsplit('.').next()).unwrap_or_default();
+    Ok(match file.messages.iter().find(|m| m.name == name) {
+        Some(previous) => protobuf::connect::keep_numbers(&schema, previous),
+        None => schema,
+    })
 }
 
 async fn register(registry: &Registry, spec: &ConverterSpec, subject: &str, text: &str) -> Result<u32, RegistryError> {

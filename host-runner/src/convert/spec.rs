@@ -335,6 +335,25 @@ mod tests {
     }
 
     #[test]
+    fn protobuf_reads_its_nullables_keys() {
+        let (spec, errors) = read(&[
+            ("value.converter", "io.confluent.connect.protobuf.ProtobufConverter"),
+            ("value.converter.schema.registry.url", "http://r:8081"),
+            ("value.converter.optional.for.nullables", "true"),
+        ]);
+        assert!(errors.is_empty(), "{errors:?}");
+        let value = spec.value.as_ref().expect("value");
+        assert_eq!((value.format, value.protobuf.optional_for_nullables), (Format::Protobuf, true));
+        assert!(spec.unused.is_empty(), "{:?}", spec.unused);
+        let (_, errors) = read(&[
+            ("value.converter", "io.confluent.connect.protobuf.ProtobufConverter"),
+            ("value.converter.schema.registry.url", "http://r:8081"),
+            ("value.converter.wrapper.for.nullables", "true"),
+        ]);
+        assert!(errors.iter().any(|e| e.starts_with("value.converter.wrapper.for.nullables: true is not supported")), "{errors:?}");
+    }
+
+    #[test]
     fn problems_name_their_key() {
         let (_, errors) = read(&[
             ("value.converter", "io.confluent.connect.avro.AvroConverter"),

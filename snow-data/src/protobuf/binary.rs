@@ -99,7 +99,8 @@ fn field(bytes: &[u8], proto3: bool) -> Result<FieldDef, DataError> {
             (_, wire) => r.skip(wire)?,
         }
     }
-    let number = u32::try_from(number).ok().filter(|n| *n > 0).ok_or_else(|| DataError::new(format!("field {name} has number {number}")))?;
+    let number =
+        u32::try_from(number).ok().filter(|n| *n > 0).ok_or_else(|| DataError::new(format!("field {name} has number {number}")))?;
     let ty = match kind {
         10 => return Err(DataError::new(format!("field {name} is a group, which is not supported"))),
         11 | 14 => Type::Named(type_name),
@@ -188,7 +189,10 @@ mod tests {
         assert_eq!((file.package.as_str(), file.imports.as_slice()), ("servicenow", &["google/protobuf/timestamp.proto".to_string()][..]));
         let m = &file.messages[0];
         assert_eq!(m.name, "incident");
-        assert_eq!((m.fields[0].name.as_str(), m.fields[0].label, &m.fields[0].ty), ("sys_id", Label::Singular, &Type::Scalar(Scalar::String)));
+        assert_eq!(
+            (m.fields[0].name.as_str(), m.fields[0].label, &m.fields[0].ty),
+            ("sys_id", Label::Singular, &Type::Scalar(Scalar::String))
+        );
         assert_eq!(m.fields[1].ty, Type::Named(".google.protobuf.Timestamp".into()));
         assert!(parse(&[0x22, 0x06, 0x12, 0x04, 0x18, 0x01, 0x28, 0x0a]).expect_err("group").to_string().contains("group"));
     }

@@ -112,7 +112,11 @@ impl<'a> Reader<'a> {
 
     /// `n` bytes.
     pub fn take(&mut self, n: usize) -> Result<&'a [u8], DataError> {
-        let end = self.at.checked_add(n).filter(|e| *e <= self.bytes.len()).ok_or_else(|| self.err(&format!("{n} bytes announced, fewer left")))?;
+        let end = self
+            .at
+            .checked_add(n)
+            .filter(|e| *e <= self.bytes.len())
+            .ok_or_else(|| self.err(&format!("{n} bytes announced, fewer left")))?;
         let out = &self.bytes[self.at..end];
         self.at = end;
         Ok(out)
@@ -140,7 +144,8 @@ impl<'a> Reader<'a> {
     /// A field key: its number and wire type.
     pub fn key(&mut self) -> Result<(u32, u8), DataError> {
         let k = self.varint()?;
-        let number = u32::try_from(k >> 3).ok().filter(|n| *n > 0).ok_or_else(|| self.err(&format!("field number {} is not valid", k >> 3)))?;
+        let number =
+            u32::try_from(k >> 3).ok().filter(|n| *n > 0).ok_or_else(|| self.err(&format!("field number {} is not valid", k >> 3)))?;
         Ok((number, (k & 7) as u8))
     }
 

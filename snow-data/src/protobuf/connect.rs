@@ -88,7 +88,13 @@ fn wrappers_file() -> File {
         .iter()
         .map(|(name, scalar)| Message {
             name: (*name).to_string(),
-            fields: vec![FieldDef { name: "value".into(), number: 1, label: Label::Singular, ty: Type::Scalar(*scalar), params: Vec::new() }],
+            fields: vec![FieldDef {
+                name: "value".into(),
+                number: 1,
+                label: Label::Singular,
+                ty: Type::Scalar(*scalar),
+                params: Vec::new(),
+            }],
             ..Message::default()
         })
         .collect();
@@ -222,6 +228,29 @@ fn camel(name: &str) -> String {
     name.split('_').filter(|p| !p.is_empty()).map(|p| p[..1].to_uppercase() + &p[1..]).collect()
 }
 
+/// `schema` with each field's number fixed (Confluent's [`TAG`] parameter): the number the field
+/// has in `previous` (the message the subject last registered), and for a field `previous` lacks
+/// the next number after every one `previous` used. A table's fields are in name order, so a new
+/// dictionary element would otherwise renumber the fields after it and old readers would misread
+/// them; with the numbers kept the new schema is compatible with the old one.
+pub fn keep_numbers(schema: &Schema, previous: &Message) -> Schema {
+    let mut next = previous.fields.iter().map(|f| f.number).max().unwrap_or(0) + 1;
+    let mut out = schema.clone();
+    if let Kind::Struct(fields) = &mut out.kind {
+        for f in fields {
+            let number = match previous.fields.iter().find(|p| p.name == scrub(&f.name)) {
+                Some(p) => p.number,
+                None => {
+                    next += 1;
+                    next - 1
+                }
+            };
+            f.schema.parameters.insert(TAG.to_string(), number.to_string());
+        }
+    }
+    out
+}
+
 /// `schema`, not optional (a map entry's key and value are written whatever they hold).
 fn required(schema: &Schema) -> Schema {
     Schema { optional: false, ..schema.clone() }
@@ -270,7 +299,10 @@ fn field(number: u32, schema: &Schema, value: &Value, presence: bool, options: O
     match (&schema.kind, value) {
         (Kind::Array(items), Value::Array(list)) => {
             let packed = items.logical().is_none()
-                && matches!(items.kind, Kind::Int8 | Kind::Int16 | Kind::Int32 | Kind::Int64 | Kind::Float32 | Kind::Float64 | Kind::Boolean);
+                && matches!(
+                    items.kind,
+                    Kind::Int8 | Kind::Int16 | Kind::Int32 | Kind::Int64 | Kind::Float32 | Kind::Float64 | Kind::Boolean
+                );
             if packed && !list.is_empty() {
                 let mut run = Vec::with_capacity(list.len() * 2);
                 for v in list {

@@ -49,8 +49,11 @@ mod tests {
                 Field::new("attrs", Schema::new(Kind::Map(Box::new(Schema::new(Kind::String)), Box::new(opt(Kind::Int64)))).optional()),
                 Field::new(
                     "caller",
-                    Schema::record("servicenow.caller", vec![Field::new("name", opt(Kind::String)), Field::new("level", Schema::new(Kind::Int8))])
-                        .optional(),
+                    Schema::record(
+                        "servicenow.caller",
+                        vec![Field::new("name", opt(Kind::String)), Field::new("level", Schema::new(Kind::Int8))],
+                    )
+                    .optional(),
                 ),
             ],
         )
@@ -111,10 +114,9 @@ mod tests {
     #[test]
     fn a_null_reads_back_as_the_default_or_with_optional_for_nullables_as_null() {
         let schema = incident();
-        for (options, expected) in [
-            (Options::default(), Value::String(String::new())),
-            (Options { optional_for_nullables: true }, Value::Null),
-        ] {
+        for (options, expected) in
+            [(Options::default(), Value::String(String::new())), (Options { optional_for_nullables: true }, Value::Null)]
+        {
             let written = from_connect(&schema, options).expect("schema");
             assert_eq!(written.text.contains("optional string short_description = 3;"), options.optional_for_nullables);
             let decoder = Decoder::new(&parse(&written.text).expect("parse"), &written.path).expect("compile");
@@ -136,6 +138,32 @@ mod tests {
         let (path, message) = codec::read_indexes(&bytes).expect("indexes");
         let decoder = Decoder::new(&parse(&written.text).expect("parse"), &path).expect("compile");
         assert_eq!(decoder.decode(message).expect("decode"), Value::String("abc".into()));
+    }
+
+    #[test]
+    fn a_new_dictionary_field_keeps_the_numbers_the_subject_gave_the_others() {
+        let old =
+            Schema::record("servicenow.t", vec![Field::new("a", Schema::new(Kind::String)), Field::new("c", Schema::new(Kind::Int32))]);
+        let registered = from_connect(&old, Options::default()).expect("old");
+        let new = Schema::record(
+            "servicenow.t",
+            vec![
+                Field::new("a", Schema::new(Kind::String)),
+                Field::new("b", Schema::new(Kind::Int64)),
+                Field::new("c", Schema::new(Kind::Int32)),
+            ],
+        );
+        let previous = &parse(&registered.text).expect("parse").messages[0];
+        let kept = connect::keep_numbers(&new, previous);
+        let written = from_connect(&kept, Options::default()).expect("new");
+        assert!(written.text.contains("  string a = 1;\n  int64 b = 3;\n  int32 c = 2;\n"), "{}", written.text);
+        let mut bytes = Vec::new();
+        let value =
+            Value::Struct(vec![("a".into(), Value::String("x".into())), ("b".into(), Value::Int64(5)), ("c".into(), Value::Int32(7))]);
+        encode(&kept, &value, Options::default(), &mut bytes).expect("encode");
+        let old_reader = Decoder::new(&parse(&registered.text).expect("parse"), &[0]).expect("compile");
+        let seen = old_reader.decode(&bytes[1..]).expect("an old reader reads the new record");
+        assert_eq!(seen, Value::Struct(vec![("a".into(), Value::String("x".into())), ("c".into(), Value::Int32(7))]));
     }
 
     #[test]

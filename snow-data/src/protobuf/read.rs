@@ -186,7 +186,8 @@ impl Decoder {
         let mut fields = Vec::with_capacity(m.fields.len());
         for f in &m.fields {
             let one = self.kind_schema(f, f.kind, path)?;
-            let schema = if f.repeated && !matches!(f.kind, CKind::Map(_)) { Schema::new(Kind::Array(Box::new(one))).optional() } else { one };
+            let schema =
+                if f.repeated && !matches!(f.kind, CKind::Map(_)) { Schema::new(Kind::Array(Box::new(one))).optional() } else { one };
             fields.push(Field::new(&f.name, schema));
         }
         path.pop();
@@ -376,7 +377,9 @@ fn scalar(s: Scalar, r: &mut Reader<'_>) -> Result<Value, DataError> {
         Scalar::Sfixed32 => Value::Int32(r.fixed32()? as i32),
         Scalar::Fixed64 | Scalar::Sfixed64 => Value::Int64(r.fixed64()? as i64),
         Scalar::Bool => Value::Boolean(r.varint()? != 0),
-        Scalar::String => Value::String(String::from_utf8(r.delimited()?.to_vec()).map_err(|_| DataError::new("a string that is not UTF-8"))?),
+        Scalar::String => {
+            Value::String(String::from_utf8(r.delimited()?.to_vec()).map_err(|_| DataError::new("a string that is not UTF-8"))?)
+        }
         Scalar::Bytes => Value::Bytes(r.delimited()?.to_vec()),
     })
 }
@@ -385,7 +388,9 @@ fn default_scalar(s: Scalar) -> Value {
     match s {
         Scalar::Double => Value::Float64(0.0),
         Scalar::Float => Value::Float32(0.0),
-        Scalar::Int64 | Scalar::Uint64 | Scalar::Uint32 | Scalar::Sint64 | Scalar::Fixed32 | Scalar::Fixed64 | Scalar::Sfixed64 => Value::Int64(0),
+        Scalar::Int64 | Scalar::Uint64 | Scalar::Uint32 | Scalar::Sint64 | Scalar::Fixed32 | Scalar::Fixed64 | Scalar::Sfixed64 => {
+            Value::Int64(0)
+        }
         Scalar::Int32 | Scalar::Sint32 | Scalar::Sfixed32 => Value::Int32(0),
         Scalar::Bool => Value::Boolean(false),
         Scalar::String => Value::String(String::new()),

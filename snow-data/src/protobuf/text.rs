@@ -323,7 +323,10 @@ impl Parser {
         let name = self.word()?;
         self.symbol('=')?;
         let n = self.number()?;
-        let number = u32::try_from(n).ok().filter(|n| (1..=536_870_911).contains(n)).ok_or_else(|| self.err(&format!("field {name} has number {n}, outside 1..2^29")))?;
+        let number = u32::try_from(n)
+            .ok()
+            .filter(|n| (1..=536_870_911).contains(n))
+            .ok_or_else(|| self.err(&format!("field {name} has number {n}, outside 1..2^29")))?;
         let params = if self.eat('[') { self.field_options()? } else { Vec::new() };
         self.symbol(';')?;
         let ty = match ty {
