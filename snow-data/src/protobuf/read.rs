@@ -93,7 +93,7 @@ impl Decoder {
         let mut d = Self { messages: Vec::new(), enums: Vec::new(), root: Root::Message(0), schema: Schema::new(Kind::Boolean) };
         let mut seen: HashMap<String, usize> = HashMap::new();
         let mut enum_seen: HashMap<String, usize> = HashMap::new();
-        let root_idx = d.compile(&index, &full_name, root, &mut seen, &mut enum_seen)?;
+        let root_idx = d.compile(&index, &full_name, root, &mut seen, &mut enum_seen, 0)?;
         d.root = Root::Message(root_idx);
         d.schema = Schema { optional: false, ..d.connect_schema(root_idx, &mut Vec::new())? };
         Ok(d)
@@ -129,9 +129,13 @@ impl Decoder {
         message: &Message,
         seen: &mut HashMap<String, usize>,
         enum_seen: &mut HashMap<String, usize>,
+        depth: usize,
     ) -> Result<usize, DataError> {
         if let Some(i) = seen.get(full_name) {
             return Ok(*i);
+        }
+        if depth > MAX_DEPTH {
+            return Err(DataError::new(format!("message {full_name} is nested deeper than {MAX_DEPTH} messages")));
         }
         let at = self.messages.len();
         seen.insert(full_name.to_string(), at);
@@ -150,7 +154,7 @@ impl Decoder {
                         CKind::Enum(i)
                     }
                     Some(Named::Message(nested_name, m)) => {
-                        let i = self.compile(index, &nested_name, m, seen, enum_seen)?;
+                        let i = self.compile(index, &nested_name, m, seen, enum_seen, depth + 1)?;
                         if m.map_entry { CKind::Map(i) } else { CKind::Message(i) }
                     }
                     None => {
@@ -181,6 +185,9 @@ impl Decoder {
         let m = &self.messages[idx];
         if path.contains(&idx) {
             return Err(DataError::new(format!("message {} contains itself, which a Connect schema cannot", m.full_name)));
+        }
+        if path.len() > MAX_DEPTH {
+            return Err(DataError::new(format!("message {} is nested deeper than {MAX_DEPTH} messages", m.full_name)));
         }
         path.push(idx);
         let mut fields = Vec::with_capacity(m.fields.len());
@@ -330,8 +337,15 @@ impl Decoder {
                         (_, w) => sub.skip(w)?,
                     }
                 }
+                let out_of_range =
+                    || DataError::new(format!("a {} out of range", if kind == CKind::Timestamp { "timestamp" } else { "time of day" }));
                 Ok(match kind {
-                    CKind::Timestamp => Value::Timestamp(nums[0] * 1000 + (nums[1] as i32 as i64).div_euclid(1_000_000)),
+                    CKind::Timestamp => Value::Timestamp(
+                        nums[0]
+                            .checked_mul(1000)
+                            .and_then(|ms| ms.checked_add((nums[1] as i32 as i64).div_euclid(1_000_000)))
+                            .ok_or_else(out_of_range)?,
+                    ),
                     CKind::Date => {
                         let (y, m, d) = (nums[0] as i32 as i64, nums[1] as i32 as i64, nums[2] as i32 as i64);
                         if !(1..=12).contains(&m) || !(1..=31).contains(&d) {
@@ -340,8 +354,9 @@ impl Decoder {
                         Value::Date(i32::try_from(days_from_civil(y, m, d)).map_err(|_| DataError::new("a date out of range"))?)
                     }
                     _ => {
-                        let ms = nums[0] * 3_600_000 + nums[1] * 60_000 + nums[2] * 1000 + (nums[3] as i32 as i64) / 1_000_000;
-                        Value::Time(i32::try_from(ms).map_err(|_| DataError::new("a time of day out of range"))?)
+                        let [h, m, s, n] = nums.map(|n| i128::from(n as i32));
+                        let ms = h * 3_600_000 + m * 60_000 + s * 1000 + n / 1_000_000;
+                        Value::Time(i32::try_from(ms).map_err(|_| out_of_range())?)
                     }
                 })
             }

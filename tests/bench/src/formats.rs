@@ -62,7 +62,7 @@ pub fn run() -> Result<()> {
     let first: serde_json::Map<String, serde_json::Value> = serde_json::from_slice(&rows[0].1)?;
     let schema_text = connect_json::schema_to_json(&table_schema(&first)).to_string();
     let registry = kafka_harness::registry::shared().url();
-    let formats: [(&str, Vec<(&str, &str)>); 5] = [
+    let formats: [(&str, Vec<(&str, &str)>); 6] = [
         ("row JSON as read (no converter)", vec![]),
         (
             "JsonConverter, schemas.enable=false",
@@ -76,6 +76,13 @@ pub fn run() -> Result<()> {
         (
             "JsonSchemaConverter",
             vec![("value.converter", "io.confluent.connect.json.JsonSchemaConverter"), ("value.converter.schema.registry.url", &registry)],
+        ),
+        (
+            "ProtobufConverter",
+            vec![
+                ("value.converter", "io.confluent.connect.protobuf.ProtobufConverter"),
+                ("value.converter.schema.registry.url", &registry),
+            ],
         ),
     ];
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
