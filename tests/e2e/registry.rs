@@ -519,6 +519,60 @@ message IncidentUpdate {
 }
 
 #[test]
+fn an_https_registry_is_reached_with_the_trust_store_and_client_certificate_the_converter_names() {
+    const ROWS: u64 = 10;
+    let registry = kafka_harness::registry::shared();
+    let upstream: u16 = registry.url().split(':').nth(2).and_then(|p| p.split('/').next()).and_then(|p| p.parse().ok()).unwrap();
+    let pki = work_dir("registry-tls-pki");
+    kafka_harness::secure::make_certificates(&pki).unwrap();
+    let front = support::tls_proxy::TlsProxy::start(&pki, upstream, true);
+    let https = format!("https://127.0.0.1:{}/apis/ccompat/v7", front.port);
+    let ca = pki.join("ca.pem").display().to_string();
+    let keystore = pki.join("client-keystore.pem").display().to_string();
+    let now = now_secs();
+    let fake = FakeSnow::start(FakeOptions { frozen_at: Some(now), ..Default::default() }).unwrap();
+    fake.shared().seed("incident", ROWS, now - 3600, 1800);
+    fake.shared().store().set_dictionary("incident", &dictionary(), None, now);
+
+    // Trusting the registry's CA but presenting no certificate: the registry's front refuses the
+    // handshake and the table stops, saying the registry could not be reached.
+    let (name, topic) = (unique("tlsreg"), unique("tlsreg"));
+    let dir = work_dir("registry-tls-refused");
+    let trust_only: Vec<(&str, &str)> = vec![
+        ("value.converter.schema.registry.url", &https),
+        ("value.converter.schema.registry.ssl.truststore.type", "PEM"),
+        ("value.converter.schema.registry.ssl.truststore.location", &ca),
+    ];
+    let mut runner = Runner::start(&dir, "run", &[&connector_file(&dir, &name, &avro_source(&fake, &name, &topic, &trust_only))]);
+    let log = runner.wait_for_log("unit parked", Duration::from_secs(120));
+    runner.stop();
+    let parked = log.lines().find(|l| l.contains("unit parked")).unwrap_or_default().to_string();
+    assert!(parked.contains("could not be reached"), "{parked}");
+    assert!(
+        front.refused() >= 1 && front.accepted() == 0,
+        "refused by TLS, not by the registry: {} refused, {} accepted",
+        front.refused(),
+        front.accepted()
+    );
+
+    // With the client certificate as well: every row arrives, its schema registered through TLS.
+    let (name, topic) = (unique("tlsreg"), unique("tlsreg"));
+    let dir = work_dir("registry-tls");
+    let mut both = trust_only.clone();
+    both.extend([
+        ("value.converter.schema.registry.ssl.keystore.type", "PEM"),
+        ("value.converter.schema.registry.ssl.keystore.location", &keystore),
+    ]);
+    let runner = Runner::start(&dir, "run", &[&connector_file(&dir, &name, &avro_source(&fake, &name, &topic, &both))]);
+    let records = avro_consume(&topic, &registry.url(), ROWS as usize);
+    let log = runner.stop();
+    let records = records.unwrap_or_else(|e| panic!("{e}\nthe runner's log:\n{log}"));
+    assert_eq!(records.len() as u64, ROWS);
+    assert!(front.accepted() >= 1, "the schema went through the TLS front");
+    assert!(!log.contains("BEGIN"), "no PEM in the log");
+}
+
+#[test]
 fn connects_json_envelope_carries_the_types_and_a_value_that_does_not_fit_is_skipped_or_stops_the_table() {
     const ROWS: u64 = 10;
     let now = now_secs();

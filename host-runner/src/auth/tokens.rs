@@ -65,7 +65,7 @@ impl TokenProvider {
                 1,
                 &labels(&[("endpoint", &self.endpoint), ("grant", grant_label)]),
             );
-            let error = match plain_http::send(&request).await {
+            let error = match plain_http::send(&request, None).await {
                 Ok(response) => match cache.accept(grant, &response, self.now()) {
                     Ok(token) => {
                         crate::redact::register(token.value.expose());

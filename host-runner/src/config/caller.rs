@@ -8,6 +8,8 @@
 //!   `.allow.unsigned`) and the Kafka connection's security (`kafka.security.protocol`,
 //!   `kafka.sasl.*`, `kafka.ssl.*`) are the operator's: a caller setting them to anything but the
 //!   operator's own value is refused;
+//! - a schema registry's TLS stores by file (`*.converter.schema.registry.ssl.truststore.location`,
+//!   `.keystore.location`) are the operator's too (inline certificates are the caller's own);
 //! - `component.path` must name a file under the directories (or be one of the files) the
 //!   operator allows; whether any other file exists is never told;
 //! - `kafka.bootstrap.servers` is the worker's cluster (its credentials go nowhere else);
@@ -71,6 +73,17 @@ pub fn scrub(text: &str, values: &[String]) -> String {
 fn operator_only(key: &str) -> Option<&'static str> {
     if super::artefact::KEYS.contains(&key) {
         return Some("the signing policy is the worker's (worker.properties); a connector configuration may not set it");
+    }
+    let registry_file = ["key.converter.", "value.converter."]
+        .iter()
+        .filter_map(|p| key.strip_prefix(p))
+        .any(|rest| rest.strip_prefix("schema.registry.ssl.").is_some_and(|k| crate::convert::registry_tls::FILE_KEYS.contains(&k)));
+    if registry_file {
+        return Some(
+            "names a file of the worker: a registry's TLS stores are the operator's (the worker's converters in \
+             worker.properties); a connector configuration may give certificates inline (schema.registry.ssl.truststore.certificates, \
+             .keystore.certificate.chain with .keystore.key)",
+        );
     }
     if key.strip_prefix("kafka.").is_some_and(crate::kafka::security::is_security_key) {
         return Some("the Kafka connection's security is the worker's (worker.properties); a connector configuration may not set it");
@@ -172,6 +185,8 @@ mod tests {
             ("component.trusted.keys", "/tmp/mine.pub".to_string(), "signing policy is the worker's"),
             ("component.bundle.path", "/etc/passwd".to_string(), "signing policy is the worker's"),
             ("kafka.sasl.password", "x".to_string(), "security is the worker's"),
+            ("value.converter.schema.registry.ssl.truststore.location", "/etc/passwd".to_string(), "names a file of the worker"),
+            ("key.converter.schema.registry.ssl.keystore.location", "/etc/ssl/k.pem".to_string(), "names a file of the worker"),
             ("kafka.bootstrap.servers", "evil:9092".to_string(), "the worker's Kafka cluster"),
             ("component.path", format!("{}/elsewhere.wasm", dir.display()), "is not a component this worker lets"),
             ("component.path", format!("{}/plugins/../elsewhere.wasm", dir.display()), "is not a component this worker lets"),

@@ -31,7 +31,7 @@ pub const DESTINATION_KEYS: [&str; 5] = [
 
 /// The connector keys in which a caller's references resolve without the operator listing them:
 /// the credentials.
-pub const CREDENTIAL_KEYS: [&str; 8] = [
+pub const CREDENTIAL_KEYS: [&str; 10] = [
     "snow.auth.username",
     "snow.auth.password",
     "snow.auth.client.id",
@@ -40,6 +40,8 @@ pub const CREDENTIAL_KEYS: [&str; 8] = [
     "value.converter.basic.auth.user.info",
     "key.converter.bearer.auth.token",
     "value.converter.bearer.auth.token",
+    "key.converter.schema.registry.ssl.keystore.key",
+    "value.converter.schema.registry.ssl.keystore.key",
 ];
 
 /// What references a configuration may resolve.

@@ -1,7 +1,7 @@
 //! Kafka Connect's converter keys, read as Connect reads them: `key.converter` /
 //! `value.converter` name a class, and everything under `key.converter.` / `value.converter.` is
 //! that converter's own configuration (`schemas.enable`, `schema.registry.url`, `basic.auth.*`,
-//! `auto.register.schemas`, `*.subject.name.strategy`...). Keys a converter does not use are
+//! `auto.register.schemas`, `*.subject.name.strategy`, `schema.registry.ssl.*`...). Keys a converter does not use are
 //! ignored with a warning, as Connect does, so a Connect configuration moves over unchanged.
 
 use std::collections::BTreeMap;
@@ -89,6 +89,10 @@ pub struct ConverterSpec {
     pub subject: SubjectStrategy,
     /// `ProtobufConverter`'s `optional.for.nullables`.
     pub protobuf: snow_data::protobuf::Options,
+    /// `schema.registry.ssl.*`: the registry's trust store and client certificate, when set.
+    pub registry_tls: Option<crate::outbound::pool::TlsProfile>,
+    /// `schema.registry.ssl.keystore.key` given inline, for scrubbing.
+    registry_key: Option<Secret>,
 }
 
 /// The connector's converters; `None` keeps the host's own behaviour (the sys_id and the row's
@@ -171,9 +175,12 @@ impl ConvertSpec {
         [&self.key, &self.value]
             .into_iter()
             .flatten()
-            .filter_map(|c| match &c.registry_auth {
-                RegistryAuth::Basic(s) | RegistryAuth::Bearer(s) => Some(s.expose()),
-                RegistryAuth::None => None,
+            .flat_map(|c| {
+                let auth = match &c.registry_auth {
+                    RegistryAuth::Basic(s) | RegistryAuth::Bearer(s) => Some(s.expose()),
+                    RegistryAuth::None => None,
+                };
+                auth.into_iter().chain(c.registry_key.as_ref().map(Secret::expose))
             })
             .collect()
     }
@@ -216,11 +223,8 @@ fn converter(
     if flag("use.latest.version", false, errors) {
         errors.push(format!("{prefix}.use.latest.version: true is not supported (schemas are registered or looked up as derived)"));
     }
-    if let Some(tls) = sub.keys().find(|k| k.starts_with("schema.registry.ssl.")) {
-        errors.push(format!(
-            "{prefix}.{tls}: TLS settings for the registry are not supported yet (an https registry is checked against the Mozilla roots)"
-        ));
-    }
+    let registry_tls = if format.schema_type().is_some() { super::registry_tls::read(&sub, prefix, errors) } else { None };
+    let registry_key = sub.get("schema.registry.ssl.keystore.key").map(|k| Secret::new(k.to_string()));
     if sub.get("decimal.format").is_some_and(|f| !f.eq_ignore_ascii_case("BASE64")) {
         errors.push(format!("{prefix}.decimal.format: only BASE64 (Connect's default) is supported"));
     }
@@ -286,8 +290,23 @@ fn converter(
         },
     };
     let used = used_keys(format);
-    unused.extend(sub.keys().filter(|k| !used.contains(k)).map(|k| format!("{prefix}.{k}")));
-    Some(ConverterSpec { class, format, schemas_enable, registry_urls, registry_auth, auto_register, subject, protobuf })
+    let tls_key = |k: &str| {
+        format.schema_type().is_some()
+            && k.strip_prefix("schema.registry.ssl.").is_some_and(|rest| super::registry_tls::KEYS.contains(&rest))
+    };
+    unused.extend(sub.keys().filter(|k| !used.contains(k) && !tls_key(k)).map(|k| format!("{prefix}.{k}")));
+    Some(ConverterSpec {
+        class,
+        format,
+        schemas_enable,
+        registry_urls,
+        registry_auth,
+        auto_register,
+        subject,
+        protobuf,
+        registry_tls,
+        registry_key,
+    })
 }
 
 /// What is wrong with a registry URL, if anything (a path is fine: Apicurio serves the API under one).
@@ -361,6 +380,7 @@ mod tests {
             ("key.converter", "com.example.Mine"),
             ("header.converter", "com.example.Headers"),
             ("value.converter.schema.registry.ssl.truststore.location", "/etc/ts.jks"),
+            ("value.converter.schema.registry.ssl.truststore.type", "JKS"),
         ]);
         let all = errors.join("\n");
         for key in [
@@ -368,6 +388,7 @@ mod tests {
             "value.converter.basic.auth.user.info",
             "key.converter: \"com.example.Mine\"",
             "header.converter:",
+            "value.converter.schema.registry.ssl.truststore.type: JKS stores cannot be read here",
         ] {
             assert!(all.contains(key), "{key} missing from {all}");
         }

@@ -7,8 +7,11 @@ use snow_core::http::{Request, Response, TransportError, TransportErrorKind};
 use std::time::Duration;
 use wasmtime_wasi_http::RequestOptions;
 
-/// Sends `request` and reads the whole answer (up to its size cap).
-pub async fn send(request: &Request) -> Result<Response, TransportError> {
+use super::pool::TlsProfile;
+
+/// Sends `request` and reads the whole answer (up to its size cap), over TLS as `profile` sets
+/// it (default: the Mozilla roots).
+pub async fn send(request: &Request, profile: Option<&TlsProfile>) -> Result<Response, TransportError> {
     let mut builder = http::Request::builder().method(request.method.as_str()).uri(&request.url);
     // The pool sends the request line with the path only: HTTP/1.1 needs the Host header (a
     // strict server, such as the Quarkus one a schema registry runs on, answers 400 without it).
@@ -31,7 +34,7 @@ pub async fn send(request: &Request) -> Result<Response, TransportError> {
     // Only idempotent requests come through here (asking for a token, registering the same schema,
     // reading a schema by id): every failure counts as "nothing sent" so that it is retried.
     let response = crate::outbound::pool::ConnectionPool::shared()
-        .send(http_request, options)
+        .send_with(http_request, options, profile)
         .await
         .map_err(|e| TransportError::new(TransportErrorKind::Connect, format!("{e}")))?;
     let (parts, body) = response.into_parts();

@@ -1,7 +1,9 @@
 //! Keep-alive connections to instances, shared by every guest request of the process: a request
 //! reuses an idle HTTP/1.1 connection to its host when there is one, and a connection goes back
 //! to the pool only once its response body was read to the end (a body dropped early closes it).
-//! TLS is rustls with the Mozilla roots, as wasmtime's default sender.
+//! TLS is rustls with the Mozilla roots, as wasmtime's default sender, unless a request names a
+//! [`TlsProfile`] of its own (a schema registry's trust store and client certificate): its
+//! connections are then pooled apart from every other profile's.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -23,11 +25,28 @@ const MAX_IDLE_PER_HOST: usize = 32;
 /// A connection to one instance.
 type Sender = SendRequest<WasiBody>;
 
-/// Which connections are interchangeable: same scheme, same `host:port`.
+/// Which connections are interchangeable: same scheme, same `host:port`, same TLS profile.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 struct HostKey {
     tls: bool,
     authority: String,
+    /// The [`TlsProfile`]'s id (0: the Mozilla roots, no client certificate).
+    profile: u64,
+}
+
+/// TLS settings other than the default: whom to trust, and the certificate to present.
+#[derive(Debug, Clone)]
+pub struct TlsProfile {
+    id: u64,
+    config: Arc<rustls::ClientConfig>,
+}
+
+impl TlsProfile {
+    /// A profile of `config`; each has its own connections.
+    pub fn new(config: rustls::ClientConfig) -> Self {
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+        Self { id: NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed), config: Arc::new(config) }
+    }
 }
 
 /// Idle connections by host.
@@ -36,13 +55,13 @@ pub struct ConnectionPool {
     idle: Mutex<HashMap<HostKey, Vec<Sender>>>,
 }
 
-fn tls() -> tokio_rustls::TlsConnector {
+fn tls(profile: Option<&TlsProfile>) -> tokio_rustls::TlsConnector {
     static CONFIG: OnceLock<Arc<rustls::ClientConfig>> = OnceLock::new();
     let config = CONFIG.get_or_init(|| {
         let roots = rustls::RootCertStore { roots: webpki_roots::TLS_SERVER_ROOTS.into() };
         Arc::new(rustls::ClientConfig::builder().with_root_certificates(roots).with_no_client_auth())
     });
-    tokio_rustls::TlsConnector::from(config.clone())
+    tokio_rustls::TlsConnector::from(profile.map_or_else(|| config.clone(), |p| p.config.clone()))
 }
 
 impl ConnectionPool {
@@ -74,7 +93,7 @@ impl ConnectionPool {
         }
     }
 
-    async fn connect(key: &HostKey, timeout: Duration) -> Result<Sender, HttpError> {
+    async fn connect(key: &HostKey, profile: Option<&TlsProfile>, timeout: Duration) -> Result<Sender, HttpError> {
         let authority = &key.authority;
         let tcp = match tokio::time::timeout(timeout, TcpStream::connect(authority)).await {
             Ok(stream) => stream.map_err(HttpError::Connect)?,
@@ -86,7 +105,7 @@ impl ConnectionPool {
         }
         let host = authority.rsplit_once(':').map_or(authority.as_str(), |(h, _)| h).trim_start_matches('[').trim_end_matches(']');
         let name = rustls::pki_types::ServerName::try_from(host.to_string()).map_err(|_| HttpError::HttpRequestUriInvalid)?;
-        let stream = tokio::time::timeout(timeout, tls().connect(name, tcp))
+        let stream = tokio::time::timeout(timeout, tls(profile).connect(name, tcp))
             .await
             .map_err(|_| HttpError::ConnectionTimeout)?
             .map_err(HttpError::Tls)?;
@@ -110,21 +129,31 @@ impl ConnectionPool {
     /// Sends `request` on a pooled or new connection, with the request's timeouts.
     pub async fn send(
         self: &Arc<Self>,
+        request: http::Request<WasiBody>,
+        options: RequestOptions,
+    ) -> Result<http::Response<WasiBody>, HttpError> {
+        self.send_with(request, options, None).await
+    }
+
+    /// [`Self::send`] with TLS as `profile` sets it (default: the Mozilla roots).
+    pub async fn send_with(
+        self: &Arc<Self>,
         mut request: http::Request<WasiBody>,
         options: RequestOptions,
+        profile: Option<&TlsProfile>,
     ) -> Result<http::Response<WasiBody>, HttpError> {
         let uri = request.uri().clone();
         let tls_wanted = uri.scheme_str() == Some("https");
         let authority = uri.authority().ok_or(HttpError::HttpRequestUriInvalid)?;
         let port = authority.port_u16().unwrap_or(if tls_wanted { 443 } else { 80 });
-        let key = HostKey { tls: tls_wanted, authority: format!("{}:{port}", authority.host()) };
+        let key = HostKey { tls: tls_wanted, authority: format!("{}:{port}", authority.host()), profile: profile.map_or(0, |p| p.id) };
         let connect_timeout = options.connect_timeout.unwrap_or(Duration::from_secs(60));
         let mut sender = match self.take(&key) {
             Some(sender) => sender,
-            None => Self::connect(&key, connect_timeout).await?,
+            None => Self::connect(&key, profile, connect_timeout).await?,
         };
         if sender.ready().await.is_err() {
-            sender = Self::connect(&key, connect_timeout).await?;
+            sender = Self::connect(&key, profile, connect_timeout).await?;
         }
         // The request line carries only path and query (the host is in the Host header).
         *request.uri_mut() = http::Uri::builder()

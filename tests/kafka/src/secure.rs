@@ -118,8 +118,11 @@ pub(crate) fn prepare(dir: &Path, request: &Request) -> io::Result<Prepared> {
     Ok(Prepared { sasl_port, extra, format_args })
 }
 
-/// A CA, and the broker's key and certificate (for 127.0.0.1 and localhost) signed by it.
-fn make_certificates(dir: &Path) -> io::Result<()> {
+/// A CA (`ca.pem`), the broker's key and certificate (for 127.0.0.1 and localhost) signed by it
+/// (`broker.pem`, `broker.pkcs8.key`, both with the chain in `broker-keystore.pem`), and a client's
+/// (`client.pem`, `client.pkcs8.key`, both in `client-keystore.pem`), all in `dir`. Other servers
+/// of the tests (a TLS registry) use them too.
+pub fn make_certificates(dir: &Path) -> io::Result<()> {
     let openssl = |args: &[&str]| -> io::Result<()> {
         let out = Command::new("openssl")
             .args(args)
@@ -173,7 +176,30 @@ fn make_certificates(dir: &Path) -> io::Result<()> {
         fs::read_to_string(dir.join("broker.pem"))?,
         fs::read_to_string(dir.join("ca.pem"))?
     );
-    fs::write(dir.join("broker-keystore.pem"), keystore)
+    fs::write(dir.join("broker-keystore.pem"), keystore)?;
+    openssl(&["req", "-newkey", "rsa:2048", "-nodes", "-keyout", "client.key", "-out", "client.csr", "-subj", "/CN=snow-test-client"])?;
+    // An extension makes it an X.509 v3 certificate (rustls refuses v1).
+    fs::write(dir.join("client.ext"), "extendedKeyUsage=clientAuth\n")?;
+    openssl(&[
+        "x509",
+        "-req",
+        "-in",
+        "client.csr",
+        "-CA",
+        "ca.pem",
+        "-CAkey",
+        "ca.key",
+        "-CAcreateserial",
+        "-out",
+        "client.pem",
+        "-days",
+        "2",
+        "-extfile",
+        "client.ext",
+    ])?;
+    openssl(&["pkcs8", "-topk8", "-nocrypt", "-in", "client.key", "-out", "client.pkcs8.key"])?;
+    let client = format!("{}{}", fs::read_to_string(dir.join("client.pkcs8.key"))?, fs::read_to_string(dir.join("client.pem"))?);
+    fs::write(dir.join("client-keystore.pem"), client)
 }
 
 /// A running broker with a `SASL_SSL` listener.

@@ -1,0 +1,162 @@
+//! A schema registry's TLS settings, by Confluent's keys under a converter's prefix
+//! (`schema.registry.ssl.*`): the certificates to trust instead of the Mozilla roots (PEM, in a
+//! file or inline) and the client certificate to present (PEM chain and unencrypted key, in one
+//! file or inline). Java's JKS and PKCS12 stores cannot be read here: the error says how to convert
+//! them. Hostname verification cannot be switched off.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+
+use crate::outbound::pool::TlsProfile;
+
+/// The TLS keys read here (after `schema.registry.ssl.`).
+pub const KEYS: [&str; 11] = [
+    "truststore.location",
+    "truststore.type",
+    "truststore.certificates",
+    "truststore.password",
+    "keystore.location",
+    "keystore.type",
+    "keystore.certificate.chain",
+    "keystore.key",
+    "keystore.password",
+    "key.password",
+    "endpoint.identification.algorithm",
+];
+
+/// The keys among [`KEYS`] that name a file of the worker (a caller of a fleet may not set them).
+pub const FILE_KEYS: [&str; 2] = ["truststore.location", "keystore.location"];
+
+/// Largest PEM file read.
+const MAX_FILE: u64 = 1 << 20;
+
+/// The TLS profile the `schema.registry.ssl.*` keys of `sub` (a converter's own keys) ask for,
+/// or `None` for the defaults; problems go to `errors`, naming `prefix.schema.registry.ssl.<key>`.
+pub fn read(sub: &BTreeMap<&str, &str>, prefix: &str, errors: &mut Vec<String>) -> Option<TlsProfile> {
+    let get = |k: &str| sub.get(format!("schema.registry.ssl.{k}").as_str()).copied().filter(|v| !v.is_empty());
+    let key = |k: &str| format!("{prefix}.schema.registry.ssl.{k}");
+    let before = errors.len();
+    if get("endpoint.identification.algorithm").is_some_and(|a| !a.eq_ignore_ascii_case("https"))
+        || sub.get("schema.registry.ssl.endpoint.identification.algorithm").is_some_and(|a| a.is_empty())
+    {
+        errors.push(format!(
+            "{}: only https (the default) is supported: the registry's name is always checked",
+            key("endpoint.identification.algorithm")
+        ));
+    }
+    if get("key.password").is_some() {
+        errors.push(format!(
+            "{}: encrypted private keys are not supported; give the key unencrypted (openssl pkcs8 -topk8 -nocrypt)",
+            key("key.password")
+        ));
+    }
+    let mut roots = None;
+    let inline_roots = get("truststore.certificates");
+    match (get("truststore.location"), inline_roots) {
+        (Some(_), Some(_)) => errors.push(format!("{}, {}: set one, not both", key("truststore.location"), key("truststore.certificates"))),
+        (Some(path), None) => {
+            if let Some(text) = store_text(path, get("truststore.type"), &key("truststore"), errors) {
+                roots = certificates(&text, &key("truststore.location"), errors);
+            }
+        }
+        (None, Some(pem)) => roots = certificates(pem, &key("truststore.certificates"), errors),
+        (None, None) => {}
+    }
+    let mut client = None;
+    match (get("keystore.location"), get("keystore.certificate.chain"), get("keystore.key")) {
+        (Some(path), None, None) => {
+            if let Some(text) = store_text(path, get("keystore.type"), &key("keystore"), errors) {
+                let chain = certificates(&text, &key("keystore.location"), errors);
+                let private = private_key(&text, &key("keystore.location"), errors);
+                client = chain.zip(private);
+            }
+        }
+        (None, Some(chain), Some(private)) => {
+            client =
+                certificates(chain, &key("keystore.certificate.chain"), errors).zip(private_key(private, &key("keystore.key"), errors));
+        }
+        (None, None, None) => {}
+        _ => errors.push(format!(
+            "{}: give the client certificate either as a PEM file ({}) or inline as {} with {}",
+            key("keystore"),
+            key("keystore.location"),
+            key("keystore.certificate.chain"),
+            key("keystore.key")
+        )),
+    }
+    if errors.len() > before || (roots.is_none() && client.is_none()) {
+        return None;
+    }
+    let store = match roots {
+        Some(certs) => {
+            let mut store = rustls::RootCertStore::empty();
+            for cert in certs {
+                if let Err(e) = store.add(cert) {
+                    errors.push(format!("{}: a certificate cannot be trusted: {e}", key("truststore")));
+                    return None;
+                }
+            }
+            store
+        }
+        None => rustls::RootCertStore { roots: webpki_roots::TLS_SERVER_ROOTS.into() },
+    };
+    let builder = rustls::ClientConfig::builder().with_root_certificates(store);
+    let config = match client {
+        Some((chain, private)) => match builder.with_client_auth_cert(chain, private) {
+            Ok(config) => config,
+            Err(e) => {
+                errors.push(format!("{}: the certificate and key do not go together: {e}", key("keystore")));
+                return None;
+            }
+        },
+        None => builder.with_no_client_auth(),
+    };
+    Some(TlsProfile::new(config))
+}
+
+/// The PEM text of the store at `path`, checked to be PEM (the type, when given, must say so).
+fn store_text(path: &str, kind: Option<&str>, key: &str, errors: &mut Vec<String>) -> Option<String> {
+    if let Some(kind) = kind.filter(|k| !k.eq_ignore_ascii_case("PEM")) {
+        errors.push(format!(
+            "{key}.type: {kind} stores cannot be read here; convert it to PEM (keytool -exportcert -rfc for certificates; \
+             openssl pkcs12 -nodes for a key store) and set {key}.type=PEM"
+        ));
+        return None;
+    }
+    let file = Path::new(path);
+    let text = std::fs::metadata(file).ok().filter(|m| m.is_file() && m.len() <= MAX_FILE).and_then(|_| std::fs::read_to_string(file).ok());
+    match text {
+        Some(text) if text.contains("-----BEGIN ") => Some(text),
+        Some(_) => {
+            errors.push(format!("{key}.location: {path} is not PEM (a JKS or PKCS12 store must be converted to PEM first)"));
+            None
+        }
+        None => {
+            errors.push(format!("{key}.location: {path} cannot be read as a file of at most 1 MiB"));
+            None
+        }
+    }
+}
+
+fn certificates(pem: &str, key: &str, errors: &mut Vec<String>) -> Option<Vec<CertificateDer<'static>>> {
+    match CertificateDer::pem_slice_iter(pem.as_bytes()).collect::<Result<Vec<_>, _>>() {
+        Ok(certs) if !certs.is_empty() => Some(certs),
+        _ => {
+            errors.push(format!("{key}: holds no PEM certificate"));
+            None
+        }
+    }
+}
+
+fn private_key(pem: &str, key: &str, errors: &mut Vec<String>) -> Option<PrivateKeyDer<'static>> {
+    match PrivateKeyDer::from_pem_slice(pem.as_bytes()) {
+        Ok(private) => Some(private),
+        Err(_) => {
+            errors.push(format!("{key}: holds no unencrypted PEM private key"));
+            None
+        }
+    }
+}
