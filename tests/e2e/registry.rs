@@ -573,6 +573,45 @@ fn an_https_registry_is_reached_with_the_trust_store_and_client_certificate_the_
 }
 
 #[test]
+fn with_use_latest_version_records_are_written_with_the_schema_the_operator_registered() {
+    const ROWS: u64 = 10;
+    let registry = kafka_harness::registry::shared();
+    let now = now_secs();
+    let fake = FakeSnow::start(FakeOptions { frozen_at: Some(now), ..Default::default() }).unwrap();
+    let ids = fake.shared().seed("incident", ROWS, now - 3600, 1800);
+    fake.shared().store().set_dictionary("incident", &dictionary(), None, now);
+    let (name, topic) = (unique("latest"), unique("latest"));
+    // The operator registers a narrower schema of their own (three fields, as Connect's AvroData
+    // writes them); the connector derives a wider one but writes with this one.
+    let curated = serde_json::json!({"type":"record","name":"incident","namespace":"servicenow","fields":[
+        {"name":"sys_id","type":"string"},
+        {"name":"number","type":["null","string"],"default":null},
+        {"name":"priority","type":["null","int"],"default":null}],"connect.name":"servicenow.incident"});
+    let body = serde_json::json!({"schema": curated.to_string()}).to_string();
+    let (status, answer) = registry.post(&format!("/apis/ccompat/v7/subjects/{topic}-value/versions"), &body).unwrap();
+    assert_eq!(status, 200, "{answer}");
+    let id: Value = serde_json::from_str(&answer).unwrap();
+    let dir = work_dir("registry-latest");
+    let config = avro_source(
+        &fake,
+        &name,
+        &topic,
+        &[("value.converter.auto.register.schemas", "false"), ("value.converter.use.latest.version", "true")],
+    );
+    let runner = Runner::start(&dir, "run", &[&connector_file(&dir, &name, &config)]);
+    let records = avro_consume(&topic, &registry.url(), ROWS as usize);
+    let log = runner.stop();
+    let records = records.unwrap_or_else(|e| panic!("{e}\nthe runner's log:\n{log}"));
+    let row = fake.shared().store().table("incident").unwrap().get(&ids[0]).cloned().unwrap();
+    let v = &records.iter().find(|r| r["key"] == ids[0].as_str()).unwrap()["value"];
+    let fields: Vec<&String> = v.as_object().unwrap().keys().collect();
+    assert_eq!(fields, ["number", "priority", "sys_id"], "exactly the registered schema's fields: {v}");
+    assert_eq!(v["number"], row["number"]);
+    let (_, versions) = registry.get(&format!("/apis/ccompat/v7/subjects/{topic}-value/versions")).unwrap();
+    assert_eq!(versions.replace(' ', ""), "[1]", "nothing else registered (schema id {})", id["id"]);
+}
+
+#[test]
 fn connects_json_envelope_carries_the_types_and_a_value_that_does_not_fit_is_skipped_or_stops_the_table() {
     const ROWS: u64 = 10;
     let now = now_secs();

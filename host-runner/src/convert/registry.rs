@@ -171,16 +171,17 @@ impl Registry {
         Ok(id)
     }
 
-    /// The latest schema registered under `subject` (type and text), or `None` for a subject the
-    /// registry does not have.
-    pub async fn latest(&self, subject: &str) -> Result<Option<(SchemaType, String)>, RegistryError> {
+    /// The latest schema registered under `subject` (its id, type and text), or `None` for a
+    /// subject the registry does not have.
+    pub async fn latest(&self, subject: &str) -> Result<Option<(u32, SchemaType, String)>, RegistryError> {
         let answer = match self.send(Method::Get, &format!("/subjects/{}/versions/latest", percent(subject)), None).await {
             Ok(answer) => answer,
             Err(RegistryError::Refused { status: 404, .. }) => return Ok(None),
             Err(e) => return Err(e),
         };
         let text = answer["schema"].as_str().ok_or_else(|| self.broken(&answer))?.to_string();
-        Ok(Some((SchemaType::from_wire(answer["schemaType"].as_str()), text)))
+        let id = answer["id"].as_u64().and_then(|id| u32::try_from(id).ok()).ok_or_else(|| self.broken(&answer))?;
+        Ok(Some((id, SchemaType::from_wire(answer["schemaType"].as_str()), text)))
     }
 
     /// The schema with registry id `id`: its type and text.

@@ -29,6 +29,8 @@ pub type ConvertedRow = (Option<Vec<u8>>, Option<Vec<u8>>, Vec<String>);
 /// The registered forms of the table's value schema.
 struct Registered {
     schema: Schema,
+    /// The subject's latest schema records are written with (`use.latest.version`).
+    writer: Option<Schema>,
     /// The registry id of the value schema (formats with a registry).
     value_id: Option<u32>,
     /// The schema as `JsonConverter`'s envelope carries it, written once.
@@ -44,8 +46,9 @@ pub struct SourceConverters {
     /// Fields rows carried that the schema does not have (reported once each).
     dropped_seen: BTreeSet<String>,
     /// Registry ids of the schemas transformed records carried, by key or value, topic and schema
-    /// (a transform may reshape the schema or route the record: each pair is registered once).
-    transformed_ids: Vec<((bool, String, Schema), u32)>,
+    /// (a transform may reshape the schema or route the record: each pair is registered once),
+    /// with the subject's latest schema under `use.latest.version`.
+    transformed_ids: Vec<((bool, String, Schema), (u32, Option<Schema>))>,
 }
 
 /// Most transformed schemas remembered per unit.
@@ -121,29 +124,47 @@ impl SourceConverters {
                 if is_key { "key" } else { "value" }
             ))),
             (_, Some(schema)) => {
-                let id = self.transformed_id(&spec, is_key, topic, schema).await.map_err(RowProblem::Stop)?;
-                encode(&spec, schema, Some(id), value).map(Some).map_err(RowProblem::Bad)
+                let (id, writer) = self.transformed_id(&spec, is_key, topic, schema).await.map_err(RowProblem::Stop)?;
+                match writer {
+                    Some(writer) => encode(&spec, &writer, Some(id), &project(value, &writer)),
+                    None => encode(&spec, schema, Some(id), value),
+                }
+                .map(Some)
+                .map_err(RowProblem::Bad)
             }
         }
     }
 
-    /// The registry id of `schema` for `topic`, registered (or looked up) once.
-    async fn transformed_id(&mut self, spec: &ConverterSpec, is_key: bool, topic: &str, schema: &Schema) -> Result<u32, String> {
-        if let Some((_, id)) = self.transformed_ids.iter().find(|((k, t, s), _)| *k == is_key && t == topic && s == schema) {
-            return Ok(*id);
+    /// The registry id of `schema` for `topic`, registered (or looked up) once; under
+    /// `use.latest.version`, the subject's latest schema and its id.
+    async fn transformed_id(
+        &mut self,
+        spec: &ConverterSpec,
+        is_key: bool,
+        topic: &str,
+        schema: &Schema,
+    ) -> Result<(u32, Option<Schema>), String> {
+        if let Some((_, found)) = self.transformed_ids.iter().find(|((k, t, s), _)| *k == is_key && t == topic && s == schema) {
+            return Ok(found.clone());
         }
         let registry = if is_key { self.converters.key_registry.clone() } else { self.converters.value_registry.clone() };
         let registry = registry.ok_or_else(|| format!("no registry for {}", spec.class))?;
-        let text = registry_text(spec, schema)?;
         let subject = spec.subject.subject(topic, is_key, schema.name.as_deref());
-        let id = register(&registry, spec, &subject, &text).await.map_err(|e| {
-            format!("registering the transformed {} schema under subject {subject} failed: {e}", if is_key { "key" } else { "value" })
-        })?;
+        let found = if spec.use_latest {
+            let (id, writer) = latest_writer(&registry, spec, &subject).await?;
+            (id, Some(writer))
+        } else {
+            let text = registry_text(spec, schema)?;
+            let id = register(&registry, spec, &subject, &text).await.map_err(|e| {
+                format!("registering the transformed {} schema under subject {subject} failed: {e}", if is_key { "key" } else { "value" })
+            })?;
+            (id, None)
+        };
         if self.transformed_ids.len() >= MAX_TRANSFORMED_IDS {
             self.transformed_ids.remove(0);
         }
-        self.transformed_ids.push(((is_key, topic.to_string(), schema.clone()), id));
-        Ok(id)
+        self.transformed_ids.push(((is_key, topic.to_string(), schema.clone()), found.clone()));
+        Ok(found)
     }
 
     /// True when records are converted (a key or value converter other than the bytes as they are).
@@ -158,7 +179,15 @@ impl SourceConverters {
         let schema =
             connect_json::schema_from_json(&json).map_err(|e| format!("the component sent a value schema Connect cannot read: {e}"))?;
         let mut schema = schema;
+        let mut writer = None;
         let value_id = match &self.converters.spec.value {
+            Some(spec) if spec.use_latest => {
+                let registry = self.converters.value_registry.as_ref().ok_or("no registry for value.converter")?;
+                let subject = spec.subject.subject(topic, false, schema.name.as_deref());
+                let (id, latest) = latest_writer(registry, spec, &subject).await?;
+                writer = Some(latest);
+                Some(id)
+            }
             Some(spec) if spec.format.schema_type().is_some() => {
                 let registry = self.converters.value_registry.as_ref().ok_or("no registry for value.converter")?;
                 let subject = spec.subject.subject(topic, false, schema.name.as_deref());
@@ -178,7 +207,7 @@ impl SourceConverters {
             _ => None,
         };
         let envelope_schema = connect_json::schema_to_json(&schema).to_string();
-        self.table = Some(Registered { schema, value_id, envelope_schema });
+        self.table = Some(Registered { schema, writer, value_id, envelope_schema });
         Ok(())
     }
 
@@ -189,11 +218,19 @@ impl SourceConverters {
             return Ok(());
         }
         let registry = self.converters.key_registry.as_ref().ok_or("no registry for key.converter")?;
-        let text = registry_text(spec, &Schema::new(snow_data::Kind::String))?;
         let subject = spec.subject.subject(topic, true, None);
-        let id = register(registry, spec, &subject, &text)
-            .await
-            .map_err(|e| format!("registering the key schema under subject {subject} failed: {e}"))?;
+        let id = if spec.use_latest {
+            let (id, writer) = latest_writer(registry, spec, &subject).await?;
+            if writer.kind != snow_data::Kind::String {
+                return Err(format!("use.latest.version: the latest key schema of subject {subject} is not a string, which a sys_id is"));
+            }
+            id
+        } else {
+            let text = registry_text(spec, &Schema::new(snow_data::Kind::String))?;
+            register(registry, spec, &subject, &text)
+                .await
+                .map_err(|e| format!("registering the key schema under subject {subject} failed: {e}"))?
+        };
         self.key_id = Some((topic.to_string(), id));
         Ok(())
     }
@@ -237,12 +274,58 @@ fn registry_text(spec: &ConverterSpec, schema: &Schema) -> Result<String, String
     }
 }
 
+/// `use.latest.version`: the latest schema of `subject` and its id, read as the Connect schema
+/// records are written under. It must be of the converter's format and one this runtime writes
+/// exactly (an Avro schema Connect would not write, a Protobuf message of other shapes, is refused
+/// naming what differs).
+async fn latest_writer(registry: &Registry, spec: &ConverterSpec, subject: &str) -> Result<(u32, Schema), String> {
+    use super::registry::SchemaType;
+    let latest = registry.latest(subject).await.map_err(|e| format!("reading the latest schema of subject {subject} failed: {e}"))?;
+    let (id, kind, text) = latest.ok_or_else(|| format!("use.latest.version: subject {subject} has no schema registered"))?;
+    let unusable =
+        |why: String| format!("use.latest.version: the latest schema of subject {subject} (id {id}) cannot be written with: {why}");
+    let schema = match (spec.format, kind) {
+        (Format::Avro, SchemaType::Avro) => {
+            let (node, schema) = avro::parse(&text).map_err(|e| unusable(e.to_string()))?;
+            let ours = avro::from_connect(&schema).and_then(|j| avro::parse(&j.to_string())).map_err(|e| unusable(e.to_string()))?;
+            if ours.0 != node {
+                return Err(unusable("its shape is not one Connect's AvroData writes (union order, enums, fixed...)".into()));
+            }
+            schema
+        }
+        (Format::JsonSchema, SchemaType::Json) => {
+            let json: Json = serde_json::from_str(&text).map_err(|e| unusable(format!("not JSON: {e}")))?;
+            json_schema::to_connect(&json).map_err(|e| unusable(e.to_string()))?
+        }
+        (Format::Protobuf, SchemaType::Protobuf) => {
+            let file = protobuf::parse(&text).map_err(|e| unusable(e.to_string()))?;
+            let schema = protobuf::Decoder::new(&file, &[0]).map_err(|e| unusable(e.to_string()))?.schema().clone();
+            if let Some(message) = file.messages.first().filter(|_| file.package != "google.protobuf") {
+                protobuf::connect::writes_as(&schema, message).map_err(|e| unusable(e.to_string()))?;
+            }
+            schema
+        }
+        (format, kind) => return Err(unusable(format!("it is a {} schema, not {format:?}", kind.wire_name()))),
+    };
+    Ok((id, schema))
+}
+
+/// A struct `value` with exactly `writer`'s fields, by name (a field the value lacks is null).
+fn project(value: &Value, writer: &Schema) -> Value {
+    match (value, &writer.kind) {
+        (Value::Struct(_), snow_data::Kind::Struct(fields)) => {
+            Value::Struct(fields.iter().map(|f| (f.name.clone(), value.get(&f.name).cloned().unwrap_or(Value::Null))).collect())
+        }
+        _ => value.clone(),
+    }
+}
+
 /// A table schema for Protobuf with its fields' numbers kept from the message `subject` last
 /// registered ([`protobuf::connect::keep_numbers`]), so that a dictionary change adds fields
 /// without renumbering the others.
 async fn with_kept_numbers(registry: &Registry, subject: &str, schema: Schema) -> Result<Schema, String> {
     let latest = registry.latest(subject).await.map_err(|e| format!("reading the latest schema of subject {subject} failed: {e}"))?;
-    let Some((super::registry::SchemaType::Protobuf, text)) = latest else { return Ok(schema) };
+    let Some((_, super::registry::SchemaType::Protobuf, text)) = latest else { return Ok(schema) };
     let file = protobuf::parse(&text).map_err(|e| format!("the latest schema of subject {subject} cannot be read: {e}"))?;
     let name = schema.name.as_deref().and_then(|n| n.rsplit('.').next()).unwrap_or_default();
     Ok(match file.messages.iter().find(|m| m.name == name) {
@@ -273,7 +356,10 @@ fn encode_row(spec: &ConverterSpec, table: &Registered, row: &Value) -> Result<V
             json_text::write(row, Decimals::Base64, &mut text).map_err(|e| e.to_string())?;
             Ok(text.into_bytes())
         }
-        _ => encode(spec, &table.schema, table.value_id, row),
+        _ => match &table.writer {
+            Some(writer) => encode(spec, writer, table.value_id, &project(row, writer)),
+            None => encode(spec, &table.schema, table.value_id, row),
+        },
     }
 }
 

@@ -85,6 +85,8 @@ pub struct ConverterSpec {
     pub registry_auth: RegistryAuth,
     /// `auto.register.schemas` (default true).
     pub auto_register: bool,
+    /// `use.latest.version`: write with the subject's latest schema instead of the derived one.
+    pub use_latest: bool,
     /// `key.subject.name.strategy` / `value.subject.name.strategy`.
     pub subject: SubjectStrategy,
     /// `ProtobufConverter`'s `optional.for.nullables`.
@@ -220,9 +222,8 @@ fn converter(
         ));
     }
     let auto_register = flag("auto.register.schemas", true, errors);
-    if flag("use.latest.version", false, errors) {
-        errors.push(format!("{prefix}.use.latest.version: true is not supported (schemas are registered or looked up as derived)"));
-    }
+    // As Confluent's serializers: the latest version is used only when nothing is registered.
+    let use_latest = flag("use.latest.version", false, errors) && !auto_register;
     let registry_tls = if format.schema_type().is_some() { super::registry_tls::read(&sub, prefix, errors) } else { None };
     let registry_key = sub.get("schema.registry.ssl.keystore.key").map(|k| Secret::new(k.to_string()));
     if sub.get("decimal.format").is_some_and(|f| !f.eq_ignore_ascii_case("BASE64")) {
@@ -302,6 +303,7 @@ fn converter(
         registry_urls,
         registry_auth,
         auto_register,
+        use_latest,
         subject,
         protobuf,
         registry_tls,

@@ -251,6 +251,37 @@ pub fn keep_numbers(schema: &Schema, previous: &Message) -> Schema {
     out
 }
 
+/// Whether values written under `schema` (a Connect schema read from `registered`, the message a
+/// subject holds) are what `registered` describes: every field of `registered` must be one
+/// [`from_connect`] writes with the same number and type. A message of other shapes (enums,
+/// other integer encodings) cannot be written here: the error names the first field that differs.
+pub fn writes_as(schema: &Schema, registered: &Message) -> Result<(), DataError> {
+    let ours = from_connect(schema, Options::default())?;
+    let ours = ours.file.messages.first().ok_or_else(|| DataError::new("no message"))?;
+    let name = |t: &Type| match t {
+        Type::Scalar(s) => s.name().to_string(),
+        Type::Named(n) => n.trim_start_matches('.').rsplit('.').next().unwrap_or_default().to_string(),
+    };
+    for f in &registered.fields {
+        match ours.fields.iter().find(|o| o.name == f.name) {
+            Some(o)
+                if o.number == f.number && name(&o.ty) == name(&f.ty) && (o.label == Label::Repeated) == (f.label == Label::Repeated) => {}
+            Some(o) => {
+                return Err(DataError::new(format!(
+                    "field {} is {} = {} in the registered message and would be written as {} = {}",
+                    f.name,
+                    name(&f.ty),
+                    f.number,
+                    name(&o.ty),
+                    o.number
+                )));
+            }
+            None => return Err(DataError::new(format!("field {} of the registered message cannot be written", f.name))),
+        }
+    }
+    Ok(())
+}
+
 /// `schema`, not optional (a map entry's key and value are written whatever they hold).
 fn required(schema: &Schema) -> Schema {
     Schema { optional: false, ..schema.clone() }

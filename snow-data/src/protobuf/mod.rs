@@ -167,6 +167,22 @@ mod tests {
     }
 
     #[test]
+    fn a_registered_message_is_written_with_only_when_ours_writes_it_the_same() {
+        let curated = parse("syntax = \"proto3\"; package p; message t { string a = 4; int64 b = 2; }").expect("parse");
+        let decoder = Decoder::new(&curated, &[0]).expect("compile");
+        assert_eq!(decoder.schema().field("a").and_then(|f| f.schema.parameters.get(connect::TAG)).map(String::as_str), Some("4"));
+        connect::writes_as(decoder.schema(), &curated.messages[0]).expect("numbers kept through the Tag parameter");
+        let value = Value::Struct(vec![("a".into(), Value::String("x".into())), ("b".into(), Value::Int64(9))]);
+        let mut bytes = Vec::new();
+        encode(decoder.schema(), &value, Options::default(), &mut bytes).expect("encode");
+        assert_eq!(decoder.decode(&bytes[1..]).expect("decode"), value);
+        let with_enum = parse("syntax = \"proto3\"; message t { E e = 1; enum E { A = 0; } }").expect("parse");
+        let schema = Decoder::new(&with_enum, &[0]).expect("compile").schema().clone();
+        let err = connect::writes_as(&schema, &with_enum.messages[0]).expect_err("an enum is not written as one");
+        assert!(err.to_string().contains("field e is E = 1"), "{err}");
+    }
+
+    #[test]
     fn bad_records_and_schemas_are_named() {
         let written = from_connect(&incident(), Options::default()).expect("schema");
         let decoder = Decoder::new(&parse(&written.text).expect("parse"), &[0]).expect("compile");

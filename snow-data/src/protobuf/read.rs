@@ -50,6 +50,7 @@ struct Compiled {
 #[derive(Debug)]
 struct CField {
     name: String,
+    number: u32,
     repeated: bool,
     presence: bool,
     kind: CKind,
@@ -168,6 +169,7 @@ impl Decoder {
             let param = |k: &str| f.params.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
             fields.push(CField {
                 name: f.name.clone(),
+                number: f.number,
                 repeated: f.label == Label::Repeated,
                 presence: f.label == Label::Optional,
                 kind,
@@ -193,8 +195,10 @@ impl Decoder {
         let mut fields = Vec::with_capacity(m.fields.len());
         for f in &m.fields {
             let one = self.kind_schema(f, f.kind, path)?;
-            let schema =
+            let mut schema =
                 if f.repeated && !matches!(f.kind, CKind::Map(_)) { Schema::new(Kind::Array(Box::new(one))).optional() } else { one };
+            // The field's number, as Connect's ProtobufConverter keeps it (written back under it).
+            schema.parameters.insert(super::connect::TAG.to_string(), f.number.to_string());
             fields.push(Field::new(&f.name, schema));
         }
         path.pop();

@@ -105,6 +105,11 @@ impl SchemaRegistry {
         request(self.port, "GET", path, None)
     }
 
+    /// `POST path` with a JSON `body` (a schema registered by hand, say): status and body.
+    pub fn post(&self, path: &str, body: &str) -> io::Result<(u16, String)> {
+        request(self.port, "POST", path, Some(body))
+    }
+
     /// `PUT path` with a JSON `body` (a subject's compatibility, say): status and body.
     pub fn put(&self, path: &str, body: &str) -> io::Result<(u16, String)> {
         request(self.port, "PUT", path, Some(body))
