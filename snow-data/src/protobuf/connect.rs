@@ -101,14 +101,14 @@ fn wrappers_file() -> File {
     File { package: "google.protobuf".into(), imports: Vec::new(), messages, enums: Vec::<Enum>::new() }
 }
 
-/// `name` made a valid protobuf identifier, as Confluent's `scrub.invalid.names` does it.
+/// `name` made a valid protobuf identifier (`[A-Za-z_][A-Za-z0-9_]*`): each other character
+/// becomes `_`, and a name that does not start with a letter or `_` gets an `x` in front (as
+/// Confluent's `scrub.invalid.names`, which is applied always: an invalid name could not be
+/// registered at all). A valid name is left as it is.
 fn scrub(name: &str) -> String {
     let ok = |c: char| c.is_ascii_alphanumeric() || c == '_';
-    if !name.is_empty() && name.chars().all(ok) && !name.starts_with(|c: char| c.is_ascii_digit() || c == '_') {
-        return name.to_string();
-    }
     let mut out: String = name.chars().map(|c| if ok(c) { c } else { '_' }).collect();
-    if out.is_empty() || out.starts_with(|c: char| c.is_ascii_digit() || c == '_') {
+    if !out.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_') {
         out.insert(0, 'x');
     }
     out

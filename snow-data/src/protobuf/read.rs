@@ -177,7 +177,15 @@ impl Decoder {
                 scale: param("scale").and_then(|s| s.parse().ok()),
             });
         }
-        let by_number = message.fields.iter().enumerate().map(|(i, f)| (f.number, i)).collect();
+        let mut by_number = HashMap::with_capacity(message.fields.len());
+        for (i, f) in message.fields.iter().enumerate() {
+            if !is_identifier(&f.name) {
+                return Err(DataError::new(format!("message {full_name} has a field named {:?}, which is not a protobuf name", f.name)));
+            }
+            if by_number.insert(f.number, i).is_some() {
+                return Err(DataError::new(format!("message {full_name} uses field number {} twice", f.number)));
+            }
+        }
         self.messages[at].fields = fields;
         self.messages[at].by_number = by_number;
         Ok(at)
@@ -438,6 +446,11 @@ fn scalar_schema(s: Scalar, connect_type: Option<&str>) -> Schema {
         (Scalar::Bytes, _) => Kind::Bytes,
         _ => Kind::Int64,
     })
+}
+
+/// True for a protobuf identifier (`[A-Za-z_][A-Za-z0-9_]*`).
+fn is_identifier(name: &str) -> bool {
+    name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_') && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
 /// The message at `path` in `file`, with its full name.
