@@ -48,8 +48,13 @@ pub struct SourceConverters {
     /// Registry ids of the schemas transformed records carried, by key or value, topic and schema
     /// (a transform may reshape the schema or route the record: each pair is registered once),
     /// with the subject's latest schema under `use.latest.version`.
-    transformed_ids: Vec<((bool, String, Schema), (u32, Option<Schema>))>,
+    transformed_ids: Vec<(Subject, Writes)>,
 }
+
+/// A transformed record's part: key or value, topic and schema.
+type Subject = (bool, String, Schema);
+/// Its registry id, and the subject's latest schema under `use.latest.version`.
+type Writes = (u32, Option<Schema>);
 
 /// Most transformed schemas remembered per unit.
 const MAX_TRANSFORMED_IDS: usize = 64;

@@ -85,11 +85,11 @@ impl Decoder {
         let mut index = Index::default();
         index.add(file);
         let (full_name, root) = find(file, path)?;
-        if file.package == "google.protobuf" {
-            if let Some((_, s)) = known::WRAPPERS.iter().find(|(n, _)| *n == root.name) {
-                let schema = scalar_schema(*s, None).optional();
-                return Ok(Self { messages: Vec::new(), enums: Vec::new(), root: Root::Wrapper(*s), schema });
-            }
+        if file.package == "google.protobuf"
+            && let Some((_, s)) = known::WRAPPERS.iter().find(|(n, _)| *n == root.name)
+        {
+            let schema = scalar_schema(*s, None).optional();
+            return Ok(Self { messages: Vec::new(), enums: Vec::new(), root: Root::Wrapper(*s), schema });
         }
         let mut d = Self { messages: Vec::new(), enums: Vec::new(), root: Root::Message(0), schema: Schema::new(Kind::Boolean) };
         let mut seen: HashMap<String, usize> = HashMap::new();
