@@ -181,9 +181,8 @@ impl SourceConverters {
     /// converters need. The error names what the registry refused and the fields that changed.
     pub async fn schema(&mut self, topic: &str, text: &str) -> Result<(), String> {
         let json: Json = serde_json::from_str(text).map_err(|e| format!("the component sent a value schema that is not JSON: {e}"))?;
-        let schema =
+        let mut schema =
             connect_json::schema_from_json(&json).map_err(|e| format!("the component sent a value schema Connect cannot read: {e}"))?;
-        let mut schema = schema;
         let mut writer = None;
         let value_id = match &self.converters.spec.value {
             Some(spec) if spec.use_latest => {

@@ -109,8 +109,8 @@ pub struct ConvertSpec {
     pub unused: Vec<String>,
 }
 
-/// Sub-keys every converter of a format understands.
-fn used_keys(format: Format) -> &'static [&'static str] {
+/// Whether a converter of `format` understands its sub-key `key`.
+fn uses_key(format: Format, key: &str) -> bool {
     const REGISTRY: [&str; 9] = [
         "schema.registry.url",
         "basic.auth.credentials.source",
@@ -122,24 +122,14 @@ fn used_keys(format: Format) -> &'static [&'static str] {
         "value.subject.name.strategy",
         "use.latest.version",
     ];
-    const PROTOBUF: [&str; 11] = [
-        "schema.registry.url",
-        "basic.auth.credentials.source",
-        "basic.auth.user.info",
-        "bearer.auth.credentials.source",
-        "bearer.auth.token",
-        "auto.register.schemas",
-        "key.subject.name.strategy",
-        "value.subject.name.strategy",
-        "use.latest.version",
-        "optional.for.nullables",
-        "wrapper.for.nullables",
-    ];
+    let registry = || {
+        REGISTRY.contains(&key) || key.strip_prefix("schema.registry.ssl.").is_some_and(|rest| super::registry_tls::KEYS.contains(&rest))
+    };
     match format {
-        Format::Json => &["schemas.enable", "decimal.format"],
-        Format::AsIs => &["encoding"],
-        Format::Avro | Format::JsonSchema => &REGISTRY[..],
-        Format::Protobuf => &PROTOBUF,
+        Format::Json => ["schemas.enable", "decimal.format"].contains(&key),
+        Format::AsIs => key == "encoding",
+        Format::Avro | Format::JsonSchema => registry(),
+        Format::Protobuf => registry() || ["optional.for.nullables", "wrapper.for.nullables"].contains(&key),
     }
 }
 
@@ -290,12 +280,7 @@ fn converter(
             }
         },
     };
-    let used = used_keys(format);
-    let tls_key = |k: &str| {
-        format.schema_type().is_some()
-            && k.strip_prefix("schema.registry.ssl.").is_some_and(|rest| super::registry_tls::KEYS.contains(&rest))
-    };
-    unused.extend(sub.keys().filter(|k| !used.contains(k) && !tls_key(k)).map(|k| format!("{prefix}.{k}")));
+    unused.extend(sub.keys().filter(|k| !uses_key(format, k)).map(|k| format!("{prefix}.{k}")));
     Some(ConverterSpec {
         class,
         format,
