@@ -8,6 +8,11 @@
 //! names (rows read with `sysparm_display_value=all`, where each field is
 //! `{"value":…,"display_value":…}`).
 
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::fmt;
+
+use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value as Json, json};
 use snow_core::time::Timestamp;
 
@@ -21,37 +26,166 @@ use crate::value::Value;
 pub use snow_core::source::schema::DISPLAY_OF;
 
 /// A row typed by its table's schema, and the names of the row's fields the schema does not have.
-pub fn row(fields: &Map<String, Json>, schema: &Schema) -> Result<(Value, Vec<String>), DataError> {
+/// `bytes` is the row's JSON object as the Table API wrote it; it is read once, each field's text
+/// borrowed from it where it needs no unescaping (a `{"value","display_value"}` pair read for the
+/// part a schema field wants), never built into a JSON tree.
+pub fn row(bytes: &[u8], schema: &Schema) -> Result<(Value, Vec<String>), DataError> {
+    let fields: RowFields<'_> = serde_json::from_slice(bytes).map_err(|e| DataError::new(format!("the row is not a JSON object: {e}")))?;
+    let fields = fields.0;
     let mut out = Vec::with_capacity(schema.fields().len());
     // How many of the row's fields a schema field of the same name reads: the row carries fields
     // the schema lacks only when it has more than this (then, and only then, they are named).
     let mut matched = 0;
     for f in schema.fields() {
-        let (source, part) = match f.schema.parameters.get(DISPLAY_OF) {
-            Some(base) if *base != f.name => (base.as_str(), "display_value"),
-            Some(_) => (f.name.as_str(), "display_value"),
-            None => (f.name.as_str(), "value"),
+        let (source, display) = match f.schema.parameters.get(DISPLAY_OF) {
+            Some(base) if *base != f.name => (base.as_str(), true),
+            Some(_) => (f.name.as_str(), true),
+            None => (f.name.as_str(), false),
         };
         let found = fields.get(source);
         if found.is_some() && source == f.name {
             matched += 1;
         }
-        let raw = match found {
-            Some(Json::Object(pair)) => pair.get(part).unwrap_or(&Json::Null),
-            Some(v) => v,
-            None => &Json::Null,
+        let text = match found {
+            Some(Raw::Pair { value, display: shown }) => {
+                if display {
+                    shown.as_deref()
+                } else {
+                    value.as_deref()
+                }
+            }
+            Some(Raw::Text(text)) => Some(&**text),
+            Some(Raw::Null) | None => None,
         };
-        let v = match raw {
-            Json::Null => Ok(Value::Null),
-            Json::String(text) => from_text(text, &f.schema),
-            other => from_text(&other.to_string(), &f.schema),
+        let v = match text {
+            None => Ok(Value::Null),
+            Some(text) => from_text(text, &f.schema),
         }
         .and_then(|v| required(v, &f.schema))
         .map_err(|e| e.at(format!("field {}", f.name)))?;
         out.push((f.name.clone(), v));
     }
-    let dropped = if fields.len() > matched { fields.keys().filter(|k| schema.field(k).is_none()).cloned().collect() } else { Vec::new() };
+    let dropped = if fields.len() > matched {
+        fields.keys().filter(|k| schema.field(k).is_none()).map(|k| k.to_string()).collect()
+    } else {
+        Vec::new()
+    };
     Ok((Value::Struct(out), dropped))
+}
+
+/// A row's fields by name, borrowed from its bytes.
+struct RowFields<'a>(HashMap<Cow<'a, str>, Raw<'a>>);
+
+/// One field of a row as the Table API writes it: text (numbers and booleans as their JSON text),
+/// null, or a `{"value","display_value"}` pair (`sysparm_display_value=all`).
+enum Raw<'a> {
+    Null,
+    Text(Cow<'a, str>),
+    Pair { value: Option<Cow<'a, str>>, display: Option<Cow<'a, str>> },
+}
+
+impl<'de> Deserialize<'de> for RowFields<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Fields;
+        impl<'de> Visitor<'de> for Fields {
+            type Value = RowFields<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                let mut out = HashMap::with_capacity(map.size_hint().unwrap_or(64));
+                while let Some(Name(name)) = map.next_key()? {
+                    let raw = map.next_value()?;
+                    out.insert(name, raw);
+                }
+                Ok(RowFields(out))
+            }
+        }
+        d.deserialize_map(Fields)
+    }
+}
+
+/// A JSON string, borrowed when it needs no unescaping.
+struct Name<'a>(Cow<'a, str>);
+
+impl<'de> Deserialize<'de> for Name<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Text;
+        impl<'de> Visitor<'de> for Text {
+            type Value = Name<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
+                Ok(Name(Cow::Borrowed(v)))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(Name(Cow::Owned(v.to_string())))
+            }
+        }
+        d.deserialize_str(Text)
+    }
+}
+
+impl<'de> Deserialize<'de> for Raw<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Field;
+        impl<'de> Visitor<'de> for Field {
+            type Value = Raw<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a field's value")
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+                Ok(Raw::Null)
+            }
+            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
+                Ok(Raw::Text(Cow::Borrowed(v)))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(Raw::Text(Cow::Owned(v.to_string())))
+            }
+            fn visit_bool<E: de::Error>(self, v: bool) -> Result<Self::Value, E> {
+                Ok(Raw::Text(Cow::Owned(v.to_string())))
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Self::Value, E> {
+                Ok(Raw::Text(Cow::Owned(v.to_string())))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Self::Value, E> {
+                Ok(Raw::Text(Cow::Owned(v.to_string())))
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<Self::Value, E> {
+                Ok(Raw::Text(Cow::Owned(Json::from(v).to_string())))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
+                let list: Vec<Json> = Deserialize::deserialize(de::value::SeqAccessDeserializer::new(seq))?;
+                Ok(Raw::Text(Cow::Owned(Json::Array(list).to_string())))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                let (mut value, mut display) = (None, None);
+                while let Some(Name(key)) = map.next_key()? {
+                    match &*key {
+                        "value" => value = map.next_value::<Raw<'de>>()?.text(),
+                        "display_value" => display = map.next_value::<Raw<'de>>()?.text(),
+                        _ => {
+                            map.next_value::<de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(Raw::Pair { value, display })
+            }
+        }
+        d.deserialize_any(Field)
+    }
+}
+
+impl<'a> Raw<'a> {
+    /// The text of a pair's part (a nested pair has none).
+    fn text(self) -> Option<Cow<'a, str>> {
+        match self {
+            Raw::Text(t) => Some(t),
+            Raw::Null | Raw::Pair { .. } => None,
+        }
+    }
 }
 
 fn required(v: Value, schema: &Schema) -> Result<Value, DataError> {
@@ -172,12 +306,9 @@ mod tests {
 
     #[test]
     fn rows_are_typed_by_their_schema() {
-        let raw: Map<String, Json> = serde_json::from_str(
-            r#"{"sys_id":"a1","priority":"2","active":"true","cost":"1234.5","opened_at":"2024-05-01 10:00:00","due":"",
-                "caller_id":{"value":"u1","display_value":"Ann Lee","link":"x"},"sys_tags":""}"#,
-        )
-        .expect("row");
-        let (v, dropped) = row(&raw, &schema()).expect("typed");
+        let raw = br#"{"sys_id":"a1","priority":"2","active":"true","cost":"1234.5","opened_at":"2024-05-01 10:00:00","due":"",
+                "caller_id":{"value":"u1","display_value":"Ann Lee","link":"x"},"sys_tags":""}"#;
+        let (v, dropped) = row(raw, &schema()).expect("typed");
         assert_eq!(v.get("priority"), Some(&Value::Int32(2)));
         assert_eq!(v.get("cost").map(to_json), Some(json!("1234.50")));
         assert_eq!(v.get("opened_at"), Some(&Value::Timestamp(1_714_557_600_000)));
@@ -189,21 +320,22 @@ mod tests {
 
     #[test]
     fn a_value_that_does_not_fit_names_its_field() {
-        let raw: Map<String, Json> = serde_json::from_str(r#"{"sys_id":"a1","priority":"high"}"#).expect("row");
-        let e = row(&raw, &schema()).expect_err("bad").to_string();
+        let e = row(br#"{"sys_id":"a1","priority":"high"}"#, &schema()).expect_err("bad").to_string();
         assert_eq!(e, "field priority: \"high\" is not a whole number that fits int32");
-        let raw: Map<String, Json> = serde_json::from_str(r#"{"priority":"1"}"#).expect("row");
-        assert!(row(&raw, &schema()).expect_err("required").to_string().starts_with("field sys_id: empty"));
+        assert!(row(br#"{"priority":"1"}"#, &schema()).expect_err("required").to_string().starts_with("field sys_id: empty"));
+        assert!(row(b"[1]", &schema()).expect_err("not an object").to_string().starts_with("the row is not a JSON object"));
+        let (v, _) = row(br#"{"sys_id":"a\u0031","priority":3,"active":true,"cost":null}"#, &schema()).expect("unescaped and non-text");
+        assert_eq!(
+            (v.get("sys_id"), v.get("priority"), v.get("active"), v.get("cost")),
+            (Some(&Value::String("a1".into())), Some(&Value::Int32(3)), Some(&Value::Boolean(true)), Some(&Value::Null))
+        );
     }
 
     #[test]
     fn a_typed_row_written_back_leaves_out_display_values_and_empties_nulls() {
-        let raw: Map<String, Json> = serde_json::from_str(
-            r#"{"sys_id":"a1","priority":"2","cost":"1234.5","opened_at":"2024-05-01 10:00:00","due":"",
-                "caller_id":{"value":"u1","display_value":"Ann Lee"}}"#,
-        )
-        .expect("row");
-        let (v, _) = row(&raw, &schema()).expect("typed");
+        let raw = br#"{"sys_id":"a1","priority":"2","cost":"1234.5","opened_at":"2024-05-01 10:00:00","due":"",
+                "caller_id":{"value":"u1","display_value":"Ann Lee"}}"#;
+        let (v, _) = row(raw, &schema()).expect("typed");
         let body = body(&v, Some(&schema())).expect("body");
         assert_eq!(
             Json::Object(body),

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeSet;
 
-use serde_json::{Map, Value as Json};
+use serde_json::Value as Json;
 use snow_data::json_text::{self, Decimals};
 use snow_data::transform::Record;
 use snow_data::{Schema, Value, avro, connect_json, json_schema, protobuf, snow_text, wire};
@@ -82,9 +82,7 @@ impl SourceConverters {
     /// The row's JSON typed by the table's schema, and the row's fields the schema lacks.
     fn typed_row(&self, v: &[u8]) -> Result<(Value, Vec<String>), RowProblem> {
         let table = self.table.as_ref().ok_or_else(|| RowProblem::Stop("no value schema arrived before the records".into()))?;
-        let row: Map<String, Json> =
-            serde_json::from_slice(v).map_err(|e| RowProblem::Bad(format!("the row is not a JSON object: {e}")))?;
-        snow_text::row(&row, &table.schema).map_err(|e| RowProblem::Bad(e.to_string()))
+        snow_text::row(v, &table.schema).map_err(|e| RowProblem::Bad(e.to_string()))
     }
 
     /// Of `dropped`, the fields not reported before (each is reported once).
