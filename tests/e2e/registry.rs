@@ -59,6 +59,22 @@ fn dictionary() -> Vec<DictField> {
     ]
 }
 
+/// A fake whose incident table holds `rows` seeded rows, the first `costed` of them with the decimal
+/// `u_cost` the seed does not write (`1234.5`: fewer digits than its scale), the test dictionary
+/// set, and its standing clock moved past the safety lag so the updated rows are readable; the
+/// rows' ids and the fake's time.
+fn costed_incidents(rows: u64, costed: u64) -> (FakeSnow, Vec<String>, i64) {
+    let now = now_secs();
+    let fake = FakeSnow::start(FakeOptions { frozen_at: Some(now), ..Default::default() }).unwrap();
+    let ids = fake.shared().seed("incident", rows, now - 3600, 1800);
+    let mut cost = fake_snow::store::Row::new();
+    cost.insert("u_cost".into(), Value::String("1234.5".into()));
+    fake.shared().update_rows("incident", &ids[..costed as usize], &cost);
+    fake.clock().advance(5);
+    fake.shared().store().set_dictionary("incident", &dictionary(), None, now);
+    (fake, ids, now)
+}
+
 /// A source of table incident writing Avro values with the shared registry (display values `all`).
 fn avro_source(fake: &FakeSnow, name: &str, topic: &str, extra: &[(&str, &str)]) -> BTreeMap<String, String> {
     let url = kafka_harness::registry::shared().url();
@@ -77,16 +93,7 @@ fn avro_source(fake: &FakeSnow, name: &str, topic: &str, extra: &[(&str, &str)])
 fn avro_values_typed_by_the_dictionary_are_read_by_confluents_deserializer() {
     const ROWS: u64 = 40;
     let registry = kafka_harness::registry::shared();
-    let now = now_secs();
-    let fake = FakeSnow::start(FakeOptions { frozen_at: Some(now), ..Default::default() }).unwrap();
-    let ids = fake.shared().seed("incident", ROWS, now - 3600, 1800);
-    // A decimal the seed does not write: set on every row, one of them with fewer digits than its scale.
-    let mut cost = fake_snow::store::Row::new();
-    cost.insert("u_cost".into(), Value::String("1234.5".into()));
-    fake.shared().update_rows("incident", &ids, &cost);
-    // The fake's clock stands still: move it past the safety lag so the updated rows are readable.
-    fake.clock().advance(5);
-    fake.shared().store().set_dictionary("incident", &dictionary(), None, now);
+    let (fake, ids, _) = costed_incidents(ROWS, ROWS);
 
     let (name, topic) = (unique("avro"), unique("avro"));
     let dir = work_dir("registry-avro");
@@ -198,6 +205,43 @@ fn registry_produce(topic: &str, registry: &str, format: &str, schema: &str, lin
     String::from_utf8_lossy(&out.stdout).trim().parse().unwrap()
 }
 
+/// Runs a sink of table incident reading `topic` with value `converter` (a registry format at
+/// `url`) until it committed `rows` records; the runner's log.
+fn run_registry_sink(fake: &FakeSnow, topic: &str, converter: &str, url: &str, rows: u64) -> String {
+    let name = unique("regsink");
+    let dir = work_dir("registry-sink");
+    let config = support::sink_entries(
+        &fake.url(),
+        &name,
+        topic,
+        "incident",
+        &[
+            ("snow.auth.type", "none"),
+            ("key.converter", "org.apache.kafka.connect.storage.StringConverter"),
+            ("value.converter", converter),
+            ("value.converter.schema.registry.url", url),
+        ],
+    );
+    let runner = Runner::start(&dir, "run", &[&connector_file(&dir, &name, &config)]);
+    support::kafka::wait_committed(&format!("connect-{name}"), topic, 1, rows as i64, Duration::from_secs(120));
+    runner.stop()
+}
+
+/// Checks what a sink wrote for the records the registry tests produce: row `i` of `ids` has the
+/// short description `<label> i`, priority `i % 5`, opened at 10:`i` on 2024-05-01, and a cost
+/// of `i.25` on even rows, empty on odd ones.
+fn assert_sink_rows(fake: &FakeSnow, ids: &[String], label: &str, log: &str) {
+    for (i, id) in ids.iter().enumerate() {
+        let row = fake.shared().store().table("incident").unwrap().get(id).cloned().unwrap();
+        let at = format!("row {i}; log:\n{}", support::tail(log, 20));
+        assert_eq!(text(&row["short_description"]), format!("{label} {i}"), "{at}");
+        assert_eq!(text(&row["priority"]), (i % 5).to_string(), "{at}");
+        assert_eq!(text(&row["opened_at"]), format!("2024-05-01 10:{i:02}:00"), "{at}");
+        let cost = if i % 2 == 0 { format!("{i}.25") } else { String::new() };
+        assert_eq!(text(&row["u_cost"]), cost, "{at}");
+    }
+}
+
 /// A row field as text (the fake keeps what a write gave: a number stays a number).
 fn text(v: &Value) -> String {
     v.as_str().map(str::to_string).unwrap_or_else(|| v.to_string())
@@ -295,14 +339,7 @@ fn a_sink_writes_avro_from_confluents_serializer_in_servicenow_text_and_dead_let
 fn json_schema_values_are_read_and_written_by_confluents_json_serializers() {
     const ROWS: u64 = 10;
     let registry = kafka_harness::registry::shared();
-    let now = now_secs();
-    let fake = FakeSnow::start(FakeOptions { frozen_at: Some(now), ..Default::default() }).unwrap();
-    let ids = fake.shared().seed("incident", ROWS, now - 3600, 1800);
-    let mut cost = fake_snow::store::Row::new();
-    cost.insert("u_cost".into(), Value::String("1234.5".into()));
-    fake.shared().update_rows("incident", &ids, &cost);
-    fake.clock().advance(5);
-    fake.shared().store().set_dictionary("incident", &dictionary(), None, now);
+    let (fake, ids, now) = costed_incidents(ROWS, ROWS);
 
     // Source: JsonSchemaConverter, read back by the JSONDeserializer (which validates each value
     // against the schema we registered).
@@ -345,46 +382,15 @@ fn json_schema_values_are_read_and_written_by_confluents_json_serializers() {
         })
         .collect();
     registry_produce(&sink_topic, &url, "json", schema, &lines);
-    let name = unique("jsonsink");
-    let dir = work_dir("registry-json-sink");
-    let url_ref: &str = &url;
-    let config = support::sink_entries(
-        &fake.url(),
-        &name,
-        &sink_topic,
-        "incident",
-        &[
-            ("snow.auth.type", "none"),
-            ("key.converter", "org.apache.kafka.connect.storage.StringConverter"),
-            ("value.converter", "io.confluent.connect.json.JsonSchemaConverter"),
-            ("value.converter.schema.registry.url", url_ref),
-        ],
-    );
-    let runner = Runner::start(&dir, "run", &[&connector_file(&dir, &name, &config)]);
-    support::kafka::wait_committed(&format!("connect-{name}"), &sink_topic, 1, ROWS as i64, Duration::from_secs(120));
-    let log = runner.stop();
-    for (i, id) in ids.iter().enumerate() {
-        let row = fake.shared().store().table("incident").unwrap().get(id).cloned().unwrap();
-        let at = format!("row {i}; log:\n{}", support::tail(&log, 20));
-        assert_eq!(text(&row["short_description"]), format!("json {i}"), "{at}");
-        assert_eq!(text(&row["opened_at"]), format!("2024-05-01 10:{i:02}:00"), "{at}");
-        let cost = if i % 2 == 0 { format!("{i}.25") } else { String::new() };
-        assert_eq!(text(&row["u_cost"]), cost, "{at}");
-    }
+    let log = run_registry_sink(&fake, &sink_topic, "io.confluent.connect.json.JsonSchemaConverter", &url, ROWS);
+    assert_sink_rows(&fake, &ids, "json", &log);
 }
 
 #[test]
 fn protobuf_values_are_read_and_written_by_confluents_protobuf_serializers() {
     const ROWS: u64 = 10;
     let registry = kafka_harness::registry::shared();
-    let now = now_secs();
-    let fake = FakeSnow::start(FakeOptions { frozen_at: Some(now), ..Default::default() }).unwrap();
-    let ids = fake.shared().seed("incident", ROWS, now - 3600, 1800);
-    let mut cost = fake_snow::store::Row::new();
-    cost.insert("u_cost".into(), Value::String("1234.5".into()));
-    fake.shared().update_rows("incident", &ids[..ROWS as usize - 1], &cost);
-    fake.clock().advance(5);
-    fake.shared().store().set_dictionary("incident", &dictionary(), None, now);
+    let (fake, ids, now) = costed_incidents(ROWS, ROWS - 1);
 
     // Source: ProtobufConverter for key and value, read back by Python's ProtobufDeserializer with
     // classes protoc compiled from the .proto text we registered.
@@ -489,33 +495,8 @@ message IncidentUpdate {
     let id = registry_produce(&sink_topic, &url, "protobuf", proto, &lines);
     let (_, stored) = registry.get(&format!("/apis/ccompat/v7/schemas/ids/{id}")).unwrap();
     assert!(!stored.contains("syntax"), "Python registered a base64 descriptor, which the sink must read: {stored}");
-    let name = unique("protosink");
-    let dir = work_dir("registry-protobuf-sink");
-    let url_ref: &str = &url;
-    let config = support::sink_entries(
-        &fake.url(),
-        &name,
-        &sink_topic,
-        "incident",
-        &[
-            ("snow.auth.type", "none"),
-            ("key.converter", "org.apache.kafka.connect.storage.StringConverter"),
-            ("value.converter", protobuf),
-            ("value.converter.schema.registry.url", url_ref),
-        ],
-    );
-    let runner = Runner::start(&dir, "run", &[&connector_file(&dir, &name, &config)]);
-    support::kafka::wait_committed(&format!("connect-{name}"), &sink_topic, 1, ROWS as i64, Duration::from_secs(120));
-    let log = runner.stop();
-    for (i, id) in ids.iter().enumerate() {
-        let row = fake.shared().store().table("incident").unwrap().get(id).cloned().unwrap();
-        let at = format!("row {i}; log:\n{}", support::tail(&log, 20));
-        assert_eq!(text(&row["short_description"]), format!("proto {i}"), "{at}");
-        assert_eq!(text(&row["priority"]), (i % 5).to_string(), "{at}");
-        assert_eq!(text(&row["opened_at"]), format!("2024-05-01 10:{i:02}:00"), "{at}");
-        let cost = if i % 2 == 0 { format!("{i}.25") } else { String::new() };
-        assert_eq!(text(&row["u_cost"]), cost, "{at}");
-    }
+    let log = run_registry_sink(&fake, &sink_topic, protobuf, &url, ROWS);
+    assert_sink_rows(&fake, &ids, "proto", &log);
 }
 
 #[test]
