@@ -20,7 +20,7 @@ use crate::measure::median;
 use crate::paths::{machine, write_report};
 
 const ROWS: usize = 20_000;
-const ROUNDS: usize = 5;
+const ROUNDS: usize = 9;
 
 /// A table schema for the seeded incident rows: timestamps, integers, a boolean, strings.
 fn table_schema(row: &serde_json::Map<String, serde_json::Value>) -> Schema {
@@ -47,6 +47,53 @@ struct Line {
     source_ns: f64,
     sink_ns: Option<f64>,
     bytes: f64,
+}
+
+/// One format's converters and its timings so far.
+struct Bench {
+    format: &'static str,
+    topic: String,
+    source: SourceConverters,
+    sink: SinkConverters,
+    source_rounds: Vec<Duration>,
+    sink_rounds: Vec<Duration>,
+    bytes: usize,
+}
+
+impl Bench {
+    /// One round: every row through the source's converters, then those bytes back through the sink's.
+    fn round(&mut self, rows: &[(String, Vec<u8>)], rt: &tokio::runtime::Runtime) -> Result<()> {
+        let format = self.format;
+        let started = Instant::now();
+        let mut written = Vec::with_capacity(ROWS);
+        for (id, row) in rows {
+            let (_, value, _) = if self.source.active() {
+                self.source.record(Some(id.as_bytes()), Some(row)).map_err(|e| anyhow::anyhow!("{format}: {e:?}"))?
+            } else {
+                (Some(id.as_bytes().to_vec()), Some(row.clone()), Vec::new())
+            };
+            written.push(value.unwrap_or_default());
+        }
+        self.source_rounds.push(started.elapsed());
+        self.bytes = written.iter().map(Vec::len).sum();
+        if self.sink.active() {
+            let started = Instant::now();
+            for (offset, value) in written.into_iter().enumerate() {
+                let record = SinkRecord {
+                    topic: self.topic.clone(),
+                    partition: 0,
+                    offset: offset as i64,
+                    key: None,
+                    value: Some(value),
+                    headers: Vec::new(),
+                    timestamp_ms: None,
+                };
+                rt.block_on(self.sink.record(&record)).map_err(|e| anyhow::anyhow!("{format}: reading back: {e:?}"))?;
+            }
+            self.sink_rounds.push(started.elapsed());
+        }
+        Ok(())
+    }
 }
 
 /// Runs every format over the same rows and writes the table to docs/benchmarks.md.
@@ -86,7 +133,9 @@ pub fn run() -> Result<()> {
         ),
     ];
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
-    let mut lines = Vec::new();
+    // Every format's converters first (schemas registered), then the rounds interleaved across
+    // formats, so that a slower spell of a shared machine falls on each format alike.
+    let mut benches = Vec::new();
     for (i, (format, keys)) in formats.iter().enumerate() {
         let entries = keys.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
         let mut errors = Vec::new();
@@ -101,53 +150,29 @@ pub fn run() -> Result<()> {
                 .with_context(|| format!("{format}: registering"))?;
         }
         let sink = SinkConverters::new(converters, None);
-        let mut source_rounds = Vec::new();
-        let mut sink_rounds = Vec::new();
-        let mut bytes = 0usize;
-        for _ in 0..ROUNDS {
-            let started = Instant::now();
-            let mut written = Vec::with_capacity(ROWS);
-            for (id, row) in &rows {
-                let (_, value, _) = if source.active() {
-                    source.record(Some(id.as_bytes()), Some(row)).map_err(|e| anyhow::anyhow!("{format}: {e:?}"))?
-                } else {
-                    (Some(id.as_bytes().to_vec()), Some(row.clone()), Vec::new())
-                };
-                written.push(value.unwrap_or_default());
-            }
-            source_rounds.push(started.elapsed());
-            bytes = written.iter().map(Vec::len).sum();
-            if sink.active() {
-                let started = Instant::now();
-                for (offset, value) in written.into_iter().enumerate() {
-                    let record = SinkRecord {
-                        topic: topic.clone(),
-                        partition: 0,
-                        offset: offset as i64,
-                        key: None,
-                        value: Some(value),
-                        headers: Vec::new(),
-                        timestamp_ms: None,
-                    };
-                    rt.block_on(sink.record(&record)).map_err(|e| anyhow::anyhow!("{format}: reading back: {e:?}"))?;
-                }
-                sink_rounds.push(started.elapsed());
-            }
+        benches.push(Bench { format, topic, source, sink, source_rounds: Vec::new(), sink_rounds: Vec::new(), bytes: 0 });
+    }
+    for _ in 0..ROUNDS {
+        for b in &mut benches {
+            b.round(&rows, &rt)?;
         }
-        let per_row = |rounds: &mut Vec<Duration>| median(rounds).as_nanos() as f64 / ROWS as f64;
+    }
+    let per_row = |rounds: &mut Vec<Duration>| median(rounds).as_nanos() as f64 / ROWS as f64;
+    let mut lines = Vec::new();
+    for mut b in benches {
         let line = Line {
-            format,
-            source_ns: per_row(&mut source_rounds),
-            sink_ns: (!sink_rounds.is_empty()).then(|| per_row(&mut sink_rounds)),
-            bytes: bytes as f64 / ROWS as f64,
+            format: b.format,
+            source_ns: per_row(&mut b.source_rounds),
+            sink_ns: (!b.sink_rounds.is_empty()).then(|| per_row(&mut b.sink_rounds)),
+            bytes: b.bytes as f64 / ROWS as f64,
         };
-        eprintln!("{format}: source {:.0} ns/row, {:.0} bytes/row", line.source_ns, line.bytes);
+        eprintln!("{}: source {:.0} ns/row, {:.0} bytes/row", line.format, line.source_ns, line.bytes);
         lines.push(line);
     }
     let raw = lines[0].source_ns;
     let mut report = format!(
         "Run by `make bench` (`target/release/snow-bench formats`) on {}: {ROWS} fake-snow incident rows (41 fields), each format \
-         through the host's own converter code, median of {ROUNDS} rounds, one thread. \"Source\" is a row's JSON as the component \
+         through the host's own converter code, median of {ROUNDS} rounds interleaved across the formats, one thread. \"Source\" is a row's JSON as the component \
          read it to the record's value bytes (typing by the table's schema included); \"sink\" reads those bytes back into the \
          Table API body the sink component gets. Registry formats use ids cached after the first registration.\n\n\
          | value format | source ns/row | × raw | sink ns/row | value bytes/row |\n|---|---|---|---|---|\n",
