@@ -106,6 +106,15 @@ impl RegistryError {
     pub fn is_incompatible(&self) -> bool {
         matches!(self, RegistryError::Refused { status: 409, .. })
     }
+
+    /// True when asking again later may succeed: the registry was out of reach or answered 5xx
+    /// or 429.
+    pub fn is_transient(&self) -> bool {
+        match self {
+            RegistryError::Unreachable { .. } => true,
+            RegistryError::Refused { status, .. } => *status >= 500 || *status == 429,
+        }
+    }
 }
 
 /// One registry (its base URLs and credentials) with its caches; cheap to clone.
@@ -284,5 +293,13 @@ mod tests {
         let r = Registry::new(vec!["http://r:8081/".into()], RegistryAuth::Basic(Secret::new("u:hunter2")), None);
         assert_eq!(r.url(), "http://r:8081");
         assert!(!format!("{r:?}").contains("hunter2"));
+    }
+
+    #[test]
+    fn only_an_unreachable_or_overloaded_registry_is_worth_asking_again() {
+        let refused = |status| RegistryError::Refused { url: "u".into(), status, code: 0, message: String::new() };
+        assert!(RegistryError::Unreachable { url: "u".into(), message: String::new() }.is_transient());
+        assert!(refused(503).is_transient() && refused(429).is_transient());
+        assert!(!refused(409).is_transient() && !refused(401).is_transient() && !refused(422).is_transient());
     }
 }

@@ -21,6 +21,44 @@ pub enum RowProblem {
     Bad(String),
     /// Nothing can be converted until this is fixed (no schema yet, a converter error).
     Stop(String),
+    /// The registry could not be reached: the table tries again from its stored offset.
+    Retry(String),
+}
+
+/// Why a table's schema could not be registered or read: `retry` when the registry was out of
+/// reach (the unit reopens at its stored offset and tries again, as a sink holds its partition),
+/// else the table stops.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TableFailure {
+    /// What happened, naming the subject.
+    pub message: String,
+    /// True when trying again later may succeed.
+    pub retry: bool,
+}
+
+impl std::fmt::Display for TableFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl From<String> for TableFailure {
+    fn from(message: String) -> Self {
+        Self { message, retry: false }
+    }
+}
+
+impl From<&str> for TableFailure {
+    fn from(message: &str) -> Self {
+        Self { message: message.to_string(), retry: false }
+    }
+}
+
+impl TableFailure {
+    /// The registry's failure `e`, said as `what`.
+    fn registry(what: String, e: &RegistryError) -> Self {
+        Self { message: format!("{what}: {e}"), retry: e.is_transient() }
+    }
 }
 
 /// A record's key and value bytes, and the row's fields its schema left out (first seen now).
@@ -127,7 +165,10 @@ impl SourceConverters {
                 if is_key { "key" } else { "value" }
             ))),
             (_, Some(schema)) => {
-                let (id, writer) = self.transformed_id(&spec, is_key, topic, schema).await.map_err(RowProblem::Stop)?;
+                let (id, writer) = self
+                    .transformed_id(&spec, is_key, topic, schema)
+                    .await
+                    .map_err(|f| if f.retry { RowProblem::Retry(f.message) } else { RowProblem::Stop(f.message) })?;
                 match writer {
                     Some(writer) => encode(&spec, &writer, Some(id), &project(value, &writer)),
                     None => encode(&spec, schema, Some(id), value),
@@ -146,7 +187,7 @@ impl SourceConverters {
         is_key: bool,
         topic: &str,
         schema: &Schema,
-    ) -> Result<(u32, Option<Schema>), String> {
+    ) -> Result<(u32, Option<Schema>), TableFailure> {
         if let Some((_, found)) = self.transformed_ids.iter().find(|((k, t, s), _)| *k == is_key && t == topic && s == schema) {
             return Ok(found.clone());
         }
@@ -159,7 +200,8 @@ impl SourceConverters {
         } else {
             let text = registry_text(spec, schema)?;
             let id = register(&registry, spec, &subject, &text).await.map_err(|e| {
-                format!("registering the transformed {} schema under subject {subject} failed: {e}", if is_key { "key" } else { "value" })
+                let part = if is_key { "key" } else { "value" };
+                TableFailure::registry(format!("registering the transformed {part} schema under subject {subject} failed"), &e)
             })?;
             (id, None)
         };
@@ -177,7 +219,7 @@ impl SourceConverters {
 
     /// Takes the table's schema `text` for records to `topic`: parses it and registers what the
     /// converters need. The error names what the registry refused and the fields that changed.
-    pub async fn schema(&mut self, topic: &str, text: &str) -> Result<(), String> {
+    pub async fn schema(&mut self, topic: &str, text: &str) -> Result<(), TableFailure> {
         let json: Json = serde_json::from_str(text).map_err(|e| format!("the component sent a value schema that is not JSON: {e}"))?;
         let mut schema =
             connect_json::schema_from_json(&json).map_err(|e| format!("the component sent a value schema Connect cannot read: {e}"))?;
@@ -202,7 +244,10 @@ impl SourceConverters {
                     Err(e) => {
                         let changed = self.table.as_ref().map(|old| changes(&old.schema, &schema)).filter(|c| !c.is_empty());
                         let what = changed.map(|c| format!(" (the table's dictionary changed: {c})")).unwrap_or_default();
-                        return Err(format!("registering the value schema under subject {subject} failed{what}: {e}"));
+                        return Err(TableFailure::registry(
+                            format!("registering the value schema under subject {subject} failed{what}"),
+                            &e,
+                        ));
                     }
                 }
             }
@@ -214,7 +259,7 @@ impl SourceConverters {
     }
 
     /// Registers the key schema for `topic` when the key converter uses a registry and has not yet.
-    pub async fn key_schema(&mut self, topic: &str) -> Result<(), String> {
+    pub async fn key_schema(&mut self, topic: &str) -> Result<(), TableFailure> {
         let Some(spec) = self.converters.spec.key.as_ref().filter(|k| k.format.schema_type().is_some()) else { return Ok(()) };
         if self.key_id.as_ref().is_some_and(|(t, _)| t == topic) {
             return Ok(());
@@ -224,14 +269,16 @@ impl SourceConverters {
         let id = if spec.use_latest {
             let (id, writer) = latest_writer(registry, spec, &subject).await?;
             if writer.kind != snow_data::Kind::String {
-                return Err(format!("use.latest.version: the latest key schema of subject {subject} is not a string, which a sys_id is"));
+                return Err(
+                    format!("use.latest.version: the latest key schema of subject {subject} is not a string, which a sys_id is").into()
+                );
             }
             id
         } else {
             let text = registry_text(spec, &Schema::new(snow_data::Kind::String))?;
             register(registry, spec, &subject, &text)
                 .await
-                .map_err(|e| format!("registering the key schema under subject {subject} failed: {e}"))?
+                .map_err(|e| TableFailure::registry(format!("registering the key schema under subject {subject} failed"), &e))?
         };
         self.key_id = Some((topic.to_string(), id));
         Ok(())
@@ -280,9 +327,12 @@ fn registry_text(spec: &ConverterSpec, schema: &Schema) -> Result<String, String
 /// records are written under. It must be of the converter's format and one this runtime writes
 /// exactly (an Avro schema Connect would not write, a Protobuf message of other shapes, is refused
 /// naming what differs).
-async fn latest_writer(registry: &Registry, spec: &ConverterSpec, subject: &str) -> Result<(u32, Schema), String> {
+async fn latest_writer(registry: &Registry, spec: &ConverterSpec, subject: &str) -> Result<(u32, Schema), TableFailure> {
     use super::registry::SchemaType;
-    let latest = registry.latest(subject).await.map_err(|e| format!("reading the latest schema of subject {subject} failed: {e}"))?;
+    let latest = registry
+        .latest(subject)
+        .await
+        .map_err(|e| TableFailure::registry(format!("reading the latest schema of subject {subject} failed"), &e))?;
     let (id, kind, text) = latest.ok_or_else(|| format!("use.latest.version: subject {subject} has no schema registered"))?;
     let unusable =
         |why: String| format!("use.latest.version: the latest schema of subject {subject} (id {id}) cannot be written with: {why}");
@@ -291,7 +341,7 @@ async fn latest_writer(registry: &Registry, spec: &ConverterSpec, subject: &str)
             let (node, schema) = avro::parse(&text).map_err(|e| unusable(e.to_string()))?;
             let ours = avro::from_connect(&schema).and_then(|j| avro::parse(&j.to_string())).map_err(|e| unusable(e.to_string()))?;
             if ours.0 != node {
-                return Err(unusable("its shape is not one Connect's AvroData writes (union order, enums, fixed...)".into()));
+                return Err(unusable("its shape is not one Connect's AvroData writes (union order, enums, fixed...)".into()).into());
             }
             schema
         }
@@ -307,7 +357,7 @@ async fn latest_writer(registry: &Registry, spec: &ConverterSpec, subject: &str)
             }
             schema
         }
-        (format, kind) => return Err(unusable(format!("it is a {} schema, not {format:?}", kind.wire_name()))),
+        (format, kind) => return Err(unusable(format!("it is a {} schema, not {format:?}", kind.wire_name())).into()),
     };
     Ok((id, schema))
 }
@@ -325,8 +375,11 @@ fn project(value: &Value, writer: &Schema) -> Value {
 /// A table schema for Protobuf with its fields' numbers kept from the message `subject` last
 /// registered ([`protobuf::connect::keep_numbers`]), so that a dictionary change adds fields
 /// without renumbering the others.
-async fn with_kept_numbers(registry: &Registry, subject: &str, schema: Schema) -> Result<Schema, String> {
-    let latest = registry.latest(subject).await.map_err(|e| format!("reading the latest schema of subject {subject} failed: {e}"))?;
+async fn with_kept_numbers(registry: &Registry, subject: &str, schema: Schema) -> Result<Schema, TableFailure> {
+    let latest = registry
+        .latest(subject)
+        .await
+        .map_err(|e| TableFailure::registry(format!("reading the latest schema of subject {subject} failed"), &e))?;
     let Some((_, super::registry::SchemaType::Protobuf, text)) = latest else { return Ok(schema) };
     let file = protobuf::parse(&text).map_err(|e| format!("the latest schema of subject {subject} cannot be read: {e}"))?;
     let name = schema.name.as_deref().and_then(|n| n.rsplit('.').next()).unwrap_or_default();

@@ -93,6 +93,12 @@ enum Halt {
     Retry(String),
 }
 
+impl From<crate::convert::source::TableFailure> for Halt {
+    fn from(f: crate::convert::source::TableFailure) -> Self {
+        if f.retry { Halt::Retry(f.message) } else { Halt::Park(f.message) }
+    }
+}
+
 /// Why the inner loop ended.
 enum Restart {
     /// Open a fresh instance at the stored offset after a pause.
@@ -323,9 +329,14 @@ impl UnitRunner {
                 break Restart::Reopen;
             }
             if let Some(schema) = &batch.value_schema
-                && let Err(why) = self.converters.schema(&batch.topic, schema).await
+                && let Err(failure) = self.converters.schema(&batch.topic, schema).await
             {
-                self.park(&why);
+                if failure.retry {
+                    tracing::warn!(connector = %self.ctx.name(), unit = %self.unit.name, "{}; trying again", failure.message);
+                    self.state(UnitState::Retrying, Some(&failure.message));
+                    break Restart::Reopen;
+                }
+                self.park(&failure.message);
                 break Restart::Parked;
             }
             let converted = match self.convert(&batch).await {
@@ -461,7 +472,7 @@ impl UnitRunner {
             return Ok(None);
         }
         if chain.is_none() {
-            self.converters.key_schema(&batch.topic).await.map_err(Halt::Park)?;
+            self.converters.key_schema(&batch.topic).await.map_err(Halt::from)?;
         }
         let skip = self.ctx.spec.guest_config.get("snow.bad.row.behavior").is_some_and(|b| b.trim() == "skip");
         let tolerate = self.ctx.spec.sink.tolerate_record_errors;
@@ -500,6 +511,7 @@ impl UnitRunner {
                 Err(Failure::Row(RowProblem::Stop(why))) => {
                     return Err(Halt::Park(format!("table {table}: converting row {sys_id} failed: {why}")));
                 }
+                Err(Failure::Row(RowProblem::Retry(why))) => return Err(Halt::Retry(format!("table {table}: row {sys_id}: {why}"))),
                 Err(Failure::Retry(why)) => return Err(Halt::Retry(format!("table {table}: row {sys_id}: {why}"))),
                 Err(Failure::Transform(why)) if tolerate => {
                     tracing::warn!(connector = %connector, unit = %table, "skipped row {sys_id} (errors.tolerance=all): {why}");
