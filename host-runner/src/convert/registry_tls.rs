@@ -39,9 +39,7 @@ pub fn read(sub: &BTreeMap<&str, &str>, prefix: &str, errors: &mut Vec<String>) 
     let get = |k: &str| sub.get(format!("schema.registry.ssl.{k}").as_str()).copied().filter(|v| !v.is_empty());
     let key = |k: &str| format!("{prefix}.schema.registry.ssl.{k}");
     let before = errors.len();
-    if get("endpoint.identification.algorithm").is_some_and(|a| !a.eq_ignore_ascii_case("https"))
-        || sub.get("schema.registry.ssl.endpoint.identification.algorithm").is_some_and(|a| a.is_empty())
-    {
+    if sub.get("schema.registry.ssl.endpoint.identification.algorithm").is_some_and(|a| !a.eq_ignore_ascii_case("https")) {
         errors.push(format!(
             "{}: only https (the default) is supported: the registry's name is always checked",
             key("endpoint.identification.algorithm")
@@ -158,5 +156,76 @@ fn private_key(pem: &str, key: &str, errors: &mut Vec<String>) -> Option<Private
             errors.push(format!("{key}: holds no unencrypted PEM private key"));
             None
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A self-signed test certificate (P-256) and its key, made for these tests only.
+    const CERT: &str = "-----BEGIN CERTIFICATE-----\nMIIBfzCCASWgAwIBAgIUSnU+wRcDbfiDo57PB3mw9K3oKQMwCgYIKoZIzj0EAwIw\nFDESMBAGA1UEAwwJc25vdy10ZXN0MCAXDTI2MTIwNDAzMDkyMFoYDzIxMjYxMTEw\nMDMwOTIwWjAUMRIwEAYDVQQDDAlzbm93LXRlc3QwWTATBgcqhkjOPQIBBggqhkjO\nPQMBBwNCAAReYiXclHVstI/KaYggmuznhQIguCjTCqMRMWW09Yu+QwEU1GmN+AL0\nshW2dwp9tpx6opNXDr+sQll2kVTqyLjmo1MwUTAdBgNVHQ4EFgQUBLGzlWdgdniT\nPBjqTL17h/ONEC8wHwYDVR0jBBgwFoAUBLGzlWdgdniTPBjqTL17h/ONEC8wDwYD\nVR0TAQH/BAUwAwEB/zAKBggqhkjOPQQDAgNIADBFAiBxKpg4SAcTVQ/3m8NLtNUa\n3vpoyp/g9YtfVliYU8P1IgIhAI4Iz4VDgC9npXPZNS8Ski/2LPoiNGi/IZKXUdAa\nKvWS\n-----END CERTIFICATE-----\n";
+    const KEY: &str = "-----BEGIN PRIVATE KEY-----\nMIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQgYVJIrciN6lGrjYLf\nDc90WhOYpAZL3prKObwuk/PBHu6hRANCAAReYiXclHVstI/KaYggmuznhQIguCjT\nCqMRMWW09Yu+QwEU1GmN+AL0shW2dwp9tpx6opNXDr+sQll2kVTqyLjm\n-----END PRIVATE KEY-----\n";
+
+    fn read_keys(pairs: &[(&str, &str)]) -> (Option<TlsProfile>, Vec<String>) {
+        let sub: BTreeMap<&str, &str> = pairs.iter().copied().collect();
+        let mut errors = Vec::new();
+        (read(&sub, "value.converter", &mut errors), errors)
+    }
+
+    #[test]
+    fn inline_pem_and_a_pem_file_make_a_profile() {
+        let (profile, errors) = read_keys(&[
+            ("schema.registry.ssl.truststore.certificates", CERT),
+            ("schema.registry.ssl.keystore.certificate.chain", CERT),
+            ("schema.registry.ssl.keystore.key", KEY),
+        ]);
+        assert!(errors.is_empty() && profile.is_some(), "{errors:?}");
+        let dir = std::env::temp_dir().join(format!("registry-tls-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let store = dir.join("client.pem");
+        std::fs::write(&store, format!("{KEY}{CERT}")).unwrap();
+        let path = store.display().to_string();
+        let (profile, errors) =
+            read_keys(&[("schema.registry.ssl.keystore.type", "PEM"), ("schema.registry.ssl.keystore.location", &path)]);
+        assert!(errors.is_empty() && profile.is_some(), "{errors:?}");
+        assert!(read_keys(&[]).0.is_none(), "no keys: the defaults");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn what_cannot_be_used_is_refused_by_key_without_showing_it() {
+        let plain = std::env::temp_dir().join(format!("registry-tls-plain-{}.txt", std::process::id()));
+        std::fs::write(&plain, "not a certificate").unwrap();
+        let plain_path = plain.display().to_string();
+        for (pairs, expected) in [
+            (
+                vec![("schema.registry.ssl.truststore.type", "JKS"), ("schema.registry.ssl.truststore.location", "/etc/ts.jks")],
+                "truststore.type: JKS stores cannot be read here",
+            ),
+            (
+                vec![("schema.registry.ssl.truststore.location", "/no/such/file.pem")],
+                "truststore.location: /no/such/file.pem cannot be read",
+            ),
+            (vec![("schema.registry.ssl.truststore.location", plain_path.as_str())], "is not PEM"),
+            (
+                vec![("schema.registry.ssl.truststore.certificates", "not a certificate")],
+                "truststore.certificates: holds no PEM certificate",
+            ),
+            (vec![("schema.registry.ssl.key.password", "secret")], "key.password: encrypted private keys are not supported"),
+            (vec![("schema.registry.ssl.endpoint.identification.algorithm", "")], "endpoint.identification.algorithm: only https"),
+            (vec![("schema.registry.ssl.keystore.certificate.chain", CERT)], "keystore: give the client certificate either as a PEM file"),
+            (
+                vec![("schema.registry.ssl.keystore.certificate.chain", CERT), ("schema.registry.ssl.keystore.key", "garbage")],
+                "keystore.key: holds no unencrypted PEM private key",
+            ),
+        ] {
+            let (profile, errors) = read_keys(&pairs);
+            let all = errors.join("\n");
+            assert!(profile.is_none() && all.contains(expected), "{expected:?} not in {all}");
+            assert!(all.starts_with("value.converter.schema.registry.ssl."), "{all}");
+            assert!(!all.contains("secret") && !all.contains("garbage") && !all.contains("BEGIN"), "{all}");
+        }
+        std::fs::remove_file(&plain).unwrap();
     }
 }
