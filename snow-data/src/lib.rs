@@ -8,6 +8,7 @@
 //! producer and the consumer are the host's.
 
 pub mod avro;
+pub mod binary_io;
 pub mod connect_json;
 pub mod decimal;
 pub mod error;

@@ -2,6 +2,7 @@
 //! Connect values. Every length and count is checked against the bytes left before anything is
 //! allocated, so a corrupt record is an error naming the byte, never a huge allocation.
 
+use crate::binary_io::{ByteReader, unzigzag};
 use crate::decimal::Decimal;
 use crate::error::DataError;
 use crate::value::Value;
@@ -10,56 +11,35 @@ use super::schema::{IntAs, LongAs, Node};
 
 /// The value `bytes` hold under `node`; every byte must be used.
 pub fn decode(node: &Node, bytes: &[u8]) -> Result<Value, DataError> {
-    let mut r = Reader { bytes, at: 0 };
+    let mut r = Reader(ByteReader::new(bytes, "Avro"));
     let v = r.value(node, 0)?;
-    if r.at != bytes.len() {
-        return Err(DataError::new(format!("{} bytes left after the Avro value (at byte {})", bytes.len() - r.at, r.at)));
+    if !r.0.done() {
+        return Err(DataError::new(format!("{} bytes left after the Avro value (at byte {})", r.0.left(), r.0.at())));
     }
     Ok(v)
 }
 
 const MAX_DEPTH: usize = 64;
 
-struct Reader<'a> {
-    bytes: &'a [u8],
-    at: usize,
-}
+/// Avro's reads on [`ByteReader`]: zig-zag longs, lengths, blocks, values.
+struct Reader<'a>(ByteReader<'a>);
 
 impl Reader<'_> {
     fn err(&self, what: &str) -> DataError {
-        DataError::new(format!("Avro data broken at byte {}: {what}", self.at))
+        self.0.err(what)
     }
 
     fn long(&mut self) -> Result<i64, DataError> {
-        let mut n: u64 = 0;
-        for shift in (0..64).step_by(7) {
-            let b = *self.bytes.get(self.at).ok_or_else(|| self.err("a number runs past the end"))?;
-            self.at += 1;
-            n |= u64::from(b & 0x7f) << shift;
-            if b & 0x80 == 0 {
-                return Ok(((n >> 1) as i64) ^ -((n & 1) as i64));
-            }
-        }
-        Err(self.err("a number longer than 10 bytes"))
+        self.0.varint().map(unzigzag)
     }
 
     fn take(&mut self, n: usize) -> Result<&[u8], DataError> {
-        let end = self
-            .at
-            .checked_add(n)
-            .filter(|e| *e <= self.bytes.len())
-            .ok_or_else(|| self.err(&format!("{n} bytes announced, fewer left")))?;
-        let out = &self.bytes[self.at..end];
-        self.at = end;
-        Ok(out)
+        self.0.take(n)
     }
 
     fn len(&mut self) -> Result<usize, DataError> {
         let n = self.long()?;
-        usize::try_from(n)
-            .ok()
-            .filter(|n| *n <= self.bytes.len() - self.at)
-            .ok_or_else(|| self.err(&format!("length {n} does not fit the bytes left")))
+        usize::try_from(n).ok().filter(|n| *n <= self.0.left()).ok_or_else(|| self.err(&format!("length {n} does not fit the bytes left")))
     }
 
     fn int(&mut self) -> Result<i32, DataError> {
@@ -79,7 +59,7 @@ impl Reader<'_> {
                 self.long()?;
             }
             // Each item takes at least one byte except nulls; bound the count by what is left.
-            if count as u64 > (self.bytes.len() - self.at) as u64 + 1 {
+            if count as u64 > self.0.left() as u64 + 1 {
                 return Err(self.err(&format!("a block of {count} items does not fit the bytes left")));
             }
             for _ in 0..count {
@@ -130,7 +110,7 @@ impl Reader<'_> {
             }
             Node::String => {
                 let n = self.len()?;
-                let at = self.at;
+                let at = self.0.at();
                 let b = self.take(n)?;
                 Value::String(
                     String::from_utf8(b.to_vec())

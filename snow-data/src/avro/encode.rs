@@ -3,6 +3,7 @@
 //! length-prefixed bytes and strings, a union's branch index before its value (`0` null, `1`
 //! the value), records as their fields in order, arrays and maps as one block and an end marker.
 
+use crate::binary_io;
 use crate::error::DataError;
 use crate::schema::{Kind, Logical, Schema};
 use crate::value::Value;
@@ -68,12 +69,7 @@ pub fn encode(schema: &Schema, value: &Value, out: &mut Vec<u8>) -> Result<(), D
 
 /// A zig-zag varint.
 pub fn long(v: i64, out: &mut Vec<u8>) {
-    let mut n = ((v << 1) ^ (v >> 63)) as u64;
-    while n >= 0x80 {
-        out.push((n as u8) | 0x80);
-        n >>= 7;
-    }
-    out.push(n as u8);
+    binary_io::varint(binary_io::zigzag(v), out);
 }
 
 /// Length-prefixed bytes.

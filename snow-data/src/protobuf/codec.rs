@@ -1,28 +1,11 @@
-//! Protobuf's wire format at the byte level: varints, zig-zag, field keys, skipping a field, and
+//! Protobuf's wire format at the byte level (on [`crate::binary_io`]'s varints): field keys,
+//! length-delimited fields, fixed-width numbers, skipping a field, and
 //! Confluent's message indexes (the path to the record's message type that follows the schema
 //! id: a zig-zag count then zig-zag indexes, with `[0]` written as the single byte `0`). Every
 //! length is checked against the bytes left before it is used.
 
+use crate::binary_io::{ByteReader, unzigzag, varint, zigzag};
 use crate::error::DataError;
-
-/// Appends `n` as a varint.
-pub fn varint(mut n: u64, out: &mut Vec<u8>) {
-    while n >= 0x80 {
-        out.push((n as u8) | 0x80);
-        n >>= 7;
-    }
-    out.push(n as u8);
-}
-
-/// Zig-zag encoding of a signed 64-bit value.
-pub fn zigzag(n: i64) -> u64 {
-    ((n << 1) ^ (n >> 63)) as u64
-}
-
-/// Zig-zag decoding.
-pub fn unzigzag(n: u64) -> i64 {
-    ((n >> 1) as i64) ^ -((n & 1) as i64)
-}
 
 /// Appends the key of field `number` with `wire` type.
 pub fn key(number: u32, wire: u8, out: &mut Vec<u8>) {
@@ -70,56 +53,37 @@ pub fn read_indexes(payload: &[u8]) -> Result<(Vec<i32>, &[u8]), DataError> {
     Ok((path, r.rest()))
 }
 
-/// Reads protobuf's wire format from a byte slice.
-pub struct Reader<'a> {
-    bytes: &'a [u8],
-    at: usize,
-}
+/// Reads protobuf's wire format from a byte slice (on [`ByteReader`]'s varints and counted runs).
+pub struct Reader<'a>(ByteReader<'a>);
 
 impl<'a> Reader<'a> {
     /// A reader at the start of `bytes`.
     pub fn new(bytes: &'a [u8]) -> Self {
-        Self { bytes, at: 0 }
+        Self(ByteReader::new(bytes, "protobuf"))
     }
 
     /// True when every byte has been read.
     pub fn done(&self) -> bool {
-        self.at >= self.bytes.len()
+        self.0.done()
     }
 
     /// The bytes not read yet.
     pub fn rest(&self) -> &'a [u8] {
-        &self.bytes[self.at.min(self.bytes.len())..]
+        self.0.rest()
     }
 
     fn err(&self, what: &str) -> DataError {
-        DataError::new(format!("protobuf data broken at byte {}: {what}", self.at))
+        self.0.err(what)
     }
 
     /// A varint.
     pub fn varint(&mut self) -> Result<u64, DataError> {
-        let mut n: u64 = 0;
-        for shift in (0..64).step_by(7) {
-            let b = *self.bytes.get(self.at).ok_or_else(|| self.err("a number runs past the end"))?;
-            self.at += 1;
-            n |= u64::from(b & 0x7f) << shift;
-            if b & 0x80 == 0 {
-                return Ok(n);
-            }
-        }
-        Err(self.err("a number longer than 10 bytes"))
+        self.0.varint()
     }
 
     /// `n` bytes.
     pub fn take(&mut self, n: usize) -> Result<&'a [u8], DataError> {
-        let end = self
-            .at
-            .checked_add(n)
-            .filter(|e| *e <= self.bytes.len())
-            .ok_or_else(|| self.err(&format!("{n} bytes announced, fewer left")))?;
-        let out = &self.bytes[self.at..end];
-        self.at = end;
-        Ok(out)
+        self.0.take(n)
     }
 
     /// A length-delimited run of bytes.
@@ -179,15 +143,10 @@ mod tests {
     }
 
     #[test]
-    fn varints_and_skips_check_their_lengths() {
-        let mut out = Vec::new();
-        varint(300, &mut out);
-        assert_eq!(out, [0xac, 0x02]);
-        assert_eq!(Reader::new(&out).varint().expect("read"), 300);
-        assert_eq!(unzigzag(zigzag(-5)), -5);
+    fn keys_and_skips_check_their_lengths() {
         let mut r = Reader::new(&[0x0a, 0x05, b'a']);
         assert_eq!(r.key().expect("key"), (1, 2));
-        assert!(r.skip(2).expect_err("short").to_string().contains("5 bytes announced"));
-        assert!(Reader::new(&[0xff; 11]).varint().is_err());
+        let err = r.skip(2).expect_err("short").to_string();
+        assert!(err.starts_with("protobuf data broken at byte 2: 5 bytes announced"), "{err}");
     }
 }

@@ -17,7 +17,9 @@ use crate::error::DataError;
 use crate::schema::{Kind, Logical, Schema};
 use crate::value::Value;
 
-use super::codec::{delimited, key, varint, write_indexes};
+use crate::binary_io::varint;
+
+use super::codec::{delimited, key, write_indexes};
 use super::descriptor::{Enum, FieldDef, File, Label, Message, Scalar, Type, known};
 use super::text;
 

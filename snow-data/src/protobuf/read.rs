@@ -18,7 +18,9 @@ use crate::error::DataError;
 use crate::schema::{Field, Kind, Schema};
 use crate::value::Value;
 
-use super::codec::{Reader, unzigzag};
+use crate::binary_io::unzigzag;
+
+use super::codec::Reader;
 use super::descriptor::{Enum, File, Label, Message, Scalar, Type, known};
 
 /// Deepest nesting of messages read from a record.
