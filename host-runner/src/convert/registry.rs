@@ -174,7 +174,7 @@ impl Registry {
             body["schemaType"] = json!(kind.wire_name());
         }
         let answer = self.send(Method::Post, path, Some(&body)).await?;
-        let id = answer["id"].as_u64().and_then(|id| u32::try_from(id).ok()).ok_or_else(|| self.broken(&answer))?;
+        let id = self.id_in(&answer)?;
         self.inner.registered.lock().expect("registry cache").insert(key, id);
         self.inner.by_id.lock().expect("registry cache").insert(id, (kind, schema.to_string()));
         Ok(id)
@@ -188,9 +188,9 @@ impl Registry {
             Err(RegistryError::Refused { status: 404, .. }) => return Ok(None),
             Err(e) => return Err(e),
         };
-        let text = answer["schema"].as_str().ok_or_else(|| self.broken(&answer))?.to_string();
-        let id = answer["id"].as_u64().and_then(|id| u32::try_from(id).ok()).ok_or_else(|| self.broken(&answer))?;
-        Ok(Some((id, SchemaType::from_wire(answer["schemaType"].as_str()), text)))
+        let (id, (kind, text)) = (self.id_in(&answer)?, self.schema_in(&answer)?);
+        self.inner.by_id.lock().expect("registry cache").insert(id, (kind, text.clone()));
+        Ok(Some((id, kind, text)))
     }
 
     /// The schema with registry id `id`: its type and text.
@@ -199,10 +199,20 @@ impl Registry {
             return Ok(found.clone());
         }
         let answer = self.send(Method::Get, &format!("/schemas/ids/{id}"), None).await?;
-        let text = answer["schema"].as_str().ok_or_else(|| self.broken(&answer))?.to_string();
-        let kind = SchemaType::from_wire(answer["schemaType"].as_str());
+        let (kind, text) = self.schema_in(&answer)?;
         self.inner.by_id.lock().expect("registry cache").insert(id, (kind, text.clone()));
         Ok((kind, text))
+    }
+
+    /// The schema id an answer carries.
+    fn id_in(&self, answer: &Json) -> Result<u32, RegistryError> {
+        answer["id"].as_u64().and_then(|id| u32::try_from(id).ok()).ok_or_else(|| self.broken(answer))
+    }
+
+    /// The schema's type and text an answer carries.
+    fn schema_in(&self, answer: &Json) -> Result<(SchemaType, String), RegistryError> {
+        let text = answer["schema"].as_str().ok_or_else(|| self.broken(answer))?.to_string();
+        Ok((SchemaType::from_wire(answer["schemaType"].as_str()), text))
     }
 
     fn broken(&self, answer: &Json) -> RegistryError {

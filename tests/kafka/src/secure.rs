@@ -149,27 +149,33 @@ pub fn make_certificates(dir: &Path) -> io::Result<()> {
         "-subj",
         "/CN=snow-test-ca",
     ])?;
-    openssl(&["req", "-newkey", "rsa:2048", "-nodes", "-keyout", "broker.key", "-out", "broker.csr", "-subj", "/CN=127.0.0.1"])?;
-    fs::write(dir.join("broker.ext"), "subjectAltName=IP:127.0.0.1,DNS:localhost\n")?;
-    openssl(&[
-        "x509",
-        "-req",
-        "-in",
-        "broker.csr",
-        "-CA",
-        "ca.pem",
-        "-CAkey",
-        "ca.key",
-        "-CAcreateserial",
-        "-out",
-        "broker.pem",
-        "-days",
-        "2",
-        "-extfile",
-        "broker.ext",
-    ])?;
+    // A key (PKCS#8 too) and a certificate the CA signs for `name`, with `extension` (which also
+    // makes it X.509 v3: rustls refuses v1).
+    let signed = |name: &str, subject: &str, extension: &str| -> io::Result<()> {
+        let (key, csr, ext, pem) = (format!("{name}.key"), format!("{name}.csr"), format!("{name}.ext"), format!("{name}.pem"));
+        openssl(&["req", "-newkey", "rsa:2048", "-nodes", "-keyout", &key, "-out", &csr, "-subj", subject])?;
+        fs::write(dir.join(&ext), format!("{extension}\n"))?;
+        openssl(&[
+            "x509",
+            "-req",
+            "-in",
+            &csr,
+            "-CA",
+            "ca.pem",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-out",
+            &pem,
+            "-days",
+            "2",
+            "-extfile",
+            &ext,
+        ])?;
+        openssl(&["pkcs8", "-topk8", "-nocrypt", "-in", &key, "-out", &format!("{name}.pkcs8.key")])
+    };
+    signed("broker", "/CN=127.0.0.1", "subjectAltName=IP:127.0.0.1,DNS:localhost")?;
     // The broker's PEM key store: its key (PKCS#8) then its certificate chain.
-    openssl(&["pkcs8", "-topk8", "-nocrypt", "-in", "broker.key", "-out", "broker.pkcs8.key"])?;
     let keystore = format!(
         "{}{}{}",
         fs::read_to_string(dir.join("broker.pkcs8.key"))?,
@@ -177,27 +183,7 @@ pub fn make_certificates(dir: &Path) -> io::Result<()> {
         fs::read_to_string(dir.join("ca.pem"))?
     );
     fs::write(dir.join("broker-keystore.pem"), keystore)?;
-    openssl(&["req", "-newkey", "rsa:2048", "-nodes", "-keyout", "client.key", "-out", "client.csr", "-subj", "/CN=snow-test-client"])?;
-    // An extension makes it an X.509 v3 certificate (rustls refuses v1).
-    fs::write(dir.join("client.ext"), "extendedKeyUsage=clientAuth\n")?;
-    openssl(&[
-        "x509",
-        "-req",
-        "-in",
-        "client.csr",
-        "-CA",
-        "ca.pem",
-        "-CAkey",
-        "ca.key",
-        "-CAcreateserial",
-        "-out",
-        "client.pem",
-        "-days",
-        "2",
-        "-extfile",
-        "client.ext",
-    ])?;
-    openssl(&["pkcs8", "-topk8", "-nocrypt", "-in", "client.key", "-out", "client.pkcs8.key"])?;
+    signed("client", "/CN=snow-test-client", "extendedKeyUsage=clientAuth")?;
     let client = format!("{}{}", fs::read_to_string(dir.join("client.pkcs8.key"))?, fs::read_to_string(dir.join("client.pem"))?);
     fs::write(dir.join("client-keystore.pem"), client)
 }
