@@ -193,6 +193,16 @@ mod tests {
         assert!(Decoder::new(&unknown, &[0]).expect_err("unknown type").to_string().contains("has type other.B"));
         let looped = parse("syntax = \"proto3\"; message A { A next = 1; }").expect("parse");
         assert!(Decoder::new(&looped, &[0]).expect_err("recursive").to_string().contains("contains itself"));
+        // What the fuzz target found (its inputs are seeds): a number used twice, a name that is no
+        // protobuf name; a valid leading-underscore name is kept, not rewritten.
+        let twice = parse("syntax = \"proto3\"; message A { string a = 1; string b = 1; }").expect("parse");
+        assert!(Decoder::new(&twice, &[0]).expect_err("twice").to_string().contains("uses field number 1 twice"));
+        let mut unnamed = parse("syntax = \"proto3\"; message A { string a = 1; }").expect("parse");
+        unnamed.messages[0].fields[0].name.clear();
+        assert!(Decoder::new(&unnamed, &[0]).expect_err("unnamed").to_string().contains("not a protobuf name"));
+        let underscore = parse("syntax = \"proto3\"; message A { string _a = 1; }").expect("parse");
+        let schema = Decoder::new(&underscore, &[0]).expect("compile").schema().clone();
+        assert!(from_connect(&schema, Options::default()).expect("write").text.contains("  string _a = 1;"));
         let list = Schema::new(Kind::Array(Box::new(Schema::new(Kind::String))));
         assert!(from_connect(&list, Options::default()).is_err());
     }
