@@ -160,7 +160,9 @@ fn default_refresh_margin_seconds() -> u64 {
 }
 
 /// Keys read by the host and never given to the guest.
-const HOST_ONLY_SNOW_KEYS: [&str; 12] = [
+const HOST_ONLY_SNOW_KEYS: [&str; 13] = [
+    // Provenance of a translated configuration (`snow-connect migrate`): read by `--apply` only.
+    "snow.migrated.from",
     // What the host tells a sink lane when it opens it (sink/instance.rs), never the user's.
     "snow.sink.takeover.below",
     "snow.sink.unknown.through",

@@ -145,6 +145,9 @@ pub struct SinkConfig {
     pub sys_id_header: Option<String>,
     /// `snow.sink.sys.id.key`.
     pub sys_id_key: KeySysId,
+    /// `snow.sink.sys.id.key.field`: the member of a key object naming the row (default: the
+    /// value's field; Confluent's sink keys name it `sysId`).
+    pub sys_id_key_field: String,
     /// How values become bodies.
     pub body: BodyMapping,
     /// `snow.sink.not.found`.
@@ -260,6 +263,10 @@ impl SinkConfig {
         }
         let sys_id_header = header_key(&mut r, "snow.sink.sys.id.header", default_sys_id_header());
         let sys_id_key = r.choice("snow.sink.sys.id.key", KeySysId::Auto, &[("auto", KeySysId::Auto), ("ignore", KeySysId::Ignore)]);
+        let sys_id_key_field = r.string("snow.sink.sys.id.key.field").unwrap_or_else(|| sys_id_field.clone());
+        if !is_valid_field_name(&sys_id_key_field) {
+            r.error("snow.sink.sys.id.key.field", format!("{sys_id_key_field:?} is not a field name"));
+        }
         let body = read_body(&mut r);
         let not_found = r.choice(
             "snow.sink.not.found",
@@ -329,6 +336,7 @@ impl SinkConfig {
             sys_id_field,
             sys_id_header,
             sys_id_key,
+            sys_id_key_field,
             body,
             not_found,
             unknown_outcome,

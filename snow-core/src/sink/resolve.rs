@@ -182,9 +182,9 @@ fn sys_id(record: &SinkRecord, config: &SinkConfig, value: Option<&mut serde_jso
         return checked(id, format!("header {name}")).map(Some);
     }
     if config.sys_id_key == KeySysId::Auto
-        && let Some(id) = value::key_sys_id(record, field)
+        && let Some(id) = value::key_sys_id(record, &config.sys_id_key_field)
     {
-        return checked(&id, format!("the key's {field}")).map(Some);
+        return checked(&id, format!("the key's {}", config.sys_id_key_field)).map(Some);
     }
     Ok(in_value)
 }
@@ -246,6 +246,9 @@ mod tests {
         assert_eq!(id_of(write(Some(ID), Some(&value), &[], &c)), ID, "the key wins over the value");
         assert_eq!(id_of(write(Some(OTHER), Some(&value), &[("snow.sys_id", ID)], &c)), ID, "the header wins over both");
         assert_eq!(id_of(write(Some(&format!(r#"{{"sys_id":"{ID}"}}"#)), Some(r#"{"a":"1"}"#), &[], &c)), ID, "a JSON key");
+        let confluent_key = config(&[("snow.sink.sys.id.key.field", "sysId")]);
+        assert_eq!(id_of(write(Some(&format!(r#"{{"sysId":"{ID}"}}"#)), Some(&value), &[], &confluent_key)), ID, "Confluent's key");
+        assert_eq!(id_of(write(Some(&format!(r#"{{"sys_id":"{ID}"}}"#)), Some(&value), &[], &confluent_key)), OTHER);
         let ignore_key = config(&[("snow.sink.sys.id.key", "ignore")]);
         assert_eq!(id_of(write(Some(ID), Some(&value), &[], &ignore_key)), OTHER);
         assert!(
