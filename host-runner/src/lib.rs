@@ -24,6 +24,7 @@ pub mod herder;
 pub mod kafka;
 pub mod listener;
 pub mod logging;
+pub mod migrate;
 pub mod metrics;
 pub mod offsets;
 pub mod outbound;

@@ -178,6 +178,11 @@ const HOST_ONLY_SNOW_KEYS: [&str; 13] = [
     "snow.sink.max.in.flight",
 ];
 
+/// True for a `snow.*` key the host reads and never gives the guest.
+pub fn is_host_only_snow_key(key: &str) -> bool {
+    HOST_ONLY_SNOW_KEYS.contains(&key)
+}
+
 impl ConnectorSpec {
     /// Validates the host keys of one connector's entries; every problem names its key.
     pub fn from_entries(entries: BTreeMap<String, String>) -> Result<Self> {

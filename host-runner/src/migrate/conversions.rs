@@ -28,12 +28,23 @@ pub fn source_table(_: &Context<'_>, value: &str) -> Converted {
 /// `servicenow.since` (`yyyy-MM-dd`, 00:00 UTC; an early README also allowed a time).
 pub fn since(ctx: &Context<'_>, value: &str) -> Converted {
     let v = value.trim();
+    if v.is_empty() {
+        return Converted::Review(
+            Vec::new(),
+            format!(
+                "not set: Confluent started at 00:00 UTC of the day it was first started; ours starts at {} = 1970-01-01 00:00:00 \
+                 (a full backfill) unless `snow-connect migrate cutover` writes the old connector's position",
+                ctx.ours("snow.table.<t>.start.timestamp")
+            ),
+        );
+    }
     let at = match v.len() {
         10 => format!("{v} 00:00:00"),
-        19 => v.replace('T', " "),
+        19 => v.replacen('T', " ", 1),
+        20 if v.ends_with('Z') => v[..19].replacen('T', " ", 1),
         _ => return Converted::Manual(format!("{v:?} is not yyyy-MM-dd; set {} by hand", ctx.ours("snow.table.<t>.start.timestamp"))),
     };
-    if snow_core::time::parse_servicenow(&at).is_none() {
+    if snow_core::time::Timestamp::parse(&at).is_err() {
         return Converted::Manual(format!("{v:?} is not a date (yyyy-MM-dd); set {} by hand", ctx.ours("snow.table.<t>.start.timestamp")));
     }
     Converted::Keys(one(ctx.ours("snow.table.<t>.start.timestamp"), at))
@@ -41,6 +52,9 @@ pub fn since(ctx: &Context<'_>, value: &str) -> Converted {
 
 /// V2's `table{i}.start.timestamp` (`yyyy-MM-dd HH:mm:ss`, UTC).
 pub fn start_timestamp(ctx: &Context<'_>, value: &str) -> Converted {
+    if value.trim().is_empty() {
+        return Converted::NotNeeded("empty: 1970-01-01 00:00:00, as ours".into());
+    }
     since(ctx, value)
 }
 
@@ -417,29 +431,66 @@ pub fn reporter_bootstrap(ctx: &Context<'_>, _: &str) -> Converted {
     )
 }
 
-/// A reporter topic name: the same, and a different record format.
-pub fn reporter_topic(ctx: &Context<'_>, value: &str) -> Converted {
+fn reporter_topic(ctx: &Context<'_>, key: &str, value: &str) -> Converted {
     let v = value.trim();
-    let key = if ctx.entries.contains_key("reporter.result.topic.name")
-        && ctx.entries.get("reporter.result.topic.name").is_some_and(|r| r.trim() == v)
-    {
-        "reporter.result.topic.name"
-    } else {
-        "reporter.error.topic.name"
-    };
     let mut why = String::from(
-        "same topic; the report is JSON ({connector, topic, partition, offset, key, outcome, operation, table, sys_id, \
+        "same topic; a report is JSON ({connector, topic, partition, offset, key, outcome, operation, table, sys_id, \
          status, message}) where Confluent wrote {requestMethod, statusCode, responseString}: adapt its consumers",
     );
     if ctx.product.is_cloud() && v.contains("${connector}") {
-        why.push_str("; ${connector} is the connector's name here, Confluent Cloud's logical id (lcc-…) there: name the old topic if its consumers stay");
+        why.push_str(CLOUD_CONNECTOR_NAME);
     }
     Converted::Review(one(key, v), why)
 }
 
-/// `producer.override.<k>` → `kafka.producer.<k>` (checked against the producer's allow-list).
-pub fn producer_override(_: &Context<'_>, _: &str) -> Converted {
-    Converted::Keys(Vec::new())
+/// `reporter.result.topic.name`.
+pub fn reporter_result(ctx: &Context<'_>, value: &str) -> Converted {
+    reporter_topic(ctx, "reporter.result.topic.name", value)
+}
+
+/// `reporter.error.topic.name`.
+pub fn reporter_error(ctx: &Context<'_>, value: &str) -> Converted {
+    reporter_topic(ctx, "reporter.error.topic.name", value)
+}
+
+const CLOUD_CONNECTOR_NAME: &str = "; ${connector} is the connector's name here and was Confluent Cloud's logical id (lcc-…) there: \
+     write the old topic's name if its consumers stay";
+
+/// Cloud's `errors.deadletterqueue.topic.name`: the same, `${connector}` naming another thing.
+pub fn cloud_dead_letters(ctx: &Context<'_>, value: &str) -> Converted {
+    let keys = one("errors.deadletterqueue.topic.name", value.trim());
+    if ctx.product.is_cloud() && value.contains("${connector}") {
+        return Converted::Review(keys, CLOUD_CONNECTOR_NAME.trim_start_matches("; ").to_string());
+    }
+    Converted::Keys(keys)
+}
+
+/// `producer.override.<k>` → `kafka.producer.<k>` (then checked against the producer's allow-list).
+pub fn producer_override(ctx: &Context<'_>, value: &str) -> Converted {
+    Converted::Keys(one(ctx.key.replacen("producer.override.", "kafka.producer.", 1), value.trim()))
+}
+
+/// `consumer.override.<k>` → `kafka.consumer.<k>` (then checked against the consumer's allow-list).
+pub fn consumer_override(ctx: &Context<'_>, value: &str) -> Converted {
+    Converted::Keys(one(ctx.key.replacen("consumer.override.", "kafka.consumer.", 1), value.trim()))
+}
+
+/// `topic.creation.*`: a source's, as Connect's; a sink creates no topics.
+pub fn topic_creation(ctx: &Context<'_>, value: &str) -> Converted {
+    if ctx.product.is_sink() {
+        return Converted::NotNeeded("a sink creates no topics".into());
+    }
+    Converted::Keys(one(ctx.key, value))
+}
+
+/// `exactly.once.support`.
+pub fn exactly_once(_: &Context<'_>, value: &str) -> Converted {
+    match value.trim().to_ascii_lowercase().as_str() {
+        "requested" | "" => Converted::NotNeeded(
+            "requested: at-least-once here, duplicates bounded and counted (docs/delivery.md), as Confluent's ServiceNow source".into(),
+        ),
+        other => Converted::Manual(format!("{other:?}: this runtime's sources are at-least-once; leave the key out")),
+    }
 }
 
 #[cfg(test)]
@@ -452,7 +503,7 @@ mod tests {
     fn with<T>(product: Product, entries: &[(&str, &str)], f: impl FnOnce(&Context<'_>) -> T) -> T {
         let entries: BTreeMap<String, String> = entries.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
         let options = Options::default();
-        f(&Context { product, name: "old", table: Some("incident"), entries: &entries, options: &options })
+        f(&Context { product, key: "k", part: None, name: "old", table: Some("incident"), entries: &entries, options: &options })
     }
 
     fn keys(c: Converted) -> Vec<(String, String)> {

@@ -13,9 +13,13 @@ use super::Product;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Class {
+    /// Translated into our keys.
     Translated,
+    /// Not needed here (the note says why).
     NotNeeded,
+    /// Translated with a change of meaning.
     Review,
+    /// Not expressible here (the note says what to do instead).
     Manual,
 }
 
@@ -40,7 +44,14 @@ pub enum How {
     Rename(&'static str),
     /// A value computed by `with`; `to` names what it becomes (for the documentation), `class` is
     /// the usual outcome (`with` may answer otherwise for some values).
-    Convert { to: &'static str, class: Class, with: Conversion },
+    Convert {
+        /// What it becomes, for the documentation.
+        to: &'static str,
+        /// The usual outcome.
+        class: Class,
+        /// The conversion.
+        with: Conversion,
+    },
     /// Translated under our key with a change of meaning (the rule's note says which).
     RenameReview(&'static str),
     /// Nothing of ours expresses it: the note says what to do instead.
@@ -68,6 +79,7 @@ pub enum Converted {
 pub struct KeyRule {
     /// `servicenow.table`, `confluent.topic.*` (a prefix), or `table{i}.batch.size` (V2's tables).
     pub key: &'static str,
+    /// What becomes of it.
     pub how: How,
     /// How it is converted, why it needs review, what to do instead, or why it is not needed.
     pub note: &'static str,
@@ -105,22 +117,32 @@ impl KeyRule {
     }
 }
 
-/// The row for `key` in `table`: an exact row first, then the longest prefix row.
-pub fn find<'t>(table: &'t [KeyRule], key: &str) -> Option<&'t KeyRule> {
-    table.iter().find(|r| !r.key.ends_with('*') && r.covers(key)).or_else(|| {
-        table.iter().filter(|r| r.key.ends_with('*') && r.covers(key)).max_by_key(|r| r.key.len())
-    })
+/// The exact row for `key` in `table`.
+pub fn find_exact<'t>(table: &'t [KeyRule], key: &str) -> Option<&'t KeyRule> {
+    table.iter().find(|r| !r.key.ends_with('*') && r.covers(key))
+}
+
+/// The longest prefix row covering `key` in `table`.
+pub fn find_prefix<'t>(table: &'t [KeyRule], key: &str) -> Option<&'t KeyRule> {
+    table.iter().filter(|r| r.key.ends_with('*') && r.covers(key)).max_by_key(|r| r.key.len())
 }
 
 /// What a conversion may look at besides the value.
 pub struct Context<'a> {
+    /// The product the configuration was written for.
     pub product: Product,
+    /// The old key (for a prefix row, the whole key).
+    pub key: &'a str,
+    /// What a pattern row's placeholder stood for: V2's table number, the open connector's
+    /// table alias, or a sink's topic.
+    pub part: Option<&'a str>,
     /// The old connector's name.
     pub name: &'a str,
     /// The table the key applies to (`servicenow.table`, or V2's `table{i}.name`).
     pub table: Option<&'a str>,
     /// Every key of the old configuration, as written.
     pub entries: &'a BTreeMap<String, String>,
+    /// The translation's options.
     pub options: &'a super::Options,
 }
 
@@ -170,11 +192,11 @@ mod tests {
     ];
 
     #[test]
-    fn an_exact_row_wins_then_the_longest_prefix() {
-        assert!(matches!(find(TABLE, "a.b").unwrap().how, How::Same));
-        assert!(matches!(find(TABLE, "a.b.c").unwrap().how, How::Manual));
-        assert!(matches!(find(TABLE, "a.c").unwrap().how, How::Drop));
-        assert!(find(TABLE, "b").is_none());
+    fn exact_rows_and_the_longest_prefix() {
+        assert!(matches!(find_exact(TABLE, "a.b").unwrap().how, How::Same));
+        assert!(matches!(find_prefix(TABLE, "a.b.c").unwrap().how, How::Manual));
+        assert!(matches!(find_prefix(TABLE, "a.c").unwrap().how, How::Drop));
+        assert!(find_exact(TABLE, "b").is_none() && find_prefix(TABLE, "b").is_none());
     }
 
     #[test]

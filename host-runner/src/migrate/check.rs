@@ -1,0 +1,89 @@
+//! Checking a translation with the runtime's own configuration parsers (the host's
+//! [`ConnectorSpec::from_entries`] and snow-core's source and sink configuration, the component's
+//! own `validate` natively), so that "passes through unchanged" means "this runtime takes it": a
+//! converter option, transform or producer setting it refuses turns its row MANUAL with the
+//! parser's words, and a problem no row produced is listed on the connector.
+
+use std::collections::BTreeMap;
+
+use super::output::Connector;
+use super::rules::{Class, is_reference};
+use crate::config::ConnectorSpec;
+
+/// Deployment keys: their problems are the deployment's to solve (listed apart), not a row's.
+fn is_deployment_key(key: &str) -> bool {
+    key.starts_with("component.") || key == "kafka.bootstrap.servers"
+}
+
+/// What the check reads instead of a reference it cannot resolve here.
+fn stand_in(key: &str) -> String {
+    if key.ends_with(".url") || key.ends_with("registry.url") {
+        "https://stand-in.invalid".into()
+    } else if key == "kafka.bootstrap.servers" {
+        "stand-in.invalid:9092".into()
+    } else {
+        "stand-in".into()
+    }
+}
+
+/// The (key, message) problems the runtime finds in `config`.
+pub fn problems(config: &BTreeMap<String, String>) -> Vec<(String, String)> {
+    let mut entries: BTreeMap<String, String> =
+        config.iter().map(|(k, v)| (k.clone(), if is_reference(v) { stand_in(k) } else { v.clone() })).collect();
+    if !entries.contains_key("component.trusted.keys") {
+        entries.insert("component.allow.unsigned".into(), "true".into());
+    }
+    let mut found = Vec::new();
+    let guest = match ConnectorSpec::from_entries(entries.clone()) {
+        Ok(spec) => spec.guest_config,
+        Err(e) => {
+            for line in format!("{e:#}").lines().skip(1) {
+                let line = line.trim();
+                let (keys, message) = line.split_once(": ").unwrap_or((line, ""));
+                for key in keys.split(", ") {
+                    found.push((key.trim().to_string(), message.to_string()));
+                }
+            }
+            entries
+                .iter()
+                .filter(|(k, _)| k.starts_with("snow.") && !crate::config::is_host_only_snow_key(k))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect()
+        }
+    };
+    let parsed = if entries.contains_key("topics") || entries.contains_key("topics.regex") {
+        snow_core::config::SinkConfig::parse(&guest).err()
+    } else {
+        snow_core::config::SourceConfig::parse(&guest).err()
+    };
+    if let Some(snow_core::error::SnowError::Config(errors)) = parsed {
+        found.extend(errors.into_iter().map(|e| (e.key, e.message)));
+    } else if let Some(other) = parsed {
+        found.push(("(configuration)".into(), other.to_string()));
+    }
+    found.sort();
+    found.dedup();
+    found
+}
+
+/// Checks `c` and marks its rows: a row whose key of ours is refused becomes MANUAL with the
+/// reason; other problems go to the connector's list.
+pub fn check(c: &mut Connector) {
+    for (key, message) in problems(&c.config) {
+        if is_deployment_key(&key) {
+            if !c.deployment.iter().any(|d| d.starts_with(&format!("{key}:"))) {
+                c.deployment.push(format!("{key}: {message}"));
+            }
+            continue;
+        }
+        let mut owned = false;
+        for r in c.rows.iter_mut().filter(|r| r.row.ours.iter().any(|o| *o == key)) {
+            owned = true;
+            r.row.class = Class::Manual;
+            r.row.note = format!("this runtime refuses {key}: {message}");
+        }
+        if !owned {
+            c.problems.push(format!("{key}: {message}"));
+        }
+    }
+}
