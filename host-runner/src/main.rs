@@ -28,6 +28,10 @@ const USAGE: &str = "usage:
   snow-connect artefact keygen <prefix>                  (writes <prefix>.key, mode 0600, and <prefix>.pub)
   snow-connect artefact sign <component.wasm> --key FILE [--bundle OUT]
   snow-connect artefact verify <component.wasm> --trusted-keys PUB[,PUB] [--bundle FILE] [--trusted-root FILE]
+  snow-connect migrate confluent <file|dir>... [--out DIR] [--bootstrap HOST:PORT] [--source-component WASM] [--sink-component WASM]
+                 [--trusted-keys PUB] [--schema-registry URL] [--apply http://worker:8083 [--offsets FILE] [--force]]
+    (translates Confluent's ServiceNow connectors and the open one; exit 0 clean, 1 REVIEW, 2 MANUAL, 3 not applied, 4 invalid input;
+     --apply reads HTTP Basic credentials from SNOW_CONNECT_REST_USER_INFO=user:password)
   snow-connect version
 
 Connector files are Java properties or JSON (Kafka Connect style); see docs/configuration.md.
@@ -39,6 +43,16 @@ Bundles are Sigstore bundles (cosign sign-blob --bundle), by default <component>
 fn main() -> ExitCode {
     logging::init();
     let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().map(String::as_str) == Some("migrate") {
+        // The migration's exit codes say what it found (0 clean … 4 invalid input).
+        return match migrate::run(&args[1..]) {
+            Ok(code) => ExitCode::from(code),
+            Err(e) => {
+                eprintln!("error: {e:#}");
+                ExitCode::from(migrate::INVALID)
+            }
+        };
+    }
     match dispatch(&args) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -69,6 +83,10 @@ fn dispatch(args: &[String]) -> Result<()> {
         Some(other) => bail!("unknown command {other:?}\n{USAGE}"),
     }
 }
+
+/// `snow-connect migrate …` (the binary's side: arguments and what is printed).
+#[path = "cli/migrate.rs"]
+mod migrate;
 
 /// Positional arguments and `--name value` options.
 struct Args {

@@ -17,7 +17,9 @@ fn is_deployment_key(key: &str) -> bool {
 
 /// What the check reads instead of a reference it cannot resolve here.
 fn stand_in(key: &str) -> String {
-    if key.ends_with(".url") || key.ends_with("registry.url") {
+    if key.ends_with("user.info") {
+        "stand-in:stand-in".into()
+    } else if key.ends_with(".url") {
         "https://stand-in.invalid".into()
     } else if key == "kafka.bootstrap.servers" {
         "stand-in.invalid:9092".into()
@@ -30,9 +32,12 @@ fn stand_in(key: &str) -> String {
 pub fn problems(config: &BTreeMap<String, String>) -> Vec<(String, String)> {
     let mut entries: BTreeMap<String, String> =
         config.iter().map(|(k, v)| (k.clone(), if is_reference(v) { stand_in(k) } else { v.clone() })).collect();
-    if !entries.contains_key("component.trusted.keys") {
-        entries.insert("component.allow.unsigned".into(), "true".into());
+    // The signing keys are the deployment's files: whether they exist where the migration runs
+    // says nothing about the translation.
+    for key in crate::config::TRUST_KEYS {
+        entries.remove(key);
     }
+    entries.insert("component.allow.unsigned".into(), "true".into());
     let mut found = Vec::new();
     let guest = match ConnectorSpec::from_entries(entries.clone()) {
         Ok(spec) => spec.guest_config,
@@ -40,8 +45,10 @@ pub fn problems(config: &BTreeMap<String, String>) -> Vec<(String, String)> {
             for line in format!("{e:#}").lines().skip(1) {
                 let line = line.trim();
                 let (keys, message) = line.split_once(": ").unwrap_or((line, ""));
+                // `key: message`, `a, b: message`, or `key (its value): message`.
                 for key in keys.split(", ") {
-                    found.push((key.trim().to_string(), message.to_string()));
+                    let key = key.split_whitespace().next().unwrap_or(key);
+                    found.push((key.to_string(), message.to_string()));
                 }
             }
             entries

@@ -15,7 +15,9 @@ fn whole(value: &str) -> Result<u64, Converted> {
 pub fn instance_url(_: &Context<'_>, value: &str) -> Converted {
     let url = value.trim().trim_end_matches('/');
     if !url.starts_with("https://") && !url.starts_with("http://") {
-        return Converted::Manual(format!("{url:?} is not an http(s) URL; set snow.instance.url to the instance's https://<name>.service-now.com"));
+        return Converted::Manual(format!(
+            "{url:?} is not an http(s) URL; set snow.instance.url to the instance's https://<name>.service-now.com"
+        ));
     }
     Converted::Keys(one("snow.instance.url", url))
 }
@@ -69,10 +71,7 @@ pub fn batch_size(ctx: &Context<'_>, value: &str) -> Converted {
         return Converted::Manual("0 rows per request is not a page size; leave it out (1000 rows)".into());
     }
     if n > 10_000 {
-        return Converted::Review(
-            one(key, "10000"),
-            format!("{n} rows per request is above the Table API's 10,000; 10,000 kept"),
-        );
+        return Converted::Review(one(key, "10000"), format!("{n} rows per request is above the Table API's 10,000; 10,000 kept"));
     }
     Converted::Keys(one(key, n.to_string()))
 }
@@ -284,12 +283,20 @@ pub fn schema_context(_: &Context<'_>, value: &str) -> Converted {
 
 /// V2's `servicenow.ssl.enabled`.
 pub fn ssl_enabled(_: &Context<'_>, value: &str) -> Converted {
-    only_default(value, &["false"], "mutual TLS to ServiceNow is not supported: the host trusts the public web roots and authenticates with Basic or OAuth")
+    only_default(
+        value,
+        &["false"],
+        "mutual TLS to ServiceNow is not supported: the host trusts the public web roots and authenticates with Basic or OAuth",
+    )
 }
 
 /// V2's `oauth2.jwt.enabled`.
 pub fn jwt_enabled(_: &Context<'_>, value: &str) -> Converted {
-    only_default(value, &["false"], "JWT bearer grants are not supported: use OAuth client credentials (snow.auth.type=oauth_client_credentials)")
+    only_default(
+        value,
+        &["false"],
+        "JWT bearer grants are not supported: use OAuth client credentials (snow.auth.type=oauth_client_credentials)",
+    )
 }
 
 /// V2's `oauth2.token.property`.
@@ -299,7 +306,11 @@ pub fn token_property(_: &Context<'_>, value: &str) -> Converted {
 
 /// V2's `oauth2.client.scope`.
 pub fn client_scope(_: &Context<'_>, value: &str) -> Converted {
-    only_default(value, &["any"], "no scope is sent with the token request here; restrict the OAuth application's scope in ServiceNow instead")
+    only_default(
+        value,
+        &["any"],
+        "no scope is sent with the token request here; restrict the OAuth application's scope in ServiceNow instead",
+    )
 }
 
 /// V2's `behavior.on.error`.
@@ -359,7 +370,10 @@ pub fn backoff_policy(ctx: &Context<'_>, value: &str) -> Converted {
         "EXPONENTIAL_WITH_JITTER" | "" => Converted::NotNeeded("exponential with full jitter, as here".into()),
         "CONSTANT_VALUE" => {
             let ms = ctx.entries.get("retry.backoff.ms").map(|v| v.trim().to_string()).unwrap_or_else(|| "3000".into());
-            Converted::Review(one("snow.retry.backoff.max.ms", ms), "no constant backoff here: the ceiling is held at the constant, with jitter below it".into())
+            Converted::Review(
+                one("snow.retry.backoff.max.ms", ms),
+                "no constant backoff here: the ceiling is held at the constant, with jitter below it".into(),
+            )
         }
         other => Converted::Manual(format!("{other:?} is not CONSTANT_VALUE or EXPONENTIAL_WITH_JITTER")),
     }
@@ -391,10 +405,8 @@ pub fn sink_table(_: &Context<'_>, value: &str) -> Converted {
 /// Confluent's sinks as a whole: POST without a sys_id, DELETE on a tombstone, PUT otherwise,
 /// the sys_id in a key struct's `sysId`. Cloud's sink also goes on past refused records.
 pub fn confluent_sink(ctx: &Context<'_>, _: &str) -> Converted {
-    let mut keys = vec![
-        ("snow.sink.update.method".to_string(), "put".to_string()),
-        ("snow.sink.sys.id.key.field".to_string(), "sysId".to_string()),
-    ];
+    let mut keys =
+        vec![("snow.sink.update.method".to_string(), "put".to_string()), ("snow.sink.sys.id.key.field".to_string(), "sysId".to_string())];
     if ctx.product == super::Product::CloudSink {
         keys.push(("behavior.on.api.errors".into(), "log".into()));
     }
@@ -522,7 +534,10 @@ mod tests {
             assert_eq!(keys(poll_seconds(c, "30")), [("snow.table.incident.poll.interval.ms".into(), "30000".into())]);
             assert_eq!(keys(retries_to_attempts(c, "3")), [("snow.retry.max.attempts".into(), "4".into())]);
             assert!(matches!(batch_size(c, "20000"), Converted::Review(..)));
-            assert_eq!(keys(instance_url(c, "https://dev1.service-now.com//")), [("snow.instance.url".into(), "https://dev1.service-now.com".into())]);
+            assert_eq!(
+                keys(instance_url(c, "https://dev1.service-now.com//")),
+                [("snow.instance.url".into(), "https://dev1.service-now.com".into())]
+            );
             assert!(matches!(write_timeout(c, "20000"), Converted::NotNeeded(_)));
         });
     }

@@ -13,7 +13,8 @@ use super::translate::{Setting, Translation};
 pub struct Group {
     /// The old connectors, translated.
     pub members: Vec<Translation>,
-    /// Why a source on the same instance was not folded in: (its old name, the keys that differ).
+    /// Sources on the same instance this one was not folded into: (their old name, the keys that
+    /// differ).
     pub apart: Vec<(String, Vec<String>)>,
 }
 
@@ -80,7 +81,7 @@ pub fn fold(translations: Vec<Translation>) -> Vec<Group> {
             groups.push(Group { members: vec![t], apart: Vec::new() });
             continue;
         }
-        let mut near: Option<(usize, Vec<String>)> = None;
+        let mut near: Option<(String, Vec<String>)> = None;
         let mut home = None;
         for (i, g) in groups.iter().enumerate().filter(|(_, g)| !g.is_sink()) {
             let first = &g.members[0];
@@ -93,15 +94,15 @@ pub fn fold(translations: Vec<Translation>) -> Vec<Group> {
             if near.is_none() && first.config.get("snow.instance.url") == t.config.get("snow.instance.url") {
                 let mut why = diff;
                 why.extend(clash.iter().map(|c| format!("snow.tables (both read {c})")));
-                near = Some((i, why));
+                near = Some((first.old.name.clone(), why));
             }
         }
         match home {
             Some(i) => groups[i].members.push(t),
             None => {
                 let mut g = Group { members: vec![], apart: Vec::new() };
-                if let Some((_, why)) = near {
-                    g.apart.push((t.old.name.clone(), why));
+                if let Some(apart) = near {
+                    g.apart.push(apart);
                 }
                 g.members.push(t);
                 groups.push(g);
@@ -139,7 +140,7 @@ mod tests {
         let config = groups[0].config();
         assert_eq!(config["snow.tables"], Setting::Text("incident,problem".into()));
         assert_eq!(config["snow.table.problem.topic"], Setting::Text("t-problem".into()));
-        assert_eq!(groups[1].apart, [("c".to_string(), vec!["snow.auth.username".to_string()])]);
+        assert_eq!(groups[1].apart, [("a".to_string(), vec!["snow.auth.username".to_string()])]);
     }
 
     #[test]

@@ -124,9 +124,17 @@ mod tests {
     fn every_form_is_read_and_bad_input_is_named() {
         let dir = std::env::temp_dir().join(format!("snow-migrate-input-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
-        write(&dir, "a.properties", "name=cp\nconnector.class=io.confluent.connect.servicenow.ServiceNowSourceConnector\nbatch.max.rows=10\n");
+        write(
+            &dir,
+            "a.properties",
+            "name=cp\nconnector.class=io.confluent.connect.servicenow.ServiceNowSourceConnector\nbatch.max.rows=10\n",
+        );
         write(&dir, "b.json", r#"{"name":"cloud","config":{"connector.class":"ServiceNowSink","tasks.max":2}}"#);
-        write(&dir, "c.json", r#"[{"connector.class":"ServiceNowSourceV2","name":"v2"},{"connector.class":"sh.oso.servicenow.sink.ServiceNowSinkConnector"}]"#);
+        write(
+            &dir,
+            "c.json",
+            r#"[{"connector.class":"ServiceNowSourceV2","name":"v2"},{"connector.class":"sh.oso.servicenow.sink.ServiceNowSinkConnector"}]"#,
+        );
         write(&dir, "d.json", r#"{"connector.class":"io.confluent.connect.jdbc.JdbcSourceConnector"}"#);
         write(&dir, "e.properties", "tasks.max=1\n");
         write(&dir, "ignored.txt", "x");

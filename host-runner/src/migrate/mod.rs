@@ -9,6 +9,7 @@
 //! files, the fleet's JSON and the report ([`output`], [`report`]). What it does not own:
 //! running anything; `--apply` and the cutover reach a service only when asked.
 
+pub mod apply;
 pub mod check;
 pub mod conversions;
 pub mod fold;
@@ -19,6 +20,9 @@ pub mod report;
 pub mod rules;
 pub mod tables;
 pub mod translate;
+
+#[cfg(test)]
+mod cases;
 
 /// The connector a configuration was written for, recognised by its `connector.class`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]

@@ -8,6 +8,16 @@ fn one(key: impl Into<String>, value: impl Into<String>) -> Vec<(String, String)
     vec![(key.into(), value.into())]
 }
 
+/// The open source as a whole: its offsets hold a keyset cursor too, in another form.
+pub fn source_class(_: &Context<'_>, _: &str) -> Converted {
+    Converted::Review(
+        Vec::new(),
+        "the open connector's offsets ((timestamp, sys_id) under {instance, table, query_fingerprint, timestamp_field}) are \
+         not ours: run `snow-connect migrate cutover` to start where it stopped (docs/migration.md)"
+            .into(),
+    )
+}
+
 /// `snow.auth.type` (`basic`, or `oauth2` with `snow.oauth.grant.type`).
 pub fn auth_type(ctx: &Context<'_>, value: &str) -> Converted {
     match value.trim().to_ascii_lowercase().as_str() {
@@ -80,7 +90,9 @@ pub fn schema_mode(_: &Context<'_>, value: &str) -> Converted {
 pub fn emit_envelope(_: &Context<'_>, value: &str) -> Converted {
     match value.trim().to_ascii_lowercase().as_str() {
         "false" | "" => Converted::NotNeeded("the row itself, as here".into()),
-        _ => Converted::Manual("no change envelope here: the row is the value, its table and operation are headers (snow.table, snow.source.operation)".into()),
+        _ => Converted::Manual(
+            "no change envelope here: the row is the value, its table and operation are headers (snow.table, snow.source.operation)".into(),
+        ),
     }
 }
 
@@ -113,7 +125,11 @@ pub fn unknown_fields(_: &Context<'_>, value: &str) -> Converted {
 
 /// `snow.sink.create.ambiguous.behavior`.
 pub fn ambiguous_create(_: &Context<'_>, value: &str) -> Converted {
-    renamed_choice("snow.sink.unknown.outcome", value, &[("fail_ambiguous", "fail"), ("retry", "retry"), ("correlation_lookup", "correlation_lookup")])
+    renamed_choice(
+        "snow.sink.unknown.outcome",
+        value,
+        &[("fail_ambiguous", "fail"), ("retry", "retry"), ("correlation_lookup", "correlation_lookup")],
+    )
 }
 
 /// `snow.sink.not.found.behavior`.
@@ -155,7 +171,9 @@ pub fn operation_mode(ctx: &Context<'_>, value: &str) -> Converted {
 /// `snow.sink.routing.mode`: which of the table keys applies.
 pub fn routing_mode(_: &Context<'_>, value: &str) -> Converted {
     match value.trim().to_ascii_lowercase().as_str() {
-        "fixed" | "topic_map" | "header" | "" => Converted::NotNeeded("the table keys given say it here (table, table.map, table.header)".into()),
+        "fixed" | "topic_map" | "header" | "" => {
+            Converted::NotNeeded("the table keys given say it here (table, table.map, table.header)".into())
+        }
         other => Converted::Manual(format!("{other:?} is not fixed, topic_map or header")),
     }
 }
@@ -187,7 +205,9 @@ pub fn precedence(_: &Context<'_>, value: &str) -> Converted {
             Vec::new(),
             "ids that disagree are not an error here: the snow.sys_id header wins, then the key, then the value".into(),
         ),
-        "value" => Converted::Manual("the value's sys_id never wins over the key here: set snow.sink.sys.id.key=ignore to name rows by the value".into()),
+        "value" => Converted::Manual(
+            "the value's sys_id never wins over the key here: set snow.sink.sys.id.key=ignore to name rows by the value".into(),
+        ),
         other => Converted::Manual(format!("{other:?} is not reject, key or value")),
     }
 }

@@ -108,6 +108,15 @@ pub fn assemble(groups: &[Group], options: &Options) -> Vec<Connector> {
                 };
                 config.insert(k, value);
             }
+            // Every variable a value reads, the user's own references and the placeholders made
+            // for what Confluent Cloud supplied (its Schema Registry), besides the credentials.
+            for (k, v) in &config {
+                for var in env_references(v) {
+                    if !env.iter().any(|e| e.name == var) {
+                        env.push(EnvVar { name: var, key: k.clone() });
+                    }
+                }
+            }
             config.insert("name".into(), name.clone());
             config.insert("connector.class".into(), if sink { SINK_CLASS } else { SOURCE_CLASS }.into());
             let component = if sink { &options.sink_component } else { &options.source_component };
@@ -165,6 +174,11 @@ pub fn assemble(groups: &[Group], options: &Options) -> Vec<Connector> {
             }
         })
         .collect()
+}
+
+/// The variables `${env:NAME}` references in `value` read.
+fn env_references(value: &str) -> Vec<String> {
+    value.match_indices("${env:").filter_map(|(i, _)| value[i + 6..].split_once('}').map(|(name, _)| name.to_string())).collect()
 }
 
 /// `servicenow-<instance>-source` for connectors folded together.

@@ -103,7 +103,7 @@ pub fn markdown(connectors: &[Connector], invalid: &[Invalid]) -> String {
             out.push('\n');
         }
         for (old, keys) in &c.apart {
-            out.push_str(&format!("Not folded in: `{old}` (same instance) differs in {}.\n\n", keys.join(", ")));
+            out.push_str(&format!("Kept apart from `{old}` (same instance): differs in {}.\n\n", keys.join(", ")));
         }
         if !c.problems.is_empty() {
             out.push_str("This runtime refuses the translation as it stands (MANUAL):\n\n");
@@ -120,7 +120,11 @@ pub fn markdown(connectors: &[Connector], invalid: &[Invalid]) -> String {
                 cell(&r.row.key),
                 cell(&r.row.value),
                 r.row.class.label(),
-                if r.row.ours.is_empty() { "—".into() } else { r.row.ours.iter().map(|o| format!("`{o}`")).collect::<Vec<_>>().join(", ") },
+                if r.row.ours.is_empty() {
+                    "—".into()
+                } else {
+                    r.row.ours.iter().map(|o| format!("`{o}`")).collect::<Vec<_>>().join(", ")
+                },
                 cell(&r.row.note),
                 cell(&r.row.evidence)
             ));

@@ -158,14 +158,30 @@ impl Context<'_> {
 /// purpose: a key wrongly taken for a secret costs a placeholder, the other way round a leak.
 pub fn is_secret_key(key: &str) -> bool {
     let key = key.to_ascii_lowercase();
-    ["password", "secret", "jaas.config", "user.info", "auth.token", "license", "api.key", "keystorefile", "truststorefile", "client.headers"]
-        .iter()
-        .any(|s| key.contains(s))
+    [
+        "password",
+        "secret",
+        "jaas.config",
+        "user.info",
+        "bearer.auth.token",
+        "license",
+        "api.key",
+        "keystorefile",
+        "truststorefile",
+        "client.headers",
+    ]
+    .iter()
+    .any(|s| key.contains(s))
 }
 
 /// True when `value` is a config provider reference (`${provider:…}`), kept as written.
 pub fn is_reference(value: &str) -> bool {
-    value.contains("${") && value.contains('}')
+    // `${provider:…}`; Confluent's `${connector}` (the connector's name) is not one.
+    value.match_indices("${").any(|(i, _)| {
+        let rest = &value[i + 2..];
+        let name_end = rest.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '-')).unwrap_or(rest.len());
+        name_end > 0 && rest[name_end..].starts_with(':') && rest[name_end..].contains('}')
+    })
 }
 
 /// The providers this runtime resolves (docs/configuration.md, *Providers and secrets*).
@@ -201,13 +217,15 @@ mod tests {
 
     #[test]
     fn secrets_and_references_are_recognised() {
-        for k in ["servicenow.password", "oauth2.client.secret", "kafka.api.key", "kafka.api.secret", "confluent.license", "proxy.password"] {
+        for k in ["servicenow.password", "oauth2.client.secret", "kafka.api.key", "kafka.api.secret", "confluent.license", "proxy.password"]
+        {
             assert!(is_secret_key(k), "{k}");
         }
-        for k in ["servicenow.user", "servicenow.url", "kafka.topic", "table1.name"] {
+        for k in ["servicenow.user", "servicenow.url", "kafka.topic", "table1.name", "snow.auth.token.url", "oauth2.token.url"] {
             assert!(!is_secret_key(k), "{k}");
         }
-        assert!(is_reference("${file:/etc/s.properties:pw}"));
+        assert!(is_reference("${file:/etc/s.properties:pw}") && is_reference("x ${env:A} y"));
+        assert!(!is_reference("dlq-${connector}") && !is_reference("${:x}") && !is_reference("plain"));
         assert!(resolvable_reference("${env:PW}") && resolvable_reference("u=\"${file:/a:u}\" p=\"${env:P}\""));
         assert!(!resolvable_reference("${vault:secret/sn:pw}"));
     }

@@ -106,12 +106,22 @@ fn apply(t: &mut Translation, key: &str, value: &str, implied: bool, options: &O
     let secret = rules::is_secret_key(key);
     let shown = if secret && !rules::is_reference(value) {
         "(secret)".to_string()
+    } else if implied && value.is_empty() {
+        "(not set)".to_string()
     } else if implied {
-        format!("(not set: {value:?} by default)")
+        format!("(not set: {value} by default)")
     } else {
         value.to_string()
     };
-    let mut row = Row { key: key.into(), value: shown, class: Class::Manual, ours: Vec::new(), note: String::new(), evidence: String::new(), implied };
+    let mut row = Row {
+        key: key.into(),
+        value: shown,
+        class: Class::Manual,
+        ours: Vec::new(),
+        note: String::new(),
+        evidence: String::new(),
+        implied,
+    };
     let product = t.old.product;
     let (rule_key, part, table) = match locate(product, key, &t.old.entries) {
         Ok(found) => found,
@@ -131,15 +141,7 @@ fn apply(t: &mut Translation, key: &str, value: &str, implied: bool, options: &O
         return;
     };
     row.evidence = rule.evidence.into();
-    let ctx = Context {
-        product,
-        key,
-        part: part.as_deref(),
-        name: &t.old.name,
-        table: table.as_deref(),
-        entries: &t.old.entries,
-        options,
-    };
+    let ctx = Context { product, key, part: part.as_deref(), name: &t.old.name, table: table.as_deref(), entries: &t.old.entries, options };
     let converted = if key == "name" {
         Converted::Keys(Vec::new())
     } else if value.trim().is_empty() && !implied {
@@ -157,9 +159,18 @@ fn apply(t: &mut Translation, key: &str, value: &str, implied: bool, options: &O
     };
     row.class = class;
     row.note = note;
+    // The connector's identity: the name is ours, the class becomes our component and class.
+    match key {
+        "name" => row.ours.push("name".into()),
+        "connector.class" => row.ours.extend(["connector.class".to_string(), "component.path".to_string()]),
+        _ => {}
+    }
     for (ours, v) in keys {
         row.ours.push(ours.clone());
-        if let Some(conflict) = set(t, &ours, v, key) {
+        // A credential stays one under our key, and so does the old secret carried to another
+        // key (Confluent Cloud's API key as the SASL user); constants made beside it do not.
+        let secret = rules::is_secret_key(&ours) || (rules::is_secret_key(key) && v == value.trim());
+        if let Some(conflict) = set(t, &ours, v, secret) {
             row.class = row.class.max(Class::Review);
             row.note = if row.note.is_empty() { conflict } else { format!("{}; {conflict}", row.note) };
         }
@@ -204,13 +215,8 @@ fn table_key(product: Product) -> &'static str {
 }
 
 /// Sets our `key`; answers a note when another old key already set it otherwise (the first wins).
-fn set(t: &mut Translation, key: &str, value: String, from: &str) -> Option<String> {
-    let secret = rules::is_secret_key(from) || rules::is_secret_key(key);
-    let setting = if secret && !rules::is_reference(&value) {
-        Setting::Secret(value)
-    } else {
-        Setting::Text(value)
-    };
+fn set(t: &mut Translation, key: &str, value: String, secret: bool) -> Option<String> {
+    let setting = if secret && !rules::is_reference(&value) { Setting::Secret(value) } else { Setting::Text(value) };
     if LIST_KEYS.contains(&key) {
         if let Setting::Text(v) = &setting {
             let entry = t.config.entry(key.to_string()).or_insert_with(|| Setting::Text(String::new()));
@@ -243,7 +249,12 @@ mod tests {
         let mut map: BTreeMap<String, String> = entries.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
         map.insert("connector.class".into(), product_class.into());
         map.entry("name".into()).or_insert_with(|| "old".into());
-        OldConnector { file: "old.json".into(), name: map["name"].clone(), product: Product::from_class(product_class).unwrap(), entries: map }
+        OldConnector {
+            file: "old.json".into(),
+            name: map["name"].clone(),
+            product: Product::from_class(product_class).unwrap(),
+            entries: map,
+        }
     }
 
     fn text(t: &Translation, key: &str) -> Option<String> {

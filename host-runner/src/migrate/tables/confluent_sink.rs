@@ -8,19 +8,59 @@ use crate::migrate::rules::KeyRule;
 
 /// Keys of both sinks.
 pub const COMMON: &[KeyRule] = &[
-    convert("connector.class", "component.path, snow.sink.update.method=put, snow.sink.sys.id.key.field=sysId", c::confluent_sink, "our sink component, choosing as Confluent's did: POST without a sys_id, DELETE on a tombstone, PUT (the whole row) otherwise, the sys_id from a key struct's sysId (PATCH, our default, writes only the fields given)", "D-snk-ov, D-snk-5515"),
+    convert(
+        "connector.class",
+        "component.path, snow.sink.update.method=put, snow.sink.sys.id.key.field=sysId",
+        c::confluent_sink,
+        "our sink component, choosing as Confluent's did: POST without a sys_id, DELETE on a tombstone, PUT (the whole row) otherwise, the sys_id from a key struct's sysId (PATCH, our default, writes only the fields given)",
+        "D-snk-ov, D-snk-5515",
+    ),
     convert("servicenow.table", "snow.sink.table", c::sink_table, "", "D-snk-cfg, T"),
-    convert_review("reporter.result.topic.name", "reporter.result.topic.name", c::reporter_result, "the same topic; the report's format differs", "D-snk-5515, T"),
-    convert_review("reporter.error.topic.name", "reporter.error.topic.name", c::reporter_error, "the same topic; the report's format differs", "P, T"),
+    convert_review(
+        "reporter.result.topic.name",
+        "reporter.result.topic.name",
+        c::reporter_result,
+        "the same topic; the report's format differs",
+        "D-snk-5515, T",
+    ),
+    convert_review(
+        "reporter.error.topic.name",
+        "reporter.error.topic.name",
+        c::reporter_error,
+        "the same topic; the report's format differs",
+        "P, T",
+    ),
 ];
 
 /// The Platform sink's own keys: the Connect Reporter's.
 pub const PLATFORM: &[KeyRule] = &[
-    convert_review("reporter.bootstrap.servers", "reporter.*.topic.name", c::reporter_bootstrap, "reports go to the connector's own cluster; Confluent's default topic names are kept where not named", "P, RT-234"),
-    manual("reporter.result.topic.replication.factor", "report topics are not created here: create the topic beforehand (kafka-topics.sh --create --replication-factor N) or let the broker create it", "P, RT-234"),
-    manual("reporter.error.topic.replication.factor", "report topics are not created here: create the topic beforehand (kafka-topics.sh --create --replication-factor N) or let the broker create it", "P, RT-234"),
-    manual("reporter.result.topic.partitions", "report topics are not created here: create the topic beforehand (kafka-topics.sh --create --partitions N)", "RT-234"),
-    manual("reporter.error.topic.partitions", "report topics are not created here: create the topic beforehand (kafka-topics.sh --create --partitions N)", "RT-234"),
+    convert_review(
+        "reporter.bootstrap.servers",
+        "reporter.*.topic.name",
+        c::reporter_bootstrap,
+        "reports go to the connector's own cluster; Confluent's default topic names are kept where not named",
+        "P, RT-234",
+    ),
+    manual(
+        "reporter.result.topic.replication.factor",
+        "report topics are not created here: create the topic beforehand (kafka-topics.sh --create --replication-factor N) or let the broker create it",
+        "P, RT-234",
+    ),
+    manual(
+        "reporter.error.topic.replication.factor",
+        "report topics are not created here: create the topic beforehand (kafka-topics.sh --create --replication-factor N) or let the broker create it",
+        "P, RT-234",
+    ),
+    manual(
+        "reporter.result.topic.partitions",
+        "report topics are not created here: create the topic beforehand (kafka-topics.sh --create --partitions N)",
+        "RT-234",
+    ),
+    manual(
+        "reporter.error.topic.partitions",
+        "report topics are not created here: create the topic beforehand (kafka-topics.sh --create --partitions N)",
+        "RT-234",
+    ),
     drop("reporter.result.topic.*", "the report's format is fixed here: JSON text (read it as a string)", "P, RT-234"),
     drop("reporter.error.topic.*", "the report's format is fixed here: JSON text (read it as a string)", "P, RT-234"),
     drop("reporter.producer.*", "reports use the connector's own producer (idempotent, acks=all) and Kafka security", "P"),
@@ -28,9 +68,13 @@ pub const PLATFORM: &[KeyRule] = &[
 ];
 
 /// The Cloud sink's own keys and defaults.
-pub const CLOUD: &[KeyRule] = &[
-    convert("errors.deadletterqueue.topic.name", "errors.deadletterqueue.topic.name", c::cloud_dead_letters, "the same topic (${connector} named Cloud's logical id)", "T"),
-];
+pub const CLOUD: &[KeyRule] = &[convert(
+    "errors.deadletterqueue.topic.name",
+    "errors.deadletterqueue.topic.name",
+    c::cloud_dead_letters,
+    "the same topic (${connector} named Cloud's logical id)",
+    "T",
+)];
 
 /// Confluent Cloud's sink reported and went on by default (research §5.1, §5.3).
 pub const CLOUD_IMPLIED: &[(&str, &str)] = &[

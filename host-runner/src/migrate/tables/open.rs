@@ -10,7 +10,13 @@ use crate::migrate::rules::KeyRule;
 /// The shared core keys (`CoreConfigDefs.java`).
 pub const CORE: &[KeyRule] = &[
     convert("snow.url", "snow.instance.url", c::instance_url, "", "O-core"),
-    convert("snow.auth.type", "snow.auth.type", o::auth_type, "basic; oauth2 with snow.oauth.grant.type → oauth_client_credentials or oauth_password", "O-core"),
+    convert(
+        "snow.auth.type",
+        "snow.auth.type",
+        o::auth_type,
+        "basic; oauth2 with snow.oauth.grant.type → oauth_client_credentials or oauth_password",
+        "O-core",
+    ),
     same("snow.auth.username", "", "O-core"),
     same("snow.auth.password", "a secret: a literal becomes an ${env:…} placeholder", "O-core"),
     drop("snow.oauth.grant.type", "taken with snow.auth.type", "O-core"),
@@ -21,7 +27,12 @@ pub const CORE: &[KeyRule] = &[
     same("snow.http.connect.timeout.ms", "", "O-core"),
     same("snow.http.request.timeout.ms", "time to the first byte (ours defaults to 65 s, theirs to 60 s)", "O-core"),
     manual("snow.http.proxy.*", "no HTTP proxy: the host connects to the instance directly (the outbound allow-list names it)", "O-core"),
-    rename("snow.http.max.concurrent.requests", "snow.instance.max.in.flight", "per instance, shared by the connectors of the process (theirs: of the JVM)", "O-core"),
+    rename(
+        "snow.http.max.concurrent.requests",
+        "snow.instance.max.in.flight",
+        "per instance, shared by the connectors of the process (theirs: of the JVM)",
+        "O-core",
+    ),
     same("snow.http.max.response.bytes", "", "O-core"),
     drop("snow.http.user.agent", "the host sends its own User-Agent", "O-core"),
     decide("snow.http.adaptive.throttling", o::adaptive_throttling, "always on here", "O-core"),
@@ -35,7 +46,13 @@ pub const CORE: &[KeyRule] = &[
 
 /// The source's keys (`SourceConfig.java`, `TableSpec.java`).
 pub const SOURCE: &[KeyRule] = &[
-    convert_review("connector.class", "component.path", c::confluent_source, "our source component; the stored offset ((timestamp, sys_id) there too) carries over with the cutover", "O-src"),
+    convert_review(
+        "connector.class",
+        "component.path",
+        o::source_class,
+        "our source component; the stored offset ((timestamp, sys_id) there too) carries over with the cutover",
+        "O-src",
+    ),
     drop("snow.tables", "table aliases there; the tables are their snow.table.<alias>.name", "O-src"),
     drop("snow.task.tables", "internal: set by their connector for its tasks", "O-src"),
     rename("snow.source.poll.interval.ms", "snow.poll.interval.ms", "", "O-src"),
@@ -47,9 +64,19 @@ pub const SOURCE: &[KeyRule] = &[
     rename("snow.source.startup.probe", "snow.startup.probe", "", "O-src"),
     decide("snow.source.schema.mode", o::schema_mode, "schemaless: as here; typed: a typed value.converter; strings: manual", "O-src"),
     drop("snow.source.typed.fields", "field types come from sys_dictionary here", "O-src"),
-    drop("snow.source.schema.evolution", "a dictionary change evolves the registered schema (BACKWARD) or parks the table naming the fields", "O-src"),
+    drop(
+        "snow.source.schema.evolution",
+        "a dictionary change evolves the registered schema (BACKWARD) or parks the table naming the fields",
+        "O-src",
+    ),
     decide("snow.source.emit.envelope", o::emit_envelope, "false: as here; true: manual", "O-src"),
-    convert("snow.table.{a}.name", "snow.tables", o::table_name, "the alias's table joins snow.tables; its keys become snow.table.<table>.*", "O-tbl"),
+    convert(
+        "snow.table.{a}.name",
+        "snow.tables",
+        o::table_name,
+        "the alias's table joins snow.tables; its keys become snow.table.<table>.*",
+        "O-tbl",
+    ),
     rename("snow.table.{a}.topic", "snow.table.<t>.topic", "", "O-tbl"),
     rename("snow.table.{a}.start.timestamp", "snow.table.<t>.start.timestamp", "", "O-tbl"),
     rename("snow.table.{a}.timestamp.field", "snow.table.<t>.timestamp.field", "", "O-tbl"),
@@ -58,7 +85,13 @@ pub const SOURCE: &[KeyRule] = &[
     rename("snow.table.{a}.fields", "snow.table.<t>.fields", "", "O-tbl"),
     rename("snow.table.{a}.display.value", "snow.table.<t>.display.value", "", "O-tbl"),
     rename("snow.table.{a}.exclude.reference.link", "snow.table.<t>.exclude.reference.link", "", "O-tbl"),
-    convert("snow.table.{a}.query.domain", "snow.table.<t>.query.domain", o::query_domain, "true → session (ours by default), false → all", "O-tbl"),
+    convert(
+        "snow.table.{a}.query.domain",
+        "snow.table.<t>.query.domain",
+        o::query_domain,
+        "true → session (ours by default), false → all",
+        "O-tbl",
+    ),
     rename("snow.table.{a}.query.category", "snow.table.<t>.query.category", "", "O-tbl"),
     convert("snow.table.{a}.batch.size", "snow.table.<t>.batch.size", o::batch_size, "at most 10,000", "O-tbl"),
     rename("snow.table.{a}.poll.interval.ms", "snow.table.<t>.poll.interval.ms", "", "O-tbl"),
@@ -93,8 +126,20 @@ pub const SINK: &[KeyRule] = &[
     convert("snow.sink.not.found.behavior", "snow.sink.not.found", o::not_found, "", "O-snk"),
     same("behavior.on.api.errors", "", "O-snk"),
     drop("snow.sink.reporter.bootstrap.servers", "reports go to the connector's own Kafka cluster", "O-snk"),
-    convert_review("snow.sink.reporter.success.topic", "reporter.result.topic.name", o::reporter_success, "the same topic; the report's format differs", "O-snk"),
-    convert_review("snow.sink.reporter.error.topic", "reporter.error.topic.name", o::reporter_error, "the same topic; the report's format differs", "O-snk"),
+    convert_review(
+        "snow.sink.reporter.success.topic",
+        "reporter.result.topic.name",
+        o::reporter_success,
+        "the same topic; the report's format differs",
+        "O-snk",
+    ),
+    convert_review(
+        "snow.sink.reporter.error.topic",
+        "reporter.error.topic.name",
+        o::reporter_error,
+        "the same topic; the report's format differs",
+        "O-snk",
+    ),
     decide("snow.sink.reporter.include.request.body", o::include_body, "false: as here; true: manual", "O-snk"),
     drop("snow.sink.reporter.producer.*", "reports use the connector's own producer (idempotent, acks=all) and Kafka security", "O-snk"),
 ];
