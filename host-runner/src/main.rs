@@ -29,7 +29,7 @@ const USAGE: &str = "usage:
   snow-connect artefact sign <component.wasm> --key FILE [--bundle OUT]
   snow-connect artefact verify <component.wasm> --trusted-keys PUB[,PUB] [--bundle FILE] [--trusted-root FILE]
   snow-connect migrate confluent <file|dir>... [--out DIR] [--bootstrap HOST:PORT] [--source-component WASM] [--sink-component WASM]
-                 [--trusted-keys PUB] [--schema-registry URL] [--apply http://worker:8083 [--offsets FILE] [--force]]
+                 [--trusted-keys PUB] [--schema-registry URL] [--apply http://worker:8083 [--offsets FILE] [--force] [--accept-manual]]
     (translates Confluent's ServiceNow connectors and the open one; exit 0 clean, 1 REVIEW, 2 MANUAL, 3 not applied, 4 invalid input;
      --apply reads HTTP Basic credentials from SNOW_CONNECT_REST_USER_INFO=user:password)
   snow-connect version

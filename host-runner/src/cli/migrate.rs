@@ -23,8 +23,9 @@ pub fn run(args: &[String]) -> Result<u8> {
 }
 
 fn confluent(args: &[String]) -> Result<u8> {
-    let force = args.iter().any(|a| a == "--force");
-    let args: Vec<String> = args.iter().filter(|a| *a != "--force").cloned().collect();
+    let flag = |name: &str| args.iter().any(|a| a == name);
+    let (force, accept_manual) = (flag("--force"), flag("--accept-manual"));
+    let args: Vec<String> = args.iter().filter(|a| *a != "--force" && *a != "--accept-manual").cloned().collect();
     let args = Args::parse(
         "migrate confluent",
         &args,
@@ -61,9 +62,15 @@ fn confluent(args: &[String]) -> Result<u8> {
     let mut code = migration.exit_code();
     println!("report: {} (exit code {code})", out.join("migration-report.md").display());
     let Some(url) = args.option("apply") else { return Ok(code) };
-    if code >= 2 {
+    let refused = migration.connectors.iter().any(|c| !c.problems.is_empty());
+    if code >= INVALID || refused || (code == 2 && !accept_manual) {
         eprintln!(
-            "not applied: the translation has MANUAL items or invalid input; fix the old configurations (or apply the edited files yourself)"
+            "not applied: {}",
+            if code >= INVALID || refused {
+                "the translation has invalid input or a configuration this runtime refuses (see the report)"
+            } else {
+                "the translation has MANUAL items (see the report); --accept-manual applies it without them"
+            }
         );
         return Ok(code.max(NOT_APPLIED));
     }

@@ -70,10 +70,10 @@ fn every_case_translates_to_its_expected_output_and_report() {
 
 #[test]
 fn translated_connector_files_load_in_the_runtime() {
-    // Cases whose translation is clean or only to review: their connector files must be
-    // accepted by the loader `snow-connect run` uses (references resolved from the environment).
-    for case in ["platform-source", "cloud-source-v2", "platform-sink", "folding"] {
-        let expected = cases_dir().join(case).join("expected");
+    // Whatever a case's verdict, the connector files written hold only what this runtime takes:
+    // the loader `snow-connect run` uses accepts them (references standing in for the environment).
+    for case in std::fs::read_dir(cases_dir()).unwrap().map(|e| e.unwrap().path()) {
+        let expected = case.join("expected");
         for file in std::fs::read_dir(&expected).unwrap().map(|e| e.unwrap().path()) {
             if file.extension().is_some_and(|e| e == "properties") {
                 let entries = crate::config::parse_properties(&std::fs::read_to_string(&file).unwrap()).unwrap();

@@ -73,24 +73,57 @@ pub fn problems(config: &BTreeMap<String, String>) -> Vec<(String, String)> {
     found
 }
 
+/// `("transforms", alias)` for a key of a transform stage (or a predicate's).
+fn stage_of(key: &str) -> Option<(&'static str, &str)> {
+    ["transforms", "predicates"].into_iter().find_map(|list| {
+        key.strip_prefix(list).and_then(|r| r.strip_prefix('.')).and_then(|r| r.split_once('.')).map(|(alias, _)| (list, alias))
+    })
+}
+
 /// Checks `c` and marks its rows: a row whose key of ours is refused becomes MANUAL with the
-/// reason; other problems go to the connector's list.
+/// reason and the key leaves the configuration (so what is written is what this runtime takes);
+/// other problems go to the connector's list.
 pub fn check(c: &mut Connector) {
-    for (key, message) in problems(&c.config) {
-        if is_deployment_key(&key) {
-            if !c.deployment.iter().any(|d| d.starts_with(&format!("{key}:"))) {
-                c.deployment.push(format!("{key}: {message}"));
+    // Taking a refused key out can reveal another problem (a key it was required with): look again.
+    for _ in 0..3 {
+        let mut removed = false;
+        for (key, message) in problems(&c.config) {
+            if is_deployment_key(&key) {
+                if !c.deployment.iter().any(|d| d.starts_with(&format!("{key}:"))) {
+                    c.deployment.push(format!("{key}: {message}"));
+                }
+                continue;
             }
-            continue;
+            // A refused transform (or predicate) goes whole: its alias and every key of it.
+            let (keys, why) = match stage_of(&key) {
+                Some((list, alias)) => {
+                    let prefix = format!("{list}.{alias}.");
+                    let keys: Vec<String> = c.config.keys().filter(|k| k.starts_with(&prefix)).cloned().collect();
+                    if let Some(names) = c.config.get_mut(list) {
+                        *names = names.split(',').map(str::trim).filter(|n| *n != alias).collect::<Vec<_>>().join(",");
+                    }
+                    (keys, format!("this runtime refuses {key}: {message} (the {list} stage {alias} is left out of the files written)"))
+                }
+                None => (vec![key.clone()], format!("this runtime refuses {key}: {message} (left out of the files written)")),
+            };
+            let mut owned = false;
+            for r in c.rows.iter_mut().filter(|r| r.row.ours.iter().any(|o| keys.contains(o))) {
+                owned = true;
+                r.row.class = Class::Manual;
+                r.row.note.clone_from(&why);
+            }
+            let mut taken = false;
+            for k in &keys {
+                taken |= c.config.remove(k).is_some();
+            }
+            if owned && taken {
+                removed = true;
+            } else if !c.problems.iter().any(|p| p.starts_with(&format!("{key}: "))) {
+                c.problems.push(format!("{key}: {message}"));
+            }
         }
-        let mut owned = false;
-        for r in c.rows.iter_mut().filter(|r| r.row.ours.iter().any(|o| *o == key)) {
-            owned = true;
-            r.row.class = Class::Manual;
-            r.row.note = format!("this runtime refuses {key}: {message}");
-        }
-        if !owned {
-            c.problems.push(format!("{key}: {message}"));
+        if !removed {
+            break;
         }
     }
 }
