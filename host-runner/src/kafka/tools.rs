@@ -61,41 +61,85 @@ impl Connection {
 
 /// Reads `topic` from the beginning to its current end and counts records and distinct keys.
 pub fn count(connection: &Connection, topic: &str, timeout: Duration) -> Result<TopicCount> {
+    let (mut records, mut keys) = (0u64, HashSet::new());
+    read(connection, topic, None, timeout, |message| {
+        records += 1;
+        if let Some(key) = message.key {
+            keys.insert(key.to_vec());
+        }
+    })?;
+    Ok(TopicCount { records, distinct_keys: keys.len() as u64 })
+}
+
+/// One record as [`read`] hands it over.
+pub struct Seen<'a> {
+    /// Its partition.
+    pub partition: i32,
+    /// Its offset.
+    pub offset: i64,
+    /// The record's timestamp (ms), if it has one.
+    pub timestamp_ms: Option<i64>,
+    /// Its key.
+    pub key: Option<&'a [u8]>,
+    /// Its value (`None`: a tombstone).
+    pub value: Option<&'a [u8]>,
+}
+
+/// Calls `each` for every record of `topic` from the beginning (or, with `since_ms`, from the
+/// first record timestamped at or after it in each partition) to the end the topic had when the
+/// read began; an error once `timeout` passes before that end is reached.
+pub fn read(connection: &Connection, topic: &str, since_ms: Option<i64>, timeout: Duration, mut each: impl FnMut(Seen<'_>)) -> Result<()> {
     let consumer: BaseConsumer = connection
         .config()
-        .set("group.id", format!("snow-connect-count-{}", std::process::id()))
+        .set("group.id", format!("snow-connect-tool-{}", std::process::id()))
         .set("enable.auto.commit", "false")
         .create()
-        .context("creating the counting consumer")?;
+        .context("creating the reading consumer")?;
     let metadata = consumer.fetch_metadata(Some(topic), timeout).context("fetching topic metadata")?;
     let partitions: Vec<i32> = metadata.topics().iter().flat_map(|t| t.partitions().iter().map(|p| p.id())).collect();
+    if partitions.is_empty() {
+        bail!("topic {topic} does not exist");
+    }
+    let mut starts = TopicPartitionList::new();
+    for p in &partitions {
+        starts.add_partition_offset(topic, *p, since_ms.map_or(Offset::Beginning, Offset::Offset))?;
+    }
+    if since_ms.is_some() {
+        starts = consumer.offsets_for_times(starts, timeout).context("finding the offsets for the start time")?;
+    }
     let mut remaining: Vec<(i32, i64)> = Vec::new();
     let mut assignment = TopicPartitionList::new();
     for p in partitions {
         let (low, high) = consumer.fetch_watermarks(topic, p, timeout).context("fetching watermarks")?;
-        if high > low {
+        let start = match starts.find_partition(topic, p).map(|e| e.offset()) {
+            Some(Offset::Offset(o)) => o.max(low),
+            Some(Offset::End) => high,
+            _ => low,
+        };
+        if high > start {
             remaining.push((p, high));
-            assignment.add_partition_offset(topic, p, Offset::Beginning)?;
+            assignment.add_partition_offset(topic, p, Offset::Offset(start))?;
         }
     }
     consumer.assign(&assignment)?;
     drop(assignment);
-    let (mut records, mut keys) = (0u64, HashSet::new());
     let deadline = Instant::now() + timeout;
+    let mut read = 0u64;
     while !remaining.is_empty() {
         if Instant::now() > deadline {
-            bail!("timed out reading {topic} after {records} records");
+            bail!("timed out reading {topic} after {read} records");
         }
         let Some(message) = consumer.poll(Duration::from_millis(200)) else { continue };
         let message = message.context("reading the topic")?;
-        records += 1;
-        if let Some(key) = message.key() {
-            keys.insert(key.to_vec());
-        }
+        read += 1;
         let (p, o) = (message.partition(), message.offset());
+        if !remaining.iter().any(|(rp, high)| *rp == p && o < *high) {
+            continue;
+        }
+        each(Seen { partition: p, offset: o, timestamp_ms: message.timestamp().to_millis(), key: message.key(), value: message.payload() });
         remaining.retain(|(rp, high)| !(*rp == p && o + 1 >= *high));
     }
-    Ok(TopicCount { records, distinct_keys: keys.len() as u64 })
+    Ok(())
 }
 
 /// Produces each non-empty line of `lines` as a record value (key = the line's `key_field`

@@ -12,6 +12,7 @@
 pub mod apply;
 pub mod check;
 pub mod conversions;
+pub mod docs;
 pub mod fold;
 pub mod input;
 pub mod open_conversions;
@@ -58,16 +59,20 @@ impl Product {
 
     /// The product a `connector.class` names.
     pub fn from_class(class: &str) -> Option<Self> {
-        Some(match class.trim() {
-            "io.confluent.connect.servicenow.ServiceNowSourceConnector" => Product::PlatformSource,
-            "ServiceNowSource" => Product::CloudSourceLegacy,
-            "ServiceNowSourceV2" => Product::CloudSourceV2,
-            "io.confluent.connect.servicenow.ServiceNowSinkConnector" => Product::PlatformSink,
-            "ServiceNowSink" => Product::CloudSink,
-            "sh.oso.servicenow.source.ServiceNowSourceConnector" => Product::OpenSource,
-            "sh.oso.servicenow.sink.ServiceNowSinkConnector" => Product::OpenSink,
-            _ => return None,
-        })
+        Self::ALL.into_iter().find(|p| p.class() == class.trim())
+    }
+
+    /// The `connector.class` that names it.
+    pub fn class(self) -> &'static str {
+        match self {
+            Product::PlatformSource => "io.confluent.connect.servicenow.ServiceNowSourceConnector",
+            Product::CloudSourceLegacy => "ServiceNowSource",
+            Product::CloudSourceV2 => "ServiceNowSourceV2",
+            Product::PlatformSink => "io.confluent.connect.servicenow.ServiceNowSinkConnector",
+            Product::CloudSink => "ServiceNowSink",
+            Product::OpenSource => "sh.oso.servicenow.source.ServiceNowSourceConnector",
+            Product::OpenSink => "sh.oso.servicenow.sink.ServiceNowSinkConnector",
+        }
     }
 
     /// The name the report and `snow.migrated.from` use.

@@ -12,6 +12,6 @@ pub mod position;
 pub mod sweep;
 pub mod window;
 
-pub use position::{Cursor, Partition};
+pub use position::{Cursor, Partition, SeenVersion};
 pub use sweep::{Answer, Hidden, Sweep, SweepRequest, SweepStep};
 pub use window::{Window, WindowSizes};

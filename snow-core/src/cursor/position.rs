@@ -19,6 +19,22 @@ struct PositionJson {
     v: u32,
     ts: String,
     id: String,
+    /// Versions another connector already wrote to the table's topic (a cutover's seed).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    seen: Vec<(String, String, String)>,
+}
+
+/// A version `(timestamp, sys_id, sys_mod_count)` a stored position says was already written to
+/// the topic: written by `snow-connect migrate cutover` from the old connector's records, so the
+/// first re-read suppresses them as the dedup window suppresses this connector's own.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SeenVersion {
+    /// The row's cursor timestamp.
+    pub ts: Timestamp,
+    /// Its id field.
+    pub id: String,
+    /// Its `sys_mod_count` (empty when the records carried none).
+    pub mod_count: String,
 }
 
 impl Cursor {
@@ -29,8 +45,26 @@ impl Cursor {
 
     /// The stored form, `{"v":1,"ts":"YYYY-MM-DD HH:MM:SS","id":"..."}`.
     pub fn to_position(&self) -> String {
-        let json = PositionJson { v: 1, ts: self.ts.to_string(), id: self.id.clone() };
+        self.to_position_with(&[])
+    }
+
+    /// [`Self::to_position`] carrying versions already written by another connector.
+    pub fn to_position_with(&self, seen: &[SeenVersion]) -> String {
+        let seen = seen.iter().map(|v| (v.ts.to_string(), v.id.clone(), v.mod_count.clone())).collect();
+        let json = PositionJson { v: 1, ts: self.ts.to_string(), id: self.id.clone(), seen };
         serde_json::to_string(&json).unwrap_or_default()
+    }
+
+    /// The versions a stored position carries (none for the positions a connector writes).
+    pub fn seen_in_position(text: &str) -> Result<Vec<SeenVersion>, String> {
+        let json: PositionJson = serde_json::from_str(text).map_err(|e| format!("stored position {text:?} is not readable: {e}"))?;
+        json.seen
+            .into_iter()
+            .map(|(ts, id, mod_count)| {
+                let ts = Timestamp::parse(&ts).map_err(|e| format!("stored position, seen version of {id}: {e}"))?;
+                Ok(SeenVersion { ts, id, mod_count })
+            })
+            .collect()
     }
 
     /// Reads a stored position; the error says what is wrong with it.

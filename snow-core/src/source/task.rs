@@ -96,15 +96,24 @@ impl<T: Transport, C: Clock> SourceTask<T, C> {
         };
         let partition = Partition::of(&config.instance.authority, &table);
         let partition_key = partition.key();
-        let high = match offsets.iter().rev().find(|o| o.partition == partition_key) {
-            Some(stored) => {
-                Cursor::from_position(&stored.position).map_err(|m| SnowError::config(format!("snow.table.{}", table.name), m))?
-            }
+        let stored = offsets.iter().rev().find(|o| o.partition == partition_key);
+        let unreadable = |m: String| SnowError::config(format!("snow.table.{}", table.name), m);
+        let (high, seen) = match stored {
+            Some(stored) => (
+                Cursor::from_position(&stored.position).map_err(unreadable)?,
+                Cursor::seen_in_position(&stored.position).map_err(unreadable)?,
+            ),
             None => {
                 refuse_foreign_offset(&partition, offsets)?;
-                Cursor::before(table.start)
+                (Cursor::before(table.start), Vec::new())
             }
         };
+        // A cutover's seed: the versions the old connector already wrote are suppressed by the
+        // first re-read as this connector's own would be.
+        let mut dedup = DedupWindow::new(config.dedup_window_size as usize);
+        for v in &seen {
+            dedup.insert(v.ts, &v.id, &v.mod_count);
+        }
         let overlap = i64::from(config.overlap_seconds);
         let records = RecordBuilder::new(&table, &config.instance.authority, config.value_format);
         let schema = (config.value_schema == ValueSchema::Dictionary).then(|| SchemaState {
@@ -126,7 +135,7 @@ impl<T: Transport, C: Clock> SourceTask<T, C> {
             start: table.start,
             high,
             overlap,
-            dedup: DedupWindow::new(config.dedup_window_size as usize),
+            dedup,
             bad_rows: config.bad_row_behavior,
             probe_pending: config.startup_probe,
             counters: TaskCounters::default(),

@@ -53,6 +53,11 @@ pub fn rows(product: Product) -> Vec<&'static KeyRule> {
     for_product(product).iter().flat_map(|t| t.iter()).filter(|r| seen.insert(r.key)).collect()
 }
 
+/// Kafka Connect's own keys, shared by every product.
+pub fn framework_rows() -> &'static [KeyRule] {
+    framework::RULES
+}
+
 /// Keys a product leaves out whose default differs from ours in a way a user would notice:
 /// the translation applies the row to this value as if it had been written.
 pub fn implied(product: Product) -> &'static [(&'static str, &'static str)] {

@@ -242,6 +242,26 @@ fn a_restart_re_reads_the_overlap_before_the_stored_offset() {
     assert_eq!(s.queries[0], format!("sys_updated_on={}^ORDERBYsys_id", Timestamp(T0 + 30)));
 }
 
+#[test]
+fn a_cutovers_seed_suppresses_the_versions_the_old_connector_wrote_and_only_those() {
+    let stored = Cursor { ts: Timestamp(T0 + 50), id: String::new() };
+    let seen = |id: &str, ts: i64, mods: &str| crate::cursor::SeenVersion { ts: Timestamp(T0 + ts), id: id.into(), mod_count: mods.into() };
+    let mut s = script(vec![]);
+    let key = SourceTask::open(&entries(&[]), &[], &mut s, ManualClock::default()).unwrap().partition_key().to_string();
+    let position = stored.to_position_with(&[seen("a", 40, "1"), seen("b", 45, "2")]);
+    assert_eq!(Cursor::from_position(&position).unwrap(), stored, "older readers take the cursor and ignore the seed");
+    let offsets = vec![SourceOffset { partition: key, position }];
+    let rows = [row("a", 40, 1), row("b", 45, 3), row("c", 47, 0)];
+    let mut s = script(vec![page(&[]), page(&rows), page(&[]), page(&[])]);
+    let mut task = SourceTask::open(&entries(&[("snow.overlap.seconds", "20"), ("snow.batch.size", "10")]), &offsets, &mut s, ManualClock::default()).unwrap();
+    let mut keys = Vec::new();
+    for _ in 0..3 {
+        let batch = task.poll().unwrap();
+        keys.extend((0..batch.records.len()).map(|i| batch.key_text(i).unwrap().to_string()));
+    }
+    assert_eq!(keys, ["b", "c"], "a's version was written by the old connector; b changed since");
+}
+
 fn probe_task((status, body): (u16, String)) -> Result<PollBatch, SnowError> {
     let mut s = script(vec![(status, body, None)]);
     let mut task = SourceTask::open(&entries(&[("snow.startup.probe", "true")]), &[], &mut s, ManualClock::default()).unwrap();
