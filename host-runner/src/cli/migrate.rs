@@ -18,7 +18,8 @@ const NOT_APPLIED: u8 = 3;
 pub fn run(args: &[String]) -> Result<u8> {
     match args.first().map(String::as_str) {
         Some("confluent") => confluent(&args[1..]),
-        _ => bail!("migrate needs confluent\n{USAGE}"),
+        Some("cutover") => cutover(&args[1..]),
+        _ => bail!("migrate needs confluent or cutover\n{USAGE}"),
     }
 }
 
@@ -93,4 +94,116 @@ fn confluent(args: &[String]) -> Result<u8> {
 
 fn counts_of(c: &migrate::output::Connector) -> BTreeMap<migrate::rules::Class, usize> {
     migrate::report::counts(std::slice::from_ref(c))
+}
+
+/// `migrate cutover <connector file> …`: our starting position from the old connector's.
+fn cutover(args: &[String]) -> Result<u8> {
+    use host_runner::migrate::cutover::{self, OldPosition, Request};
+    use host_runner::offsets::OffsetStore;
+    let flag = |name: &str| args.iter().any(|a| a == name);
+    let (force, as_json) = (flag("--force"), flag("--json"));
+    let args: Vec<String> = args.iter().filter(|a| *a != "--force" && *a != "--json").cloned().collect();
+    let args = Args::parse(
+        "migrate cutover",
+        &args,
+        &[
+            "old-connector",
+            "old-offsets-topic",
+            "since",
+            "table",
+            "old-topic",
+            "bootstrap",
+            "command-config",
+            "seed-max",
+            "clock-margin-seconds",
+            "timeout-seconds",
+            "out",
+        ],
+    )?;
+    let [file] = args.positional.as_slice() else { bail!("migrate cutover needs our connector's file (one)\n{USAGE}") };
+    let mut specs = host_runner::config::load_files(&[PathBuf::from(file)])?;
+    let [spec] = specs.as_mut_slice() else { bail!("{file}: give a file with one connector") };
+    let old = match (args.option("since"), args.option("old-connector"), args.option("old-offsets-topic")) {
+        (Some(since), None, None) => OldPosition::Given(
+            snow_core::time::Timestamp::parse(since.trim()).map_err(|e| anyhow::anyhow!("--since: {e} (UTC, YYYY-MM-DD HH:MM:SS)"))?,
+        ),
+        (None, Some(connector), Some(topic)) => OldPosition::OffsetsTopic { topic: topic.into(), connector: connector.into() },
+        _ => bail!("give the old position: --old-connector NAME --old-offsets-topic TOPIC, or --since 'YYYY-MM-DD HH:MM:SS'\n{USAGE}"),
+    };
+    let number = |name: &str, default: u64| -> Result<u64> {
+        args.option(name)
+            .map(|v| v.trim().parse::<u64>().with_context(|| format!("--{name} must be a whole number")))
+            .transpose()
+            .map(|v| v.unwrap_or(default))
+    };
+    let request = Request {
+        old,
+        table: args.option("table").map(String::from),
+        old_topic: args.option("old-topic").map(String::from),
+        seed_max: usize::try_from(number("seed-max", 5_000)?)?,
+        clock_margin_seconds: i64::try_from(number("clock-margin-seconds", 300)?)?,
+        timeout: std::time::Duration::from_secs(number("timeout-seconds", 120)?),
+    };
+    // The old connector's cluster: given, or the one our connector writes to (usually the same).
+    let connection = if args.option("bootstrap").is_some() || args.option("command-config").is_some() {
+        super::kafka_connection(&args)?
+    } else {
+        host_runner::kafka::tools::Connection::open(Some(&spec.kafka.bootstrap_servers), &spec.kafka.security)?
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let plans = rt.block_on(cutover::plan(&connection, spec, &request))?;
+    match args.option("out") {
+        Some(out) => cutover::write_offsets_file(&PathBuf::from(out), &spec.name, &plans)?,
+        None => {
+            let store: Box<dyn OffsetStore> = match &spec.offsets_topic {
+                Some(topic) => {
+                    let clients =
+                        host_runner::state::Clients { bootstrap: connection.bootstrap.clone(), common: connection.security.clone() };
+                    let topic = rt.block_on(host_runner::state::StateTopic::open(&clients, topic.clone(), true))?;
+                    Box::new(host_runner::offsets::KafkaOffsetStore::new(std::sync::Arc::new(topic)))
+                }
+                None => Box::new(host_runner::offsets::FileOffsetStore::open(&spec.offsets_file)?),
+            };
+            let stored = store.load(&spec.name);
+            for p in &plans {
+                if stored.iter().any(|(partition, _)| *partition == p.partition) && !force {
+                    bail!(
+                        "connector {} already has a position for table {} (it has run): its own position is newer than the old \
+                         connector's; --force replaces it",
+                        spec.name,
+                        p.table
+                    );
+                }
+            }
+            let _guard = rt.enter();
+            for p in &plans {
+                store.commit(&spec.name, &p.partition, &p.position())?;
+            }
+        }
+    }
+    for p in &plans {
+        eprintln!(
+            "{}: the old connector stopped at {} ({}); ours starts at ({}, \"\") and re-reads from {}; {} version(s) of the old \
+             topic {} from then on, {} seeded: at most {} duplicate(s){}",
+            p.table,
+            p.old_timestamp,
+            p.old_from,
+            p.old_timestamp,
+            p.reread_from,
+            p.tail_versions,
+            p.old_topic,
+            p.seeded,
+            p.duplicate_bound,
+            if p.unreadable_records > 0 {
+                format!(" ({} record(s) of the tail were not rows)", p.unreadable_records)
+            } else {
+                String::new()
+            }
+        );
+    }
+    eprintln!("the old connector must stay stopped: what it writes after this read is not in the seed");
+    if as_json {
+        println!("{}", serde_json::json!({ "connector": spec.name, "tables": plans }));
+    }
+    Ok(0)
 }

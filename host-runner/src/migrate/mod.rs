@@ -12,6 +12,7 @@
 pub mod apply;
 pub mod check;
 pub mod conversions;
+pub mod cutover;
 pub mod docs;
 pub mod fold;
 pub mod input;

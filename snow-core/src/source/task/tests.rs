@@ -253,7 +253,9 @@ fn a_cutovers_seed_suppresses_the_versions_the_old_connector_wrote_and_only_thos
     let offsets = vec![SourceOffset { partition: key, position }];
     let rows = [row("a", 40, 1), row("b", 45, 3), row("c", 47, 0)];
     let mut s = script(vec![page(&[]), page(&rows), page(&[]), page(&[])]);
-    let mut task = SourceTask::open(&entries(&[("snow.overlap.seconds", "20"), ("snow.batch.size", "10")]), &offsets, &mut s, ManualClock::default()).unwrap();
+    let mut task =
+        SourceTask::open(&entries(&[("snow.overlap.seconds", "20"), ("snow.batch.size", "10")]), &offsets, &mut s, ManualClock::default())
+            .unwrap();
     let mut keys = Vec::new();
     for _ in 0..3 {
         let batch = task.poll().unwrap();
