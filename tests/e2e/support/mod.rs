@@ -6,6 +6,7 @@ pub mod cosign;
 pub mod fleet;
 pub mod idp;
 pub mod kafka;
+pub mod old_poller;
 pub mod tls_proxy;
 pub mod tools;
 

@@ -182,6 +182,23 @@ impl Shared {
         ids
     }
 
+    /// Inserts incident-shaped row number `n` into `table`, stamped at `ts` (a row committed late
+    /// when `ts` is in the past); returns its sys_id.
+    pub fn insert_at(&self, table: &str, n: u64, ts: i64) -> String {
+        let mut store = self.store();
+        store.create_table(table);
+        let row = store.insert(table, crate::seed::incident(n, ts, &self.base_url), ts, "admin");
+        row.get("sys_id").and_then(Value::as_str).unwrap_or("").to_string()
+    }
+
+    /// The version row `sys_id` of `table` holds now: `(sys_updated_on, sys_id, sys_mod_count)`.
+    pub fn version_of(&self, table: &str, sys_id: &str) -> Option<(String, String, String)> {
+        let store = self.store();
+        let row = store.table(table)?.get(sys_id)?;
+        let text = |k: &str| row.get(k).and_then(Value::as_str).unwrap_or_default().to_string();
+        Some((text("sys_updated_on"), sys_id.to_string(), text("sys_mod_count")))
+    }
+
     /// Applies `changes` to each row of `ids` at the clock's current time; returns how many existed.
     pub fn update_rows(&self, table: &str, ids: &[String], changes: &Row) -> usize {
         let now = self.clock.now();
@@ -263,6 +280,11 @@ impl FakeSnow {
     /// The shared state (store, clock, faults, journal).
     pub fn shared(&self) -> &Shared {
         &self.shared
+    }
+
+    /// The shared state, for a thread that outlives this borrow (a writer changing rows).
+    pub fn shared_handle(&self) -> Arc<Shared> {
+        self.shared.clone()
     }
 
     /// The clock.
