@@ -24,6 +24,11 @@ use support::{Runner, now_secs, snow_connect, tail, unique, wait_until, work_dir
 
 const USER: &str = "kafka.reader";
 const PASSWORD: &str = "Migr4te-Old-Pw";
+/// Rounds of the writer while the old connector streams: short enough that everything it skips
+/// lies within our overlap (30 s) of its last committed position.
+const STREAM_ROUNDS: usize = 8;
+/// How far in the past a late row is stamped (a long transaction's commit).
+const LATE_BY: i64 = 6;
 /// A row version: (sys_updated_on text, sys_id, sys_mod_count).
 type Version = (String, String, String);
 
@@ -153,8 +158,9 @@ fn a_cutover_from_confluents_source_loses_nothing_and_counts_its_duplicates() {
     // eight seconds ago, as a long transaction commits it).
     let writing = Arc::new(AtomicBool::new(true));
     let late_rows = Arc::new(Mutex::new(Vec::<String>::new()));
+    let rounds = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let writer = {
-        let (writing, truth, late_rows) = (writing.clone(), truth.clone(), late_rows.clone());
+        let (writing, truth, late_rows, rounds) = (writing.clone(), truth.clone(), late_rows.clone(), rounds.clone());
         let shared = fake.shared_handle();
         let ids: Vec<String> = seeded.iter().rev().step_by(3).cloned().collect();
         std::thread::spawn(move || {
@@ -168,14 +174,20 @@ fn a_cutover_from_confluents_source_loses_nothing_and_counts_its_duplicates() {
                     truth.lock().unwrap().insert(shared.version_of("incident", &id).unwrap());
                 }
                 n += 1;
-                let late = shared.insert_at("incident", n, shared.clock.now() - 8);
+                let late = shared.insert_at("incident", n, shared.clock.now() - LATE_BY);
                 truth.lock().unwrap().insert(shared.version_of("incident", &late).unwrap());
                 late_rows.lock().unwrap().push(late);
+                rounds.fetch_add(1, Ordering::SeqCst);
+                // The writer's pace: a round a second, as a busy instance changes rows.
                 std::thread::sleep(Duration::from_millis(1000));
             }
         })
     };
-    std::thread::sleep(Duration::from_secs(12));
+    // The old connector streams for STREAM_ROUNDS rounds of the writer (all within our overlap of
+    // its last position) and has paged past changed rows at least once.
+    wait_until("the writer's rounds while the old connector streams", Duration::from_secs(120), || {
+        (rounds.load(Ordering::SeqCst) >= STREAM_ROUNDS && !paging_changes.lock().unwrap().is_empty()).then_some(())
+    });
     let old_stats = old.stop();
     let old_stopped = now_secs();
     assert!(old_stats.committed.is_some(), "the old connector committed an offset: {old_stats:?}");
@@ -228,7 +240,11 @@ fn a_cutover_from_confluents_source_loses_nothing_and_counts_its_duplicates() {
 
     let ours_started = now_secs();
     let runner = Runner::spawn(&dir, "ours", &[&translated], support::DEFAULT_LOG, &[(&env_password, PASSWORD)]);
-    std::thread::sleep(Duration::from_secs(6)); // the writer goes on across the cutover
+    // The writer goes on across the cutover, while ours starts.
+    let at_start = rounds.load(Ordering::SeqCst);
+    wait_until("the writer's rounds while ours starts", Duration::from_secs(120), || {
+        (rounds.load(Ordering::SeqCst) >= at_start + 4).then_some(())
+    });
     writing.store(false, Ordering::SeqCst);
     writer.join().unwrap();
     let truth: BTreeSet<Version> = truth.lock().unwrap().clone();
