@@ -339,3 +339,100 @@ fn sha256_hex(bytes: &[u8]) -> String {
     use sha2::Digest;
     sha2::Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
 }
+
+/// `migrate confluent --apply` against a running worker: a connector with a starting position
+/// (from `migrate cutover --out`) is created stopped, its offsets written (KIP-875), then resumed;
+/// one the migration did not make is refused unless forced; applying again updates its own.
+#[test]
+fn apply_creates_at_a_position_refuses_strangers_and_updates_its_own() {
+    use support::fleet::{curl, start_worker, wait_status, worker_properties};
+    let dir = work_dir("apply");
+    let now = now_secs();
+    let fake =
+        FakeSnow::start(FakeOptions { users: vec![(USER.into(), PASSWORD.into())], frozen_at: Some(now), ..Default::default() }).unwrap();
+    // 40 rows an hour ago, 10 in the last minute: the position (now - 30 s) skips the old ones.
+    let old_rows = fake.shared().seed("incident", 40, now - 3600, 600);
+    let new_rows = fake.shared().seed("incident", 10, now - 20, 10);
+    fake.shared().seed("problem", 5, now - 3600, 60);
+    fake.clock().advance(10);
+    let (name, stranger, topic) = (unique("snow-incidents"), unique("snow-problems"), unique("apply-topic"));
+    let old = |connector: &str, table: &str, topic: &str| {
+        json!({"name": connector, "config": {
+            "connector.class": "io.confluent.connect.servicenow.ServiceNowSourceConnector",
+            "kafka.topic": topic, "servicenow.url": fake.url(), "servicenow.table": table,
+            "servicenow.user": USER, "servicenow.password": PASSWORD, "poll.interval.s": "1",
+            "servicenow.since": format_ts(now - 7200)[..10].to_string(),
+        }})
+    };
+    let inputs = dir.join("old");
+    std::fs::create_dir_all(&inputs).unwrap();
+    std::fs::write(inputs.join("a.json"), old(&name, "incident", &topic).to_string()).unwrap();
+    std::fs::write(inputs.join("b.json"), old(&stranger, "problem", &unique("apply-problems")).to_string()).unwrap();
+    let component = support::signed(guest_artifacts::GUEST_SOURCE);
+    let translate = |extra: &[&str]| {
+        let mut args = vec!["migrate", "confluent", "old", "--out", "migrated", "--source-component", component, "--bootstrap"];
+        let bootstrap = kafka_harness::shared().bootstrap();
+        args.push(bootstrap);
+        args.extend_from_slice(extra);
+        snow_connect(&dir, &args)
+    };
+    // The two old connectors differ in nothing but their table: they fold into one of ours.
+    let (_, out, err) = translate(&[]);
+    assert!(out.contains("exit code 1") && out.lines().filter(|l| l.contains(".properties:")).count() == 1, "{out}\n{err}");
+
+    // The starting position by hand: 30 s ago (--since), written as KIP-875 bodies.
+    let folded = std::fs::read_dir(dir.join("migrated"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "properties"))
+        .unwrap();
+    let ours = folded.file_stem().unwrap().to_string_lossy().into_owned();
+    let password_env = format!("SNOW_{}_AUTH_PASSWORD", ours.to_uppercase().replace(['-', '.'], "_"));
+    let since = format_ts(now - 30);
+    let cutover = std::process::Command::new(env!("CARGO_BIN_EXE_snow-connect"))
+        .args(["migrate", "cutover", folded.to_str().unwrap(), "--since", &since, "--table", "incident", "--out", "positions.json"])
+        .env(&password_env, PASSWORD)
+        .env("SNOW_LOG", "warn")
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    assert!(cutover.status.success(), "{}", String::from_utf8_lossy(&cutover.stderr));
+
+    let spec = worker_properties(&dir, "w1", &unique("apply-fleet"), &[]);
+    let worker = start_worker(&dir, "w1", &spec, &[(&password_env, PASSWORD)]);
+    let url = format!("http://127.0.0.1:{}", spec.port);
+    // A connector of that name made by hand (no snow.migrated.from) is left alone.
+    let by_hand = json!({"name": ours, "config": {
+        "component.path": component, "snow.instance.url": fake.url(), "snow.tables": "incident",
+        "snow.auth.username": USER, "snow.auth.password": format!("${{env:{password_env}}}"),
+        "snow.table.incident.topic": unique("by-hand"), "snow.startup.probe": "false"}});
+    assert_eq!(curl(spec.port, "POST", "/connectors", Some(&by_hand)).status, 201);
+    let (ok, out, err) = translate(&["--apply", &url, "--offsets", "positions.json"]);
+    assert!(!ok && out.contains("\"outcome\":\"refused\""), "refused: {out}\n{err}");
+    assert!(out.contains("exit code 1") && !out.contains("\"outcome\":\"created"), "{out}");
+    assert_eq!(curl(spec.port, "DELETE", &format!("/connectors/{ours}"), None).status, 204);
+    wait_until("the hand-made connector gone", Duration::from_secs(60), || {
+        (curl(spec.port, "GET", &format!("/connectors/{ours}"), None).status == 404).then_some(())
+    });
+
+    // Now created stopped, at the position, and resumed.
+    let (ok, out, err) = translate(&["--apply", &url, "--offsets", "positions.json"]);
+    assert!(out.contains("\"outcome\":\"created_at_position\""), "{out}\n{err}");
+    let _ = ok;
+    wait_status(spec.port, &ours, Duration::from_secs(120), "running", |s| s["connector"]["state"] == "RUNNING");
+    let offsets = curl(spec.port, "GET", &format!("/connectors/{ours}/offsets"), None);
+    assert!(offsets.text.contains("incident"), "{}", offsets.text);
+    let records = read_until(kafka_harness::shared().bootstrap(), &topic, Duration::from_secs(120), |r| {
+        let keys: BTreeSet<String> = r.iter().map(|r| r.key.trim_matches('"').to_string()).collect();
+        new_rows.iter().all(|id| keys.contains(id))
+    });
+    let keys: BTreeSet<String> = records.iter().map(|r| r.key.trim_matches('"').to_string()).collect();
+    assert!(old_rows.iter().all(|id| !keys.contains(id)), "rows before the position (less the overlap) are not read");
+
+    // Applying again updates our own connector in place.
+    let (_, out, err) = translate(&["--apply", &url]);
+    assert!(out.contains("\"outcome\":\"updated\""), "{out}\n{err}");
+    let config = curl(spec.port, "GET", &format!("/connectors/{ours}/config"), None);
+    assert!(config.body["snow.migrated.from"].as_str().unwrap().contains(&name), "{}", config.text);
+    drop(worker);
+}

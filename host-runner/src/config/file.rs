@@ -24,18 +24,8 @@ pub fn load_files_with_entries(paths: &[impl AsRef<Path>]) -> Result<(Vec<Connec
     let mut written = Vec::new();
     for path in paths {
         let path = path.as_ref();
-        let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-        let maps = if path.extension().is_some_and(|e| e == "json") {
-            parse_json(&text)
-        } else {
-            super::properties::parse(&text).map(|map| vec![map]).map_err(anyhow::Error::msg)
-        }
-        .with_context(|| format!("reading {}", path.display()))?;
-        for mut map in maps {
-            written.push(map.clone());
-            if let Err(errors) = super::resolve_providers(&mut map) {
-                bail!("in {}: {}", path.display(), errors.join("; "));
-            }
+        for (as_written, map) in read_entries(path)? {
+            written.push(as_written);
             specs.push(ConnectorSpec::from_entries(map).with_context(|| format!("in {}", path.display()))?);
         }
     }
@@ -45,6 +35,27 @@ pub fn load_files_with_entries(paths: &[impl AsRef<Path>]) -> Result<(Vec<Connec
         bail!("connector name {:?} is used twice", w[0]);
     }
     Ok((specs, written))
+}
+
+/// Each connector of the file at `path`: its entries as written, and with provider references
+/// resolved (an error names the file and the key).
+pub fn read_entries(path: &Path) -> Result<Vec<(Entries, Entries)>> {
+    let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let maps = if path.extension().is_some_and(|e| e == "json") {
+        parse_json(&text)
+    } else {
+        super::properties::parse(&text).map(|map| vec![map]).map_err(anyhow::Error::msg)
+    }
+    .with_context(|| format!("reading {}", path.display()))?;
+    maps.into_iter()
+        .map(|written| {
+            let mut map = written.clone();
+            if let Err(errors) = super::resolve_providers(&mut map) {
+                bail!("in {}: {}", path.display(), errors.join("; "));
+            }
+            Ok((written, map))
+        })
+        .collect()
 }
 
 /// A JSON object of key/value strings (numbers and booleans taken as their text), as a

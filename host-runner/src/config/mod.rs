@@ -20,7 +20,7 @@ pub mod topic_creation;
 pub mod transform_components;
 
 pub use artefact::KEYS as TRUST_KEYS;
-pub use file::{load_files, load_files_with_entries, string_entries};
+pub use file::{load_files, load_files_with_entries, read_entries, string_entries};
 pub use properties::parse as parse_properties;
 pub use sink::{OnFailure, OnRefused, SinkSpec};
 pub use snow_core::auth::Secret;

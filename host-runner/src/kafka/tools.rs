@@ -85,6 +85,14 @@ pub struct Seen<'a> {
     pub value: Option<&'a [u8]>,
 }
 
+/// True when `topic` exists on the cluster.
+pub fn topic_exists(connection: &Connection, topic: &str, timeout: Duration) -> Result<bool> {
+    let consumer: BaseConsumer =
+        connection.config().set("allow.auto.create.topics", "false").create().context("creating a metadata client")?;
+    let metadata = consumer.fetch_metadata(Some(topic), timeout).context("fetching topic metadata")?;
+    Ok(metadata.topics().iter().any(|t| t.name() == topic && t.error().is_none() && !t.partitions().is_empty()))
+}
+
 /// Calls `each` for every record of `topic` from the beginning (or, with `since_ms`, from the
 /// first record timestamped at or after it in each partition) to the end the topic had when the
 /// read began; an error once `timeout` passes before that end is reached.

@@ -81,6 +81,8 @@ pub struct TablePlan {
     pub partition: String,
     /// The topic the old connector's records were read from.
     pub old_topic: String,
+    /// Whether that topic exists (if not, nothing was seeded and nothing can be duplicated).
+    pub old_topic_found: bool,
     /// Versions the old topic holds from `reread_from` on.
     pub tail_versions: u64,
     /// Of those, carried in the position.
@@ -278,10 +280,14 @@ pub async fn plan(connection: &Connection, spec: &ConnectorSpec, request: &Reque
         let since_ms = reread_from.plus_seconds(-request.clock_margin_seconds).as_millis();
         let converters = crate::convert::sink::SinkConverters::new(spec.convert.clone(), None);
         let mut records = Vec::new();
-        tools::read(connection, &old_topic, Some(since_ms), request.timeout, |r| {
-            records.push((r.partition, r.offset, r.timestamp_ms, r.key.map(<[u8]>::to_vec), r.value.map(<[u8]>::to_vec)));
-        })
-        .with_context(|| format!("reading the old connector's topic {old_topic}"))?;
+        // A topic that does not exist holds nothing the old connector wrote: nothing to seed.
+        let old_topic_found = tools::topic_exists(connection, &old_topic, request.timeout)?;
+        if old_topic_found {
+            tools::read(connection, &old_topic, Some(since_ms), request.timeout, |r| {
+                records.push((r.partition, r.offset, r.timestamp_ms, r.key.map(<[u8]>::to_vec), r.value.map(<[u8]>::to_vec)));
+            })
+            .with_context(|| format!("reading the old connector's topic {old_topic}"))?;
+        }
         let mut versions = std::collections::BTreeSet::new();
         let mut unreadable = 0u64;
         for (partition, offset, timestamp_ms, key, value) in records {
@@ -333,6 +339,7 @@ pub async fn plan(connection: &Connection, spec: &ConnectorSpec, request: &Reque
             reread_from: reread_from.to_string(),
             partition: Partition::of(&authority, table).key(),
             old_topic,
+            old_topic_found,
             tail_versions,
             seeded,
             duplicate_bound: tail_versions - seeded,
