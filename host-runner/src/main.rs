@@ -36,6 +36,8 @@ const USAGE: &str = "usage:
                  [--table T] [--old-topic TOPIC] [KAFKA] [--seed-max N] [--clock-margin-seconds N] [--out OFFSETS.json] [--force] [--json]
     (writes our starting position into the connector's offset store, or with --out the KIP-875 body --apply --offsets reads;
      prints the duplicate bound; KAFKA defaults to the connector's own cluster)
+  snow-connect migrate verify <our connector file> --from 'YYYY-MM-DD HH:MM:SS' [--until TS] [KAFKA] [--json]
+    (the instance's current rows in the window against the topic: missing versions (exit 1) and duplicates by who wrote them)
   snow-connect version
 
 Connector files are Java properties or JSON (Kafka Connect style); see docs/configuration.md.

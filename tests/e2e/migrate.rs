@@ -264,6 +264,16 @@ fn a_cutover_from_confluents_source_loses_nothing_and_counts_its_duplicates() {
     let sweeps = support::sweep_starts(&fake, "incident");
     wait_until("two more sweeps", Duration::from_secs(60), || (support::sweep_starts(&fake, "incident") >= sweeps + 2).then_some(()));
     let records = read_until(&bootstrap, &topic, Duration::from_secs(60), |r| r.len() >= records.len());
+    // The runbook's check, as a user runs it after the cutover (our connector still running).
+    let verify = std::process::Command::new(env!("CARGO_BIN_EXE_snow-connect"))
+        .args(["migrate", "verify", translated.to_str().unwrap(), "--from", table_plan["reread_from"].as_str().unwrap()])
+        .args(["--until", &format_ts(now_secs()), "--json"])
+        .env(&env_password, PASSWORD)
+        .env("SNOW_LOG", "warn")
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    let verified: Value = serde_json::from_slice(&verify.stdout).unwrap_or(Value::Null);
     let log = runner.stop();
 
     // The evidence.
@@ -294,6 +304,9 @@ fn a_cutover_from_confluents_source_loses_nothing_and_counts_its_duplicates() {
         "no_duplicate_of_a_seeded_version": outside_bound.is_empty(),
         "ours_wrote_each_version_once": our_own_duplicates == 0,
         "old_committed_offset_used": table_plan["old_timestamp"] == json!(old_stats.committed.clone().unwrap()),
+        "verify_finds_nothing_missing": verify.status.success() && verified["tables"][0]["missing"] == json!([]),
+        "verify_counts_the_same_duplicates": verified["tables"][0]["duplicates_old_and_ours"] == json!(duplicates.len())
+            && verified["tables"][0]["duplicates_ours"] == json!(0),
     });
     let evidence = json!({
         "schema": "snow-connect/cutover-evidence/1",
@@ -309,6 +322,7 @@ fn a_cutover_from_confluents_source_loses_nothing_and_counts_its_duplicates() {
             "component_sha256": sha256_hex(&std::fs::read(component).unwrap()),
         },
         "cutover": table_plan,
+        "verify": verified,
         "windows": {
             "old_started": format_ts(old_started), "old_stopped": format_ts(old_stopped),
             "old_committed": old_stats.committed, "reread_from": table_plan["reread_from"],
@@ -428,6 +442,28 @@ fn apply_creates_at_a_position_refuses_strangers_and_updates_its_own() {
     });
     let keys: BTreeSet<String> = records.iter().map(|r| r.key.trim_matches('"').to_string()).collect();
     assert!(old_rows.iter().all(|id| !keys.contains(id)), "rows before the position (less the overlap) are not read");
+
+    // The runbook's check sees what the position left out: from an hour ago, the 40 old rows are
+    // missing from the topic (exit 1); from the position on, nothing is.
+    let verify = |from: i64| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_snow-connect"))
+            .args(["migrate", "verify", folded.to_str().unwrap(), "--from", &format_ts(from), "--until", &format_ts(now + 10), "--json"])
+            .env(&password_env, PASSWORD)
+            .env("SNOW_LOG", "warn")
+            .current_dir(&dir)
+            .output()
+            .unwrap()
+    };
+    let hour = verify(now - 3600);
+    let answer: Value = serde_json::from_slice(&hour.stdout).unwrap();
+    let incident = answer["tables"].as_array().unwrap().iter().find(|t| t["table"] == "incident").unwrap().clone();
+    assert_eq!(hour.status.code(), Some(1), "{}", String::from_utf8_lossy(&hour.stderr));
+    let missing: BTreeSet<String> = incident["missing"].as_array().unwrap().iter().map(|m| m[0].as_str().unwrap().to_string()).collect();
+    assert_eq!(missing, old_rows.iter().cloned().collect::<BTreeSet<_>>(), "exactly the rows before the position");
+    let recent = verify(now - 30);
+    let answer: Value = serde_json::from_slice(&recent.stdout).unwrap();
+    let incident = answer["tables"].as_array().unwrap().iter().find(|t| t["table"] == "incident").unwrap().clone();
+    assert_eq!(incident["missing"], json!([]), "{}", String::from_utf8_lossy(&recent.stderr));
 
     // Applying again updates our own connector in place.
     let (_, out, err) = translate(&["--apply", &url]);

@@ -19,7 +19,8 @@ pub fn run(args: &[String]) -> Result<u8> {
     match args.first().map(String::as_str) {
         Some("confluent") => confluent(&args[1..]),
         Some("cutover") => cutover(&args[1..]),
-        _ => bail!("migrate needs confluent or cutover\n{USAGE}"),
+        Some("verify") => verify(&args[1..]),
+        _ => bail!("migrate needs confluent, cutover or verify\n{USAGE}"),
     }
 }
 
@@ -121,15 +122,7 @@ fn cutover(args: &[String]) -> Result<u8> {
         ],
     )?;
     let [file] = args.positional.as_slice() else { bail!("migrate cutover needs our connector's file (one)\n{USAGE}") };
-    // The cutover runs no component: the file's signing policy (a fleet's connector has none of
-    // its own) does not matter here.
-    let mut entries = host_runner::config::read_entries(std::path::Path::new(file))?;
-    let [(_, entries)] = entries.as_mut_slice() else { bail!("{file}: give a file with one connector") };
-    for key in host_runner::config::TRUST_KEYS {
-        entries.remove(key);
-    }
-    entries.insert("component.allow.unsigned".into(), "true".into());
-    let spec = &host_runner::config::ConnectorSpec::from_entries(entries.clone()).with_context(|| format!("in {file}"))?;
+    let spec = &connector_without_component(file)?;
     let old = match (args.option("since"), args.option("old-connector"), args.option("old-offsets-topic")) {
         (Some(since), None, None) => OldPosition::Given(
             snow_core::time::Timestamp::parse(since.trim()).map_err(|e| anyhow::anyhow!("--since: {e} (UTC, YYYY-MM-DD HH:MM:SS)"))?,
@@ -151,12 +144,7 @@ fn cutover(args: &[String]) -> Result<u8> {
         clock_margin_seconds: i64::try_from(number("clock-margin-seconds", 300)?)?,
         timeout: std::time::Duration::from_secs(number("timeout-seconds", 120)?),
     };
-    // The old connector's cluster: given, or the one our connector writes to (usually the same).
-    let connection = if args.option("bootstrap").is_some() || args.option("command-config").is_some() {
-        super::kafka_connection(&args)?
-    } else {
-        host_runner::kafka::tools::Connection::open(Some(&spec.kafka.bootstrap_servers), &spec.kafka.security)?
-    };
+    let connection = cluster(&args, spec)?;
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     let plans = rt.block_on(cutover::plan(&connection, spec, &request))?;
     match args.option("out") {
@@ -213,4 +201,69 @@ fn cutover(args: &[String]) -> Result<u8> {
         println!("{}", serde_json::json!({ "connector": spec.name, "tables": plans }));
     }
     Ok(0)
+}
+
+/// The connector of `file` for a command that runs no component: its signing policy (a fleet's
+/// connector has none of its own) does not matter here.
+fn connector_without_component(file: &str) -> Result<host_runner::config::ConnectorSpec> {
+    let mut entries = host_runner::config::read_entries(std::path::Path::new(file))?;
+    let [(_, entries)] = entries.as_mut_slice() else { bail!("{file}: give a file with one connector") };
+    for key in host_runner::config::TRUST_KEYS {
+        entries.remove(key);
+    }
+    entries.insert("component.allow.unsigned".into(), "true".into());
+    host_runner::config::ConnectorSpec::from_entries(entries.clone()).with_context(|| format!("in {file}"))
+}
+
+/// The Kafka cluster a migration command reads: given (`--bootstrap`, `--command-config`), or the
+/// one the connector writes to (usually the old connector's too).
+fn cluster(args: &Args, spec: &host_runner::config::ConnectorSpec) -> Result<host_runner::kafka::tools::Connection> {
+    if args.option("bootstrap").is_some() || args.option("command-config").is_some() {
+        super::kafka_connection(args)
+    } else {
+        host_runner::kafka::tools::Connection::open(Some(&spec.kafka.bootstrap_servers), &spec.kafka.security)
+    }
+}
+
+/// `migrate verify <connector file> --from TS [--until TS]`: the instance's current rows against
+/// the topic; exit 1 when a row's current version is missing.
+fn verify(args: &[String]) -> Result<u8> {
+    let as_json = args.iter().any(|a| a == "--json");
+    let args: Vec<String> = args.iter().filter(|a| *a != "--json").cloned().collect();
+    let args = Args::parse("migrate verify", &args, &["from", "until", "bootstrap", "command-config", "timeout-seconds"])?;
+    let [file] = args.positional.as_slice() else { bail!("migrate verify needs our connector's file (one)\n{USAGE}") };
+    let spec = connector_without_component(file)?;
+    let parse = |name: &str| -> Result<Option<snow_core::time::Timestamp>> {
+        args.option(name)
+            .map(|v| snow_core::time::Timestamp::parse(v.trim()).map_err(|e| anyhow::anyhow!("--{name}: {e} (UTC, YYYY-MM-DD HH:MM:SS)")))
+            .transpose()
+    };
+    let from = parse("from")?.context("--from 'YYYY-MM-DD HH:MM:SS' is required (the cutover's reread_from, or earlier)")?;
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH)?.as_secs();
+    // Rows changed in the last minute may not have reached the topic yet.
+    let until = parse("until")?.unwrap_or(snow_core::time::Timestamp(i64::try_from(now)? - 60));
+    let timeout = std::time::Duration::from_secs(args.option("timeout-seconds").map(str::parse).transpose()?.unwrap_or(300));
+    let connection = cluster(&args, &spec)?;
+    let checks = host_runner::migrate::verify::verify(&connection, &spec, from, until, timeout)?;
+    let mut missing = 0;
+    for c in &checks {
+        missing += c.missing.len();
+        eprintln!(
+            "{}: {} row(s) with a timestamp in [{}, {}]; {} missing from {}{}; duplicates: {} written by both connectors, {} by ours twice, {} by the old one twice",
+            c.table,
+            c.rows,
+            c.from,
+            c.until,
+            c.missing.len(),
+            c.topic,
+            c.missing.iter().take(5).map(|(id, ts, m)| format!(" {id}@{ts}#{m}")).collect::<String>(),
+            c.duplicates_old_and_ours,
+            c.duplicates_ours,
+            c.duplicates_old
+        );
+    }
+    if as_json {
+        println!("{}", serde_json::json!({ "connector": spec.name, "tables": checks }));
+    }
+    Ok(u8::from(missing > 0))
 }

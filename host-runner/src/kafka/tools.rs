@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use rdkafka::consumer::{BaseConsumer, Consumer};
-use rdkafka::message::Message;
+use rdkafka::message::{Headers, Message};
 use rdkafka::producer::{FutureProducer, FutureRecord};
 use rdkafka::{ClientConfig, Offset, TopicPartitionList};
 
@@ -83,6 +83,8 @@ pub struct Seen<'a> {
     pub key: Option<&'a [u8]>,
     /// Its value (`None`: a tombstone).
     pub value: Option<&'a [u8]>,
+    /// Its headers' names.
+    pub headers: Vec<&'a str>,
 }
 
 /// True when `topic` exists on the cluster.
@@ -144,7 +146,15 @@ pub fn read(connection: &Connection, topic: &str, since_ms: Option<i64>, timeout
         if !remaining.iter().any(|(rp, high)| *rp == p && o < *high) {
             continue;
         }
-        each(Seen { partition: p, offset: o, timestamp_ms: message.timestamp().to_millis(), key: message.key(), value: message.payload() });
+        let headers = message.headers().map(|hs| hs.iter().map(|h| h.key).collect()).unwrap_or_default();
+        each(Seen {
+            partition: p,
+            offset: o,
+            timestamp_ms: message.timestamp().to_millis(),
+            key: message.key(),
+            value: message.payload(),
+            headers,
+        });
         remaining.retain(|(rp, high)| !(*rp == p && o + 1 >= *high));
     }
     Ok(())

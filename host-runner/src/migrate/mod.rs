@@ -22,6 +22,7 @@ pub mod report;
 pub mod rules;
 pub mod tables;
 pub mod translate;
+pub mod verify;
 
 #[cfg(test)]
 mod cases;
