@@ -33,10 +33,11 @@ fn table(rows: &[&KeyRule]) -> String {
 
 /// The generated section (between [`BEGIN`] and [`END`]).
 pub fn key_reference() -> String {
-    let framework: Vec<&str> = tables::framework_rows().iter().map(|r| r.key).collect();
+    let framework = tables::framework_rows();
     let mut out = String::new();
     for product in Product::ALL {
-        let rows: Vec<&KeyRule> = tables::rows(product).into_iter().filter(|r| !framework.contains(&r.key)).collect();
+        // A product's own rows (a framework key it says more about included), not Connect's shared ones.
+        let rows: Vec<&KeyRule> = tables::rows(product).into_iter().filter(|r| !framework.iter().any(|f| std::ptr::eq(f, *r))).collect();
         out.push_str(&format!("### {} (`connector.class={}`)\n\n", product.title(), product.class()));
         out.push_str(&table(&rows));
         let implied = tables::implied(product);
