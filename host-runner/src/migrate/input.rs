@@ -138,7 +138,7 @@ mod tests {
         write(&dir, "d.json", r#"{"connector.class":"io.confluent.connect.jdbc.JdbcSourceConnector"}"#);
         write(&dir, "e.properties", "tasks.max=1\n");
         write(&dir, "ignored.txt", "x");
-        let (found, invalid) = read(&[dir.clone()]);
+        let (found, invalid) = read(std::slice::from_ref(&dir));
         let names: Vec<(&str, Product)> = found.iter().map(|c| (c.name.as_str(), c.product)).collect();
         assert_eq!(
             names,

@@ -220,13 +220,13 @@ fn set(t: &mut Translation, key: &str, value: String, secret: bool) -> Option<St
     if LIST_KEYS.contains(&key) {
         if let Setting::Text(v) = &setting {
             let entry = t.config.entry(key.to_string()).or_insert_with(|| Setting::Text(String::new()));
-            if let Setting::Text(list) = entry {
-                if !list.split(',').any(|x| x == v) {
-                    if !list.is_empty() {
-                        list.push(',');
-                    }
-                    list.push_str(v);
+            if let Setting::Text(list) = entry
+                && !list.split(',').any(|x| x == v)
+            {
+                if !list.is_empty() {
+                    list.push(',');
                 }
+                list.push_str(v);
             }
         }
         return None;

@@ -139,7 +139,7 @@ impl OldPoller {
                     }
                     stats.position = newest;
                     stats.polls += 1;
-                    if stats.polls % self.commit_every == 0 {
+                    if stats.polls.is_multiple_of(self.commit_every) {
                         let key = json!([self.connector, {"table": self.table}]).to_string();
                         let value = json!({"timestamp": stats.position, "sysparm_offset": null, "schema": null}).to_string();
                         producer
