@@ -356,85 +356,92 @@ fn sha256_hex(bytes: &[u8]) -> String {
 
 /// `migrate confluent --apply` against a running worker: a connector with a starting position
 /// (from `migrate cutover --out`) is created stopped, its offsets written (KIP-875), then resumed;
-/// one the migration did not make is refused unless forced; applying again updates its own.
+/// one the migration did not make is refused unless forced (then stopped, reconfigured, given its
+/// position and resumed); applying again updates its own.
 #[test]
 fn apply_creates_at_a_position_refuses_strangers_and_updates_its_own() {
     use support::fleet::{curl, start_worker, wait_status, worker_properties};
+    const OTHER_USER: &str = "problem.reader";
     let dir = work_dir("apply");
     let now = now_secs();
-    let fake =
-        FakeSnow::start(FakeOptions { users: vec![(USER.into(), PASSWORD.into())], frozen_at: Some(now), ..Default::default() }).unwrap();
-    // 40 rows an hour ago, 10 in the last minute: the position (now - 30 s) skips the old ones.
+    let users = vec![(USER.into(), PASSWORD.into()), (OTHER_USER.into(), PASSWORD.into())];
+    let fake = FakeSnow::start(FakeOptions { users, frozen_at: Some(now), ..Default::default() }).unwrap();
+    // 40 rows an hour ago, 10 in the last minute: the position (now - 30 s) leaves the old ones out.
     let old_rows = fake.shared().seed("incident", 40, now - 3600, 600);
     let new_rows = fake.shared().seed("incident", 10, now - 20, 10);
-    fake.shared().seed("problem", 5, now - 3600, 60);
+    let problems = fake.shared().seed("problem", 5, now - 3600, 60);
     fake.clock().advance(10);
-    let (name, stranger, topic) = (unique("snow-incidents"), unique("snow-problems"), unique("apply-topic"));
-    let old = |connector: &str, table: &str, topic: &str| {
+    let (incidents, problem_name, topic, problem_topic) =
+        (unique("snow-incidents"), unique("snow-problems"), unique("apply-topic"), unique("apply-problems"));
+    let old = |connector: &str, table: &str, topic: &str, user: &str| {
         json!({"name": connector, "config": {
             "connector.class": "io.confluent.connect.servicenow.ServiceNowSourceConnector",
             "kafka.topic": topic, "servicenow.url": fake.url(), "servicenow.table": table,
-            "servicenow.user": USER, "servicenow.password": PASSWORD, "poll.interval.s": "1",
+            "servicenow.user": user, "servicenow.password": PASSWORD, "poll.interval.s": "1",
             "servicenow.since": format_ts(now - 7200)[..10].to_string(),
         }})
     };
     let inputs = dir.join("old");
     std::fs::create_dir_all(&inputs).unwrap();
-    std::fs::write(inputs.join("a.json"), old(&name, "incident", &topic).to_string()).unwrap();
-    std::fs::write(inputs.join("b.json"), old(&stranger, "problem", &unique("apply-problems")).to_string()).unwrap();
+    std::fs::write(inputs.join("a.json"), old(&incidents, "incident", &topic, USER).to_string()).unwrap();
+    std::fs::write(inputs.join("b.json"), old(&problem_name, "problem", &problem_topic, OTHER_USER).to_string()).unwrap();
     let component = support::signed(guest_artifacts::GUEST_SOURCE);
     let translate = |extra: &[&str]| {
-        let mut args = vec!["migrate", "confluent", "old", "--out", "migrated", "--source-component", component, "--bootstrap"];
         let bootstrap = kafka_harness::shared().bootstrap();
-        args.push(bootstrap);
+        let mut args = vec!["migrate", "confluent", "old", "--out", "migrated", "--source-component", component, "--bootstrap", bootstrap];
         args.extend_from_slice(extra);
         snow_connect(&dir, &args)
     };
-    // The two old connectors differ in nothing but their table: they fold into one of ours.
+    // Their users differ: they stay two connectors (the report says why).
     let (_, out, err) = translate(&[]);
-    assert!(out.contains("exit code 1") && out.lines().filter(|l| l.contains(".properties:")).count() == 1, "{out}\n{err}");
+    assert!(out.contains("exit code 1") && out.lines().filter(|l| l.contains(".properties:")).count() == 2, "{out}\n{err}");
+    let report = std::fs::read_to_string(dir.join("migrated/migration-report.md")).unwrap();
+    assert!(report.contains("differs in snow.auth.username"), "{report}");
 
-    // The starting position by hand: 30 s ago (--since), written as KIP-875 bodies.
-    let folded = std::fs::read_dir(dir.join("migrated"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .find(|p| p.extension().is_some_and(|e| e == "properties"))
-        .unwrap();
-    let ours = folded.file_stem().unwrap().to_string_lossy().into_owned();
-    let password_env = format!("SNOW_{}_AUTH_PASSWORD", ours.to_uppercase().replace(['-', '.'], "_"));
-    let since = format_ts(now - 30);
-    let cutover = std::process::Command::new(env!("CARGO_BIN_EXE_snow-connect"))
-        .args(["migrate", "cutover", folded.to_str().unwrap(), "--since", &since, "--table", "incident", "--out", "positions.json"])
-        .env(&password_env, PASSWORD)
-        .env("SNOW_LOG", "warn")
-        .current_dir(&dir)
-        .output()
-        .unwrap();
-    assert!(cutover.status.success(), "{}", String::from_utf8_lossy(&cutover.stderr));
+    // The starting positions by hand (--since), written as KIP-875 bodies into one file.
+    let file = |name: &str| dir.join("migrated").join(format!("{name}.properties"));
+    let password_env = |name: &str| format!("SNOW_{}_AUTH_PASSWORD", name.to_uppercase().replace(['-', '.'], "_"));
+    for (name, since) in [(&incidents, now - 30), (&problem_name, now - 7000)] {
+        let cutover = std::process::Command::new(env!("CARGO_BIN_EXE_snow-connect"))
+            .args(["migrate", "cutover", file(name).to_str().unwrap(), "--since", &format_ts(since), "--out", "positions.json"])
+            .env(password_env(name), PASSWORD)
+            .env("SNOW_LOG", "warn")
+            .current_dir(&dir)
+            .output()
+            .unwrap();
+        assert!(cutover.status.success(), "{}", String::from_utf8_lossy(&cutover.stderr));
+    }
 
     let spec = worker_properties(&dir, "w1", &unique("apply-fleet"), &[]);
-    let worker = start_worker(&dir, "w1", &spec, &[(&password_env, PASSWORD)]);
+    let (incidents_env, problems_env) = (password_env(&incidents), password_env(&problem_name));
+    let worker = start_worker(&dir, "w1", &spec, &[(&incidents_env, PASSWORD), (&problems_env, PASSWORD)]);
     let url = format!("http://127.0.0.1:{}", spec.port);
-    // A connector of that name made by hand (no snow.migrated.from) is left alone.
-    let by_hand = json!({"name": ours, "config": {
+    // A connector of the incidents' name made by hand (no snow.migrated.from) is left alone.
+    let by_hand = json!({"name": incidents, "config": {
         "component.path": component, "snow.instance.url": fake.url(), "snow.tables": "incident",
-        "snow.auth.username": USER, "snow.auth.password": format!("${{env:{password_env}}}"),
+        "snow.auth.username": USER, "snow.auth.password": format!("${{env:{incidents_env}}}"),
         "snow.table.incident.topic": unique("by-hand"), "snow.startup.probe": "false"}});
     assert_eq!(curl(spec.port, "POST", "/connectors", Some(&by_hand)).status, 201);
     let (ok, out, err) = translate(&["--apply", &url, "--offsets", "positions.json"]);
     assert!(!ok && out.contains("\"outcome\":\"refused\""), "refused: {out}\n{err}");
-    assert!(out.contains("exit code 1") && !out.contains("\"outcome\":\"created"), "{out}");
-    assert_eq!(curl(spec.port, "DELETE", &format!("/connectors/{ours}"), None).status, 204);
-    wait_until("the hand-made connector gone", Duration::from_secs(60), || {
-        (curl(spec.port, "GET", &format!("/connectors/{ours}"), None).status == 404).then_some(())
+    assert!(out.contains(&format!("{problem_name}: {{\"outcome\":\"created_at_position\"}}")), "{out}");
+    // Applied again, the connector that has run keeps its own position.
+    wait_status(spec.port, &problem_name, Duration::from_secs(120), "running", |s| s["connector"]["state"] == "RUNNING");
+    read_until(kafka_harness::shared().bootstrap(), &problem_topic, Duration::from_secs(120), |r| r.len() >= problems.len());
+    wait_until("the problems connector's offset stored", Duration::from_secs(60), || {
+        let offsets = curl(spec.port, "GET", &format!("/connectors/{problem_name}/offsets"), None);
+        offsets.text.contains(&problems[problems.len() - 1]).then_some(())
     });
-
-    // Now created stopped, at the position, and resumed.
-    let (ok, out, err) = translate(&["--apply", &url, "--offsets", "positions.json"]);
-    assert!(out.contains("\"outcome\":\"created_at_position\""), "{out}\n{err}");
-    let _ = ok;
-    wait_status(spec.port, &ours, Duration::from_secs(120), "running", |s| s["connector"]["state"] == "RUNNING");
-    let offsets = curl(spec.port, "GET", &format!("/connectors/{ours}/offsets"), None);
+    let (_, out, _) = translate(&["--apply", &url, "--offsets", "positions.json"]);
+    assert!(out.contains(&format!("{problem_name}: {{\"outcome\":\"updated_keeping_position\"}}")), "{out}");
+    // Told to (--force), it takes the connector over: stopped, reconfigured, given its position
+    // (KIP-875), resumed.
+    let (_, out, err) = translate(&["--apply", &url, "--offsets", "positions.json", "--force"]);
+    assert!(out.contains(&format!("{incidents}: {{\"outcome\":\"updated_at_position\"}}")), "{out}\n{err}");
+    for name in [&incidents, &problem_name] {
+        wait_status(spec.port, name, Duration::from_secs(120), "running", |s| s["connector"]["state"] == "RUNNING");
+    }
+    let offsets = curl(spec.port, "GET", &format!("/connectors/{incidents}/offsets"), None);
     assert!(offsets.text.contains("incident"), "{}", offsets.text);
     let records = read_until(kafka_harness::shared().bootstrap(), &topic, Duration::from_secs(120), |r| {
         let keys: BTreeSet<String> = r.iter().map(|r| r.key.trim_matches('"').to_string()).collect();
@@ -442,33 +449,46 @@ fn apply_creates_at_a_position_refuses_strangers_and_updates_its_own() {
     });
     let keys: BTreeSet<String> = records.iter().map(|r| r.key.trim_matches('"').to_string()).collect();
     assert!(old_rows.iter().all(|id| !keys.contains(id)), "rows before the position (less the overlap) are not read");
+    // --force wrote the problems' position again too: its rows were read once more.
+    let problem_records =
+        read_until(kafka_harness::shared().bootstrap(), &problem_topic, Duration::from_secs(120), |r| r.len() >= 2 * problems.len());
+    let problem_keys: BTreeSet<String> = problem_records.iter().map(|r| r.key.trim_matches('"').to_string()).collect();
+    assert_eq!(problem_keys, problems.iter().cloned().collect::<BTreeSet<_>>(), "the created connector read from its position");
 
     // The runbook's check sees what the position left out: from an hour ago, the 40 old rows are
     // missing from the topic (exit 1); from the position on, nothing is.
     let verify = |from: i64| {
         std::process::Command::new(env!("CARGO_BIN_EXE_snow-connect"))
-            .args(["migrate", "verify", folded.to_str().unwrap(), "--from", &format_ts(from), "--until", &format_ts(now + 10), "--json"])
-            .env(&password_env, PASSWORD)
+            .args([
+                "migrate",
+                "verify",
+                file(&incidents).to_str().unwrap(),
+                "--from",
+                &format_ts(from),
+                "--until",
+                &format_ts(now + 10),
+                "--json",
+            ])
+            .env(&incidents_env, PASSWORD)
             .env("SNOW_LOG", "warn")
             .current_dir(&dir)
             .output()
             .unwrap()
     };
     let hour = verify(now - 3600);
-    let answer: Value = serde_json::from_slice(&hour.stdout).unwrap();
-    let incident = answer["tables"].as_array().unwrap().iter().find(|t| t["table"] == "incident").unwrap().clone();
     assert_eq!(hour.status.code(), Some(1), "{}", String::from_utf8_lossy(&hour.stderr));
-    let missing: BTreeSet<String> = incident["missing"].as_array().unwrap().iter().map(|m| m[0].as_str().unwrap().to_string()).collect();
+    let answer: Value = serde_json::from_slice(&hour.stdout).unwrap();
+    let missing: BTreeSet<String> =
+        answer["tables"][0]["missing"].as_array().unwrap().iter().map(|m| m[0].as_str().unwrap().to_string()).collect();
     assert_eq!(missing, old_rows.iter().cloned().collect::<BTreeSet<_>>(), "exactly the rows before the position");
     let recent = verify(now - 30);
     let answer: Value = serde_json::from_slice(&recent.stdout).unwrap();
-    let incident = answer["tables"].as_array().unwrap().iter().find(|t| t["table"] == "incident").unwrap().clone();
-    assert_eq!(incident["missing"], json!([]), "{}", String::from_utf8_lossy(&recent.stderr));
+    assert!(recent.status.success() && answer["tables"][0]["missing"] == json!([]), "{}", String::from_utf8_lossy(&recent.stderr));
 
-    // Applying again updates our own connector in place.
+    // Applying again updates our own connectors in place.
     let (_, out, err) = translate(&["--apply", &url]);
-    assert!(out.contains("\"outcome\":\"updated\""), "{out}\n{err}");
-    let config = curl(spec.port, "GET", &format!("/connectors/{ours}/config"), None);
-    assert!(config.body["snow.migrated.from"].as_str().unwrap().contains(&name), "{}", config.text);
+    assert_eq!(out.matches("\"outcome\":\"updated\"").count(), 2, "{out}\n{err}");
+    let config = curl(spec.port, "GET", &format!("/connectors/{incidents}/config"), None);
+    assert!(config.body["snow.migrated.from"].as_str().unwrap().contains(&incidents), "{}", config.text);
     drop(worker);
 }

@@ -3,7 +3,8 @@
 //! made by a migration (its configuration has no `snow.migrated.from`) is refused unless forced;
 //! a connector with a starting position to write (from `migrate cutover`) is created stopped
 //! (KIP-980's `initial_state`), or stopped first when it exists, its offsets written with
-//! `PATCH /connectors/<name>/offsets` (KIP-875 allows it only then), and resumed.
+//! `PATCH /connectors/<name>/offsets` (KIP-875 allows it only then), and resumed. A connector of
+//! ours that already holds a position keeps it (it has run since) unless forced.
 
 use std::time::{Duration, Instant};
 
@@ -36,6 +37,8 @@ pub enum Applied {
     Updated,
     /// Stopped, reconfigured, its offsets written, resumed.
     UpdatedAtPosition,
+    /// Reconfigured; the position it already holds kept (it has run: `--force` writes the new one).
+    UpdatedKeepingPosition,
     /// Left alone: why.
     Refused(String),
     /// The fleet refused a step: which, and its answer.
@@ -138,6 +141,10 @@ impl Fleet {
                         self.expect(Method::Put, &format!("/connectors/{name}/config"), Some(config)).await?;
                         Ok(Applied::Updated)
                     }
+                    Some(offsets) if !force && self.holds_position(&name, offsets).await? => {
+                        self.expect(Method::Put, &format!("/connectors/{name}/config"), Some(config)).await?;
+                        Ok(Applied::UpdatedKeepingPosition)
+                    }
                     Some(offsets) => {
                         self.expect(Method::Put, &format!("/connectors/{name}/stop"), None).await?;
                         self.expect(Method::Put, &format!("/connectors/{name}/config"), Some(config)).await?;
@@ -149,6 +156,17 @@ impl Fleet {
             }
             other => Err(format!("GET /connectors/{name}/config answered {other}")),
         }
+    }
+}
+
+impl Fleet {
+    /// True when connector `name` already holds an offset for a partition of `offsets`: it has
+    /// run since its position was written, and its own is newer.
+    async fn holds_position(&self, name: &str, offsets: &Value) -> Result<bool, String> {
+        let held = self.expect(Method::Get, &format!("/connectors/{name}/offsets"), None).await?;
+        let held: Vec<&Value> =
+            held["offsets"].as_array().into_iter().flatten().filter(|o| !o["offset"].is_null()).map(|o| &o["partition"]).collect();
+        Ok(offsets["offsets"].as_array().into_iter().flatten().any(|o| held.contains(&&o["partition"])))
     }
 }
 
