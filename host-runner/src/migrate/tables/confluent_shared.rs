@@ -2,35 +2,41 @@
 //! ServiceNow connector class (Platform and Cloud Legacy sources, both sinks), and Confluent
 //! Cloud's own keys (Kafka credentials, data formats, CSFLE, restart policy).
 
-use super::super::conversions as c;
 use super::{convert, convert_review, decide, drop, manual, rename};
+use crate::migrate::conversions::{cloud, instance};
 use crate::migrate::rules::KeyRule;
 
 /// The ServiceNow connector class's instance keys (research §1.1, §4.1, §5.1).
 pub const INSTANCE: &[KeyRule] = &[
-    convert("servicenow.url", "snow.instance.url", c::instance_url, "trailing slashes dropped", "D-src-cfg, RT-231, T"),
+    convert("servicenow.url", "snow.instance.url", instance::instance_url, "trailing slashes dropped", "D-src-cfg, RT-231, T"),
     rename("servicenow.user", "snow.auth.username", "Basic authentication (snow.auth.type=basic, our default)", "RT-231, RT-265, T"),
     rename("servicenow.username", "snow.auth.username", "the documentation's name of servicenow.user", "D-src-cfg, D-src-514"),
     rename("servicenow.password", "snow.auth.password", "a secret: a literal becomes an ${env:…} placeholder", "D-src-cfg, RT-231, T"),
     convert(
         "retry.max.times",
         "snow.retry.max.attempts",
-        c::retries_to_attempts,
+        instance::retries_to_attempts,
         "retries after the first attempt → attempts in all (+1)",
         "D-src-ov, RT-234",
     ),
     convert(
         "connection.timeout.ms",
         "snow.http.connect.timeout.ms",
-        c::connect_timeout,
+        instance::connect_timeout,
         "connect timeout (capped at 60 s)",
         "RT-231, RT-265, T",
     ),
-    convert("read.timeout.ms", "snow.http.request.timeout.ms", c::request_timeout, "time to the answer's first byte", "RT-265, README"),
+    convert(
+        "read.timeout.ms",
+        "snow.http.request.timeout.ms",
+        instance::request_timeout,
+        "time to the answer's first byte",
+        "RT-265, README",
+    ),
     convert(
         "write.timeout.ms",
         "snow.http.request.timeout.ms",
-        c::write_timeout,
+        instance::write_timeout,
         "a sink's, with read.timeout.ms (the larger); a source never writes",
         "RT-265, README",
     ),
@@ -53,11 +59,11 @@ pub const INSTANCE: &[KeyRule] = &[
 
 /// Confluent Cloud's keys (research §2.1, §3.1, §5.1).
 pub const CLOUD: &[KeyRule] = &[
-    decide("kafka.auth.mode", c::kafka_auth_mode, "KAFKA_API_KEY: taken with kafka.api.key; SERVICE_ACCOUNT: manual", "T"),
+    decide("kafka.auth.mode", cloud::kafka_auth_mode, "KAFKA_API_KEY: taken with kafka.api.key; SERVICE_ACCOUNT: manual", "T"),
     convert_review(
         "kafka.api.key",
         "kafka.security.protocol, kafka.sasl.*",
-        c::kafka_api_key,
+        cloud::kafka_api_key,
         "the cluster's API key as SASL/PLAIN (standalone); a fleet's worker holds it",
         "T",
     ),
@@ -75,19 +81,19 @@ pub const CLOUD: &[KeyRule] = &[
     convert_review(
         "output.data.format",
         "key.converter, value.converter, value.converter.*",
-        c::data_format,
+        cloud::data_format,
         "AVRO, JSON_SR, PROTOBUF → Confluent's converters with a Schema Registry; JSON → JsonConverter without schemas; the key a string, as Cloud forced",
         "T, D-cc-src",
     ),
     convert_review(
         "input.data.format",
         "key.converter, value.converter, value.converter.*",
-        c::data_format,
+        cloud::data_format,
         "as output.data.format: the converter records are read with",
         "T, D-cc-snk",
     ),
-    decide("schema.context.name", c::schema_context, "`default` means none; another context is manual", "T"),
-    decide("csfle.enabled", c::csfle, "false: nothing to do; true: manual", "T"),
+    decide("schema.context.name", cloud::schema_context, "`default` means none; another context is manual", "T"),
+    decide("csfle.enabled", cloud::csfle, "false: nothing to do; true: manual", "T"),
     drop("csfle.onFailure", "client-side field-level encryption is not used (csfle.enabled)", "T"),
     manual(
         "sr.service.account.id",

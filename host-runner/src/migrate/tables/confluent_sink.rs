@@ -2,8 +2,8 @@
 //! and Cloud, `ServiceNowSink`: one class, research §4 and §5): one table, POST / PUT / DELETE
 //! chosen per record, the Connect Reporter's success and error topics.
 
-use super::super::conversions as c;
 use super::{convert, convert_review, drop, manual};
+use crate::migrate::conversions::sink;
 use crate::migrate::rules::KeyRule;
 
 /// Keys of both sinks.
@@ -11,22 +11,22 @@ pub const COMMON: &[KeyRule] = &[
     convert(
         "connector.class",
         "component.path, snow.sink.update.method=put, snow.sink.sys.id.key.field=sysId",
-        c::confluent_sink,
+        sink::confluent_sink,
         "our sink component, choosing as Confluent's did: POST without a sys_id, DELETE on a tombstone, PUT (the whole row) otherwise, the sys_id from a key struct's sysId (PATCH, our default, writes only the fields given)",
         "D-snk-ov, D-snk-5515",
     ),
-    convert("servicenow.table", "snow.sink.table", c::sink_table, "", "D-snk-cfg, T"),
+    convert("servicenow.table", "snow.sink.table", sink::sink_table, "", "D-snk-cfg, T"),
     convert_review(
         "reporter.result.topic.name",
         "reporter.result.topic.name",
-        c::reporter_result,
+        sink::reporter_result,
         "the same topic; the report's format differs",
         "D-snk-5515, T",
     ),
     convert_review(
         "reporter.error.topic.name",
         "reporter.error.topic.name",
-        c::reporter_error,
+        sink::reporter_error,
         "the same topic; the report's format differs",
         "P, T",
     ),
@@ -37,7 +37,7 @@ pub const PLATFORM: &[KeyRule] = &[
     convert_review(
         "reporter.bootstrap.servers",
         "reporter.*.topic.name",
-        c::reporter_bootstrap,
+        sink::reporter_bootstrap,
         "reports go to the connector's own cluster; Confluent's default topic names are kept where not named",
         "P, RT-234",
     ),
@@ -71,7 +71,7 @@ pub const PLATFORM: &[KeyRule] = &[
 pub const CLOUD: &[KeyRule] = &[convert(
     "errors.deadletterqueue.topic.name",
     "errors.deadletterqueue.topic.name",
-    c::cloud_dead_letters,
+    sink::cloud_dead_letters,
     "the same topic (${connector} named Cloud's logical id)",
     "T",
 )];

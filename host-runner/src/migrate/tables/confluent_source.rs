@@ -2,8 +2,8 @@
 //! and Cloud Legacy, `ServiceNowSource`: one class, research §1 and §2): one table per connector,
 //! a timestamp offset, `batch.max.rows` pages, `poll.interval.s`, `servicenow.since`.
 
-use super::super::conversions as c;
 use super::{convert, convert_review, rename};
+use crate::migrate::conversions::source;
 use crate::migrate::rules::KeyRule;
 
 /// Keys of both the Platform and the Cloud Legacy source.
@@ -11,44 +11,44 @@ pub const COMMON: &[KeyRule] = &[
     convert_review(
         "connector.class",
         "component.path",
-        c::confluent_source,
+        source::confluent_source,
         "our source component; the offset does not carry over (run the cutover)",
         "D-src-cfg, T",
     ),
-    convert("servicenow.table", "snow.tables", c::source_table, "the one table (or database view) of the old connector", "D-src-cfg"),
+    convert("servicenow.table", "snow.tables", source::source_table, "the one table (or database view) of the old connector", "D-src-cfg"),
     rename("kafka.topic", "snow.table.<t>.topic", "", "RT-231, RT-265, T"),
     convert(
         "servicenow.since",
         "snow.table.<t>.start.timestamp",
-        c::since,
+        source::since,
         "yyyy-MM-dd → yyyy-MM-dd 00:00:00 (UTC)",
         "D-src-cfg, D-src-514, T",
     ),
     convert(
         "batch.max.rows",
         "snow.table.<t>.batch.size",
-        c::batch_size,
+        source::batch_size,
         "rows per request (sysparm_limit); the keyset cursor pages inside a second, so the same-second limit of Confluent's offset paging does not apply",
         "D-src-514, RT-265, T",
     ),
     convert_review(
         "poll.interval.s",
         "snow.table.<t>.poll.interval.ms",
-        c::poll_seconds,
+        source::poll_seconds,
         "seconds → milliseconds; ours pauses between sweeps once caught up and reads full pages back to back (a backfill asks more often: snow.instance.max.in.flight bounds the load)",
         "RT-231, RT-265, T",
     ),
     convert_review(
         "servicenow.view.variable.prefix",
         "snow.table.<t>.timestamp.field, snow.table.<t>.sys.id.field",
-        c::view_prefix,
+        source::view_prefix,
         "the view's prefixed cursor columns",
         "T, RT-265",
     ),
     convert_review(
         "value.converter",
         "value.converter",
-        c::source_value_converter,
+        source::source_value_converter,
         "the same converter; values are typed from sys_dictionary",
         "P, RT-265",
     ),

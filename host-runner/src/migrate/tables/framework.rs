@@ -2,8 +2,8 @@
 //! passes through unchanged (and is then checked by the runtime's own configuration parser, so a
 //! converter option or transform it does not take is reported by name); the rest is classified.
 
-use super::super::conversions as c;
 use super::{convert, decide, drop, manual, same};
+use crate::migrate::conversions::connect;
 use crate::migrate::rules::KeyRule;
 
 const CONNECT: &str = "Apache Kafka Connect";
@@ -46,11 +46,11 @@ pub const RULES: &[KeyRule] = &[
     convert(
         "topic.creation.*",
         "topic.creation.*",
-        c::topic_creation,
+        connect::topic_creation,
         "a source's topics, as Connect creates them; a sink creates none",
         CONNECT,
     ),
-    decide("exactly.once.support", c::exactly_once, "requested: at-least-once with a stated bound; required: manual", CONNECT),
+    decide("exactly.once.support", connect::exactly_once, "requested: at-least-once with a stated bound; required: manual", CONNECT),
     drop("transaction.boundary", "with exactly.once.support", CONNECT),
     drop("transaction.boundary.interval.ms", "with exactly.once.support", CONNECT),
     manual(
@@ -58,8 +58,20 @@ pub const RULES: &[KeyRule] = &[
         "a source's offsets live in offset.storage.topic (standalone) or the worker's offsets topic; the old connector's position carries over with `snow-connect migrate cutover`",
         CONNECT,
     ),
-    convert("producer.override.*", "kafka.producer.*", c::producer_override, "the producer's tuning settings a connector may set", CONNECT),
-    convert("consumer.override.*", "kafka.consumer.*", c::consumer_override, "the consumer's tuning settings a connector may set", CONNECT),
+    convert(
+        "producer.override.*",
+        "kafka.producer.*",
+        connect::producer_override,
+        "the producer's tuning settings a connector may set",
+        CONNECT,
+    ),
+    convert(
+        "consumer.override.*",
+        "kafka.consumer.*",
+        connect::consumer_override,
+        "the consumer's tuning settings a connector may set",
+        CONNECT,
+    ),
     drop("admin.override.*", "no admin client settings per connector", CONNECT),
     drop("config.action.reload", "a changed configuration is taken at the next start (SIGHUP swaps components)", CONNECT),
 ];

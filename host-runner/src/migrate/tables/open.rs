@@ -2,14 +2,13 @@
 //! `…sink.ServiceNowSinkConnector`; research in `docs/research/open-servicenow-connector-keys.md`):
 //! keys nearly ours, tables under aliases (`snow.table.<alias>.name`).
 
-use super::super::conversions as c;
-use super::super::open_conversions as o;
 use super::{convert, convert_review, decide, drop, manual, rename, same};
+use crate::migrate::conversions::{instance, open as o};
 use crate::migrate::rules::KeyRule;
 
 /// The shared core keys (`CoreConfigDefs.java`).
 pub const CORE: &[KeyRule] = &[
-    convert("snow.url", "snow.instance.url", c::instance_url, "", "O-core"),
+    convert("snow.url", "snow.instance.url", instance::instance_url, "", "O-core"),
     convert(
         "snow.auth.type",
         "snow.auth.type",
@@ -23,7 +22,7 @@ pub const CORE: &[KeyRule] = &[
     rename("snow.oauth.token.url", "snow.auth.token.url", "", "O-core"),
     rename("snow.oauth.client.id", "snow.auth.client.id", "", "O-core"),
     rename("snow.oauth.client.secret", "snow.auth.client.secret", "a secret: a literal becomes an ${env:…} placeholder", "O-core"),
-    decide("snow.oauth.scope", c::client_scope, "none is sent here; a scope is manual", "O-core"),
+    decide("snow.oauth.scope", instance::client_scope, "none is sent here; a scope is manual", "O-core"),
     same("snow.http.connect.timeout.ms", "", "O-core"),
     same("snow.http.request.timeout.ms", "time to the first byte (ours defaults to 65 s, theirs to 60 s)", "O-core"),
     manual("snow.http.proxy.*", "no HTTP proxy: the host connects to the instance directly (the outbound allow-list names it)", "O-core"),

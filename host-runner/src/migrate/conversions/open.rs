@@ -2,11 +2,8 @@
 //! research in `docs/research/open-servicenow-connector-keys.md`): nearly ours, with tables
 //! under aliases and a few other names and values.
 
-use super::rules::{Context, Converted};
-
-fn one(key: impl Into<String>, value: impl Into<String>) -> Vec<(String, String)> {
-    vec![(key.into(), value.into())]
-}
+use super::super::rules::{Context, Converted};
+use super::one;
 
 /// The open source as a whole: its offsets hold a keyset cursor too, in another form.
 pub fn source_class(_: &Context<'_>, _: &str) -> Converted {
