@@ -82,11 +82,14 @@ pub fn markdown(connectors: &[Connector], invalid: &[Invalid]) -> String {
             c.name
         ));
         if c.kind == "source" {
-            out.push_str(&format!(
-                "Before it starts, carry the old position over: `snow-connect migrate cutover --connector {} --offsets-topic <the old \
-                 worker's offsets topic> ...` (docs/migration.md, *Cutover*).\n\n",
-                c.name
-            ));
+            // One cutover per old connector: each carries its own table's position.
+            for old in &c.from {
+                out.push_str(&format!(
+                    "Before it starts, with `{}` stopped, carry its position over: `snow-connect migrate cutover {}.properties \
+                     --old-connector {} --old-offsets-topic <its Connect cluster's offsets topic>` (docs/migration.md, the runbook).\n\n",
+                    old.name, c.name, old.name
+                ));
+            }
         }
         if !c.env.is_empty() {
             out.push_str("Environment variables to set (the values are not written anywhere by the migration):\n\n");
