@@ -27,6 +27,7 @@ use snow_core::config::{SourceConfig, TableConfig};
 use snow_core::cursor::{Cursor, Partition, SeenVersion};
 use snow_core::time::Timestamp;
 
+use super::topic_versions;
 use crate::config::ConnectorSpec;
 use crate::kafka::tools::{self, Connection};
 
@@ -198,38 +199,6 @@ pub fn old_offsets(connection: &Connection, topic: &str, connector: &str, timeou
     Ok(offsets)
 }
 
-/// A row version as a record of the old topic carries it: the value's id, timestamp and
-/// `sys_mod_count` fields (plain values, or `{"value": …}` objects), the id from the key when the
-/// value has none.
-pub fn version_of(key: Option<&[u8]>, value: &Value, table: &TableConfig) -> Option<SeenVersion> {
-    let row = match value {
-        Value::Object(map) if map.contains_key("payload") && map.contains_key("schema") => map.get("payload")?,
-        Value::String(text) => return serde_json::from_str::<Value>(text).ok().and_then(|v| version_of(key, &v, table)),
-        v => v,
-    };
-    let text = |name: &str| -> Option<String> {
-        match row.get(name)? {
-            Value::String(s) => Some(s.clone()),
-            Value::Number(n) => Some(n.to_string()),
-            Value::Object(o) => o.get("value").and_then(Value::as_str).map(String::from),
-            _ => None,
-        }
-    };
-    let ts = timestamp_of(row.get(&table.timestamp_field)?)?;
-    let id = text(&table.sys_id_field).or_else(|| key.and_then(key_text))?;
-    Some(SeenVersion { ts, id, mod_count: text("sys_mod_count").unwrap_or_default() })
-}
-
-/// A record key as the sys_id it carries: text, a JSON string, or Connect's envelope of one.
-fn key_text(key: &[u8]) -> Option<String> {
-    let text = std::str::from_utf8(key).ok()?.trim();
-    match serde_json::from_str::<Value>(text) {
-        Ok(Value::String(s)) => Some(s),
-        Ok(Value::Object(map)) => map.get("payload").and_then(Value::as_str).map(String::from),
-        _ => Some(text.to_string()),
-    }
-}
-
 /// Our tables, as the connector's configuration reads them.
 pub fn tables_of(spec: &ConnectorSpec) -> Result<(String, Vec<TableConfig>, u32)> {
     let config = SourceConfig::parse(&spec.guest_config).map_err(|e| anyhow::anyhow!("connector {}: {e}", spec.name))?;
@@ -277,55 +246,18 @@ pub async fn plan(connection: &Connection, spec: &ConnectorSpec, request: &Reque
         let table = tables.iter().find(|t| t.name == name).expect("a table of ours");
         let reread_from = at.plus_seconds(-i64::from(overlap)).max(table.start);
         let old_topic = request.old_topic.clone().unwrap_or_else(|| table.topic.clone());
-        let since_ms = reread_from.plus_seconds(-request.clock_margin_seconds).as_millis();
         let converters = crate::convert::sink::SinkConverters::new(spec.convert.clone(), None);
-        let mut records = Vec::new();
-        // A topic that does not exist holds nothing the old connector wrote: nothing to seed.
-        let old_topic_found = tools::topic_exists(connection, &old_topic, request.timeout)?;
-        if old_topic_found {
-            tools::read(connection, &old_topic, Some(since_ms), request.timeout, |r| {
-                records.push((r.partition, r.offset, r.timestamp_ms, r.key.map(<[u8]>::to_vec), r.value.map(<[u8]>::to_vec)));
-            })
-            .with_context(|| format!("reading the old connector's topic {old_topic}"))?;
-        }
-        let mut versions = std::collections::BTreeSet::new();
-        let mut unreadable = 0u64;
-        for (partition, offset, timestamp_ms, key, value) in records {
-            let Some(value) = value else { continue };
-            // JSON (Connect's envelope or a plain row) is read as it is, whatever its schema says
-            // (Confluent's source declared reference fields as strings); other formats through
-            // the connector's converters (Avro, JSON Schema, Protobuf by registry id).
-            if let Ok(json) = serde_json::from_slice::<Value>(&value) {
-                match version_of(key.as_deref(), &json, table) {
-                    Some(v) if v.ts >= reread_from => {
-                        versions.insert((v.ts, v.id, v.mod_count));
-                    }
-                    Some(_) => {}
-                    None => unreadable += 1,
-                }
-                continue;
-            }
-            let record = crate::component::bindings::types::SinkRecord {
-                topic: old_topic.clone(),
-                partition,
-                offset,
-                key: key.clone(),
-                value: Some(value),
-                headers: Vec::new(),
-                timestamp_ms,
-            };
-            let json = match converters.record(&record).await {
-                Ok(Some(r)) => r.value.and_then(|v| serde_json::from_slice::<Value>(&v).ok()),
-                _ => None,
-            };
-            match json.as_ref().and_then(|v| version_of(key.as_deref(), v, table)) {
-                Some(v) if v.ts >= reread_from => {
-                    versions.insert((v.ts, v.id, v.mod_count));
-                }
-                Some(_) => {}
-                None => unreadable += 1,
-            }
-        }
+        let tail =
+            topic_versions::read(connection, &converters, &old_topic, table, reread_from, request.clock_margin_seconds, request.timeout)
+                .await
+                .with_context(|| format!("reading the old connector's topic {old_topic}"))?;
+        let (old_topic_found, unreadable) = (tail.found, tail.unreadable);
+        let versions: std::collections::BTreeSet<(Timestamp, String, String)> = tail
+            .written
+            .into_iter()
+            .filter(|w| w.version.ts >= reread_from)
+            .map(|w| (w.version.ts, w.version.id, w.version.mod_count))
+            .collect();
         let tail_versions = versions.len() as u64;
         // The versions nearest the old position are kept when the seed must be cut.
         let seen: Vec<SeenVersion> =
@@ -417,25 +349,5 @@ mod tests {
             Some("problem")
         );
         assert_eq!(table_named(&json!({"api": "api1"}), &tables), None);
-    }
-
-    #[test]
-    fn a_records_version_from_each_value_shape() {
-        let entries: snow_core::config::Entries = [("snow.instance.url", "https://x.service-now.com"), ("snow.tables", "incident")]
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        let table = SourceConfig::parse(&entries).unwrap().tables.remove(0);
-        let want = SeenVersion { ts: Timestamp::parse("2024-11-20 08:00:00").unwrap(), id: "a1".into(), mod_count: "4".into() };
-        let plain = json!({"sys_id": "a1", "sys_updated_on": "2024-11-20 08:00:00", "sys_mod_count": "4"});
-        let envelope = json!({"schema": {"type": "struct"}, "payload": plain.clone()});
-        let displayed = json!({"sys_id": {"value": "a1"}, "sys_updated_on": {"value": "2024-11-20 08:00:00"}, "sys_mod_count": 4});
-        for v in [&plain, &envelope, &displayed, &Value::String(plain.to_string())] {
-            assert_eq!(version_of(None, v, &table), Some(want.clone()), "{v}");
-        }
-        let keyed = json!({"sys_updated_on": "2024-11-20 08:00:00", "sys_mod_count": "4"});
-        assert_eq!(version_of(Some(b"a1"), &keyed, &table), Some(want.clone()));
-        assert_eq!(version_of(Some(br#"{"schema":{"type":"string"},"payload":"a1"}"#), &keyed, &table), Some(want));
-        assert_eq!(version_of(None, &json!({"sys_id": "a1"}), &table), None);
     }
 }

@@ -9,7 +9,8 @@
 //! connector files, the fleet's JSON and the report ([`migration`], [`output`], [`report`]) — and
 //! the key reference of docs/migration.md ([`docs`]). Then the three steps that reach a service,
 //! only when asked: deploying to a fleet ([`apply`]), starting a source where the old one stopped
-//! ([`cutover`]) and checking the topic against the instance ([`verify`]). What it does not own:
+//! ([`cutover`]) and checking the topic against the instance ([`verify`]), both reading what a
+//! topic holds through [`topic_versions`]. What it does not own:
 //! running connectors (the runner's), offsets (the stores').
 
 pub mod apply;
@@ -25,6 +26,7 @@ pub mod product;
 pub mod report;
 pub mod rules;
 pub mod tables;
+pub mod topic_versions;
 pub mod translate;
 pub mod verify;
 

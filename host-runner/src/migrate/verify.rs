@@ -16,8 +16,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use anyhow::{Context, Result};
-use serde_json::Value;
+use anyhow::Result;
 use snow_core::clock::SystemClock;
 use snow_core::config::{SourceConfig, TableConfig};
 use snow_core::http::{Request, Response, Transport, TransportError, TransportErrorKind};
@@ -26,7 +25,7 @@ use snow_core::time::Timestamp;
 
 use crate::auth::Credentials;
 use crate::config::ConnectorSpec;
-use crate::kafka::tools::{self, Connection};
+use crate::kafka::tools::Connection;
 
 /// Rows per Table API page.
 const PAGE: u32 = 1000;
@@ -155,22 +154,16 @@ pub fn verify(
     let credentials = Credentials::from_spec(&spec.auth, &crate::auth::tokens::TokenRegistry::default())?;
     let transport = NativeTransport { runtime: runtime.handle().clone(), credentials };
     let mut client = TableClient::new(&config.instance, transport, SystemClock::default());
+    let converters = crate::convert::sink::SinkConverters::new(spec.convert.clone(), None);
     let mut checks = Vec::new();
     for table in &config.tables {
         let current = instance_rows(&mut client, table, from, until)?;
+        let tail = runtime.block_on(super::topic_versions::read(connection, &converters, &table.topic, table, from, 300, timeout))?;
+        let records = tail.records;
         let mut written: BTreeMap<(Timestamp, String, String), (u64, u64)> = BTreeMap::new();
-        let mut records = 0u64;
-        let since_ms = from.plus_seconds(-300).as_millis();
-        if tools::topic_exists(connection, &table.topic, timeout)? {
-            tools::read(connection, &table.topic, Some(since_ms), timeout, |r| {
-                records += 1;
-                let Some(value) = r.value.and_then(|v| serde_json::from_slice::<Value>(v).ok()) else { return };
-                let Some(v) = super::cutover::version_of(r.key, &value, table) else { return };
-                let ours = r.headers.contains(&"snow.instance");
-                let entry = written.entry((v.ts, v.id, v.mod_count)).or_default();
-                if ours { entry.1 += 1 } else { entry.0 += 1 }
-            })
-            .with_context(|| format!("reading {}", table.topic))?;
+        for w in tail.written {
+            let entry = written.entry((w.version.ts, w.version.id, w.version.mod_count)).or_default();
+            if w.ours { entry.1 += 1 } else { entry.0 += 1 }
         }
         let in_topic: BTreeSet<(&Timestamp, &String, &String)> = written.keys().map(|(t, i, m)| (t, i, m)).collect();
         let missing = current
