@@ -32,8 +32,8 @@ const USAGE: &str = "usage:
                  [--trusted-keys PUB] [--schema-registry URL] [--apply http://worker:8083 [--offsets FILE] [--force] [--accept-manual]]
     (translates Confluent's ServiceNow connectors and the open one; exit 0 clean, 1 REVIEW, 2 MANUAL, 3 not applied, 4 invalid input;
      --apply reads HTTP Basic credentials from SNOW_CONNECT_REST_USER_INFO=user:password)
-  snow-connect migrate cutover <our connector file> (--old-connector NAME --old-offsets-topic TOPIC | --since 'YYYY-MM-DD HH:MM:SS')
-                 [--table T] [--old-topic TOPIC] [KAFKA] [--seed-max N] [--clock-margin-seconds N] [--out OFFSETS.json] [--force] [--json]
+  snow-connect migrate cutover <our connector file> (--old-connector NAME --old-offsets-topic TOPIC | --old-offsets-file FILE
+                 | --since 'YYYY-MM-DD HH:MM:SS') [--old-partition TEXT] [--table T] [--old-topic TOPIC] [KAFKA] [--seed-max N] [--clock-margin-seconds N] [--out OFFSETS.json] [--force] [--json]
     (writes our starting position into the connector's offset store, or with --out the KIP-875 body --apply --offsets reads;
      prints the duplicate bound; KAFKA defaults to the connector's own cluster)
   snow-connect migrate verify <our connector file> --from 'YYYY-MM-DD HH:MM:SS' [--until TS] [KAFKA] [--json]

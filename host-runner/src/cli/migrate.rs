@@ -110,6 +110,8 @@ fn cutover(args: &[String]) -> Result<u8> {
         &[
             "old-connector",
             "old-offsets-topic",
+            "old-offsets-file",
+            "old-partition",
             "since",
             "table",
             "old-topic",
@@ -124,11 +126,16 @@ fn cutover(args: &[String]) -> Result<u8> {
     let [file] = args.positional.as_slice() else { bail!("migrate cutover needs our connector's file (one)\n{USAGE}") };
     let spec = &connector_without_component(file)?;
     let old = match (args.option("since"), args.option("old-connector"), args.option("old-offsets-topic")) {
+        (None, None, None) if args.option("old-offsets-file").is_some() => {
+            OldPosition::OffsetsFile(PathBuf::from(args.option("old-offsets-file").unwrap_or_default()))
+        }
         (Some(since), None, None) => OldPosition::Given(
             snow_core::time::Timestamp::parse(since.trim()).map_err(|e| anyhow::anyhow!("--since: {e} (UTC, YYYY-MM-DD HH:MM:SS)"))?,
         ),
         (None, Some(connector), Some(topic)) => OldPosition::OffsetsTopic { topic: topic.into(), connector: connector.into() },
-        _ => bail!("give the old position: --old-connector NAME --old-offsets-topic TOPIC, or --since 'YYYY-MM-DD HH:MM:SS'\n{USAGE}"),
+        _ => bail!(
+            "give the old position: --old-connector NAME --old-offsets-topic TOPIC, --old-offsets-file FILE (GET /connectors/<name>/offsets), or --since 'YYYY-MM-DD HH:MM:SS'\n{USAGE}"
+        ),
     };
     let number = |name: &str, default: u64| -> Result<u64> {
         args.option(name)
@@ -139,6 +146,7 @@ fn cutover(args: &[String]) -> Result<u8> {
     let request = Request {
         old,
         table: args.option("table").map(String::from),
+        old_partition: args.option("old-partition").map(String::from),
         old_topic: args.option("old-topic").map(String::from),
         seed_max: usize::try_from(number("seed-max", 5_000)?)?,
         clock_margin_seconds: i64::try_from(number("clock-margin-seconds", 300)?)?,

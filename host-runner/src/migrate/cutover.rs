@@ -46,6 +46,9 @@ pub enum OldPosition {
     },
     /// Given by hand (`--since`), for every table of ours.
     Given(Timestamp),
+    /// A file of `GET /connectors/<name>/offsets` (KIP-875's `{"offsets":[{"partition","offset"}]}`),
+    /// as Confluent Cloud's and Connect's REST APIs answer it.
+    OffsetsFile(PathBuf),
 }
 
 /// What the cutover needs besides our connector.
@@ -55,6 +58,8 @@ pub struct Request {
     pub old: OldPosition,
     /// The table of ours the old position is for, when the old offsets do not name one.
     pub table: Option<String>,
+    /// Only the old partitions whose JSON contains this (V2's `api2`, for example).
+    pub old_partition: Option<String>,
     /// The topic the old connector wrote (default: our table's topic, which the translation kept).
     pub old_topic: Option<String>,
     /// Most versions carried in the stored position.
@@ -226,18 +231,29 @@ pub async fn plan(connection: &Connection, spec: &ConnectorSpec, request: &Reque
             };
             positions.extend(chosen.into_iter().map(|t| (t, *at, "--since".to_string())));
         }
-        OldPosition::OffsetsTopic { topic, connector } => {
-            for (partition, offset) in old_offsets(connection, topic, connector, request.timeout)? {
-                let (at, field) =
-                    old_offset_timestamp(&offset).map_err(|e| anyhow::anyhow!("connector {connector}, partition {partition}: {e}"))?;
-                let table = match table_named(&partition, &names) {
+        OldPosition::OffsetsTopic { .. } | OldPosition::OffsetsFile(_) => {
+            let (offsets, source) = match &request.old {
+                OldPosition::OffsetsTopic { topic, connector } => {
+                    (old_offsets(connection, topic, connector, request.timeout)?, format!("{topic}: connector {connector}"))
+                }
+                OldPosition::OffsetsFile(path) => (offsets_file(path)?, path.display().to_string()),
+                OldPosition::Given(_) => unreachable!("handled above"),
+            };
+            let chosen: Vec<&(Value, Value)> =
+                offsets.iter().filter(|(p, _)| request.old_partition.as_deref().is_none_or(|want| p.to_string().contains(want))).collect();
+            if chosen.is_empty() {
+                bail!("{source}: no old partition contains {:?}", request.old_partition.as_deref().unwrap_or_default());
+            }
+            for (partition, offset) in chosen {
+                let (at, field) = old_offset_timestamp(offset).map_err(|e| anyhow::anyhow!("{source}, partition {partition}: {e}"))?;
+                let table = match table_named(partition, &names) {
                     Some(t) => t,
                     None => only(&format!("the old partition {partition} names no table of ours"))?,
                 };
                 if positions.iter().any(|(t, _, _)| *t == table) {
-                    bail!("two old partitions map to table {table}; name the one meant with --table");
+                    bail!("two old partitions map to table {table}: pick one with --old-partition TEXT (a part of its JSON) and --table");
                 }
-                positions.push((table, at, format!("{topic}: connector {connector}, partition {partition}, field {field} of {offset}")));
+                positions.push((table, at, format!("{source}, partition {partition}, field {field} of {offset}")));
             }
         }
     }
@@ -280,6 +296,21 @@ pub async fn plan(connection: &Connection, spec: &ConnectorSpec, request: &Reque
         });
     }
     Ok(plans)
+}
+
+/// The `(partition, offset)` pairs of a KIP-875 answer saved to a file.
+pub fn offsets_file(path: &std::path::Path) -> Result<Vec<(Value, Value)>> {
+    let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let value: Value = serde_json::from_str(&text).with_context(|| format!("{}: not JSON", path.display()))?;
+    let items = value.get("offsets").unwrap_or(&value).as_array().cloned().unwrap_or_default();
+    let pairs: Vec<(Value, Value)> = items
+        .into_iter()
+        .filter_map(|item| Some((item.get("partition")?.clone(), item.get("offset").filter(|o| !o.is_null())?.clone())))
+        .collect();
+    if pairs.is_empty() {
+        bail!("{}: no {{\"partition\", \"offset\"}} pairs (the answer of GET /connectors/<name>/offsets is expected)", path.display());
+    }
+    Ok(pairs)
 }
 
 /// The KIP-875 body for `PATCH /connectors/<name>/offsets`.
@@ -337,6 +368,21 @@ mod tests {
         }
         assert!(old_offset_timestamp(&json!({"page": 3})).unwrap_err().contains("no timestamp"));
         assert!(old_offset_timestamp(&json!({"a": "2024-11-20 08:00:00", "b": "2024-11-21 08:00:00"})).unwrap_err().contains("several"));
+    }
+
+    #[test]
+    fn a_saved_offsets_answer_is_read() {
+        let path = std::env::temp_dir().join(format!("snow-old-offsets-{}.json", std::process::id()));
+        let answer = json!({"offsets": [
+            {"partition": {"table": "incident"}, "offset": {"timestamp": "2024-11-20 08:00:00"}},
+            {"partition": {"table": "gone"}, "offset": null}
+        ]});
+        std::fs::write(&path, answer.to_string()).unwrap();
+        let pairs = offsets_file(&path).unwrap();
+        assert_eq!(pairs, [(json!({"table": "incident"}), json!({"timestamp": "2024-11-20 08:00:00"}))]);
+        std::fs::write(&path, "{}").unwrap();
+        assert!(offsets_file(&path).unwrap_err().to_string().contains("no {\"partition\""));
+        std::fs::remove_file(&path).unwrap();
     }
 
     #[test]
