@@ -46,6 +46,9 @@ fn confluent(args: &[String]) -> Result<u8> {
     let out = PathBuf::from(args.option("out").unwrap_or("migrated"));
     let paths: Vec<PathBuf> = args.positional.iter().map(PathBuf::from).collect();
     let migration = migrate::translate_paths(&paths, &options);
+    if migration.connectors.is_empty() && migration.invalid.is_empty() {
+        bail!("no connector configuration (.json or .properties) in {}", args.positional.join(", "));
+    }
     migration.write(&out)?;
     for i in &migration.invalid {
         eprintln!("invalid: {}: {}", i.file, i.reason);
