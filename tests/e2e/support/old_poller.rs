@@ -81,8 +81,9 @@ fn envelope(row: &Value) -> Value {
 
 impl OldPoller {
     /// Starts polling on its own thread; `between_pages` is called with each page that another
-    /// page follows (a test changes rows there, as a writer would while the old connector pages).
-    pub fn start(self, bootstrap: &str, mut between_pages: impl FnMut(&[Value]) + Send + 'static) -> OldRun {
+    /// page follows and how many rows of the poll came before it (a test changes rows there, as a
+    /// writer would while the old connector pages).
+    pub fn start(self, bootstrap: &str, mut between_pages: impl FnMut(&[Value], usize) + Send + 'static) -> OldRun {
         let stop = Arc::new(AtomicBool::new(false));
         let stopping = stop.clone();
         let producer: FutureProducer =
@@ -131,11 +132,12 @@ impl OldPoller {
                             delivery.await.unwrap().map_err(|(e, _)| e).unwrap();
                         }
                         stats.records += rows.len() as u64;
+                        let before = offset;
                         offset += rows.len();
                         if rows.len() < self.batch {
                             break;
                         }
-                        between_pages(&rows);
+                        between_pages(&rows, before);
                     }
                     stats.position = newest;
                     stats.polls += 1;
