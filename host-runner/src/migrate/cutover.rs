@@ -27,7 +27,7 @@ use snow_core::config::{SourceConfig, TableConfig};
 use snow_core::cursor::{Cursor, Partition, SeenVersion};
 use snow_core::time::Timestamp;
 
-use super::topic_versions;
+use super::topic_versions::{self, timestamp_of};
 use crate::config::ConnectorSpec;
 use crate::kafka::tools::{self, Connection};
 
@@ -107,34 +107,6 @@ impl TablePlan {
     pub fn position(&self) -> String {
         let ts = Timestamp::parse(&self.old_timestamp).unwrap_or(Timestamp::EPOCH);
         Cursor::before(ts).to_position_with(&self.seen)
-    }
-}
-
-/// A timestamp in the forms old offsets and records carry it.
-pub fn timestamp_of(value: &Value) -> Option<Timestamp> {
-    match value {
-        Value::String(s) => {
-            let s = s.trim();
-            if let Ok(t) = Timestamp::parse(s) {
-                return Some(t);
-            }
-            // ISO 8601: 2024-11-20T08:00:00, with fractions, Z or +00:00.
-            let base = s.get(..19)?.replacen('T', " ", 1);
-            let rest = &s[19..];
-            let rest = rest.trim_start_matches(|c: char| c == '.' || c.is_ascii_digit());
-            if !matches!(rest, "" | "Z" | "+00:00" | "+0000") {
-                return None;
-            }
-            Timestamp::parse(&base).ok().or_else(|| s.parse::<i64>().ok().and_then(|n| timestamp_of(&json!(n))))
-        }
-        // Epoch milliseconds or seconds of this century (a page number or count is neither).
-        Value::Number(n) => {
-            const CENTURY: std::ops::Range<i64> = 946_684_800..4_102_444_800;
-            let n = n.as_i64()?;
-            if CENTURY.contains(&(n / 1000)) { Some(Timestamp(n / 1000)) } else { CENTURY.contains(&n).then_some(Timestamp(n)) }
-        }
-        Value::Object(map) => map.get("value").and_then(timestamp_of),
-        _ => None,
     }
 }
 

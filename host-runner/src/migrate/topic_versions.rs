@@ -9,12 +9,10 @@
 use std::time::Duration;
 
 use anyhow::Result;
-use serde_json::Value;
+use serde_json::{Value, json};
 use snow_core::config::TableConfig;
 use snow_core::cursor::SeenVersion;
 use snow_core::time::Timestamp;
-
-use super::cutover::timestamp_of;
 
 use crate::convert::sink::SinkConverters;
 use crate::kafka::tools::{self, Connection};
@@ -39,6 +37,34 @@ pub struct TopicVersions {
     pub unreadable: u64,
     /// The versions, one per record (tombstones left out).
     pub written: Vec<Written>,
+}
+
+/// A timestamp in the forms old offsets and records carry it.
+pub fn timestamp_of(value: &Value) -> Option<Timestamp> {
+    match value {
+        Value::String(s) => {
+            let s = s.trim();
+            if let Ok(t) = Timestamp::parse(s) {
+                return Some(t);
+            }
+            // ISO 8601: 2024-11-20T08:00:00, with fractions, Z or +00:00.
+            let base = s.get(..19)?.replacen('T', " ", 1);
+            let rest = &s[19..];
+            let rest = rest.trim_start_matches(|c: char| c == '.' || c.is_ascii_digit());
+            if !matches!(rest, "" | "Z" | "+00:00" | "+0000") {
+                return None;
+            }
+            Timestamp::parse(&base).ok().or_else(|| s.parse::<i64>().ok().and_then(|n| timestamp_of(&json!(n))))
+        }
+        // Epoch milliseconds or seconds of this century (a page number or count is neither).
+        Value::Number(n) => {
+            const CENTURY: std::ops::Range<i64> = 946_684_800..4_102_444_800;
+            let n = n.as_i64()?;
+            if CENTURY.contains(&(n / 1000)) { Some(Timestamp(n / 1000)) } else { CENTURY.contains(&n).then_some(Timestamp(n)) }
+        }
+        Value::Object(map) => map.get("value").and_then(timestamp_of),
+        _ => None,
+    }
 }
 
 /// Reads `topic` from `since` (less `margin_seconds`, by record time).
