@@ -55,26 +55,28 @@ impl Cursor {
         serde_json::to_string(&json).unwrap_or_default()
     }
 
-    /// The versions a stored position carries (none for the positions a connector writes).
-    pub fn seen_in_position(text: &str) -> Result<Vec<SeenVersion>, String> {
-        let json: PositionJson = serde_json::from_str(text).map_err(|e| format!("stored position {text:?} is not readable: {e}"))?;
-        json.seen
-            .into_iter()
-            .map(|(ts, id, mod_count)| {
-                let ts = Timestamp::parse(&ts).map_err(|e| format!("stored position, seen version of {id}: {e}"))?;
-                Ok(SeenVersion { ts, id, mod_count })
-            })
-            .collect()
-    }
-
     /// Reads a stored position; the error says what is wrong with it.
     pub fn from_position(text: &str) -> Result<Self, String> {
+        Self::from_position_with_seen(text).map(|(cursor, _)| cursor)
+    }
+
+    /// Reads a stored position and the versions it carries (none for the positions a connector
+    /// writes; a cutover's seed otherwise).
+    pub fn from_position_with_seen(text: &str) -> Result<(Self, Vec<SeenVersion>), String> {
         let json: PositionJson = serde_json::from_str(text).map_err(|e| format!("stored position {text:?} is not readable: {e}"))?;
         if json.v != 1 {
             return Err(format!("stored position has version {}, this connector reads version 1", json.v));
         }
         let ts = Timestamp::parse(&json.ts).map_err(|e| format!("stored position: {e}"))?;
-        Ok(Self { ts, id: json.id })
+        let seen = json
+            .seen
+            .into_iter()
+            .map(|(ts, id, mod_count)| {
+                let ts = Timestamp::parse(&ts).map_err(|e| format!("stored position, seen version of {id}: {e}"))?;
+                Ok(SeenVersion { ts, id, mod_count })
+            })
+            .collect::<Result<_, String>>()?;
+        Ok((Self { ts, id: json.id }, seen))
     }
 }
 

@@ -99,10 +99,7 @@ impl<T: Transport, C: Clock> SourceTask<T, C> {
         let stored = offsets.iter().rev().find(|o| o.partition == partition_key);
         let unreadable = |m: String| SnowError::config(format!("snow.table.{}", table.name), m);
         let (high, seen) = match stored {
-            Some(stored) => (
-                Cursor::from_position(&stored.position).map_err(unreadable)?,
-                Cursor::seen_in_position(&stored.position).map_err(unreadable)?,
-            ),
+            Some(stored) => Cursor::from_position_with_seen(&stored.position).map_err(unreadable)?,
             None => {
                 refuse_foreign_offset(&partition, offsets)?;
                 (Cursor::before(table.start), Vec::new())
