@@ -14,6 +14,13 @@ pub const INVALID: u8 = 4;
 /// Exit code when `--apply` left a connector alone or the fleet refused a step.
 const NOT_APPLIED: u8 = 3;
 
+/// Takes the flags `names` (options without a value) out of `args`: the rest, and whether each
+/// was given.
+fn flags<const N: usize>(args: &[String], names: [&str; N]) -> (Vec<String>, [bool; N]) {
+    let given = names.map(|name| args.iter().any(|a| a == name));
+    (args.iter().filter(|a| !names.contains(&a.as_str())).cloned().collect(), given)
+}
+
 /// `migrate <subcommand> …`; answers the exit code.
 pub fn run(args: &[String]) -> Result<u8> {
     match args.first().map(String::as_str) {
@@ -25,9 +32,7 @@ pub fn run(args: &[String]) -> Result<u8> {
 }
 
 fn confluent(args: &[String]) -> Result<u8> {
-    let flag = |name: &str| args.iter().any(|a| a == name);
-    let (force, accept_manual) = (flag("--force"), flag("--accept-manual"));
-    let args: Vec<String> = args.iter().filter(|a| *a != "--force" && *a != "--accept-manual").cloned().collect();
+    let (args, [force, accept_manual]) = flags(args, ["--force", "--accept-manual"]);
     let args = Args::parse(
         "migrate confluent",
         &args,
@@ -104,9 +109,7 @@ fn counts_of(c: &migrate::output::Connector) -> BTreeMap<migrate::rules::Class, 
 fn cutover(args: &[String]) -> Result<u8> {
     use host_runner::migrate::cutover::{self, OldPosition, Request};
     use host_runner::offsets::OffsetStore;
-    let flag = |name: &str| args.iter().any(|a| a == name);
-    let (force, as_json) = (flag("--force"), flag("--json"));
-    let args: Vec<String> = args.iter().filter(|a| *a != "--force" && *a != "--json").cloned().collect();
+    let (args, [force, as_json]) = flags(args, ["--force", "--json"]);
     let args = Args::parse(
         "migrate cutover",
         &args,
@@ -239,8 +242,7 @@ fn cluster(args: &Args, spec: &host_runner::config::ConnectorSpec) -> Result<hos
 /// `migrate verify <connector file> --from TS [--until TS]`: the instance's current rows against
 /// the topic; exit 1 when a row's current version is missing.
 fn verify(args: &[String]) -> Result<u8> {
-    let as_json = args.iter().any(|a| a == "--json");
-    let args: Vec<String> = args.iter().filter(|a| *a != "--json").cloned().collect();
+    let (args, [as_json]) = flags(args, ["--json"]);
     let args = Args::parse("migrate verify", &args, &["from", "until", "bootstrap", "command-config", "timeout-seconds"])?;
     let [file] = args.positional.as_slice() else { bail!("migrate verify needs our connector's file (one)\n{USAGE}") };
     let spec = connector_without_component(file)?;
