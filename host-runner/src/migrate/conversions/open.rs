@@ -52,18 +52,6 @@ pub fn query_domain(ctx: &Context<'_>, value: &str) -> Converted {
     }
 }
 
-/// `snow.source.batch.size` (up to 50,000 there; the Table API's 10,000 here).
-pub fn batch_size(ctx: &Context<'_>, value: &str) -> Converted {
-    let key = if ctx.table.is_some() { ctx.ours("snow.table.<t>.batch.size") } else { "snow.batch.size".into() };
-    match value.trim().parse::<u64>() {
-        Ok(n) if n > 10_000 => {
-            Converted::Review(one(key, "10000"), format!("{n} rows per request is above the Table API's 10,000; 10,000 kept"))
-        }
-        Ok(n) => Converted::Keys(one(key, n.to_string())),
-        Err(_) => Converted::Manual(format!("{value:?} is not a whole number")),
-    }
-}
-
 /// `snow.source.schema.mode`.
 pub fn schema_mode(_: &Context<'_>, value: &str) -> Converted {
     match value.trim().to_ascii_lowercase().as_str() {

@@ -46,13 +46,15 @@ pub fn start_timestamp(ctx: &Context<'_>, value: &str) -> Converted {
     since(ctx, value)
 }
 
-/// `batch.max.rows` / V2's `table{i}.batch.size`: rows per request, within the Table API's 10,000.
+/// `batch.max.rows`, V2's `table{i}.batch.size`, the open connector's `snow.source.batch.size`
+/// (a table's key when the old key had a table, `snow.batch.size` otherwise): rows per request,
+/// within the Table API's 10,000.
 pub fn batch_size(ctx: &Context<'_>, value: &str) -> Converted {
     let n = match whole(value) {
         Ok(n) => n,
         Err(e) => return e,
     };
-    let key = ctx.ours("snow.table.<t>.batch.size");
+    let key = if ctx.table.is_some() { ctx.ours("snow.table.<t>.batch.size") } else { "snow.batch.size".into() };
     if n == 0 {
         return Converted::Manual("0 rows per request is not a page size; leave it out (1000 rows)".into());
     }

@@ -3,7 +3,7 @@
 //! keys nearly ours, tables under aliases (`snow.table.<alias>.name`).
 
 use super::{convert, convert_review, decide, drop, manual, rename, same};
-use crate::migrate::conversions::{instance, open as o};
+use crate::migrate::conversions::{instance, open as o, source};
 use crate::migrate::rules::KeyRule;
 
 /// The shared core keys (`CoreConfigDefs.java`).
@@ -55,7 +55,7 @@ pub const SOURCE: &[KeyRule] = &[
     drop("snow.tables", "table aliases there; the tables are their snow.table.<alias>.name", "O-src"),
     drop("snow.task.tables", "internal: set by their connector for its tasks", "O-src"),
     rename("snow.source.poll.interval.ms", "snow.poll.interval.ms", "", "O-src"),
-    convert("snow.source.batch.size", "snow.batch.size", o::batch_size, "at most 10,000 (theirs 50,000)", "O-src"),
+    convert("snow.source.batch.size", "snow.batch.size", source::batch_size, "at most 10,000 (theirs 50,000)", "O-src"),
     rename("snow.source.overlap.seconds", "snow.overlap.seconds", "", "O-src"),
     rename("snow.source.safety.lag.seconds", "snow.safety.lag.seconds", "", "O-src"),
     rename("snow.source.dedup.window.records", "snow.dedup.window.size", "", "O-src"),
@@ -92,7 +92,7 @@ pub const SOURCE: &[KeyRule] = &[
         "O-tbl",
     ),
     rename("snow.table.{a}.query.category", "snow.table.<t>.query.category", "", "O-tbl"),
-    convert("snow.table.{a}.batch.size", "snow.table.<t>.batch.size", o::batch_size, "at most 10,000", "O-tbl"),
+    convert("snow.table.{a}.batch.size", "snow.table.<t>.batch.size", source::batch_size, "at most 10,000", "O-tbl"),
     rename("snow.table.{a}.poll.interval.ms", "snow.table.<t>.poll.interval.ms", "", "O-tbl"),
 ];
 
