@@ -174,7 +174,10 @@ fn a_new_version_that_does_not_verify_or_is_of_another_kind_keeps_the_old_one_ru
     std::fs::write(&next, bytes).unwrap();
     swap_to(&runner, &dir, &name, &mut config, &next);
     let line = runner.wait_for_log("reload: keeping the running component version", Duration::from_secs(60));
-    let status = support::unit_status_of(&addr, &name, "component").expect("the refusal is on the status board");
+    // The log line and the status board are written one after the other: wait for the board.
+    let status = support::wait_until("the refusal on the status board", Duration::from_secs(60), || {
+        support::unit_status_of(&addr, &name, "component").filter(|s| s["message"].as_str().unwrap_or("").contains("refused"))
+    });
     // A signed component of the other kind: it compiles, but it is not a source.
     swap_to(&runner, &dir, &name, &mut config, Path::new(support::signed(guest_artifacts::GUEST_SINK)));
     runner.wait_for_log("is a Sink component; the running connector is not", Duration::from_secs(60));
