@@ -228,6 +228,7 @@ impl Runner {
             self.record_plan(&spec.name, Some(Plan::of(&ready)));
             prepared.push(match ready {
                 Ready::Source { ctx, pre, digest, units } => {
+                    exactly_once_offsets(spec)?;
                     let offsets = offset_stores.of(spec).await.with_context(|| format!("connector {}", spec.name))?;
                     self.offset_stores.lock().unwrap_or_else(|e| e.into_inner()).insert(spec.name.clone(), offsets.clone());
                     Prepared::Source { ctx, loaded: Loaded::Source(pre), digest, units, offsets }
@@ -443,6 +444,32 @@ impl OffsetStores {
         let store = Arc::new(FileOffsetStore::open(&path)?);
         self.files.insert(path, store.clone());
         Ok(store)
+    }
+}
+
+/// Exactly-once needs offsets in a topic, where a transaction can write them with the records
+/// (ADR 0030): with a file, `required` is refused and `requested` runs at-least-once, saying so.
+fn exactly_once_offsets(spec: &ConnectorSpec) -> Result<()> {
+    use crate::config::exactly_once::ExactlyOnce;
+    if spec.offsets_topic.is_some() {
+        return Ok(());
+    }
+    match spec.exactly_once {
+        ExactlyOnce::Off => Ok(()),
+        ExactlyOnce::Required => bail!(
+            "connector {} has an invalid configuration:\n  exactly.once.support=required: offsets in a file ({}) cannot join a Kafka \
+             transaction; set offset.storage.topic (e.g. offset.storage.topic=snow-connect-offsets) to keep them in Kafka",
+            spec.name,
+            spec.offsets_file.display()
+        ),
+        ExactlyOnce::Requested => {
+            tracing::warn!(
+                connector = spec.name,
+                "exactly.once.support=requested, but offsets are kept in a file, which cannot join a Kafka transaction: the connector \
+                 runs at-least-once (set offset.storage.topic for exactly-once)"
+            );
+            Ok(())
+        }
     }
 }
 

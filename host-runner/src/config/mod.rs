@@ -11,6 +11,7 @@
 
 mod artefact;
 pub mod caller;
+pub mod exactly_once;
 mod file;
 mod properties;
 pub mod providers;

@@ -131,6 +131,8 @@ pub struct ConnectorSpec {
     pub transforms: Option<std::sync::Arc<snow_data::transform::Chain>>,
     /// The transform components among them (`io.snowconnect.transforms.Component` stages).
     pub transform_components: Vec<super::transform_components::TransformComponentSpec>,
+    /// `exactly.once.support` (source only, ADR 0030).
+    pub exactly_once: super::exactly_once::ExactlyOnce,
 }
 
 /// 256 MiB holds a 10,000-row page of wide rows twice over.
@@ -359,6 +361,7 @@ impl ConnectorSpec {
                 || crate::convert::spec::is_converter_key(k)
                 || super::topic_creation::is_topic_creation_key(k)
                 || snow_data::transform::config::is_transform_key(k)
+                || super::exactly_once::KEYS.contains(&k)
         };
         let mut guest_config = BTreeMap::new();
         for (k, v) in &entries {
@@ -375,6 +378,7 @@ impl ConnectorSpec {
         if is_sink && topic_creation.is_some() {
             errors.push("topic.creation.*: creates a source's topics; a sink connector does not create topics".into());
         }
+        let exactly_once = super::exactly_once::read(&entries, is_sink, &mut errors);
         let transforms = snow_data::transform::Chain::from_entries(&entries, &mut errors);
         let transform_components = super::transform_components::read(&transforms, &mut errors);
         let transforms = (!transforms.is_empty()).then(|| std::sync::Arc::new(transforms));
@@ -420,6 +424,7 @@ impl ConnectorSpec {
             topic_creation,
             transforms,
             transform_components,
+            exactly_once,
         })
     }
 }

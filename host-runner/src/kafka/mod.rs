@@ -12,6 +12,7 @@ pub mod keys;
 pub mod preflight;
 pub mod security;
 pub mod tools;
+pub mod transactions;
 
 use std::collections::BTreeMap;
 
@@ -41,7 +42,7 @@ fn client_config(spec: &KafkaSpec, defaults: &[(&str, &str)], overrides: &BTreeM
 }
 
 /// The producer settings of a source connector: the defaults, then `kafka.producer.*`.
-fn producer_config(spec: &KafkaSpec) -> ClientConfig {
+pub fn producer_config(spec: &KafkaSpec) -> ClientConfig {
     let defaults = [
         ("enable.idempotence", "true"),
         ("acks", "all"),

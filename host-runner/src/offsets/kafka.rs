@@ -76,11 +76,20 @@ impl OffsetStore for KafkaOffsetStore {
         self.entries().into_iter().filter(|(c, _, _)| c == connector).map(|(_, p, v)| (p, v)).collect()
     }
 
+    fn offsets_topic(&self) -> Option<Arc<StateTopic>> {
+        Some(self.topic.clone())
+    }
+
     fn commit(&self, connector: &str, partition: &str, position: &str) -> Result<()> {
         self.writer
             .write(key(connector, partition), Some(encode(position).into_bytes()))
             .with_context(|| format!("storing the offset of {connector} in offset.storage.topic {}", self.topic.name()))
     }
+}
+
+/// The offset record storing `position` of `partition` of `connector`: its key and value.
+pub fn record(connector: &str, partition: &str, position: &str) -> (Vec<u8>, Vec<u8>) {
+    (key(connector, partition), encode(position).into_bytes())
 }
 
 /// The record key of `partition` of `connector`: `["<connector>", <partition>]`. The partition's

@@ -17,4 +17,8 @@ pub trait OffsetStore: Send + Sync {
     fn load(&self, connector: &str) -> Vec<(String, String)>;
     /// Records `position` as the last acknowledged one of `partition`, durably, before returning.
     fn commit(&self, connector: &str, partition: &str, position: &str) -> Result<()>;
+    /// The Kafka topic offsets live in, when they do (exactly-once needs one: ADR 0030).
+    fn offsets_topic(&self) -> Option<std::sync::Arc<crate::state::StateTopic>> {
+        None
+    }
 }

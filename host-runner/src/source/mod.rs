@@ -5,6 +5,7 @@
 
 mod budget;
 mod create_topic;
+pub mod exactly_once;
 pub mod pipeline;
 pub mod produce;
 mod unit;
@@ -57,7 +58,7 @@ pub async fn run(
     let producer = crate::kafka::producer(&ctx.spec.kafka)?;
     let topics = allowed_topics(&ctx);
     let handles: Vec<_> =
-        units.into_iter().map(|unit| spawn_unit(&ctx, &slot, unit, offsets.clone(), &producer, &topics, shutdown.clone())).collect();
+        units.into_iter().map(|unit| spawn_unit(&ctx, &slot, unit, offsets.clone(), &producer, &topics, None, shutdown.clone())).collect();
     for handle in handles {
         handle.await?;
     }
@@ -70,7 +71,10 @@ pub fn allowed_topics(ctx: &SharedContext) -> Arc<std::collections::BTreeSet<Str
     Arc::new(snow_core::config::source::configured_topics(&ctx.spec.guest_config))
 }
 
-/// Starts one unit, following the connector's component slot, until `shutdown`.
+/// Starts one unit, following the connector's component slot, until `shutdown`. In exactly-once
+/// mode its polls commit through `fence` (a fleet slot's producer) or, without one, a producer of
+/// its own (standalone, offsets in a topic).
+#[allow(clippy::too_many_arguments)]
 pub fn spawn_unit(
     ctx: &SharedContext,
     slot: &Arc<Slot<SourcePre<HostState>>>,
@@ -78,8 +82,14 @@ pub fn spawn_unit(
     offsets: Arc<dyn OffsetStore>,
     producer: &rdkafka::producer::FutureProducer,
     topics: &Arc<std::collections::BTreeSet<String>>,
+    fence: Option<Arc<crate::kafka::transactions::Transactions>>,
     shutdown: Shutdown,
 ) -> tokio::task::JoinHandle<()> {
+    let exactly_once = match (ctx.spec.exactly_once.wanted(), fence, offsets.offsets_topic()) {
+        (false, _, _) | (true, _, None) => None,
+        (true, Some(fence), Some(topic)) => Some(exactly_once::ExactlyOnce { fence: exactly_once::Fence::Slot(fence), offsets: topic }),
+        (true, None, Some(topic)) => Some(exactly_once::ExactlyOnce::own(&ctx.spec, &unit.name, topic)),
+    };
     let runner = unit::UnitRunner {
         ctx: ctx.clone(),
         version: slot.follow(),
@@ -92,6 +102,7 @@ pub fn spawn_unit(
         announced: Default::default(),
         created: Default::default(),
         converters: crate::convert::source::SourceConverters::new(ctx.spec.convert.clone()),
+        exactly_once,
     };
     tokio::spawn(runner.run())
 }

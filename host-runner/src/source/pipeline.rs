@@ -32,10 +32,20 @@ pub const MAX_UNACKNOWLEDGED: usize = DEPTH + 2;
 /// A delivery slower than this shows the unit as waiting for Kafka.
 pub const WAIT_REPORT: Duration = Duration::from_secs(3);
 
+/// How a poll's records are known to be in Kafka.
+pub enum Acks {
+    /// Their deliveries from the idempotent producer, in order: the committer stores the offset
+    /// once every one arrived.
+    Deliveries(Vec<DeliveryFuture>),
+    /// The answer of the transaction that wrote them with their offset (exactly-once): nothing
+    /// is left to store.
+    Committed(tokio::sync::oneshot::Receiver<crate::kafka::transactions::Outcome>),
+}
+
 /// One poll's records on their way.
 pub struct Pending {
-    /// Their deliveries, in order.
-    pub deliveries: Vec<DeliveryFuture>,
+    /// How their arrival is known.
+    pub acks: Acks,
     /// The source partition.
     pub partition: String,
     /// The position to store once all are acknowledged.
@@ -77,21 +87,37 @@ impl Pipeline {
         let task = tokio::spawn(async move {
             let l = labels(&[("connector", &committer.connector), ("table", &committer.table)]);
             while let Some(p) = rx.recv().await {
-                let records = p.deliveries.len() as u64;
-                if let Err(failure) = acknowledged(&committer, p.deliveries, &count).await {
-                    let _ = fail.send(Some(failure));
-                    return;
-                }
-                let (store, c, part, pos) = (committer.offsets.clone(), committer.connector.clone(), p.partition, p.position);
-                let stored = match tokio::task::spawn_blocking(move || store.commit(&c, &part, &pos)).await {
-                    Ok(Ok(())) => Ok(()),
-                    Ok(Err(e)) => Err(format!("{e:#}")),
-                    Err(e) => Err(format!("the offset commit task failed: {e}")),
+                let records = match p.acks {
+                    Acks::Deliveries(deliveries) => {
+                        let records = deliveries.len() as u64;
+                        if let Err(failure) = acknowledged(&committer, deliveries, &count).await {
+                            let _ = fail.send(Some(failure));
+                            return;
+                        }
+                        let (store, c, part, pos) = (committer.offsets.clone(), committer.connector.clone(), p.partition, p.position);
+                        let stored = match tokio::task::spawn_blocking(move || store.commit(&c, &part, &pos)).await {
+                            Ok(Ok(())) => Ok(()),
+                            Ok(Err(e)) => Err(format!("{e:#}")),
+                            Err(e) => Err(format!("the offset commit task failed: {e}")),
+                        };
+                        if let Err(e) = stored {
+                            let _ = fail.send(Some(ProduceFailure::Failed(e)));
+                            return;
+                        }
+                        records
+                    }
+                    Acks::Committed(mut answer) => {
+                        let what = || "the transaction of a poll's records and its offset to commit".to_string();
+                        let outcome = patiently(&committer, &count, what, &mut answer).await;
+                        match outcome.unwrap_or_else(|_| Err(ProduceFailure::Failed("the transaction task stopped".into()))) {
+                            Ok(records) => records,
+                            Err(failure) => {
+                                let _ = fail.send(Some(failure));
+                                return;
+                            }
+                        }
+                    }
                 };
-                if let Err(e) = stored {
-                    let _ = fail.send(Some(ProduceFailure::Failed(e)));
-                    return;
-                }
                 let now = count.fetch_sub(1, Ordering::SeqCst).saturating_sub(1);
                 committer.metrics.gauge_set("snow_source_unacknowledged_polls", now as f64, &l);
                 committer.metrics.counter_add("snow_source_records_total", records, &l);
@@ -136,38 +162,50 @@ impl Pipeline {
 /// waiting for Kafka (and logged once); it is shown running again when they arrive.
 async fn acknowledged(owner: &Owner, deliveries: Vec<DeliveryFuture>, count: &AtomicUsize) -> Result<(), ProduceFailure> {
     let total = deliveries.len();
-    let mut waiting_since: Option<Instant> = None;
     for (i, mut delivery) in deliveries.into_iter().enumerate() {
-        let outcome = loop {
-            match tokio::time::timeout(WAIT_REPORT, &mut delivery).await {
-                Ok(outcome) => break outcome,
-                Err(_) => {
-                    let since = *waiting_since.get_or_insert_with(|| {
-                        tracing::warn!(connector = %owner.connector, unit = %owner.table, "Kafka has not acknowledged records for {WAIT_REPORT:?}; the offset stays at the last acknowledged batch");
-                        Instant::now() - WAIT_REPORT
-                    });
-                    let message = format!(
-                        "waiting for Kafka to acknowledge {} records of {} polls for {} s (the broker is unreachable or slow); \
-                         the stored offset stays at the last acknowledged batch",
-                        total - i,
-                        count.load(Ordering::SeqCst),
-                        since.elapsed().as_secs()
-                    );
-                    owner.status.set(&owner.connector, &owner.table, UnitState::Waiting, Some(&message));
-                }
-            }
-        };
-        match outcome {
+        let what = || format!("Kafka to acknowledge {} records", total - i);
+        match patiently(owner, count, what, &mut delivery).await {
             Ok(Ok(_)) => {}
             Ok(Err((e, message))) => return Err(delivery_failure(&e, &message)),
             Err(_) => return Err(ProduceFailure::Failed("the producer dropped the delivery".into())),
         }
     }
+    Ok(())
+}
+
+/// Awaits `answer`. While it takes longer than [`WAIT_REPORT`], the unit is shown as waiting for
+/// `what` (and logged once); it is shown running again when the answer arrives.
+async fn patiently<F: std::future::Future + Unpin>(
+    owner: &Owner,
+    count: &AtomicUsize,
+    what: impl Fn() -> String,
+    answer: &mut F,
+) -> F::Output {
+    let mut waiting_since: Option<Instant> = None;
+    let outcome = loop {
+        match tokio::time::timeout(WAIT_REPORT, &mut *answer).await {
+            Ok(outcome) => break outcome,
+            Err(_) => {
+                let since = *waiting_since.get_or_insert_with(|| {
+                    tracing::warn!(connector = %owner.connector, unit = %owner.table, "Kafka has not acknowledged records for {WAIT_REPORT:?}; the offset stays at the last acknowledged batch");
+                    Instant::now() - WAIT_REPORT
+                });
+                let message = format!(
+                    "waiting for {} of {} polls for {} s (the broker is unreachable or slow); \
+                     the stored offset stays at the last acknowledged batch",
+                    what(),
+                    count.load(Ordering::SeqCst),
+                    since.elapsed().as_secs()
+                );
+                owner.status.set(&owner.connector, &owner.table, UnitState::Waiting, Some(&message));
+            }
+        }
+    };
     if let Some(since) = waiting_since {
         tracing::info!(connector = %owner.connector, unit = %owner.table, "Kafka acknowledges again after {:.1} s", since.elapsed().as_secs_f64());
         owner.status.set(&owner.connector, &owner.table, UnitState::Running, None);
     }
-    Ok(())
+    outcome
 }
 
 impl Drop for Pipeline {

@@ -112,6 +112,9 @@ pub enum ProduceFailure {
     Refused(Refusal),
     /// Anything else (the broker away, a timeout, the producer closing): reopening may cure it.
     Failed(String),
+    /// A newer producer of the same `transactional.id` took over (exactly-once): stop, do not
+    /// reopen (that would fence the newer one back).
+    Fenced(String),
 }
 
 impl std::fmt::Display for ProduceFailure {
@@ -119,6 +122,7 @@ impl std::fmt::Display for ProduceFailure {
         match self {
             Self::Refused(r) => r.fmt(f),
             Self::Failed(e) => write!(f, "producing to Kafka failed: {e}"),
+            Self::Fenced(e) => write!(f, "fenced: {e}"),
         }
     }
 }
@@ -169,10 +173,14 @@ fn failure(error: &KafkaError, key: Option<&[u8]>, payload: Option<&[u8]>, heade
 /// value are taken from there instead of the batch's bytes: an empty entry (a bad row skipped
 /// under `snow.bad.row.behavior=skip`, a record a transform dropped) is not produced, and each of
 /// several is, in order.
+///
+/// With `versions` (exactly-once), every record also carries [`VERSION_HEADER`]: the row version
+/// it came from, which a reopening table reads back to rebuild its dedup window (ADR 0030).
 pub async fn enqueue(
     producer: &FutureProducer,
     batch: &PollBatch,
     converted: Option<&[Converted]>,
+    versions: bool,
 ) -> Result<Vec<DeliveryFuture>, ProduceFailure> {
     let text = |span: Span| bytes(batch, span).and_then(|b| std::str::from_utf8(b).ok()).unwrap_or_default();
     let mut deliveries = Vec::with_capacity(batch.records.len());
@@ -183,13 +191,14 @@ pub async fn enqueue(
         std::iter::once(None).take(usize::from(converted.is_none())).chain(made.iter().map(Some))
     };
     for (i, r) in batch.records.iter().enumerate() {
+        let version = versions.then(|| version_of(batch, r));
         for made in made_of(i) {
             let (key, value) = match made {
                 None => (r.key.and_then(|k| bytes(batch, k)), r.value.and_then(|v| bytes(batch, v))),
                 Some(m) => (m.key.as_deref(), m.value.as_deref()),
             };
             let topic = made.and_then(|m| m.topic.as_deref()).unwrap_or(&batch.topic);
-            let headers = match made.and_then(|m| m.headers.as_ref()) {
+            let mut headers = match made.and_then(|m| m.headers.as_ref()) {
                 Some(transformed) => transformed.iter().fold(OwnedHeaders::new_with_capacity(transformed.len()), |hs, (k, v)| {
                     hs.insert(KafkaHeader { key: k, value: v.as_deref() })
                 }),
@@ -205,6 +214,9 @@ pub async fn enqueue(
                     headers
                 }
             };
+            if let Some(version) = &version {
+                headers = headers.insert(KafkaHeader { key: VERSION_HEADER, value: Some(version.as_bytes()) });
+            }
             let mut record: FutureRecord<'_, [u8], [u8]> = FutureRecord::to(topic).headers(headers);
             if let Some(key) = key {
                 record = record.key(key);
@@ -233,6 +245,29 @@ pub async fn enqueue(
         }
     }
     Ok(deliveries)
+}
+
+/// The header naming the row version a record came from, in exactly-once mode:
+/// `["<timestamp>","<sys_id>","<sys_mod_count>"]`.
+pub const VERSION_HEADER: &str = "snow.source.version";
+
+/// The version record `r` of `batch` carries: its cursor timestamp (the record's, to the second),
+/// its key (the sys_id) and its `snow.sys_mod_count` header (empty without one).
+fn version_of(batch: &PollBatch, r: &SourceRecord) -> String {
+    let ts = snow_core::time::Timestamp(r.timestamp_ms.unwrap_or(0).div_euclid(1000));
+    let id = r.key.and_then(|k| bytes(batch, k)).map(String::from_utf8_lossy).unwrap_or_default();
+    let count = record_headers(batch, r)
+        .into_iter()
+        .find(|(name, _)| name == "snow.sys_mod_count")
+        .and_then(|(_, v)| v.map(String::from_utf8_lossy))
+        .unwrap_or_default();
+    serde_json::json!([ts.to_string(), id, count]).to_string()
+}
+
+/// A [`VERSION_HEADER`] value read back: `(timestamp, sys_id, sys_mod_count)`.
+pub fn parse_version(value: &[u8]) -> Option<(snow_core::time::Timestamp, String, String)> {
+    let (ts, id, count): (String, String, String) = serde_json::from_slice(value).ok()?;
+    Some((snow_core::time::Timestamp::parse(&ts).ok()?, id, count))
 }
 
 #[cfg(test)]

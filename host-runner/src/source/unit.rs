@@ -18,7 +18,8 @@ use wasmtime::Store;
 use wasmtime::component::ResourceAny;
 
 use super::budget::RefusalBudget;
-use super::pipeline::{Owner, Pending, Pipeline};
+use super::exactly_once::{ExactlyOnce, Unavailable};
+use super::pipeline::{Acks, Owner, Pending, Pipeline};
 use super::produce::{Converted, Made, ProduceFailure, bytes, check, enqueue};
 use crate::backoff::Backoff;
 use crate::component::HostState;
@@ -29,6 +30,7 @@ use crate::component::trap::TrapBudget;
 use crate::component::trap::one_line;
 use crate::connector::{SharedContext, class_label, describe, to_entries};
 use crate::convert::source::{RowProblem, SourceConverters};
+use crate::kafka::transactions::{OffsetRecord, Records, Transactions};
 use crate::metrics::labels;
 use crate::offsets::OffsetStore;
 use crate::shutdown::Shutdown;
@@ -57,6 +59,8 @@ pub struct UnitRunner {
     pub converters: SourceConverters,
     /// The topics `topic.creation.*` has made sure of (created, or found existing).
     pub created: BTreeSet<String>,
+    /// Exactly-once mode: where the table's transactions come from (`None`: at-least-once).
+    pub exactly_once: Option<ExactlyOnce>,
 }
 
 /// An opened guest instance and its task handle.
@@ -64,6 +68,8 @@ struct Opened {
     store: Store<HostState>,
     instance: Source,
     task: ResourceAny,
+    /// Exactly-once: the producer this instance's polls commit through.
+    transactions: Option<Arc<Transactions>>,
 }
 
 /// Why opening an instance failed.
@@ -200,7 +206,8 @@ impl UnitRunner {
         true
     }
 
-    async fn open(&self) -> Result<Opened, OpenFailure> {
+    async fn open(&mut self) -> Result<Opened, OpenFailure> {
+        let transactions = self.fence().await?;
         let mut store = self.ctx.new_store(&self.unit.name);
         let instance = self
             .version
@@ -209,8 +216,11 @@ impl UnitRunner {
             .instantiate_async(&mut store)
             .await
             .map_err(|e| OpenFailure::Refused(ErrorClass::Fatal, format!("instantiating: {e:#}")))?;
-        let offsets: Vec<SourceOffset> =
+        let mut offsets: Vec<SourceOffset> =
             self.offsets.load(self.ctx.name()).into_iter().map(|(partition, position)| SourceOffset { partition, position }).collect();
+        if transactions.is_some() {
+            offsets = self.rebuilt(offsets).await?;
+        }
         let config = to_entries(self.unit.config.iter().map(|e| (&e.key, &e.value)));
         store.data_mut().begin_call();
         let task = instance
@@ -226,7 +236,53 @@ impl UnitRunner {
                 let (class, message) = describe(&e);
                 OpenFailure::Refused(class, message)
             })?;
-        Ok(Opened { store, instance, task })
+        Ok(Opened { store, instance, task, transactions })
+    }
+
+    /// Exactly-once: the producer to commit through, earlier ones fenced. `requested` falls back
+    /// to at-least-once (saying why) when the broker refuses transactions; `required` parks.
+    async fn fence(&mut self) -> Result<Option<Arc<Transactions>>, OpenFailure> {
+        let Some(eos) = self.exactly_once.as_mut() else { return Ok(None) };
+        match eos.transactions().await {
+            Ok(t) => Ok(Some(t)),
+            Err(Unavailable::Transient(why)) => Err(OpenFailure::Refused(ErrorClass::Transient, format!("exactly-once: {why}"))),
+            Err(Unavailable::Refused(why)) if self.ctx.spec.exactly_once == crate::config::exactly_once::ExactlyOnce::Required => Err(
+                OpenFailure::Refused(ErrorClass::Fatal, format!("exactly.once.support=required, but Kafka refuses transactions: {why}")),
+            ),
+            Err(Unavailable::Refused(why)) => {
+                let message = format!(
+                    "exactly.once.support=requested, but Kafka refuses transactions ({why}): this table runs at-least-once (docs/delivery.md)"
+                );
+                tracing::warn!(connector = %self.ctx.name(), unit = %self.unit.name, "{message}");
+                self.state(UnitState::Starting, Some(&message));
+                self.exactly_once = None;
+                Ok(None)
+            }
+        }
+    }
+
+    /// The stored offsets with this table's position carrying the versions its topic already
+    /// holds over the overlap (ADR 0030).
+    async fn rebuilt(&self, offsets: Vec<SourceOffset>) -> Result<Vec<SourceOffset>, OpenFailure> {
+        match super::exactly_once::seeded(&self.ctx.spec, &self.unit, offsets).await {
+            Ok((offsets, rebuilt)) => {
+                if let Some(r) = rebuilt {
+                    tracing::info!(
+                        connector = %self.ctx.name(),
+                        unit = %self.unit.name,
+                        versions = r.versions,
+                        records = r.records,
+                        ms = r.took.as_millis() as u64,
+                        "dedup window rebuilt from the topic: {} versions of {} records read back in {} ms",
+                        r.versions,
+                        r.records,
+                        r.took.as_millis()
+                    );
+                }
+                Ok(offsets)
+            }
+            Err(e) => Err(OpenFailure::Refused(ErrorClass::Transient, format!("exactly-once: rebuilding the dedup window: {e:#}"))),
+        }
     }
 
     async fn poll_loop(
@@ -351,19 +407,28 @@ impl UnitRunner {
                     break Restart::Reopen;
                 }
             };
-            if let Some(offset) = &batch.offset {
+            let next_poll_ms = batch.next_poll_ms;
+            if let Some(offset) = batch.offset.clone() {
                 let enqueued = std::time::Instant::now();
-                let deliveries = match enqueue(&self.producer, &batch, converted.as_deref()).await {
-                    Ok(d) => d,
-                    Err(failure) => break self.produce_failed(&failure, refusals),
+                let (topic, records) = (batch.topic.clone(), batch.records.len());
+                let acks = match &opened.transactions {
+                    Some(t) => {
+                        let (key, value) = crate::offsets::kafka::record(&connector, &offset.partition, &offset.position);
+                        let job = Records { batch, converted };
+                        Acks::Committed(t.submit(Some(job), OffsetRecord { key, value: Some(value) }).await)
+                    }
+                    None => match enqueue(&self.producer, &batch, converted.as_deref(), false).await {
+                        Ok(d) => Acks::Deliveries(d),
+                        Err(failure) => break self.produce_failed(&failure, refusals),
+                    },
                 };
-                if !self.announced.contains(&batch.topic) {
-                    self.ctx.status.topic_used(self.ctx.name(), &self.unit.name, &batch.topic);
-                    self.announced.insert(batch.topic.clone());
+                if !self.announced.contains(&topic) {
+                    self.ctx.status.topic_used(self.ctx.name(), &self.unit.name, &topic);
+                    self.announced.insert(topic);
                 }
                 let enqueue_time = enqueued.elapsed();
                 last_enqueued = Some(Instant::now());
-                let pending = Pending { deliveries, partition: offset.partition.clone(), position: offset.position.clone() };
+                let pending = Pending { acks, partition: offset.partition, position: offset.position };
                 let submitted = std::time::Instant::now();
                 // While Kafka is away the pipeline is full and this waits: a shutdown must still get through.
                 let mut shutdown = self.shutdown.clone();
@@ -379,7 +444,7 @@ impl UnitRunner {
                 tracing::trace!(
                     connector = %connector,
                     unit = %table,
-                    records = batch.records.len(),
+                    records,
                     poll_us = poll_time.as_micros() as u64,
                     enqueue_us = enqueue_time.as_micros() as u64,
                     wait_us = submitted.elapsed().as_micros() as u64,
@@ -387,7 +452,7 @@ impl UnitRunner {
                 );
             }
             backoff.reset();
-            if batch.next_poll_ms > 0 && !self.shutdown.sleep(Duration::from_millis(u64::from(batch.next_poll_ms))).await {
+            if next_poll_ms > 0 && !self.shutdown.sleep(Duration::from_millis(u64::from(next_poll_ms))).await {
                 break Restart::Stop;
             }
         };
@@ -591,6 +656,14 @@ impl UnitRunner {
 
     fn produce_failed(&self, failure: &ProduceFailure, refusals: &mut RefusalBudget) -> Restart {
         let (connector, table) = (self.ctx.name(), self.unit.name.as_str());
+        if let ProduceFailure::Fenced(why) = failure {
+            // A fleet's slot stops its units itself; standalone, another process took the table.
+            if self.shutdown.is_stopping() {
+                return Restart::Stop;
+            }
+            self.park(&format!("table {table}: {why}"));
+            return Restart::Parked;
+        }
         if let ProduceFailure::Refused(refusal) = failure {
             self.ctx.metrics.counter_add("snow_source_kafka_refusals_total", 1, &labels(&[("connector", connector), ("table", table)]));
             if let Some(why) = refusals.refused(&refusal.sys_id, &format!("table {table}: {refusal}")) {

@@ -464,7 +464,8 @@ impl WorkerLoop {
                     }
                     let offsets: Arc<dyn crate::offsets::OffsetStore> = Arc::new(self.fleet.offsets.with_writer(held.writer.clone()));
                     let (stop, watch) = linked(&[self.shutdown.clone(), held.fenced.clone()]);
-                    let task = crate::source::spawn_unit(ctx, slot, unit.clone(), offsets, producer, topics, watch);
+                    let fence = Some(held.writer.transactions());
+                    let task = crate::source::spawn_unit(ctx, slot, unit.clone(), offsets, producer, topics, fence, watch);
                     tracing::info!(connector = name, unit = unit.name, slot = at, "unit started on this worker");
                     managed.units.insert(unit.name.clone(), RunningUnit { slot: at, stop, task });
                 }

@@ -1,0 +1,289 @@
+//! A table in exactly-once mode (ADR 0030): the transactional producer its polls go through, and
+//! the dedup window rebuilt from its topic when it opens.
+//!
+//! Standalone, each table owns its producer (`transactional.id = snow-connect-<connector>-<table>`),
+//! made when the table first opens and again after it broke; in a fleet the slot's producer is
+//! shared and owned by the slot. Opening fences every earlier producer of the id, so the committed
+//! position read next is final, and the table's topic is read back `read_committed` over the
+//! overlap before that position: the versions found go to the component inside the position
+//! (`"seen"`), and the first sweep's re-read suppresses them as the lost window would have.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use rdkafka::ClientConfig;
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::error::KafkaError;
+use rdkafka::message::{Headers, Message};
+use rdkafka::{Offset, TopicPartitionList};
+use snow_core::config::SourceConfig;
+use snow_core::cursor::{Cursor, Partition, SeenVersion};
+use snow_core::time::Timestamp;
+
+use crate::component::bindings::types::{SourceOffset, WorkUnit};
+use crate::config::ConnectorSpec;
+use crate::kafka::transactions::Transactions;
+use crate::state::StateTopic;
+
+/// Longest a read-back of a table's topic may take.
+const READ_BACK_LIMIT: Duration = Duration::from_secs(120);
+
+/// Where a table's transactions come from.
+pub enum Fence {
+    /// Standalone: the table's own producer, made (again) when needed.
+    Own {
+        /// The connector's producer settings.
+        config: ClientConfig,
+        /// `transactional.id`.
+        id: String,
+        /// The producer of now, if made and not broken.
+        current: Option<Arc<Transactions>>,
+    },
+    /// A fleet: the slot's producer (fenced and owned by the slot).
+    Slot(Arc<Transactions>),
+}
+
+/// Why transactions could not be had.
+pub enum Unavailable {
+    /// The broker is away or busy: try again.
+    Transient(String),
+    /// The broker refuses (no transaction coordinator, an ACL): `requested` falls back.
+    Refused(String),
+}
+
+/// A table's exactly-once state.
+pub struct ExactlyOnce {
+    /// Where its transactions come from.
+    pub fence: Fence,
+    /// The offsets topic positions are committed to.
+    pub offsets: Arc<StateTopic>,
+}
+
+impl ExactlyOnce {
+    /// Standalone: a table of `spec` with its own producer (made at its first open).
+    pub fn own(spec: &ConnectorSpec, unit: &str, offsets: Arc<StateTopic>) -> Self {
+        let config = crate::kafka::producer_config(&spec.kafka);
+        Self { fence: Fence::Own { config, id: format!("snow-connect-{}-{unit}", spec.name), current: None }, offsets }
+    }
+
+    /// The producer to use now: standalone, made (fencing every earlier one) when there is none or
+    /// it broke. The offsets topic is read to its end afterwards, so the committed position is final.
+    pub async fn transactions(&mut self) -> Result<Arc<Transactions>, Unavailable> {
+        let transactions = match &mut self.fence {
+            Fence::Slot(t) => t.clone(),
+            Fence::Own { current: Some(t), .. } if !t.is_broken() => return Ok(t.clone()),
+            Fence::Own { config, id, current } => {
+                let (config, id_text, offsets) = (config.clone(), id.clone(), self.offsets.clone());
+                let opened = tokio::task::spawn_blocking(move || Transactions::open(config, &id_text, offsets, None))
+                    .await
+                    .map_err(|e| Unavailable::Transient(format!("opening the transactional producer: {e}")))?;
+                let t = opened.map_err(|e| classify(&e))?;
+                tracing::info!(transactional_id = %id, "transactional producer ready (earlier producers of this id fenced)");
+                *current = Some(t.clone());
+                t
+            }
+        };
+        self.offsets.read_to_end().await.map_err(|e| Unavailable::Transient(format!("reading the offsets topic: {e:#}")))?;
+        Ok(transactions)
+    }
+}
+
+/// An error opening transactions as transient or a refusal.
+fn classify(e: &anyhow::Error) -> Unavailable {
+    let transient = e.chain().any(|cause| {
+        cause.downcast_ref::<KafkaError>().is_some_and(|k| match k {
+            KafkaError::Transaction(t) => t.is_retriable() || !t.is_fatal() && transient_code(t.code()),
+            other => other.rdkafka_error_code().is_some_and(transient_code),
+        })
+    }) || e.to_string().contains("timed out");
+    if transient { Unavailable::Transient(format!("{e:#}")) } else { Unavailable::Refused(format!("{e:#}")) }
+}
+
+fn transient_code(code: rdkafka::types::RDKafkaErrorCode) -> bool {
+    use rdkafka::types::RDKafkaErrorCode::*;
+    matches!(
+        code,
+        OperationTimedOut
+            | RequestTimedOut
+            | AllBrokersDown
+            | BrokerTransportFailure
+            | CoordinatorNotAvailable
+            | NotCoordinator
+            | CoordinatorLoadInProgress
+            | ConcurrentTransactions
+    )
+}
+
+/// What a read-back found, for the log.
+pub struct Rebuilt {
+    /// Versions handed to the component.
+    pub versions: usize,
+    /// Records read.
+    pub records: u64,
+    /// How long it took.
+    pub took: Duration,
+}
+
+/// `offsets` with the table's stored position carrying the versions its topic holds over the
+/// overlap before it (ADR 0030); unchanged when the table has no position yet or no overlap.
+pub async fn seeded(spec: &ConnectorSpec, unit: &WorkUnit, mut offsets: Vec<SourceOffset>) -> Result<(Vec<SourceOffset>, Option<Rebuilt>)> {
+    let entries: snow_core::config::Entries = unit.config.iter().map(|e| (e.key.clone(), e.value.clone())).collect();
+    let config = SourceConfig::parse(&entries).map_err(|e| anyhow::anyhow!("table {}: {e}", unit.name))?;
+    let Some(table) = config.tables.first() else { return Ok((offsets, None)) };
+    let key = Partition::of(&config.instance.authority, table).key();
+    let Some(stored) = offsets.iter_mut().rev().find(|o| o.partition == key) else { return Ok((offsets, None)) };
+    let (cursor, mut seen) = Cursor::from_position_with_seen(&stored.position).map_err(|e| anyhow::anyhow!("table {}: {e}", unit.name))?;
+    if config.overlap_seconds == 0 || cursor == Cursor::before(table.start) {
+        return Ok((offsets, None));
+    }
+    let since = cursor.ts.plus_seconds(-i64::from(config.overlap_seconds)).max(table.start);
+    let reader = ReadBack {
+        config: crate::kafka::admin_config(&spec.kafka),
+        topic: table.topic.clone(),
+        table: table.name.clone(),
+        instance: config.instance.authority.clone(),
+        since,
+        until: cursor.ts,
+        floor: since.plus_seconds(-i64::from(config.overlap_seconds)),
+    };
+    let started = Instant::now();
+    let (found, records) = tokio::task::spawn_blocking(move || reader.read()).await.context("the read-back task failed")??;
+    let versions = found.len();
+    seen.extend(found);
+    stored.position = cursor.to_position_with(&seen);
+    Ok((offsets, Some(Rebuilt { versions, records, took: started.elapsed() })))
+}
+
+/// A read of one table's records over `[since, until]` from its topic.
+///
+/// The start cannot be found by timestamp: transaction markers are stamped with the broker's
+/// clock, so after a backfill of old rows the first marker is "at or after" any row time. The
+/// read goes backwards instead, in chunks that double, until a chunk holds one of this table's
+/// records stamped before `floor` (`since − overlap`): a record at that stamp was emitted by a
+/// sweep that started at most `overlap` after it, so every record of the table before it was
+/// stamped before `since` (ADR 0030).
+struct ReadBack {
+    config: ClientConfig,
+    topic: String,
+    table: String,
+    instance: String,
+    since: Timestamp,
+    until: Timestamp,
+    floor: Timestamp,
+}
+
+/// The first chunk read back, in offsets per partition (each next one doubles).
+const FIRST_CHUNK: i64 = 1000;
+
+/// A consumer context that does not log the ends of partitions it was asked to report.
+struct Quiet;
+
+impl rdkafka::client::ClientContext for Quiet {
+    fn error(&self, error: KafkaError, reason: &str) {
+        if !matches!(error, KafkaError::PartitionEOF(_)) {
+            tracing::warn!("reading back a table's topic: {error}: {reason}");
+        }
+    }
+}
+
+impl rdkafka::consumer::ConsumerContext for Quiet {}
+
+impl ReadBack {
+    /// The versions of this table's committed records stamped in `[since, until]`, and how many
+    /// records were read.
+    fn read(mut self) -> Result<(Vec<SeenVersion>, u64)> {
+        let consumer: BaseConsumer<Quiet> = self
+            .config
+            .set("group.id", "snow-connect-read-back")
+            .set("enable.auto.commit", "false")
+            .set("isolation.level", "read_committed")
+            .set("enable.partition.eof", "true")
+            .create_with_context(Quiet)
+            .context("creating the read-back consumer")?;
+        let metadata = consumer.fetch_metadata(Some(&self.topic), Duration::from_secs(30)).context("fetching topic metadata")?;
+        let partitions: Vec<i32> = metadata
+            .topics()
+            .iter()
+            .filter(|t| t.name() == self.topic && t.error().is_none())
+            .flat_map(|t| t.partitions().iter().map(|p| p.id()))
+            .collect();
+        let deadline = Instant::now() + READ_BACK_LIMIT;
+        let (mut found, mut records) = (Vec::new(), 0u64);
+        for p in partitions {
+            let (low, high) = consumer.fetch_watermarks(&self.topic, p, Duration::from_secs(30)).context("fetching watermarks")?;
+            let (mut end, mut chunk) = (high, FIRST_CHUNK);
+            while end > low {
+                let start = end.saturating_sub(chunk).max(low);
+                let (older, read) = self.chunk(&consumer, p, start, end, deadline, &mut found)?;
+                records += read;
+                if older {
+                    break;
+                }
+                end = start;
+                chunk = chunk.saturating_mul(2);
+            }
+        }
+        Ok((found, records))
+    }
+
+    /// Reads `[start, end)` of partition `p` (or to its last stable offset, when that comes first);
+    /// whether it held one of the table's records stamped before `floor`, and how many it read.
+    fn chunk(
+        &self,
+        consumer: &BaseConsumer<Quiet>,
+        p: i32,
+        start: i64,
+        end: i64,
+        deadline: Instant,
+        found: &mut Vec<SeenVersion>,
+    ) -> Result<(bool, u64)> {
+        {
+            let mut assignment = TopicPartitionList::new();
+            assignment.add_partition_offset(&self.topic, p, Offset::Offset(start))?;
+            consumer.assign(&assignment)?;
+        }
+        let (mut older, mut read) = (false, 0u64);
+        loop {
+            if Instant::now() > deadline {
+                bail!("reading back topic {} took longer than {READ_BACK_LIMIT:?} ({read} records read)", self.topic);
+            }
+            match consumer.poll(Duration::from_millis(200)) {
+                Some(Ok(message)) if message.offset() < end => {
+                    read += 1;
+                    match self.stamp(&message) {
+                        Some((ts, version)) => {
+                            older |= ts < self.floor;
+                            found.extend(version);
+                        }
+                        None => continue,
+                    }
+                }
+                Some(Ok(_)) | Some(Err(KafkaError::PartitionEOF(_))) => return Ok((older, read)),
+                Some(Err(e)) => return Err(e).context("reading back the table's topic"),
+                None => {
+                    // Aborted records and markers are skipped without a message: done once past `end`.
+                    let position = consumer.position()?.find_partition(&self.topic, p).and_then(|e| e.offset().to_raw());
+                    if position.is_some_and(|at| at >= end) {
+                        return Ok((older, read));
+                    }
+                }
+            }
+        }
+    }
+
+    /// When `message` is one of this table's records: its stamp, and its version when that lies in
+    /// `[since, until]`.
+    fn stamp(&self, message: &rdkafka::message::BorrowedMessage<'_>) -> Option<(Timestamp, Option<SeenVersion>)> {
+        let headers = message.headers()?;
+        let header = |name: &str| headers.iter().find(|h| h.key == name).and_then(|h| h.value);
+        if header("snow.table")? != self.table.as_bytes() || header("snow.instance")? != self.instance.as_bytes() {
+            return None;
+        }
+        match header(super::produce::VERSION_HEADER).and_then(super::produce::parse_version) {
+            Some((ts, id, mod_count)) => Some((ts, (self.since..=self.until).contains(&ts).then_some(SeenVersion { ts, id, mod_count }))),
+            // A record written at least once (before exactly-once was on) carries no version.
+            None => Some((Timestamp(message.timestamp().to_millis()?.div_euclid(1000)), None)),
+        }
+    }
+}
