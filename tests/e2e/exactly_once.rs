@@ -6,11 +6,13 @@
 mod support;
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use fake_snow::{FakeOptions, FakeSnow, Fault, FaultAction};
 use support::kafka::{Read, read_until};
-use support::{Runner, connector_file, now_secs, tail, unique, work_dir};
+use support::{Runner, connector_file, now_secs, tail, unique, wait_until, work_dir};
 
 const USER: &str = "eos-user";
 const PASSWORD: &str = "Eos-Secret-Pw-7";
@@ -96,4 +98,107 @@ fn killed_with_a_transaction_open_a_restart_adds_no_duplicate() {
     let keys: BTreeSet<&str> = records.iter().map(|r| r.key.as_str()).collect();
     assert_eq!(keys.len(), ids.len(), "every row; log:\n{}", tail(&log, 20));
     assert_eq!(duplicates(&records), Vec::<(String, String)>::new(), "no version twice; log:\n{}", tail(&log, 20));
+}
+
+/// Every final version `(sys_id, sys_mod_count)` of the fake's `table`.
+fn finals(fake: &FakeSnow, table: &str) -> BTreeMap<String, String> {
+    fake.rows(table)
+        .iter()
+        .map(|r| (r["sys_id"].as_str().unwrap().to_string(), r["sys_mod_count"].as_str().unwrap_or("0").to_string()))
+        .collect()
+}
+
+/// Inserts and updates rows while `writing`: same-second bursts of new rows, updates of old and
+/// new rows, and late rows (stamped seconds ago, as a long transaction commits them).
+fn writer(
+    fake: Arc<FakeSnow>,
+    seeded: Arc<Vec<String>>,
+    writing: Arc<AtomicBool>,
+    rounds: Arc<AtomicUsize>,
+) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        let mut n = 0usize;
+        while writing.load(Ordering::SeqCst) {
+            let now = now_secs();
+            let burst = fake.shared().seed("incident", 30, now, 0);
+            for i in 0..3 {
+                fake.shared().insert_at("incident", (n * 10 + i) as u64, now - 4 - i as i64);
+            }
+            let mut changes = serde_json::Map::new();
+            changes.insert("state".into(), serde_json::Value::String(format!("{}", n % 7)));
+            let old: Vec<String> = (0..20).map(|i| seeded[(n * 997 + i * 4_999) % seeded.len()].clone()).collect();
+            fake.shared().update_rows("incident", &old, &changes);
+            fake.shared().update_rows("incident", &burst[..10], &changes);
+            n += 1;
+            rounds.store(n, Ordering::SeqCst);
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    })
+}
+
+#[test]
+fn a_backfill_with_writers_killed_ten_times_with_a_transaction_open_has_every_final_version_once() {
+    const KILLS: usize = 10;
+    let fake = Arc::new(fake(None));
+    let now = now_secs();
+    let seeded = Arc::new(fake.shared().seed("incident", 100_000, now - 86_400, 80_000));
+    // Pages take a while, so a run lasts long enough to be killed mid-transaction several times.
+    fake.add_fault(Fault::always(FaultAction::Latency { ms: 60 }).on_method("GET").on_path("/api/now/table/incident"));
+    let (name, topic, offsets) = (unique("eoschaos"), unique("eoschaos"), unique("eoschaosoff"));
+    let dir = work_dir("eos-chaos");
+    let file = connector_file(&dir, &name, &config(&fake, &name, &topic, &offsets, &[("snow.batch.size", "1000")]));
+    let (writing, rounds) = (Arc::new(AtomicBool::new(true)), Arc::new(AtomicUsize::new(0)));
+    let writer = writer(fake.clone(), seeded.clone(), writing.clone(), rounds.clone());
+    let bootstrap = kafka_harness::shared().bootstrap();
+    let seed = now as u64 ^ u64::from(std::process::id());
+    let mut rng = seed;
+    let mut next = || {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        rng
+    };
+    eprintln!("exactly-once chaos seed {seed}");
+    let mut landed = 0;
+    let mut attempts = 0;
+    let mut ends: Option<support::kafka::Ends> = None;
+    while landed < KILLS {
+        attempts += 1;
+        assert!(attempts <= 4 * KILLS, "only {landed} of {attempts} kills landed with a transaction open");
+        let runner = Runner::start(&dir, &format!("run{attempts}"), &[&file]);
+        let watch = ends.get_or_insert_with(|| {
+            wait_until("the topic", Duration::from_secs(60), || support::kafka::Ends::new(bootstrap, &topic).stable().gt(&0).then_some(()));
+            support::kafka::Ends::new(bootstrap, &topic)
+        });
+        // Records flowed in this run: the committed end moved on.
+        let before = watch.stable();
+        wait_until("records committed by this run", Duration::from_secs(120), || (watch.stable() > before).then_some(()));
+        // A random point, then the first moment a transaction with records is open.
+        std::thread::sleep(Duration::from_millis(next() % 1500)); // a random kill point, not a synchronisation
+        wait_until("a transaction open", Duration::from_secs(60), || watch.transaction_open().then_some(()));
+        runner.kill();
+        // The dead process's transaction stays open until the next run fences it: the kill landed in it.
+        if watch.transaction_open() {
+            landed += 1;
+        }
+    }
+    let last = Runner::start(&dir, "final", &[&file]);
+    let written = rounds.load(Ordering::SeqCst);
+    wait_until("a second of writes during the final run", Duration::from_secs(60), || {
+        (rounds.load(Ordering::SeqCst) >= written + 10).then_some(())
+    });
+    writing.store(false, Ordering::SeqCst);
+    writer.join().unwrap();
+    let finals = finals(&fake, "incident");
+    let has_all = |records: &[Read]| {
+        let seen: BTreeSet<(String, String)> =
+            records.iter().map(|r| (r.key.clone(), r.headers.get("snow.sys_mod_count").cloned().unwrap_or_default())).collect();
+        finals.iter().all(|(id, m)| seen.contains(&(id.clone(), m.clone())))
+    };
+    let records = read_until(bootstrap, &topic, Duration::from_secs(600), has_all);
+    let log = last.stop();
+    assert!(has_all(&records), "every final row version is in Kafka; log:\n{}", tail(&log, 20));
+    assert!(finals.len() > 100_000 && finals.values().any(|m| m != "0"), "rows were inserted and updated during the runs");
+    assert_eq!(duplicates(&records), Vec::<(String, String)>::new(), "no version twice; log:\n{}", tail(&log, 20));
+    eprintln!("{landed} kills with a transaction open in {attempts} attempts; {} records, {} rows", records.len(), finals.len());
 }

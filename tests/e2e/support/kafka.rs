@@ -255,3 +255,50 @@ pub fn create_topic_blocking(bootstrap: &str, topic: &str, partitions: i32) {
 pub fn produce_blocking(bootstrap: &str, topic: &str, records: &[(Option<String>, String)]) {
     tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(produce(bootstrap, topic, records));
 }
+
+/// Watches the ends of a topic's partitions: the last stable offset (a `read_committed` reader's
+/// end, held back by an open transaction) against the high watermark.
+#[allow(dead_code)] // not every test binary needs it
+pub struct Ends {
+    topic: String,
+    stable: BaseConsumer,
+    high: BaseConsumer,
+}
+
+#[allow(dead_code)] // not every test binary needs it
+impl Ends {
+    /// A watch on `topic`.
+    pub fn new(bootstrap: &str, topic: &str) -> Self {
+        let consumer = |level: &str| -> BaseConsumer {
+            ClientConfig::new()
+                .set("bootstrap.servers", bootstrap)
+                .set("group.id", format!("e2e-ends-{}", std::process::id()))
+                .set("isolation.level", level)
+                .create()
+                .unwrap()
+        };
+        Self { topic: topic.to_string(), stable: consumer("read_committed"), high: consumer("read_uncommitted") }
+    }
+
+    fn ends(&self, consumer: &BaseConsumer) -> Vec<(i32, i64)> {
+        let Ok(metadata) = consumer.fetch_metadata(Some(&self.topic), Duration::from_secs(5)) else { return Vec::new() };
+        let partitions: Vec<i32> =
+            metadata.topics().iter().filter(|t| t.error().is_none()).flat_map(|t| t.partitions().iter().map(|p| p.id())).collect();
+        partitions
+            .into_iter()
+            .filter_map(|p| consumer.fetch_watermarks(&self.topic, p, Duration::from_secs(5)).ok().map(|(_, high)| (p, high)))
+            .collect()
+    }
+
+    /// The sum of the partitions' last stable offsets.
+    pub fn stable(&self) -> i64 {
+        self.ends(&self.stable).iter().map(|(_, o)| o).sum()
+    }
+
+    /// Whether a transaction with records is open: some partition's last stable offset is below
+    /// its high watermark.
+    pub fn transaction_open(&self) -> bool {
+        let (stable, high) = (self.ends(&self.stable), self.ends(&self.high));
+        high.iter().any(|(p, h)| stable.iter().any(|(sp, s)| sp == p && s < h))
+    }
+}
