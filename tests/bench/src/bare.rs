@@ -11,7 +11,7 @@ use host_runner::component::bindings::types::{PollBatch, SourceRecord, Span};
 use host_runner::config::KafkaSpec;
 use host_runner::metrics::Metrics;
 use host_runner::offsets::OffsetStore;
-use host_runner::source::pipeline::{Owner, Pending, Pipeline};
+use host_runner::source::pipeline::{Acks, Owner, Pending, Pipeline};
 use host_runner::source::produce::enqueue;
 use host_runner::status::StatusBoard;
 use snow_core::http::native::NativeTransport;
@@ -100,9 +100,12 @@ pub async fn run(fake: &str, bootstrap: &str, topic: &str, rows: u64) -> Result<
         reads.push(read.elapsed());
         first.get_or_insert_with(Instant::now);
         let queued = Instant::now();
-        let deliveries = enqueue(&producer, &batch, None).await?;
+        let deliveries = enqueue(&producer, &batch, None, false).await?;
         enqueues.push(queued.elapsed());
-        pipeline.submit(Pending { deliveries, partition: String::new(), position: String::new() }).await.map_err(|e| anyhow!(e))?;
+        pipeline
+            .submit(Pending { acks: Acks::Deliveries(deliveries), partition: String::new(), position: String::new() })
+            .await
+            .map_err(|e| anyhow!(e))?;
         produced += batch.records.len() as u64;
         if !more {
             break;

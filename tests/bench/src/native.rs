@@ -9,7 +9,7 @@ use host_runner::component::bindings::types::{Header, HeaderSpan, PollBatch, Sou
 use host_runner::config::KafkaSpec;
 use host_runner::metrics::Metrics;
 use host_runner::offsets::FileOffsetStore;
-use host_runner::source::pipeline::{Owner, Pending, Pipeline};
+use host_runner::source::pipeline::{Acks, Owner, Pending, Pipeline};
 use host_runner::source::produce::enqueue;
 use host_runner::status::StatusBoard;
 use snow_core::clock::SystemClock;
@@ -81,9 +81,12 @@ pub async fn run(fake: &str, bootstrap: &str, topic: &str, rows: u64) -> Result<
         reads.push(read.elapsed());
         first.get_or_insert_with(Instant::now);
         let queued = Instant::now();
-        let deliveries = enqueue(&producer, &batch, None).await?;
+        let deliveries = enqueue(&producer, &batch, None, false).await?;
         enqueues.push(queued.elapsed());
-        pipeline.submit(Pending { deliveries, partition: offset.partition, position: offset.position }).await.map_err(|e| anyhow!(e))?;
+        pipeline
+            .submit(Pending { acks: Acks::Deliveries(deliveries), partition: offset.partition, position: offset.position })
+            .await
+            .map_err(|e| anyhow!(e))?;
         produced += batch.records.len() as u64;
     }
     pipeline.finish().await.map_err(|e| anyhow!(e))?;

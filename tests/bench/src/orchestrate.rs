@@ -1,5 +1,7 @@
-//! `snow-bench run`: one broker, one fake seeded once, a warm-up pass, then the three scenarios
-//! taking turns for a few rounds, each in its own process, then the report in `docs/benchmarks.md` (between the bench markers).
+//! `snow-bench run`: one broker, one fake seeded once, a warm-up pass, then the scenarios taking
+//! turns for a few rounds, each in its own process — (a) at least once and, (a′), exactly once
+//! (`exactly.once.support=required`, offsets in a topic) — then the report in `docs/benchmarks.md`
+//! (between the bench markers).
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -48,10 +50,12 @@ pub fn run(rows: u64) -> Result<()> {
     eprintln!("(a) snow-connect + guest_source.wasm, {small} rows");
     let wasm_small = wasm(&dir, &fake_url, &bootstrap, "bench.wasm.small", small)?;
     // The three scenarios take turns, ROUNDS times; each is reported by its median round.
-    let (mut wasm_runs, mut native_runs, mut bare_runs) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut wasm_runs, mut native_runs, mut bare_runs, mut eos_runs) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for round in 1..=ROUNDS {
         eprintln!("round {round}/{ROUNDS}: (a) snow-connect + guest_source.wasm, {rows} rows");
         wasm_runs.push(wasm(&dir, &fake_url, &bootstrap, &format!("bench.wasm.{round}"), rows)?);
+        eprintln!("round {round}/{ROUNDS}: (a′) the same, exactly once, {rows} rows");
+        eos_runs.push(wasm_with(&dir, &fake_url, &bootstrap, &format!("bench.eos.{round}"), rows, Delivery::ExactlyOnce)?);
         eprintln!("round {round}/{ROUNDS}: (b) native snow-core path, {rows} rows");
         native_runs.push(child("native", &fake_url, &bootstrap, &format!("bench.native.{round}"), rows)?);
         eprintln!("round {round}/{ROUNDS}: (c) bare pipeline, {rows} rows");
@@ -65,14 +69,16 @@ pub fn run(rows: u64) -> Result<()> {
     // same conditions) and reported by their median.
     let per_round =
         |other: &[Outcome]| -> Vec<f64> { wasm_runs.iter().zip(other).map(|(a, o)| a.rows_per_second() / o.rows_per_second()).collect() };
-    let ratios = Ratios { a_c: per_round(&bare_runs), a_b: per_round(&native_runs) };
-    let (wasm_full, native, bare) = (Runs::new(wasm_runs), Runs::new(native_runs), Runs::new(bare_runs));
+    let eos_ratio: Vec<f64> = eos_runs.iter().zip(&wasm_runs).map(|(e, a)| e.rows_per_second() / a.rows_per_second()).collect();
+    let ratios = Ratios { a_c: per_round(&bare_runs), a_b: per_round(&native_runs), eos: eos_ratio };
+    let (wasm_full, native, bare, eos) = (Runs::new(wasm_runs), Runs::new(native_runs), Runs::new(bare_runs), Runs::new(eos_runs));
     let report = report(
         rows,
         seeded,
         &[
             ("(a) components + host", small, &Runs::new(vec![wasm_small])),
             ("(a) components + host", rows, &wasm_full),
+            ("(a′) the same, exactly once", rows, &eos),
             ("(b) native, same path", rows, &native),
             ("(c) bare pipeline", rows, &bare),
         ],
@@ -90,6 +96,8 @@ const ROUNDS: usize = 5;
 struct Ratios {
     a_c: Vec<f64>,
     a_b: Vec<f64>,
+    /// (a′) exactly once over (a) at least once.
+    eos: Vec<f64>,
 }
 
 /// The median of `values` and all of them, rounded, in round order.
@@ -123,16 +131,34 @@ impl Runs {
     }
 }
 
+/// How a run delivers.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Delivery {
+    /// At least once, offsets in a file (the default).
+    AtLeastOnce,
+    /// `exactly.once.support=required`, offsets in a topic.
+    ExactlyOnce,
+}
+
 /// (a): `snow-connect run` until `rows` records are in `topic`.
 pub(crate) fn wasm(dir: &Path, fake: &str, bootstrap: &str, topic: &str, rows: u64) -> Result<Outcome> {
+    wasm_with(dir, fake, bootstrap, topic, rows, Delivery::AtLeastOnce)
+}
+
+/// (a) or (a′): `snow-connect run` until `rows` records are in `topic` (committed, exactly once:
+/// counted from the host's log, since transaction markers take offsets too).
+pub(crate) fn wasm_with(dir: &Path, fake: &str, bootstrap: &str, topic: &str, rows: u64, delivery: Delivery) -> Result<Outcome> {
     let config = dir.join(format!("{topic}.properties"));
+    let offsets = match delivery {
+        Delivery::AtLeastOnce => format!("offset.storage.file.filename={}", dir.join(format!("{topic}.offsets.json")).display()),
+        Delivery::ExactlyOnce => format!("offset.storage.topic={topic}.offsets\nexactly.once.support=required"),
+    };
     std::fs::write(
         &config,
         format!(
-            "name={topic}\ncomponent.path={}\nkafka.bootstrap.servers={bootstrap}\noffset.storage.file.filename={}\n\
+            "name={topic}\ncomponent.path={}\nkafka.bootstrap.servers={bootstrap}\n{offsets}\n\
              snow.instance.url={fake}\nsnow.auth.type=none\nsnow.tables=incident\nsnow.table.incident.topic={topic}\nsnow.batch.size=1000\n{}",
             source_component().display(),
-            dir.join(format!("{topic}.offsets.json")).display(),
             trusted_keys_line()
         ),
     )?;
@@ -149,8 +175,12 @@ pub(crate) fn wasm(dir: &Path, fake: &str, bootstrap: &str, topic: &str, rows: u
     let pid = child.id();
     let watch: BaseConsumer = ClientConfig::new().set("bootstrap.servers", bootstrap).create()?;
     let mut first = None;
+    let mut stored = StoredRecords::default();
     let outcome = loop {
-        let high = watch.fetch_watermarks(topic, 0, Duration::from_secs(5)).map(|(_, h)| h).unwrap_or(0);
+        let high = match delivery {
+            Delivery::AtLeastOnce => watch.fetch_watermarks(topic, 0, Duration::from_secs(5)).map(|(_, h)| h).unwrap_or(0),
+            Delivery::ExactlyOnce => stored.read(&log)? as i64,
+        };
         if high > 0 {
             first.get_or_insert_with(Instant::now);
         }
@@ -195,6 +225,31 @@ pub(crate) fn wasm(dir: &Path, fake: &str, bootstrap: &str, topic: &str, rows: u
         _ => None,
     };
     Ok(Outcome { page_read_median: median(&mut reads), page_enqueue_median: median(&mut enqueues), phases, ..outcome })
+}
+
+/// The records of committed batches so far, summed from the host's log ("offset stored … records=N").
+#[derive(Default)]
+struct StoredRecords {
+    read_up_to: u64,
+    records: u64,
+}
+
+impl StoredRecords {
+    fn read(&mut self, log: &Path) -> Result<u64> {
+        use std::io::{Read, Seek, SeekFrom};
+        let mut file = std::fs::File::open(log)?;
+        file.seek(SeekFrom::Start(self.read_up_to))?;
+        let mut text = String::new();
+        file.read_to_string(&mut text)?;
+        // Only whole lines: the last one may still be being written.
+        let whole = text.rfind('\n').map_or(0, |i| i + 1);
+        for line in text[..whole].lines().filter(|l| l.contains("offset stored")) {
+            let n = line.split("records=").nth(1).and_then(|r| r.split_whitespace().next()).and_then(|v| v.parse::<u64>().ok());
+            self.records += n.unwrap_or(0);
+        }
+        self.read_up_to += whole as u64;
+        Ok(self.records)
+    }
 }
 
 /// (b) and (c): this binary in another process.
@@ -247,9 +302,11 @@ fn report(rows: u64, seeded: Duration, lines: &[(&str, u64, &Runs)], wasm: &Outc
         }
     }
     let ((a_c, a_c_rounds), (a_b, a_b_rounds)) = (median_and_rounds(&ratios.a_c), median_and_rounds(&ratios.a_b));
+    let (eos, eos_rounds) = median_and_rounds(&ratios.eos);
     out.push_str(&format!(
         "\nRatios (rows/s, within each round, median of the rounds): **a/c = {a_c:.2}** (target ≥ 0.6; rounds {a_c_rounds}), \
-         **a/b = {a_b:.2}** (target ≥ 0.8; rounds {a_b_rounds}). End to end: **{:.0} rows/s** (target ≥ 50,000).\n",
+         **a/b = {a_b:.2}** (target ≥ 0.8; rounds {a_b_rounds}), **a′/a = {eos:.2}** (exactly once over at least once, target ≥ 0.85; \
+         rounds {eos_rounds}). End to end: **{:.0} rows/s** (target ≥ 50,000).\n",
         wasm.rows_per_second()
     ));
     out
