@@ -415,7 +415,12 @@ impl UnitRunner {
                     Some(t) => {
                         let (key, value) = crate::offsets::kafka::record(&connector, &offset.partition, &offset.position);
                         let job = Records { batch, converted };
-                        Acks::Committed(t.submit(Some(job), OffsetRecord { key, value: Some(value) }).await)
+                        // The queue is full while Kafka is away: a shutdown must still get through.
+                        let mut shutdown = self.shutdown.clone();
+                        tokio::select! {
+                            answer = t.submit(Some(job), OffsetRecord { key, value: Some(value) }) => Acks::Committed(answer),
+                            () = shutdown.wait() => break Restart::Stop,
+                        }
                     }
                     None => match enqueue(&self.producer, &batch, converted.as_deref(), false).await {
                         Ok(d) => Acks::Deliveries(d),

@@ -21,12 +21,21 @@ pub fn topic_creation(ctx: &Context<'_>, value: &str) -> Converted {
     Converted::Keys(one(ctx.key, value))
 }
 
-/// `exactly.once.support`.
-pub fn exactly_once(_: &Context<'_>, value: &str) -> Converted {
+/// `exactly.once.support`: Confluent's ServiceNow source is at-least-once whatever it says, so
+/// `requested` (Connect's default) keeps that; `required` asks for this runtime's transactions.
+pub fn exactly_once(ctx: &Context<'_>, value: &str) -> Converted {
     match value.trim().to_ascii_lowercase().as_str() {
         "requested" | "" => Converted::NotNeeded(
-            "requested: at-least-once here, duplicates bounded and counted (docs/delivery.md), as Confluent's ServiceNow source".into(),
+            "requested: at-least-once as Confluent's ServiceNow source ran, duplicates bounded and counted (docs/delivery.md); \
+             exactly.once.support=required makes this runtime write transactions"
+                .into(),
         ),
-        other => Converted::Manual(format!("{other:?}: this runtime's sources are at-least-once; leave the key out")),
+        "required" if !ctx.product.is_sink() => Converted::Review(
+            one("exactly.once.support", "required"),
+            "transactions per table (ADR 0030): consumers must read isolation.level=read_committed, and a standalone run needs \
+             offset.storage.topic"
+                .into(),
+        ),
+        other => Converted::Manual(format!("{other:?}: exactly-once applies to sources with requested or required; leave the key out")),
     }
 }

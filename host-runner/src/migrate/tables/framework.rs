@@ -50,7 +50,12 @@ pub const RULES: &[KeyRule] = &[
         "a source's topics, as Connect creates them; a sink creates none",
         CONNECT,
     ),
-    decide("exactly.once.support", connect::exactly_once, "requested: at-least-once with a stated bound; required: manual", CONNECT),
+    decide(
+        "exactly.once.support",
+        connect::exactly_once,
+        "requested: at-least-once with a stated bound; required: transactions (ADR 0030)",
+        CONNECT,
+    ),
     drop("transaction.boundary", "with exactly.once.support", CONNECT),
     drop("transaction.boundary.interval.ms", "with exactly.once.support", CONNECT),
     manual(
