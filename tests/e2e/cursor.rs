@@ -4,7 +4,7 @@
 
 mod support;
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -145,15 +145,7 @@ fn killed_at_random_points_of_a_backfill_while_rows_change_every_final_version_a
             }
         })
     };
-    let seed = now as u64 ^ u64::from(std::process::id());
-    let mut rng = seed;
-    let mut next = || {
-        rng ^= rng << 13;
-        rng ^= rng >> 7;
-        rng ^= rng << 17;
-        rng
-    };
-    eprintln!("chaos seed {seed}");
+    let mut next = support::kill_points("chaos");
     for round in 0..4 {
         let runner = Runner::start(&dir, &format!("run{round}"), &[&file]);
         let ms = 800 + next() % 2500;
@@ -181,21 +173,13 @@ fn killed_at_random_points_of_a_backfill_while_rows_change_every_final_version_a
     writing.store(false, Ordering::SeqCst);
     writer.join().unwrap();
     assert!(rounds.load(Ordering::SeqCst) >= written + 10, "the writer kept writing during the final run");
-    let finals: HashMap<String, String> = fake
-        .rows("incident")
-        .iter()
-        .map(|r| (r["sys_id"].as_str().unwrap().to_string(), r["sys_mod_count"].as_str().unwrap().to_string()))
-        .collect();
-    let has_all = |records: &[Read]| {
-        let seen: BTreeSet<(String, String)> =
-            records.iter().map(|r| (r.key.clone(), r.headers.get("snow.sys_mod_count").cloned().unwrap_or_default())).collect();
-        finals.iter().all(|(id, m)| seen.contains(&(id.clone(), m.clone())))
-    };
+    let finals = support::final_versions(&fake, &["incident"]);
+    let has_all = |records: &[Read]| finals.is_subset(&records.iter().map(Read::version).collect());
     let records = read_until(bootstrap, &topic, Duration::from_secs(600), has_all);
     let log = last.stop();
     assert!(has_all(&records), "every final row version is in Kafka; log:\n{}", tail(&log, 20));
     assert!(finals.len() > 100_000, "rows were inserted during the run");
-    assert!(finals.values().any(|m| m != "0"), "rows were updated during the run");
+    assert!(finals.iter().any(|(_, m)| m != "0"), "rows were updated during the run");
 }
 
 #[test]

@@ -40,11 +40,7 @@ fn config(fake: &FakeSnow, name: &str, topic: &str, offsets: &str, extra: &[(&st
 /// Row versions `(sys_id, sys_mod_count)` read more than once.
 fn duplicates(records: &[Read]) -> Vec<(String, String)> {
     let mut seen = BTreeSet::new();
-    records
-        .iter()
-        .map(|r| (r.key.clone(), r.headers.get("snow.sys_mod_count").cloned().unwrap_or_default()))
-        .filter(|v| !seen.insert(v.clone()))
-        .collect()
+    records.iter().map(Read::version).filter(|v| !seen.insert(v.clone())).collect()
 }
 
 #[test]
@@ -52,13 +48,11 @@ fn file_offsets_are_refused_for_required_and_requested_falls_back_saying_why() {
     let fake = fake(Some(now_secs()));
     let (name, topic) = (unique("eosfile"), unique("eosfile"));
     let dir = work_dir("eos-file");
-    let mut c = support::source_entries(
-        &fake.url(),
-        &name,
-        &topic,
-        &["incident"],
-        &[("snow.auth.username", USER), ("snow.auth.password", PASSWORD), ("exactly.once.support", "required")],
-    );
+    let mut c = config(&fake, &name, &topic, "unused", &[]);
+    for key in ["offset.storage.topic", "offset.storage.partitions"] {
+        c.remove(key);
+    }
+    c.insert("offset.storage.file.filename".into(), "offsets.json".into());
     let file = connector_file(&dir, &name, &c);
     let (ok, out, err) = support::snow_connect(&dir, &["validate", file.to_str().unwrap()]);
     assert!(!ok, "{out}");
@@ -98,14 +92,6 @@ fn killed_with_a_transaction_open_a_restart_adds_no_duplicate() {
     let keys: BTreeSet<&str> = records.iter().map(|r| r.key.as_str()).collect();
     assert_eq!(keys.len(), ids.len(), "every row; log:\n{}", tail(&log, 20));
     assert_eq!(duplicates(&records), Vec::<(String, String)>::new(), "no version twice; log:\n{}", tail(&log, 20));
-}
-
-/// Every final version `(sys_id, sys_mod_count)` of the fake's `table`.
-fn finals(fake: &FakeSnow, table: &str) -> BTreeMap<String, String> {
-    fake.rows(table)
-        .iter()
-        .map(|r| (r["sys_id"].as_str().unwrap().to_string(), r["sys_mod_count"].as_str().unwrap_or("0").to_string()))
-        .collect()
 }
 
 /// Inserts and updates rows while `writing`: same-second bursts of new rows, updates of old and
@@ -150,15 +136,7 @@ fn a_backfill_with_writers_killed_ten_times_with_a_transaction_open_has_every_fi
     let (writing, rounds) = (Arc::new(AtomicBool::new(true)), Arc::new(AtomicUsize::new(0)));
     let writer = writer(fake.clone(), seeded.clone(), writing.clone(), rounds.clone());
     let bootstrap = kafka_harness::shared().bootstrap();
-    let seed = now as u64 ^ u64::from(std::process::id());
-    let mut rng = seed;
-    let mut next = || {
-        rng ^= rng << 13;
-        rng ^= rng >> 7;
-        rng ^= rng << 17;
-        rng
-    };
-    eprintln!("exactly-once chaos seed {seed}");
+    let mut next = support::kill_points("exactly-once chaos");
     let mut landed = 0;
     let mut attempts = 0;
     let mut ends: Option<support::kafka::Ends> = None;
@@ -189,16 +167,12 @@ fn a_backfill_with_writers_killed_ten_times_with_a_transaction_open_has_every_fi
     });
     writing.store(false, Ordering::SeqCst);
     writer.join().unwrap();
-    let finals = finals(&fake, "incident");
-    let has_all = |records: &[Read]| {
-        let seen: BTreeSet<(String, String)> =
-            records.iter().map(|r| (r.key.clone(), r.headers.get("snow.sys_mod_count").cloned().unwrap_or_default())).collect();
-        finals.iter().all(|(id, m)| seen.contains(&(id.clone(), m.clone())))
-    };
+    let finals = support::final_versions(&fake, &["incident"]);
+    let has_all = |records: &[Read]| finals.is_subset(&records.iter().map(Read::version).collect());
     let records = read_until(bootstrap, &topic, Duration::from_secs(600), has_all);
     let log = last.stop();
     assert!(has_all(&records), "every final row version is in Kafka; log:\n{}", tail(&log, 20));
-    assert!(finals.len() > 100_000 && finals.values().any(|m| m != "0"), "rows were inserted and updated during the runs");
+    assert!(finals.len() > 100_000 && finals.iter().any(|(_, m)| m != "0"), "rows were inserted and updated during the runs");
     assert_eq!(duplicates(&records), Vec::<(String, String)>::new(), "no version twice; log:\n{}", tail(&log, 20));
     eprintln!("{landed} kills with a transaction open in {attempts} attempts; {} records, {} rows", records.len(), finals.len());
 }

@@ -452,17 +452,9 @@ fn three_workers_share_fifty_tables_and_a_sink_survive_a_kill_and_take_in_a_four
     });
     support::kafka::produce_blocking(bootstrap, &sink_topic, &updates[2_000..]);
 
-    let finals: BTreeSet<(String, String)> = tables
-        .iter()
-        .flat_map(|t| {
-            fake.rows(t).into_iter().map(|r| (r["sys_id"].as_str().unwrap().to_string(), r["sys_mod_count"].as_str().unwrap().to_string()))
-        })
-        .collect();
-    let has_all = |records: &[support::kafka::Read]| {
-        let seen: BTreeSet<(String, String)> =
-            records.iter().map(|r| (r.key.clone(), r.headers.get("snow.sys_mod_count").cloned().unwrap_or_default())).collect();
-        finals.iter().all(|f| seen.contains(f))
-    };
+    let table_names: Vec<&str> = tables.iter().map(String::as_str).collect();
+    let finals = support::final_versions(&fake, &table_names);
+    let has_all = |records: &[support::kafka::Read]| finals.is_subset(&records.iter().map(support::kafka::Read::version).collect());
     let records = read_until(bootstrap, &topic, Duration::from_secs(600), has_all);
     assert!(has_all(&records), "every final row version arrived");
     support::kafka::wait_committed(&format!("connect-{sink}"), &sink_topic, 4, updates.len() as i64, Duration::from_secs(180));

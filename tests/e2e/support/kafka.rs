@@ -29,6 +29,11 @@ pub struct Read {
 }
 
 impl Read {
+    /// The row version the record carries: its key (the sys_id) and its `snow.sys_mod_count` header.
+    pub fn version(&self) -> (String, String) {
+        (self.key.clone(), self.headers.get("snow.sys_mod_count").cloned().unwrap_or_default())
+    }
+
     /// The value as JSON (a report, for example).
     #[allow(dead_code)] // not every test binary reads reports
     pub fn json(&self) -> serde_json::Value {

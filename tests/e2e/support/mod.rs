@@ -10,7 +10,7 @@ pub mod old_poller;
 pub mod tls_proxy;
 pub mod tools;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -390,6 +390,32 @@ pub fn wait_until<T>(what: &str, timeout: Duration, mut check: impl FnMut() -> O
         }
         assert!(Instant::now() < deadline, "timed out after {timeout:?} waiting for {what}");
         std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Every final row version `(sys_id, sys_mod_count)` the fake's `tables` hold now.
+#[allow(dead_code)] // not every test binary needs it
+pub fn final_versions(fake: &fake_snow::FakeSnow, tables: &[&str]) -> BTreeSet<(String, String)> {
+    tables
+        .iter()
+        .flat_map(|t| {
+            fake.rows(t).into_iter().map(|r| (r["sys_id"].as_str().unwrap().to_string(), r["sys_mod_count"].as_str().unwrap().to_string()))
+        })
+        .collect()
+}
+
+/// A random number generator for kill points (xorshift), seeded from the clock and the process
+/// id; the seed is printed under `label` so a failing run can be told apart.
+#[allow(dead_code)] // not every test binary needs it
+pub fn kill_points(label: &str) -> impl FnMut() -> u64 {
+    let seed = now_secs() as u64 ^ u64::from(std::process::id());
+    eprintln!("{label} seed {seed}");
+    let mut rng = seed;
+    move || {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        rng
     }
 }
 
