@@ -19,7 +19,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use anyhow::{Result, anyhow};
+use anyhow::{Context, Result, anyhow};
 use rdkafka::ClientConfig;
 use rdkafka::error::KafkaError;
 use rdkafka::producer::{DeliveryFuture, FutureProducer, FutureRecord, Producer};
@@ -94,8 +94,9 @@ impl Transactions {
         if config.get("message.timeout.ms").and_then(|v| v.trim().parse::<u64>().ok()).is_none_or(|ms| ms > longest) {
             config.set("message.timeout.ms", TRANSACTION_TIMEOUT_MS);
         }
-        let producer: FutureProducer = config.create().map_err(|e| anyhow!("creating the transactional producer {id}: {e}"))?;
-        producer.init_transactions(STEP_TIMEOUT).map_err(|e| anyhow!("initialising transactions of transactional.id {id}: {e}"))?;
+        // The Kafka errors stay the causes: a caller tells a broker that is away from a refusal by them.
+        let producer: FutureProducer = config.create().with_context(|| format!("creating the transactional producer {id}"))?;
+        producer.init_transactions(STEP_TIMEOUT).with_context(|| format!("initialising transactions of transactional.id {id}"))?;
         let shared = Arc::new(Shared {
             id: id.to_string(),
             fenced: AtomicBool::new(false),
@@ -105,11 +106,6 @@ impl Transactions {
         let (jobs, rx) = mpsc::channel(QUEUE);
         tokio::runtime::Handle::current().spawn(run(producer, offsets, rx, shared.clone()));
         Ok(Arc::new(Self { shared, jobs }))
-    }
-
-    /// The `transactional.id`.
-    pub fn id(&self) -> &str {
-        &self.shared.id
     }
 
     /// Whether a newer producer of the same id fenced this one.

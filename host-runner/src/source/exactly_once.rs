@@ -96,7 +96,7 @@ fn classify(e: &anyhow::Error) -> Unavailable {
             KafkaError::Transaction(t) => t.is_retriable() || !t.is_fatal() && transient_code(t.code()),
             other => other.rdkafka_error_code().is_some_and(transient_code),
         })
-    }) || e.to_string().contains("timed out");
+    });
     if transient { Unavailable::Transient(format!("{e:#}")) } else { Unavailable::Refused(format!("{e:#}")) }
 }
 

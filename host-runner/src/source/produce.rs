@@ -261,6 +261,11 @@ fn version_of(batch: &PollBatch, r: &SourceRecord) -> String {
         .find(|(name, _)| name == "snow.sys_mod_count")
         .and_then(|(_, v)| v.map(String::from_utf8_lossy))
         .unwrap_or_default();
+    encode_version(ts, &id, &count)
+}
+
+/// A [`VERSION_HEADER`] value: `["<timestamp>","<sys_id>","<sys_mod_count>"]`.
+pub fn encode_version(ts: snow_core::time::Timestamp, id: &str, count: &str) -> String {
     serde_json::json!([ts.to_string(), id, count]).to_string()
 }
 
@@ -291,6 +296,29 @@ mod tests {
 
     fn span(start: u32, len: u32) -> Span {
         Span { start, len }
+    }
+
+    #[test]
+    fn a_record_carries_its_row_version_and_it_reads_back() {
+        let mod_count = HeaderSpan { key: span(0, 2), value: span(2, 2) };
+        let mut b = batch(vec![], vec![mod_count]);
+        b.data = b"snow.sys_mod_count7id-1".to_vec();
+        let r = SourceRecord {
+            key: Some(span(19, 4)),
+            value: None,
+            headers: span(0, 1),
+            timestamp_ms: Some(snow_core::time::Timestamp::parse("2024-03-01 10:00:05").unwrap().as_millis() + 999),
+        };
+        b.record_headers = vec![HeaderSpan { key: span(0, 18), value: span(18, 1) }];
+        let header = version_of(&b, &r);
+        assert_eq!(header, r#"["2024-03-01 10:00:05","id-1","7"]"#, "the second of the record's stamp");
+        let (ts, id, count) = parse_version(header.as_bytes()).unwrap();
+        assert_eq!((ts.to_string().as_str(), id.as_str(), count.as_str()), ("2024-03-01 10:00:05", "id-1", "7"));
+        let bare = SourceRecord { headers: span(0, 0), ..r };
+        assert_eq!(parse_version(version_of(&b, &bare).as_bytes()).unwrap().2, "", "no mod count header: empty");
+        for bad in [&b"not json"[..], br#"["2024-03-01 10:00:05","x"]"#, br#"["yesterday","x","1"]"#, br#"[1,2,3]"#] {
+            assert_eq!(parse_version(bad), None, "{}", String::from_utf8_lossy(bad));
+        }
     }
 
     #[test]

@@ -30,14 +30,13 @@ impl SlotWriter {
     /// Records join its transactions with the worker's producer settings (`clients`).
     pub fn open(clients: &Clients, group: &str, slot: i32, offsets: Arc<StateTopic>, stop: ShutdownTrigger) -> Result<Self> {
         let id = format!("{group}-slot-{slot}");
-        let mut config = clients.config();
-        config
-            .set("enable.idempotence", "true")
-            .set("acks", "all")
-            .set("linger.ms", "5")
-            .set("compression.type", "lz4")
-            .set("message.timeout.ms", "60000")
-            .set("queue.buffering.max.messages", "200000");
+        // A source's producer settings, on the worker's connection.
+        let spec = crate::config::KafkaSpec {
+            bootstrap_servers: clients.bootstrap.clone(),
+            security: clients.common.clone(),
+            ..Default::default()
+        };
+        let config = crate::kafka::producer_config(&spec);
         let transactions =
             Transactions::open(config, &id, offsets, Some(stop)).map_err(|e| anyhow::anyhow!("fencing slot {slot}: {e:#}"))?;
         Ok(Self { slot, transactions })
