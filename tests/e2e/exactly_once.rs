@@ -176,3 +176,87 @@ fn a_backfill_with_writers_killed_ten_times_with_a_transaction_open_has_every_fi
     assert_eq!(duplicates(&records), Vec::<(String, String)>::new(), "no version twice; log:\n{}", tail(&log, 20));
     eprintln!("{landed} kills with a transaction open in {attempts} attempts; {} records, {} rows", records.len(), finals.len());
 }
+
+/// The worker id of the last request the fake answered for `table` (its `X-Snow-Worker`).
+fn last_worker(fake: &FakeSnow, table: &str) -> Option<String> {
+    let path = format!("/api/now/table/{table}");
+    fake.journal().entries.iter().rev().find(|e| e.path == path).and_then(|e| e.worker.clone())
+}
+
+/// Requests for `table` the fake answered from `worker`.
+fn requests_from(fake: &FakeSnow, table: &str, worker: &str) -> usize {
+    let path = format!("/api/now/table/{table}");
+    fake.journal().entries.iter().filter(|e| e.path == path && e.worker.as_deref() == Some(worker)).count()
+}
+
+#[test]
+fn a_worker_paused_past_its_session_is_fenced_when_it_resumes_and_adds_no_duplicate() {
+    use support::fleet::{curl, start_worker, worker_properties};
+    let now = now_secs();
+    let fake = fake(Some(now));
+    let ids = fake.shared().seed("incident", 40_000, now - 80_000, 79_000);
+    // Slow pages: the backfill is still running when the paused worker resumes.
+    fake.add_fault(Fault::always(FaultAction::Latency { ms: 150 }).on_method("GET").on_path("/api/now/table/incident"));
+    let dir = work_dir("eos-zombie");
+    let group = unique("eos-zombie");
+    let specs: Vec<_> = (0..2).map(|i| worker_properties(&dir, &format!("w{i}"), &group, &[])).collect();
+    let env = [("SNOW_EOS_PASSWORD", PASSWORD)];
+    let mut workers: Vec<Runner> = specs.iter().enumerate().map(|(i, s)| start_worker(&dir, &format!("w{i}"), s, &env)).collect();
+    let (name, topic) = (unique("eoszombie"), unique("eoszombie"));
+    let mut c = support::source_entries(
+        &fake.url(),
+        &name,
+        &topic,
+        &["incident"],
+        &[
+            ("snow.auth.username", USER),
+            ("snow.auth.password", "${env:SNOW_EOS_PASSWORD}"),
+            ("snow.batch.size", "200"),
+            ("exactly.once.support", "required"),
+        ],
+    );
+    for key in ["offset.storage.file.filename", "kafka.bootstrap.servers", "component.trusted.keys", "name"] {
+        c.remove(key);
+    }
+    let created = curl(specs[0].port, "POST", "/connectors", Some(&serde_json::json!({ "name": name, "config": c })));
+    assert_eq!(created.status, 201, "{}", created.text);
+    let bootstrap = kafka_harness::shared().bootstrap();
+    let watch = support::kafka::Ends::new(bootstrap, &topic);
+    wait_until("1,000 records committed", Duration::from_secs(120), || (watch.stable() >= 1_000).then_some(()));
+    let owner = last_worker(&fake, "incident").expect("a worker reads the table");
+    let zombie = specs.iter().position(|s| owner.ends_with(&format!(":{}", s.port))).expect("the owner is one of the workers");
+    let pid = workers[zombie].pid().to_string();
+    // Paused with a transaction open, so that the first thing it does when it resumes is commit.
+    let mut paused_open = false;
+    for _ in 0..20 {
+        wait_until("a transaction open", Duration::from_secs(60), || watch.transaction_open().then_some(()));
+        assert!(std::process::Command::new("kill").args(["-STOP", &pid]).status().unwrap().success());
+        if watch.transaction_open() {
+            paused_open = true;
+            break;
+        }
+        assert!(std::process::Command::new("kill").args(["-CONT", &pid]).status().unwrap().success());
+    }
+    assert!(paused_open, "the worker was paused with a transaction open");
+    let at_pause = requests_from(&fake, "incident", &owner);
+    // Past its session (6 s): the other worker takes the slot, fences the paused one and reads on.
+    let survivor = specs[1 - zombie].port;
+    let survivor_id = format!("127.0.0.1:{survivor}");
+    let taken = requests_from(&fake, "incident", &survivor_id);
+    wait_until("the other worker reading the table", Duration::from_secs(120), || {
+        (requests_from(&fake, "incident", &survivor_id) > taken + 5).then_some(())
+    });
+    // At most a request already on its way when it stopped.
+    let paused = requests_from(&fake, "incident", &owner);
+    assert!(paused <= at_pause + 1, "the paused worker sent nothing: {at_pause} requests at the pause, {paused} before it resumed");
+    assert!(std::process::Command::new("kill").args(["-CONT", &pid]).status().unwrap().success());
+    // Resumed, the zombie's commit is refused by the transaction coordinator: its slot's units stop.
+    workers[zombie].wait_for_log("this producer is fenced", Duration::from_secs(120));
+    workers[zombie].wait_for_log("was taken over by a newer producer", Duration::from_secs(60));
+    let records = read_until(bootstrap, &topic, Duration::from_secs(600), |r| {
+        r.iter().map(|x| x.key.as_str()).collect::<BTreeSet<_>>().len() >= ids.len()
+    });
+    let logs: Vec<String> = workers.drain(..).map(Runner::stop).collect();
+    assert_eq!(duplicates(&records), Vec::<(String, String)>::new(), "no version twice; zombie log:\n{}", tail(&logs[zombie], 30));
+    assert_eq!(records.iter().map(|r| r.key.as_str()).collect::<BTreeSet<_>>().len(), ids.len(), "every row");
+}

@@ -3,10 +3,11 @@
 //! A [`Job`] is one poll's records (already converted and transformed) and the offset record of
 //! its table's new position, or an offset record alone (an at-least-once unit of a fleet slot).
 //! The task takes every job waiting when it is free, begins a transaction, produces the jobs'
-//! records in order and their offset records to the offsets topic, awaits every delivery (a record
-//! Kafka refuses is named, as outside transactions), commits, and only then applies the offsets to
-//! the local view of the offsets topic and answers each job. Jobs that arrive while a transaction
-//! commits make the next one: a transaction holds whole polls, never part of one.
+//! records in order and awaits their deliveries (a record Kafka refuses is named, as outside
+//! transactions), takes the jobs that arrived meanwhile the same way for up to [`GATHER`], then
+//! writes each offset key's last record to the offsets topic, commits, and only then applies the
+//! offsets to the local view of the offsets topic and answers each job. Jobs that arrive while a
+//! transaction commits make the next one: a transaction holds whole polls, never part of one.
 //!
 //! `init_transactions` in [`Transactions::open`] fences every earlier producer of the same
 //! `transactional.id` (its open transaction is aborted, its later commits refused). When a commit
@@ -17,7 +18,7 @@
 use std::sync::Arc;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow};
 use rdkafka::ClientConfig;
@@ -40,6 +41,11 @@ pub const TRANSACTION_TIMEOUT_MS: &str = "60000";
 
 /// Jobs in one transaction at most.
 const MAX_JOBS: usize = 64;
+
+/// How long a transaction goes on taking the jobs that arrive while its records are acknowledged:
+/// under load a transaction holds several polls and its commit is paid once for them; a record
+/// waits this much longer before `read_committed` readers see it.
+const GATHER: Duration = Duration::from_millis(100);
 
 /// Jobs waiting for the task at most (more wait in `submit`).
 const QUEUE: usize = 16;
@@ -158,17 +164,12 @@ fn fenced(id: &str) -> ProduceFailure {
     ))
 }
 
-/// The task: one transaction at a time, each with every job waiting when it begins.
+/// The task: one transaction at a time.
 async fn run(producer: FutureProducer, offsets: Arc<StateTopic>, mut rx: mpsc::Receiver<Job>, shared: Arc<Shared>) {
     while let Some(first) = rx.recv().await {
         let mut jobs = vec![first];
-        while jobs.len() < MAX_JOBS {
-            match rx.try_recv() {
-                Ok(job) => jobs.push(job),
-                Err(_) => break,
-            }
-        }
         let outcome = if shared.broken.load(Ordering::SeqCst) {
+            take_waiting(&mut rx, &mut jobs);
             Err(if shared.fenced.load(Ordering::SeqCst) {
                 fenced(&shared.id)
             } else {
@@ -178,12 +179,15 @@ async fn run(producer: FutureProducer, offsets: Arc<StateTopic>, mut rx: mpsc::R
                 ))
             })
         } else {
-            transaction(&producer, &offsets, &jobs, &shared).await
+            transaction(&producer, &offsets, &mut rx, &mut jobs, &shared).await
         };
         match outcome {
-            Ok(written) => {
-                for (job, (records, at)) in jobs.into_iter().zip(written) {
-                    offsets.applied(&job.offset.key, job.offset.value.as_deref(), at.0, at.1);
+            Ok(committed) => {
+                for (i, at) in committed.offsets {
+                    let offset = &jobs[i].offset;
+                    offsets.applied(&offset.key, offset.value.as_deref(), at.0, at.1);
+                }
+                for (job, records) in jobs.into_iter().zip(committed.records) {
                     let _ = job.done.send(Ok(records));
                 }
             }
@@ -198,41 +202,139 @@ async fn run(producer: FutureProducer, offsets: Arc<StateTopic>, mut rx: mpsc::R
     tokio::task::spawn_blocking(move || drop(producer));
 }
 
-/// One transaction over `jobs`: per job, the records produced and where its offset record landed.
+/// Moves the jobs waiting now into `jobs` (up to [`MAX_JOBS`]); whether there were any.
+fn take_waiting(rx: &mut mpsc::Receiver<Job>, jobs: &mut Vec<Job>) -> bool {
+    let before = jobs.len();
+    while jobs.len() < MAX_JOBS {
+        match rx.try_recv() {
+            Ok(job) => jobs.push(job),
+            Err(_) => break,
+        }
+    }
+    jobs.len() > before
+}
+
+/// What a committed transaction wrote.
+struct Committed {
+    /// Per job, the records it produced.
+    records: Vec<u64>,
+    /// For the last job of each offset key (the only one whose offset record is written), where
+    /// that record landed.
+    offsets: Vec<(usize, (i32, i64))>,
+}
+
+/// One transaction: the records of `jobs` and of the jobs that arrive while they are acknowledged
+/// (for [`GATHER`] at most), then each key's last offset record, then the commit.
 async fn transaction(
     producer: &FutureProducer,
     offsets: &StateTopic,
-    jobs: &[Job],
+    rx: &mut mpsc::Receiver<Job>,
+    jobs: &mut Vec<Job>,
     shared: &Shared,
-) -> Result<Vec<(u64, (i32, i64))>, ProduceFailure> {
+) -> Result<Committed, ProduceFailure> {
     producer.begin_transaction().map_err(|e| failed(shared, "beginning a transaction", e))?;
-    let produced = produce(producer, offsets, jobs).await;
-    let written = match produced {
-        Ok(deliveries) => acknowledged(deliveries).await,
+    let started = Instant::now();
+    let written = match gather(producer, rx, jobs, started).await {
+        Ok(records) => write_offsets(producer, offsets, jobs).map(|pending| (records, pending)),
         Err(failure) => Err(failure),
     };
-    match written {
-        Ok(written) => {
-            let p = producer.clone();
-            match tokio::task::spawn_blocking(move || commit(&p)).await {
-                Ok(Ok(())) => Ok(written),
-                Ok(Err(e)) => Err(abort_after(producer, shared, "committing", e).await),
-                Err(e) => {
-                    // The commit's outcome is unknown: nothing more goes through this producer.
-                    shared.broken.store(true, Ordering::SeqCst);
-                    Err(ProduceFailure::Failed(format!("the commit of transactional.id {} did not finish: {e}", shared.id)))
-                }
-            }
-        }
+    let (records, pending) = match written {
+        Ok(written) => written,
         Err(failure) => {
             let p = producer.clone();
             let aborted = tokio::task::spawn_blocking(move || p.abort_transaction(STEP_TIMEOUT)).await;
             if let Ok(Err(e)) = aborted {
                 let _ = failed(shared, "aborting a transaction", e);
             }
-            Err(failure)
+            return Err(failure);
+        }
+    };
+    let gathered = started.elapsed();
+    let p = producer.clone();
+    match tokio::task::spawn_blocking(move || commit(&p)).await {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => return Err(abort_after(producer, shared, "committing", e).await),
+        Err(e) => {
+            // The commit's outcome is unknown: nothing more goes through this producer.
+            shared.broken.store(true, Ordering::SeqCst);
+            return Err(ProduceFailure::Failed(format!("the commit of transactional.id {} did not finish: {e}", shared.id)));
         }
     }
+    // Committed, so every delivery has arrived.
+    let mut landed = Vec::with_capacity(pending.len());
+    for (i, delivery) in pending {
+        match delivery.await {
+            Ok(Ok(d)) => landed.push((i, (d.partition, d.offset))),
+            _ => return Err(ProduceFailure::Failed("an offset record of a committed transaction has no delivery report".into())),
+        }
+    }
+    tracing::debug!(
+        transactional_id = %shared.id,
+        jobs = jobs.len(),
+        records = records.iter().sum::<u64>(),
+        gather_ms = gathered.as_millis() as u64,
+        commit_ms = (started.elapsed() - gathered).as_millis() as u64,
+        "transaction committed"
+    );
+    Ok(Committed { records, offsets: landed })
+}
+
+/// Produces the records of `jobs` and awaits them; while jobs arrived meanwhile and the
+/// transaction is younger than [`GATHER`], takes those too. Per job, the records it produced.
+async fn gather(
+    producer: &FutureProducer,
+    rx: &mut mpsc::Receiver<Job>,
+    jobs: &mut Vec<Job>,
+    started: Instant,
+) -> Result<Vec<u64>, ProduceFailure> {
+    take_waiting(rx, jobs);
+    let mut records = Vec::with_capacity(jobs.len());
+    loop {
+        let mut deliveries = Vec::new();
+        for job in &jobs[records.len()..] {
+            deliveries.push(match &job.records {
+                Some(r) => enqueue(producer, &r.batch, r.converted.as_deref(), true).await?,
+                None => Vec::new(),
+            });
+        }
+        for job in deliveries {
+            records.push(acknowledged(job).await?);
+        }
+        if started.elapsed() >= GATHER || !take_waiting(rx, jobs) {
+            return Ok(records);
+        }
+    }
+}
+
+/// Sends the offset record of the last job of each key (an earlier one of the same key would be
+/// replaced at once); their deliveries, by job.
+fn write_offsets(producer: &FutureProducer, offsets: &StateTopic, jobs: &[Job]) -> Result<Vec<(usize, DeliveryFuture)>, ProduceFailure> {
+    let mut pending = Vec::new();
+    for (i, job) in jobs.iter().enumerate() {
+        if jobs[i + 1..].iter().any(|later| later.offset.key == job.offset.key) {
+            continue;
+        }
+        let mut record: FutureRecord<'_, [u8], [u8]> = FutureRecord::to(offsets.name()).key(&job.offset.key);
+        if let Some(value) = &job.offset.value {
+            record = record.payload(value);
+        }
+        let delivery = producer.send_result(record).map_err(|(e, _)| ProduceFailure::Failed(format!("writing an offset record: {e}")))?;
+        pending.push((i, delivery));
+    }
+    Ok(pending)
+}
+
+/// Awaits one job's record deliveries in order: how many there were.
+async fn acknowledged(deliveries: Vec<DeliveryFuture>) -> Result<u64, ProduceFailure> {
+    let count = deliveries.len() as u64;
+    for delivery in deliveries {
+        match delivery.await {
+            Ok(Ok(_)) => {}
+            Ok(Err((e, message))) => return Err(delivery_failure(&e, &message)),
+            Err(_) => return Err(ProduceFailure::Failed("the producer dropped a delivery".into())),
+        }
+    }
+    Ok(count)
 }
 
 /// Commits, retrying what librdkafka says may be retried.
@@ -256,48 +358,6 @@ async fn abort_after(producer: &FutureProducer, shared: &Shared, what: &str, e: 
         }
     }
     failure
-}
-
-/// A job's record deliveries and its offset record's delivery.
-type Deliveries = Vec<(Vec<DeliveryFuture>, DeliveryFuture)>;
-
-/// Produces every job's records, then its offset record.
-async fn produce(producer: &FutureProducer, offsets: &StateTopic, jobs: &[Job]) -> Result<Deliveries, ProduceFailure> {
-    let mut out = Vec::with_capacity(jobs.len());
-    for job in jobs {
-        let records = match &job.records {
-            Some(r) => enqueue(producer, &r.batch, r.converted.as_deref(), true).await?,
-            None => Vec::new(),
-        };
-        let mut record: FutureRecord<'_, [u8], [u8]> = FutureRecord::to(offsets.name()).key(&job.offset.key);
-        if let Some(value) = &job.offset.value {
-            record = record.payload(value);
-        }
-        let offset = producer.send_result(record).map_err(|(e, _)| ProduceFailure::Failed(format!("writing an offset record: {e}")))?;
-        out.push((records, offset));
-    }
-    Ok(out)
-}
-
-/// Awaits every delivery in order: per job, its record count and where its offset record landed.
-async fn acknowledged(deliveries: Deliveries) -> Result<Vec<(u64, (i32, i64))>, ProduceFailure> {
-    let mut out = Vec::with_capacity(deliveries.len());
-    for (records, offset) in deliveries {
-        let count = records.len() as u64;
-        for delivery in records {
-            match delivery.await {
-                Ok(Ok(_)) => {}
-                Ok(Err((e, message))) => return Err(delivery_failure(&e, &message)),
-                Err(_) => return Err(ProduceFailure::Failed("the producer dropped a delivery".into())),
-            }
-        }
-        match offset.await {
-            Ok(Ok(d)) => out.push((count, (d.partition, d.offset))),
-            Ok(Err((e, _))) => return Err(ProduceFailure::Failed(format!("writing an offset record: {e}"))),
-            Err(_) => return Err(ProduceFailure::Failed("the producer dropped a delivery".into())),
-        }
-    }
-    Ok(out)
 }
 
 /// `e` (while doing `what`) as a failure; a fenced producer or a fatal error marks the producer

@@ -29,6 +29,11 @@ pub const DEPTH: usize = 2;
 /// awaits, [`DEPTH`] in the channel, and the one the unit is handing over.
 pub const MAX_UNACKNOWLEDGED: usize = DEPTH + 2;
 
+/// Batches waiting in the channel at most in exactly-once mode: polls in flight there are never
+/// read twice (a crash leaves their transaction open, and the next owner aborts it), so more may
+/// wait, and a transaction can take several of them at once (ADR 0030).
+pub const TRANSACTION_DEPTH: usize = 16;
+
 /// A delivery slower than this shows the unit as waiting for Kafka.
 pub const WAIT_REPORT: Duration = Duration::from_secs(3);
 
@@ -80,7 +85,12 @@ pub struct Pipeline {
 impl Pipeline {
     /// Starts the committer of `owner`'s table.
     pub fn start(owner: Owner) -> Self {
-        let (tx, mut rx) = mpsc::channel::<Pending>(DEPTH);
+        Self::start_with_depth(owner, DEPTH)
+    }
+
+    /// Starts the committer of `owner`'s table, with `depth` batches waiting at most.
+    pub fn start_with_depth(owner: Owner, depth: usize) -> Self {
+        let (tx, mut rx) = mpsc::channel::<Pending>(depth);
         let (fail, failed) = watch::channel(None);
         let unacknowledged = Arc::new(AtomicUsize::new(0));
         let (committer, count) = (owner.clone(), unacknowledged.clone());

@@ -295,13 +295,15 @@ impl UnitRunner {
         let table = self.unit.name.clone();
         let connector = self.ctx.name().to_string();
         let api = opened.instance.snow_connector_source_api();
-        let mut pipeline = Pipeline::start(Owner {
+        let depth = if opened.transactions.is_some() { super::pipeline::TRANSACTION_DEPTH } else { super::pipeline::DEPTH };
+        let owner = Owner {
             connector: connector.clone(),
             table: table.clone(),
             offsets: self.offsets.clone(),
             metrics: self.ctx.metrics.clone(),
             status: self.ctx.status.clone(),
-        });
+        };
+        let mut pipeline = Pipeline::start_with_depth(owner, depth);
         let mut last_enqueued: Option<Instant> = None;
         let outcome = loop {
             if self.shutdown.is_stopping() {
