@@ -235,10 +235,13 @@ async fn transaction(
     producer.begin_transaction().map_err(|e| failed(shared, "beginning a transaction", e))?;
     let started = Instant::now();
     let written = match gather(producer, rx, jobs, started).await {
-        Ok(records) => write_offsets(producer, offsets, jobs).map(|pending| (records, pending)),
+        Ok(records) => match write_offsets(producer, offsets, jobs) {
+            Ok(pending) => landed(pending).await.map(|landed| (records, landed)),
+            Err(failure) => Err(failure),
+        },
         Err(failure) => Err(failure),
     };
-    let (records, pending) = match written {
+    let (records, landed) = match written {
         Ok(written) => written,
         Err(failure) => {
             let p = producer.clone();
@@ -249,6 +252,8 @@ async fn transaction(
             return Err(failure);
         }
     };
+    // Every delivery has arrived: the commit finds nothing to flush (rdkafka's flush before a
+    // commit would otherwise wait up to 100 ms for a delivery report its poll thread served).
     let gathered = started.elapsed();
     let p = producer.clone();
     match tokio::task::spawn_blocking(move || commit(&p)).await {
@@ -258,14 +263,6 @@ async fn transaction(
             // The commit's outcome is unknown: nothing more goes through this producer.
             shared.broken.store(true, Ordering::SeqCst);
             return Err(ProduceFailure::Failed(format!("the commit of transactional.id {} did not finish: {e}", shared.id)));
-        }
-    }
-    // Committed, so every delivery has arrived.
-    let mut landed = Vec::with_capacity(pending.len());
-    for (i, delivery) in pending {
-        match delivery.await {
-            Ok(Ok(d)) => landed.push((i, (d.partition, d.offset))),
-            _ => return Err(ProduceFailure::Failed("an offset record of a committed transaction has no delivery report".into())),
         }
     }
     tracing::debug!(
@@ -322,6 +319,19 @@ fn write_offsets(producer: &FutureProducer, offsets: &StateTopic, jobs: &[Job]) 
         pending.push((i, delivery));
     }
     Ok(pending)
+}
+
+/// Where each offset record landed, by job, once its delivery arrived.
+async fn landed(pending: Vec<(usize, DeliveryFuture)>) -> Result<Vec<(usize, (i32, i64))>, ProduceFailure> {
+    let mut landed = Vec::with_capacity(pending.len());
+    for (i, delivery) in pending {
+        match delivery.await {
+            Ok(Ok(d)) => landed.push((i, (d.partition, d.offset))),
+            Ok(Err((e, _))) => return Err(ProduceFailure::Failed(format!("writing an offset record: {e}"))),
+            Err(_) => return Err(ProduceFailure::Failed("the producer dropped a delivery".into())),
+        }
+    }
+    Ok(landed)
 }
 
 /// Awaits one job's record deliveries in order: how many there were.
