@@ -255,18 +255,20 @@ pub const VERSION_HEADER: &str = "snow.source.version";
 /// its key (the sys_id) and its `snow.sys_mod_count` header (empty without one).
 fn version_of(batch: &PollBatch, r: &SourceRecord) -> String {
     let ts = snow_core::time::Timestamp(r.timestamp_ms.unwrap_or(0).div_euclid(1000));
-    let id = r.key.and_then(|k| bytes(batch, k)).map(String::from_utf8_lossy).unwrap_or_default();
-    let count = record_headers(batch, r)
-        .into_iter()
-        .find(|(name, _)| name == "snow.sys_mod_count")
-        .and_then(|(_, v)| v.map(String::from_utf8_lossy))
+    let text = |span: Span| bytes(batch, span).map(String::from_utf8_lossy).unwrap_or_default();
+    let id = r.key.map(text).unwrap_or_default();
+    let count = own_headers(batch, r.headers)
+        .unwrap_or_default()
+        .iter()
+        .find(|h| bytes(batch, h.key) == Some(b"snow.sys_mod_count".as_slice()))
+        .map(|h| text(h.value))
         .unwrap_or_default();
     encode_version(ts, &id, &count)
 }
 
 /// A [`VERSION_HEADER`] value: `["<timestamp>","<sys_id>","<sys_mod_count>"]`.
 pub fn encode_version(ts: snow_core::time::Timestamp, id: &str, count: &str) -> String {
-    serde_json::json!([ts.to_string(), id, count]).to_string()
+    serde_json::to_string(&(ts.to_string(), id, count)).unwrap_or_default()
 }
 
 /// A [`VERSION_HEADER`] value read back: `(timestamp, sys_id, sys_mod_count)`.
