@@ -249,10 +249,16 @@ fn a_worker_paused_past_its_session_is_fenced_when_it_resumes_and_adds_no_duplic
     // At most a request already on its way when it stopped.
     let paused = requests_from(&fake, "incident", &owner);
     assert!(paused <= at_pause + 1, "the paused worker sent nothing: {at_pause} requests at the pause, {paused} before it resumed");
+    let stopped = format!("unit stopped connector={name} unit=incident");
+    let stops_before = workers[zombie].log().matches(&stopped).count();
     assert!(std::process::Command::new("kill").args(["-CONT", &pid]).status().unwrap().success());
-    // Resumed, the zombie's commit is refused by the transaction coordinator: its slot's units stop.
+    // Resumed, the zombie's next transactional request is refused by the coordinator, and its unit
+    // stops: through the fencing, or through the session loss it notices at the same moment (which
+    // of the two comes first is a race; the refusal is logged either way).
     workers[zombie].wait_for_log("this producer is fenced", Duration::from_secs(120));
-    workers[zombie].wait_for_log("was taken over by a newer producer", Duration::from_secs(60));
+    wait_until("the zombie's unit stopped", Duration::from_secs(60), || {
+        (workers[zombie].log().matches(&stopped).count() > stops_before).then_some(())
+    });
     let records = read_until(bootstrap, &topic, Duration::from_secs(600), |r| {
         r.iter().map(|x| x.key.as_str()).collect::<BTreeSet<_>>().len() >= ids.len()
     });
