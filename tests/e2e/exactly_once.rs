@@ -128,6 +128,7 @@ fn a_backfill_with_writers_killed_ten_times_with_a_transaction_open_has_every_fi
     let fake = Arc::new(fake(None));
     let now = now_secs();
     let seeded = Arc::new(fake.shared().seed("incident", 100_000, now - 86_400, 80_000));
+    fake.record_served(true);
     // Pages take a while, so a run lasts long enough to be killed mid-transaction several times.
     fake.add_fault(Fault::always(FaultAction::Latency { ms: 60 }).on_method("GET").on_path("/api/now/table/incident"));
     let (name, topic, offsets) = (unique("eoschaos"), unique("eoschaos"), unique("eoschaosoff"));
@@ -174,7 +175,34 @@ fn a_backfill_with_writers_killed_ten_times_with_a_transaction_open_has_every_fi
     assert!(has_all(&records), "every final row version is in Kafka; log:\n{}", tail(&log, 20));
     assert!(finals.len() > 100_000 && finals.iter().any(|(_, m)| m != "0"), "rows were inserted and updated during the runs");
     assert_eq!(duplicates(&records), Vec::<(String, String)>::new(), "no version twice; log:\n{}", tail(&log, 20));
-    eprintln!("{landed} kills with a transaction open in {attempts} attempts; {} records, {} rows", records.len(), finals.len());
+    let passed = versions_the_cursor_passed(&fake, &dir, &file, &name, &records);
+    eprintln!(
+        "{landed} kills with a transaction open in {attempts} attempts; {} records, {} rows; {} versions the cursor passed all in Kafka ({} let off: gone within {GRACE_MS} ms of the next open)",
+        records.len(),
+        finals.len(),
+        passed.required,
+        passed.let_off
+    );
+}
+
+/// How long after an open a version the previous run read (but perhaps did not commit) must
+/// still be the row's version to be required: the next run's re-read of its overlap comes by then.
+const GRACE_MS: u64 = 30_000;
+
+/// Opens the table once more (so the last run's reads are followed by an open at its committed
+/// position), then checks that every version a read served at or below its next open is in Kafka
+/// ([`support::passed`]); returns what was checked.
+fn versions_the_cursor_passed(fake: &FakeSnow, dir: &std::path::Path, file: &std::path::Path, name: &str, records: &[Read]) -> support::passed::Passed {
+    let mut reopen = Runner::start(dir, "reopen", &[file]);
+    reopen.wait_for_log("opened at cursor", Duration::from_secs(120));
+    reopen.stop();
+    let logs = support::passed::logs_in(dir);
+    let opens = support::passed::opens(&logs.iter().map(String::as_str).collect::<Vec<_>>(), name, "incident");
+    let in_kafka: BTreeSet<(String, String)> = records.iter().map(Read::version).collect();
+    let passed = support::passed::check(fake, "incident", &opens, GRACE_MS, &in_kafka);
+    assert!(passed.required > 100_000, "the check covered the backfill: {} versions required", passed.required);
+    assert_eq!(passed.missing, Vec::<(String, String, String)>::new(), "versions a committed read served are in Kafka ({} required)", passed.required);
+    passed
 }
 
 /// The worker id of the last request the fake answered for `table` (its `X-Snow-Worker`).
@@ -265,4 +293,96 @@ fn a_worker_paused_past_its_session_is_fenced_when_it_resumes_and_adds_no_duplic
     let logs: Vec<String> = workers.drain(..).map(Runner::stop).collect();
     assert_eq!(duplicates(&records), Vec::<(String, String)>::new(), "no version twice; zombie log:\n{}", tail(&logs[zombie], 30));
     assert_eq!(records.iter().map(|r| r.key.as_str()).collect::<BTreeSet<_>>().len(), ids.len(), "every row");
+}
+
+#[test]
+fn a_fleet_of_three_killed_ten_times_with_a_transaction_open_has_every_version_the_cursor_passed_once() {
+    use support::fleet::{curl, start_worker, worker_properties};
+    const KILLS: usize = 10;
+    let fake = Arc::new(fake(None));
+    let now = now_secs();
+    let seeded = Arc::new(fake.shared().seed("incident", 100_000, now - 86_400, 80_000));
+    fake.record_served(true);
+    fake.add_fault(Fault::always(FaultAction::Latency { ms: 60 }).on_method("GET").on_path("/api/now/table/incident"));
+    let dir = work_dir("eos-fleet-chaos");
+    let group = unique("eos-fleet-chaos");
+    let specs: Vec<_> = (0..3).map(|i| worker_properties(&dir, &format!("w{i}"), &group, &[])).collect();
+    let env = [("SNOW_EOS_PASSWORD", PASSWORD)];
+    let mut workers: Vec<Option<Runner>> = specs.iter().enumerate().map(|(i, s)| Some(start_worker(&dir, &format!("w{i}-0"), s, &env))).collect();
+    let (name, topic) = (unique("eosfleetchaos"), unique("eosfleetchaos"));
+    let mut c = support::source_entries(
+        &fake.url(),
+        &name,
+        &topic,
+        &["incident"],
+        &[
+            ("snow.auth.username", USER),
+            ("snow.auth.password", "${env:SNOW_EOS_PASSWORD}"),
+            ("snow.batch.size", "1000"),
+            ("exactly.once.support", "required"),
+        ],
+    );
+    for key in ["offset.storage.file.filename", "kafka.bootstrap.servers", "component.trusted.keys", "name"] {
+        c.remove(key);
+    }
+    let created = curl(specs[0].port, "POST", "/connectors", Some(&serde_json::json!({ "name": name, "config": c })));
+    assert_eq!(created.status, 201, "{}", created.text);
+    let (writing, rounds) = (Arc::new(AtomicBool::new(true)), Arc::new(AtomicUsize::new(0)));
+    let writer = writer(fake.clone(), seeded.clone(), writing.clone(), rounds.clone());
+    let bootstrap = kafka_harness::shared().bootstrap();
+    wait_until("the topic", Duration::from_secs(120), || support::kafka::Ends::new(bootstrap, &topic).stable().gt(&0).then_some(()));
+    let watch = support::kafka::Ends::new(bootstrap, &topic);
+    let mut next = support::kill_points("exactly-once fleet chaos");
+    let (mut landed, mut attempts) = (0, 0);
+    let mut starts = [1usize; 3];
+    while landed < KILLS {
+        attempts += 1;
+        assert!(attempts <= 4 * KILLS, "only {landed} of {attempts} kills landed with a transaction open");
+        // Records flowed since the last kill: the committed end moved on.
+        let before = watch.stable();
+        wait_until("records committed since the last kill", Duration::from_secs(180), || (watch.stable() > before).then_some(()));
+        std::thread::sleep(Duration::from_millis(next() % 1500)); // a random kill point, not a synchronisation
+        wait_until("a transaction open", Duration::from_secs(60), || watch.transaction_open().then_some(()));
+        // The worker that owns the table now: the last one the fake saw reading it.
+        let owner = last_worker(&fake, "incident").expect("a worker reads the table");
+        let victim = specs.iter().position(|s| owner.ends_with(&format!(":{}", s.port))).expect("the owner is one of the workers");
+        workers[victim].take().unwrap().kill();
+        // The dead worker's transaction stays open until the slot's next owner fences it.
+        if watch.transaction_open() {
+            landed += 1;
+        }
+        workers[victim] = Some(start_worker(&dir, &format!("w{victim}-{}", starts[victim]), &specs[victim], &env));
+        starts[victim] += 1;
+    }
+    let written = rounds.load(Ordering::SeqCst);
+    wait_until("a second of writes after the last kill", Duration::from_secs(60), || {
+        (rounds.load(Ordering::SeqCst) >= written + 10).then_some(())
+    });
+    writing.store(false, Ordering::SeqCst);
+    writer.join().unwrap();
+    let finals = support::final_versions(&fake, &["incident"]);
+    let has_all = |records: &[Read]| finals.is_subset(&records.iter().map(Read::version).collect());
+    let records = read_until(bootstrap, &topic, Duration::from_secs(600), has_all);
+    let logs: Vec<String> = workers.iter_mut().map(|w| w.take().unwrap().stop()).collect();
+    assert!(has_all(&records), "every final row version is in Kafka; last log:\n{}", tail(&logs[0], 20));
+    assert!(finals.len() > 100_000 && finals.iter().any(|(_, m)| m != "0"), "rows were inserted and updated during the runs");
+    assert_eq!(duplicates(&records), Vec::<(String, String)>::new(), "no version twice");
+    // One worker alone opens the table at the fleet's last committed position.
+    let mut reopen = start_worker(&dir, "reopen", &specs[0], &env);
+    reopen.wait_for_log("opened at cursor", Duration::from_secs(120));
+    reopen.stop();
+    let logs = support::passed::logs_in(&dir);
+    let opens = support::passed::opens(&logs.iter().map(String::as_str).collect::<Vec<_>>(), &name, "incident");
+    let in_kafka: BTreeSet<(String, String)> = records.iter().map(Read::version).collect();
+    let passed = support::passed::check(&fake, "incident", &opens, GRACE_MS, &in_kafka);
+    assert!(passed.required > 100_000, "the check covered the backfill: {} versions required", passed.required);
+    assert_eq!(passed.missing, Vec::<(String, String, String)>::new(), "versions a committed read served are in Kafka");
+    eprintln!(
+        "{landed} kills with a transaction open in {attempts} attempts; {} records, {} rows; {} versions the cursor passed all in Kafka ({} let off), {} opens",
+        records.len(),
+        finals.len(),
+        passed.required,
+        passed.let_off,
+        opens.len()
+    );
 }

@@ -7,6 +7,7 @@ pub mod fleet;
 pub mod idp;
 pub mod kafka;
 pub mod old_poller;
+pub mod passed;
 pub mod tls_proxy;
 pub mod tools;
 

@@ -20,6 +20,7 @@ pub mod journal;
 pub mod oauth;
 pub mod query;
 pub mod seed;
+pub mod served;
 pub mod server;
 pub mod session;
 pub mod store;

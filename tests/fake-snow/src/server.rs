@@ -22,6 +22,7 @@ use crate::clock::Clock;
 use crate::faults::{Fault, FaultAction, Faults};
 use crate::journal::{Journal, JournalEntry, Recorder};
 use crate::oauth::{Credentials, Principal};
+use crate::served::{Served, unix_ms};
 use crate::session::Sessions;
 use crate::store::{Row, Store};
 use crate::table_api::{self, Version, envelope};
@@ -93,6 +94,8 @@ pub struct Shared {
     /// another status refuses the insert with it and changes nothing (how a real instance answers
     /// is not documented).
     duplicate_insert: std::sync::atomic::AtomicU16,
+    /// Each list answer's row versions, when a test switched the log on.
+    pub served: crate::served::ServedLog,
 }
 
 /// A latency model of an instance: every request costs `request_ms`, and every write it executes
@@ -257,6 +260,7 @@ impl FakeSnow {
             latency: Mutex::default(),
             batch_api: std::sync::atomic::AtomicBool::new(true),
             duplicate_insert: std::sync::atomic::AtomicU16::new(0),
+            served: Default::default(),
         });
         let (stop, stopped) = oneshot::channel();
         let serving = shared.clone();
@@ -310,6 +314,24 @@ impl FakeSnow {
     /// Removes every fault rule: requests are answered normally from now on.
     pub fn clear_faults(&self) {
         self.shared.faults.lock().unwrap_or_else(|e| e.into_inner()).clear();
+    }
+
+    /// Switches the served-versions log on (each list answer's row versions are kept) or off.
+    /// Also notes when each version stops being current ([`FakeSnow::superseded_at`]).
+    pub fn record_served(&self, on: bool) {
+        self.shared.store().keep_supersessions(on);
+        self.shared.served.set(on);
+    }
+
+    /// When version `(sys_id, mod_count)` of `table` stopped being current (updated or deleted),
+    /// in ms since the Unix epoch; `None` while it is current or before [`FakeSnow::record_served`].
+    pub fn superseded_at(&self, table: &str, sys_id: &str, mod_count: &str) -> Option<u64> {
+        self.shared.store().superseded_at(table, sys_id, mod_count)
+    }
+
+    /// The list answers recorded since the served-versions log was switched on.
+    pub fn served(&self) -> Vec<Served> {
+        self.shared.served.snapshot()
     }
 
     /// The journal so far.
@@ -615,10 +637,14 @@ pub(crate) fn route(
     let id = parts.next().filter(|s| !s.is_empty());
     match (method, id) {
         ("GET", None) => {
-            let (answer, dropped, returned) = table_api::list(shared, table, params, version, offset);
-            entry.dropped_terms = dropped;
-            entry.returned = Some(returned);
-            answer
+            let listed = table_api::list(shared, table, params, version, offset);
+            entry.dropped_terms = listed.dropped;
+            entry.returned = Some(listed.returned);
+            if let Some(versions) = listed.versions {
+                let served = Served { table: table.to_string(), worker: entry.worker.clone(), unix_ms: unix_ms(), versions };
+                shared.served.record(served);
+            }
+            listed.answer
         }
         ("GET", Some(id)) => table_api::get(shared, table, id, params, offset),
         ("POST", None) => table_api::create(shared, table, body, &user),

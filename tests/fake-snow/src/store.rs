@@ -167,6 +167,10 @@ impl Table {
 pub struct Store {
     tables: HashMap<String, Table>,
     next_id: AtomicU64,
+    /// When each row version stopped being current (updated or deleted), in ms since the Unix
+    /// epoch, keyed by `(table, sys_id, sys_mod_count)`; kept only while the served-versions log
+    /// is on ([`crate::served`]).
+    superseded: Option<HashMap<(String, String, String), u64>>,
 }
 
 /// A new 32-hex-character sys_id, unique in this store.
@@ -389,8 +393,7 @@ impl Store {
     /// With `replace`, fields not in `changes` (other than system fields) are removed (PUT).
     pub fn update(&mut self, table: &str, sys_id: &str, changes: Row, now: i64, user: &str, replace: bool) -> Option<Row> {
         let changes = self.known_only(table, changes);
-        let t = self.tables.get_mut(table)?;
-        let mut row = t.rows.get(sys_id)?.row.clone();
+        let mut row = self.tables.get(table)?.rows.get(sys_id)?.row.clone();
         if replace {
             row.retain(|k, _| k.starts_with("sys_"));
         }
@@ -399,17 +402,42 @@ impl Store {
                 row.insert(k, v);
             }
         }
+        self.note_superseded(table, sys_id, &row);
         let count = row.get("sys_mod_count").and_then(Value::as_str).and_then(|c| c.parse::<u64>().ok()).unwrap_or(0) + 1;
         row.insert("sys_mod_count".into(), Value::String(count.to_string()));
         row.insert("sys_updated_on".into(), Value::String(format_ts(now)));
         row.insert("sys_updated_by".into(), Value::String(user.to_string()));
-        t.put(sys_id.to_string(), row.clone());
+        self.tables.get_mut(table)?.put(sys_id.to_string(), row.clone());
         Some(row)
     }
 
     /// Deletes row `sys_id`.
     pub fn delete(&mut self, table: &str, sys_id: &str) -> Option<Row> {
-        self.tables.get_mut(table)?.remove(sys_id)
+        let row = self.tables.get_mut(table)?.remove(sys_id)?;
+        self.note_superseded(table, sys_id, &row);
+        Some(row)
+    }
+
+    /// Starts (keeping what was noted) or stops (forgetting it) noting when versions stop being current.
+    pub fn keep_supersessions(&mut self, on: bool) {
+        match (on, self.superseded.is_some()) {
+            (true, false) => self.superseded = Some(HashMap::new()),
+            (false, _) => self.superseded = None,
+            (true, true) => {}
+        }
+    }
+
+    /// When version `(sys_id, mod_count)` of `table` stopped being current (ms since the Unix
+    /// epoch), if it did while supersessions were kept.
+    pub fn superseded_at(&self, table: &str, sys_id: &str, mod_count: &str) -> Option<u64> {
+        self.superseded.as_ref()?.get(&(table.to_string(), sys_id.to_string(), mod_count.to_string())).copied()
+    }
+
+    fn note_superseded(&mut self, table: &str, sys_id: &str, row: &Row) {
+        if let Some(superseded) = self.superseded.as_mut() {
+            let count = row.get("sys_mod_count").and_then(Value::as_str).unwrap_or_default().to_string();
+            superseded.insert((table.to_string(), sys_id.to_string(), count), crate::served::unix_ms());
+        }
     }
 }
 

@@ -9,6 +9,7 @@ use std::ops::Bound;
 use serde_json::{Map, Value, json};
 
 use crate::query::Query;
+use crate::served::ServedVersion;
 use crate::server::{Answer, Shared};
 use crate::store::{INDEXED, Row};
 use crate::time::{format_ts, parse_ts};
@@ -128,14 +129,7 @@ fn not_found() -> Answer {
 /// window, as ServiceNow's does), `next` when rows follow the window, and `last` when counted
 /// (unless `sysparm_suppress_pagination_header=true`). With the pagination headers switched off
 /// ([`Shared::set_pagination_headers`]) neither is ever sent.
-/// Returns the answer, the terms ServiceNow would have dropped, and how many rows it holds.
-pub fn list(
-    shared: &Shared,
-    table: &str,
-    params: &HashMap<String, String>,
-    version: Version,
-    tz_offset: i64,
-) -> (Answer, Vec<String>, usize) {
+pub fn list(shared: &Shared, table: &str, params: &HashMap<String, String>, version: Version, tz_offset: i64) -> Listed {
     let query = Query::parse(params.get("sysparm_query").map(String::as_str).unwrap_or(""));
     let limit: usize = params.get("sysparm_limit").and_then(|l| l.parse().ok()).unwrap_or(10_000);
     let offset: usize = params.get("sysparm_offset").and_then(|o| o.parse().ok()).unwrap_or(0);
@@ -144,7 +138,7 @@ pub fn list(
     let want_count = headers && params.get("sysparm_no_count").map(String::as_str) != Some("true");
     let want_link = headers && params.get("sysparm_suppress_pagination_header").map(String::as_str) != Some("true");
     let store = shared.store();
-    let Some(t) = store.table(table) else { return (invalid_table(table), query.dropped, 0) };
+    let Some(t) = store.table(table) else { return Listed::nothing(invalid_table(table), query.dropped) };
     let window_end = offset.saturating_add(limit);
     // How many matching rows to walk: all of them to count, one past the window to know whether
     // rows follow it, else just the window.
@@ -155,7 +149,8 @@ pub fn list(
     } else {
         window_end
     };
-    let mut window = WindowReader { acl: t.acl(), render: &render, offset, end: window_end, need, matched: 0, rows: Vec::new() };
+    let versions = shared.served.is_on().then(Vec::new);
+    let mut window = WindowReader { acl: t.acl(), render: &render, offset, end: window_end, need, matched: 0, rows: Vec::new(), versions };
     if let Some(plan) = query.index_plan(&INDEXED) {
         let index = t.index(&plan.field).expect("planned on an indexed field");
         let lo = plan.from.map_or(Bound::Unbounded, |f| Bound::Included((f, String::new())));
@@ -177,7 +172,7 @@ pub fn list(
             }
         }
     }
-    let WindowReader { matched, rows, .. } = window;
+    let WindowReader { matched, rows, versions, .. } = window;
     let mut pagination = Vec::new();
     if want_count {
         pagination.push(("X-Total-Count".to_string(), matched.to_string()));
@@ -189,7 +184,7 @@ pub fn list(
     if matched <= offset && version == Version::V1 {
         let mut answer = envelope(404, "No Record found", "Records not found");
         answer.headers.extend(pagination);
-        return (answer, query.dropped, 0);
+        return Listed { versions, ..Listed::nothing(answer, query.dropped) };
     }
     let returned = rows.len();
     let mut body = Vec::with_capacity(rows.iter().map(|r| r.len() + 1).sum::<usize>() + 12);
@@ -205,7 +200,25 @@ pub fn list(
     drop(store);
     let mut answer = Answer { status: 200, headers: vec![("Content-Type".into(), "application/json;charset=UTF-8".into())], body };
     answer.headers.extend(pagination);
-    (answer, query.dropped, returned)
+    Listed { answer, dropped: query.dropped, returned, versions }
+}
+
+/// A list answer and what the journal and the served-versions log keep of it.
+pub struct Listed {
+    /// The answer.
+    pub answer: Answer,
+    /// Encoded-query terms ServiceNow would have dropped silently.
+    pub dropped: Vec<String>,
+    /// Rows the answer holds.
+    pub returned: usize,
+    /// Their versions, when the served-versions log is on.
+    pub versions: Option<Vec<ServedVersion>>,
+}
+
+impl Listed {
+    fn nothing(answer: Answer, dropped: Vec<String>) -> Self {
+        Self { answer, dropped, returned: 0, versions: None }
+    }
 }
 
 /// Walks the rows a query matches, in its order, keeping the readable rows of the window.
@@ -218,6 +231,8 @@ struct WindowReader<'a> {
     need: usize,
     matched: usize,
     rows: Vec<Cow<'a, str>>,
+    /// The kept rows' versions, when the served-versions log is on.
+    versions: Option<Vec<ServedVersion>>,
 }
 
 impl<'a> WindowReader<'a> {
@@ -225,6 +240,10 @@ impl<'a> WindowReader<'a> {
     fn visit(&mut self, id: &str, row: &'a Row, json: &'a str) -> bool {
         if (self.offset..self.end).contains(&self.matched) && !self.acl.hides(id, row) {
             self.rows.push(if self.render.is_raw_whole_row() { Cow::Borrowed(json) } else { Cow::Owned(self.render.row(row).to_string()) });
+            if let Some(versions) = self.versions.as_mut() {
+                let text = |k: &str| row.get(k).and_then(Value::as_str).unwrap_or_default().to_string();
+                versions.push(ServedVersion { ts: text("sys_updated_on"), sys_id: id.to_string(), mod_count: text("sys_mod_count") });
+            }
         }
         self.matched += 1;
         self.matched < self.need

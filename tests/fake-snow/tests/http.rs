@@ -132,3 +132,40 @@ fn acls_drop_hidden_rows_after_the_window_is_read_and_the_headers_say_what_follo
     assert_eq!(call(&fake, "DELETE", "/__fake/tables/incident/hidden", None, "").0, 200);
     assert_eq!(list("&sysparm_limit=4").2, ids[..4].to_vec(), "every row readable again");
 }
+
+#[test]
+fn the_served_log_keeps_each_list_answers_versions_and_when_each_version_stopped_being_current() {
+    let fake = FakeSnow::start(FakeOptions {
+        users: vec![("admin".into(), "pw".into())],
+        tables: vec!["incident".into()],
+        frozen_at: Some(1_704_067_200),
+        ..Default::default()
+    })
+    .unwrap();
+    let ids = fake.shared().seed("incident", 3, 1_704_067_000, 3);
+    // Off by default: nothing is kept.
+    assert_eq!(call(&fake, "GET", "/api/now/table/incident", Some(ADMIN), "").0, 200);
+    assert!(fake.served().is_empty());
+    fake.record_served(true);
+    fake.shared().hide_rows("incident", [ids[1].clone()]);
+    assert_eq!(call(&fake, "GET", "/api/now/table/incident?sysparm_fields=number", Some(ADMIN), "").0, 200);
+    let served = fake.served();
+    assert_eq!(served.len(), 1);
+    let versions: Vec<(&str, &str)> = served[0].versions.iter().map(|v| (v.sys_id.as_str(), v.mod_count.as_str())).collect();
+    // The hidden row is not in the answer, so not in the log; sys_fields are logged though not asked for.
+    assert_eq!(versions.len(), 2, "{versions:?}");
+    assert!(!versions.iter().any(|(id, _)| *id == ids[1]));
+    for v in &served[0].versions {
+        assert_eq!(fake.shared().version_of("incident", &v.sys_id), Some((v.ts.clone(), v.sys_id.clone(), v.mod_count.clone())));
+    }
+    assert_eq!(fake.superseded_at("incident", &ids[0], "0"), None, "current");
+    let mut changes = serde_json::Map::new();
+    changes.insert("state".into(), Value::String("2".into()));
+    let before = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as u64;
+    fake.shared().update_rows("incident", &ids[..1], &changes);
+    let gone = fake.superseded_at("incident", &ids[0], "0").expect("version 0 was superseded");
+    assert!(gone >= before, "{gone} >= {before}");
+    assert_eq!(fake.superseded_at("incident", &ids[0], "1"), None);
+    assert_eq!(call(&fake, "DELETE", &format!("/api/now/table/incident/{}", ids[2]), Some(ADMIN), "").0, 204);
+    assert!(fake.superseded_at("incident", &ids[2], "0").is_some(), "a delete ends a version too");
+}
