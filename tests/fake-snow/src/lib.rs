@@ -13,6 +13,7 @@
 //! connector's parsing or time handling cannot hide behind the same bug here.
 
 pub mod admin;
+pub mod audit;
 pub mod batch;
 pub mod clock;
 pub mod faults;

@@ -202,6 +202,25 @@ impl Shared {
         Some((text("sys_updated_on"), sys_id.to_string(), text("sys_mod_count")))
     }
 
+    /// Deletes the rows `ids` of `table` as `admin` at the clock's current time (recorded in
+    /// `sys_audit_delete` when the table's deletes are audited); returns how many existed.
+    pub fn delete_rows(&self, table: &str, ids: &[String]) -> usize {
+        let now = self.clock.now();
+        let mut store = self.store();
+        ids.iter().filter(|id| store.delete(table, id, now, "admin").is_some()).count()
+    }
+
+    /// Sets the `no_audit_delete` attribute of `table`'s collection (deletes leave no audit row).
+    pub fn set_no_audit_delete(&self, table: &str, on: bool) {
+        let now = self.clock.now();
+        self.store().set_no_audit_delete(table, on, now);
+    }
+
+    /// Makes every read of `table` fail its table-level read ACL (403), or succeed again.
+    pub fn deny_reads(&self, table: &str, on: bool) {
+        self.store().deny_reads(table, on);
+    }
+
     /// Applies `changes` to each row of `ids` at the clock's current time; returns how many existed.
     pub fn update_rows(&self, table: &str, ids: &[String], changes: &Row) -> usize {
         let now = self.clock.now();
@@ -244,6 +263,8 @@ impl FakeSnow {
         for t in &options.tables {
             store.create_table(t);
         }
+        // Every instance has it, empty until a row of an audited table is deleted.
+        store.create_table(crate::audit::AUDIT_DELETE);
         let clock = Clock::default();
         if let Some(now) = options.frozen_at {
             clock.freeze_at(now);
@@ -650,7 +671,7 @@ pub(crate) fn route(
         ("POST", None) => table_api::create(shared, table, body, &user),
         ("PATCH", Some(id)) => table_api::update(shared, table, id, body, &user, false),
         ("PUT", Some(id)) => table_api::update(shared, table, id, body, &user, true),
-        ("DELETE", Some(id)) => table_api::delete(shared, table, id),
+        ("DELETE", Some(id)) => table_api::delete(shared, table, id, &user),
         _ => envelope(405, "Method not Supported", &format!("{method} {path}")),
     }
 }

@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde_json::{Map, Value};
 
+use crate::audit;
 use crate::time::format_ts;
 
 /// A row: field name to value (a string, or a reference object with `value`/`display_value`/`link`).
@@ -54,6 +55,10 @@ pub struct Table {
     /// The table's own fields and the table it extends, once a dictionary is set: writes then
     /// keep only known fields and drop the rest silently, as ServiceNow does. None: any field.
     dictionary: Option<(std::collections::BTreeSet<String>, Option<String>)>,
+    /// The collection's `no_audit_delete` attribute: deletes leave no `sys_audit_delete` row.
+    no_audit_delete: bool,
+    /// A table-level read ACL the API's users fail: reads answer 403.
+    reads_denied: bool,
 }
 
 /// Which rows the Table API's users may not read (a row-level ACL, domain separation or a
@@ -121,6 +126,11 @@ impl Table {
     /// Lets the API's users read every row again.
     pub fn show_all(&mut self) {
         self.acl = Acl::default();
+    }
+
+    /// Whether a table-level read ACL refuses the API's users.
+    pub fn reads_denied(&self) -> bool {
+        self.reads_denied
     }
 
     /// The `(value, sys_id)` index of `field`, if it is indexed.
@@ -279,12 +289,13 @@ impl Store {
             .map(|t| {
                 t.rows_in_order()
                     .filter(|r| r.get("name").and_then(Value::as_str) == Some(table))
+                    .filter(|r| r.get("internal_type").and_then(Value::as_str) != Some("collection"))
                     .filter_map(|r| r.get("sys_id").and_then(Value::as_str).map(str::to_string))
                     .collect()
             })
             .unwrap_or_default();
         for id in stale {
-            self.delete("sys_dictionary", &id);
+            self.delete("sys_dictionary", &id, now, "admin");
         }
         for field in fields {
             let mut row = Row::new();
@@ -411,11 +422,56 @@ impl Store {
         Some(row)
     }
 
-    /// Deletes row `sys_id`.
-    pub fn delete(&mut self, table: &str, sys_id: &str) -> Option<Row> {
-        let row = self.tables.get_mut(table)?.remove(sys_id)?;
+    /// Deletes row `sys_id` at `now` by `user`; the delete is recorded in `sys_audit_delete` when
+    /// the table's deletes are audited ([`crate::audit`]).
+    pub fn delete(&mut self, table: &str, sys_id: &str, now: i64, user: &str) -> Option<Row> {
+        let t = self.tables.get_mut(table)?;
+        let audited = audit::audited_by_default(table) && !t.no_audit_delete;
+        let row = t.remove(sys_id)?;
         self.note_superseded(table, sys_id, &row);
+        if audited {
+            self.insert(audit::AUDIT_DELETE, audit::audit_row(table, sys_id, &row), now, user);
+        }
         Some(row)
+    }
+
+    /// Sets or clears the `no_audit_delete` attribute of `table`'s collection, as its
+    /// `sys_dictionary` collection entry shows it.
+    pub fn set_no_audit_delete(&mut self, table: &str, on: bool, now: i64) {
+        self.create_table(table);
+        if let Some(t) = self.tables.get_mut(table) {
+            t.no_audit_delete = on;
+        }
+        let collection = self.tables.get("sys_dictionary").and_then(|d| {
+            d.rows_in_order()
+                .find(|r| r.get("name").and_then(Value::as_str) == Some(table) && r.get("internal_type").and_then(Value::as_str) == Some("collection"))
+                .and_then(|r| r.get("sys_id").and_then(Value::as_str).map(str::to_string))
+        });
+        let attributes = Value::String(if on { audit::NO_AUDIT_DELETE.to_string() } else { String::new() });
+        match collection {
+            Some(id) => {
+                let mut changes = Row::new();
+                changes.insert("attributes".into(), attributes);
+                self.update("sys_dictionary", &id, changes, now, "admin", false);
+            }
+            None => {
+                let mut row = Row::new();
+                row.insert("name".into(), Value::String(table.into()));
+                row.insert("element".into(), Value::String(String::new()));
+                row.insert("internal_type".into(), Value::String("collection".into()));
+                row.insert("attributes".into(), attributes);
+                self.insert("sys_dictionary", row, now, "admin");
+            }
+        }
+    }
+
+    /// Refuses (or allows again) the API's users every read of `table`, as a table-level read
+    /// ACL does (`sys_audit_delete` is readable by admins only on a fresh instance).
+    pub fn deny_reads(&mut self, table: &str, on: bool) {
+        self.create_table(table);
+        if let Some(t) = self.tables.get_mut(table) {
+            t.reads_denied = on;
+        }
     }
 
     /// Starts (keeping what was noted) or stops (forgetting it) noting when versions stop being current.
@@ -460,7 +516,26 @@ mod tests {
         assert_eq!(updated["sys_created_on"], format_ts(100));
         let index = s.table("incident").unwrap().index("sys_updated_on").unwrap();
         assert_eq!(index.keys().map(|(ts, _)| ts.clone()).collect::<Vec<_>>(), vec![format_ts(200)]);
-        assert!(s.delete("incident", &id).is_some());
+        assert!(s.delete("incident", &id, 300, "bob").is_some());
         assert!(s.table("incident").unwrap().index("sys_updated_on").unwrap().is_empty());
+        let audits: Vec<&Row> = s.table(audit::AUDIT_DELETE).unwrap().rows_in_order().collect();
+        assert_eq!(audits.len(), 1);
+        assert_eq!((audits[0]["tablename"].as_str(), audits[0]["documentkey"].as_str()), (Some("incident"), Some(id.as_str())));
+        assert_eq!((audits[0]["sys_created_on"].as_str(), audits[0]["sys_created_by"].as_str()), (Some(format_ts(300).as_str()), Some("bob")));
+        assert!(audits[0]["payload"].as_str().unwrap().contains("<state>2</state>"));
+    }
+
+    #[test]
+    fn no_audit_delete_and_sys_tables_leave_no_audit_row() {
+        let mut s = Store::default();
+        let a = s.insert("incident", Row::new(), 100, "admin")["sys_id"].as_str().unwrap().to_string();
+        let b = s.insert("sys_user", Row::new(), 100, "admin")["sys_id"].as_str().unwrap().to_string();
+        s.set_no_audit_delete("incident", true, 100);
+        s.set_dictionary("incident", &[DictField::from(DictFieldSpec::Name("short_description".into()))], None, 100);
+        let collection = s.table("sys_dictionary").unwrap().rows_in_order().filter(|r| r["internal_type"] == "collection").count();
+        assert_eq!(collection, 1, "setting the dictionary keeps the collection's entry");
+        s.delete("incident", &a, 200, "bob");
+        s.delete("sys_user", &b, 200, "bob");
+        assert!(s.table(audit::AUDIT_DELETE).is_none_or(Table::is_empty));
     }
 }

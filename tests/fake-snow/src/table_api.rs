@@ -139,6 +139,9 @@ pub fn list(shared: &Shared, table: &str, params: &HashMap<String, String>, vers
     let want_link = headers && params.get("sysparm_suppress_pagination_header").map(String::as_str) != Some("true");
     let store = shared.store();
     let Some(t) = store.table(table) else { return Listed::nothing(invalid_table(table), query.dropped) };
+    if t.reads_denied() {
+        return Listed::nothing(read_denied(table), query.dropped);
+    }
     let window_end = offset.saturating_add(limit);
     // How many matching rows to walk: all of them to count, one past the window to know whether
     // rows follow it, else just the window.
@@ -266,11 +269,19 @@ fn link(base: &str, table: &str, limit: usize, offset: usize, more: bool, total:
     links.join(",")
 }
 
+/// What a table-level read ACL the user fails answers (the shape of an instance's ACL refusal).
+fn read_denied(table: &str) -> Answer {
+    envelope(403, "User Not Authorized", &format!("Read ACL failure on table {table}: the user's roles do not grant read"))
+}
+
 /// `GET /api/now/table/{table}/{sys_id}`.
 pub fn get(shared: &Shared, table: &str, id: &str, params: &HashMap<String, String>, tz_offset: i64) -> Answer {
     let render = Render::from_params(params, tz_offset);
     let store = shared.store();
     let Some(t) = store.table(table) else { return invalid_table(table) };
+    if t.reads_denied() {
+        return read_denied(table);
+    }
     match t.get(id) {
         Some(row) if !t.acl().hides(id, row) => Answer::json(200, &json!({ "result": render.row(row) })),
         _ => not_found(),
@@ -326,12 +337,13 @@ pub fn update(shared: &Shared, table: &str, id: &str, body: &[u8], user: &str, r
 }
 
 /// `DELETE /api/now/table/{table}/{sys_id}`.
-pub fn delete(shared: &Shared, table: &str, id: &str) -> Answer {
+pub fn delete(shared: &Shared, table: &str, id: &str, user: &str) -> Answer {
+    let now = shared.clock.now();
     let mut store = shared.store();
     if store.table(table).is_none() {
         return invalid_table(table);
     }
-    match store.delete(table, id) {
+    match store.delete(table, id, now, user) {
         Some(_) => Answer { status: 204, headers: Vec::new(), body: Vec::new() },
         None => not_found(),
     }
