@@ -48,6 +48,16 @@ pub enum QueryDomain {
     All,
 }
 
+/// How a deleted row reaches the table's topic (`deletes.format`), when deletes are captured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DeleteFormat {
+    /// Key = the row's sys_id, value null: what log compaction removes the key for.
+    Tombstone,
+    /// The row as the delete's audit record kept it, with `"__deleted": true` (for sinks that
+    /// cannot take a null value, as Debezium's `ExtractNewRecordState` writes deletes).
+    Record,
+}
+
 /// The whole source connector configuration.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SourceConfig {
@@ -107,6 +117,9 @@ pub struct TableConfig {
     pub query_domain: QueryDomain,
     /// `sysparm_query_category`, if set.
     pub query_category: Option<String>,
+    /// Deleted rows read from `sys_audit_delete` and written in this format (`deletes=true`);
+    /// `None`: deletes are not captured.
+    pub deletes: Option<DeleteFormat>,
 }
 
 /// The key listing the tables.
@@ -313,6 +326,8 @@ impl TableConfig {
         let query_domain =
             table_choice(r, name, "query.domain", QueryDomain::Session, &[("session", QueryDomain::Session), ("all", QueryDomain::All)]);
         let query_category = scoped(r, "query.category");
+        let capture = table_choice(r, name, "deletes", false, &[("false", false), ("true", true)]);
+        let format = table_choice(r, name, "deletes.format", DeleteFormat::Tombstone, &[("tombstone", DeleteFormat::Tombstone), ("record", DeleteFormat::Record)]);
         Some(Self {
             name: name.into(),
             topic,
@@ -329,6 +344,7 @@ impl TableConfig {
             exclude_reference_link,
             query_domain,
             query_category,
+            deletes: capture.then_some(format),
         })
     }
 }
@@ -374,6 +390,20 @@ mod tests {
             (30, BadRowBehavior::Fail, true, ValueFormat::Json)
         );
         assert_eq!((c.tables[0].display_value, c.tables[0].query_domain), (DisplayValue::Raw, QueryDomain::Session));
+    }
+
+    #[test]
+    fn deletes_are_off_by_default_and_take_a_format() {
+        let base = [("snow.instance.url", "https://acme.service-now.com"), ("snow.tables", "incident,problem")];
+        assert_eq!(parse(&base).unwrap().tables[0].deletes, None);
+        let mut on = base.to_vec();
+        on.extend([("snow.table.incident.deletes", "true"), ("snow.table.problem.deletes", "true"), ("snow.table.problem.deletes.format", "record")]);
+        let c = parse(&on).unwrap();
+        assert_eq!((c.tables[0].deletes, c.tables[1].deletes), (Some(DeleteFormat::Tombstone), Some(DeleteFormat::Record)));
+        let mut wrong = base.to_vec();
+        wrong.extend([("snow.table.incident.deletes", "yes"), ("snow.table.incident.deletes.format", "null")]);
+        let err = parse(&wrong).unwrap_err().to_string();
+        assert!(err.contains("snow.table.incident.deletes:") && err.contains("snow.table.incident.deletes.format:"), "{err}");
     }
 
     #[test]

@@ -92,7 +92,14 @@ pub struct Partition {
     pub timestamp_field: String,
     /// Hash of everything that decides which rows the stream holds and in what order.
     pub fingerprint: String,
+    /// Which of the table's streams: empty for its rows, `deletes` for its deletes (read from
+    /// `sys_audit_delete`). Left out of the key when empty, so rows' keys stay as they were.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub stream: String,
 }
+
+/// The [`Partition::stream`] of a table's deletes.
+pub const DELETES_STREAM: &str = "deletes";
 
 impl Partition {
     /// The partition of `table` on `instance`.
@@ -107,6 +114,20 @@ impl Partition {
             table: table.name.clone(),
             timestamp_field: table.timestamp_field.clone(),
             fingerprint: format!("{:016x}", fnv1a64(canonical.as_bytes())),
+            stream: String::new(),
+        }
+    }
+
+    /// The partition of `table`'s deletes on `instance`: `sys_audit_delete` rows naming the
+    /// table, walked by `sys_created_on` (whatever the table's own query: a delete is emitted for
+    /// every audited delete of the table).
+    pub fn deletes_of(instance: &str, table: &str) -> Self {
+        Self {
+            instance: instance.to_string(),
+            table: table.to_string(),
+            timestamp_field: "sys_created_on".into(),
+            fingerprint: format!("{:016x}", fnv1a64(format!("sys_audit_delete\u{0}tablename={table}").as_bytes())),
+            stream: DELETES_STREAM.into(),
         }
     }
 
@@ -120,9 +141,9 @@ impl Partition {
         serde_json::from_str(key).ok()
     }
 
-    /// True when `other` is the same table on the same instance, whatever its query.
+    /// True when `other` is the same stream of the same table on the same instance, whatever its query.
     pub fn same_table(&self, other: &Partition) -> bool {
-        self.instance == other.instance && self.table == other.table
+        self.instance == other.instance && self.table == other.table && self.stream == other.stream
     }
 }
 
@@ -153,6 +174,7 @@ mod tests {
             exclude_reference_link: false,
             query_domain: crate::config::source::QueryDomain::Session,
             query_category: None,
+            deletes: None,
         }
     }
 
@@ -173,6 +195,10 @@ mod tests {
         assert_ne!(a.fingerprint, b.fingerprint);
         assert!(a.same_table(&b));
         assert_eq!(a, Partition::of("acme", &table("active=true")));
-        assert_eq!(Partition::from_key(&a.key()), Some(a));
+        assert_eq!(Partition::from_key(&a.key()), Some(a.clone()));
+        assert!(!a.key().contains("stream"), "a table's rows keep the key they always had: {}", a.key());
+        let deletes = Partition::deletes_of("acme", "incident");
+        assert!(!deletes.same_table(&a) && deletes.key().contains(r#""stream":"deletes""#));
+        assert_eq!(Partition::from_key(&deletes.key()), Some(deletes));
     }
 }

@@ -1,6 +1,8 @@
 //! The source side: [`task::SourceTask`] reads one table along its cursor and turns each page into
 //! Kafka records with their offsets; [`plan()`] splits a connector's tables over tasks.
 
+mod audit_payload;
+pub mod deletes;
 mod probe;
 mod record;
 pub mod schema;

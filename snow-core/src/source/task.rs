@@ -19,6 +19,7 @@ use crate::record::{BatchBytes, PollBatch, SourceOffset, SourceRecord};
 use crate::table::{DisplayValue, ListParams, PageRow, TableClient, parse_page};
 use crate::time::Timestamp;
 
+use super::deletes::{DeleteSettings, DeleteStream};
 use super::record::RecordBuilder;
 
 /// Something worth logging that did not stop the task.
@@ -64,6 +65,8 @@ pub struct SourceTask<T, C> {
     server_now: Option<Timestamp>,
     /// The table's value schema, when the host asked for it (`snow.value.schema=dictionary`).
     schema: Option<SchemaState>,
+    /// The table's deletes, when they are captured (`snow.table.<t>.deletes=true`).
+    deletes: Option<DeleteStream>,
 }
 
 /// The value schema a task derives from its table's dictionary and when it last read it.
@@ -112,6 +115,14 @@ impl<T: Transport, C: Clock> SourceTask<T, C> {
             dedup.insert(v.ts, &v.id, &v.mod_count);
         }
         let overlap = i64::from(config.overlap_seconds);
+        let settings = DeleteSettings {
+            instance: &config.instance.authority,
+            lag_seconds: config.safety_lag_seconds,
+            overlap_seconds: config.overlap_seconds,
+            dedup_window_size: config.dedup_window_size,
+            probe: config.startup_probe,
+        };
+        let deletes = DeleteStream::open(&table, &settings, offsets)?;
         let records = RecordBuilder::new(&table, &config.instance.authority, config.value_format);
         let schema = (config.value_schema == ValueSchema::Dictionary).then(|| SchemaState {
             refresh: std::time::Duration::from_millis(u64::from(config.schema_refresh_ms)),
@@ -141,6 +152,7 @@ impl<T: Transport, C: Clock> SourceTask<T, C> {
             keys: [table.sys_id_field.clone(), table.timestamp_field.clone()],
             table,
             partition_key,
+            deletes,
         };
         task.sweep.restart_from(task.sweep_start());
         Ok(task)
@@ -159,6 +171,11 @@ impl<T: Transport, C: Clock> SourceTask<T, C> {
     /// The furthest position emitted (or stored, before the first record): what a restart resumes from.
     pub fn cursor(&self) -> &Cursor {
         &self.high
+    }
+
+    /// The table's delete stream, when deletes are captured.
+    pub fn deletes(&self) -> Option<&DeleteStream> {
+        self.deletes.as_ref()
     }
 
     /// The `X-RateLimit-*` headers of the latest answer that carried them.
@@ -200,6 +217,11 @@ impl<T: Transport, C: Clock> SourceTask<T, C> {
             super::probe::probe(&mut self.client, &self.table)?;
             self.probe_pending = false;
             return Ok(self.batch(Vec::new(), BatchBytes::default(), 0));
+        }
+        if let Some(deletes) = self.deletes.as_mut().filter(|d| d.wants_poll()) {
+            let batch = deletes.poll(&mut self.client, self.sweep.read_up_to(), self.table.poll_interval_ms);
+            self.notes.extend(deletes.take_notes());
+            return batch;
         }
         if let Some(schema) = self.schema_changed()? {
             let mut batch = self.batch(Vec::new(), BatchBytes::default(), 0);
@@ -270,7 +292,9 @@ impl<T: Transport, C: Clock> SourceTask<T, C> {
         if observed.done {
             self.sweep.restart_from(self.sweep_start());
         }
-        let next_poll_ms = if observed.done { self.table.poll_interval_ms } else { 0 };
+        // A finished sweep is followed by one of the deletes, which then waits the poll interval.
+        let deletes_follow = observed.done && self.deletes.as_mut().map(DeleteStream::table_sweep_finished).is_some();
+        let next_poll_ms = if observed.done && !deletes_follow { self.table.poll_interval_ms } else { 0 };
         let mut batch = self.batch(records, bytes, next_poll_ms);
         batch.value_schema = new_schema;
         Ok(batch)

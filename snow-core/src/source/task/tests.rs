@@ -3,6 +3,8 @@ use crate::clock::ManualClock;
 use crate::config::reader::entries_from_pairs;
 use crate::http::transport::{Request, Response, TransportError};
 
+mod deletes;
+
 /// One scripted answer: status, body, and the `X-Total-Count` an instance would send when the
 /// request asks for the count.
 type Scripted = (u16, String, Option<u64>);

@@ -1,0 +1,479 @@
+//! A table's deletes (ADR 0031): a second keyset cursor, over the instance's *Audit Deleted
+//! Records* (`sys_audit_delete`, `tablename=<t>`, walked by `(sys_created_on, sys_id)`), with its
+//! own stored position, dedup window and startup probe; its records go to the table's topic in the
+//! same poll batches as the table's own, so through the same producer and, exactly once, the same
+//! transactions.
+//!
+//! **Order per key by a cap.** A sweep of deletes holds its high-water mark at the smaller of the
+//! server clock minus the safety lag and what the table's own cursor has read (the high-water mark
+//! of its latest finished sweep). A row's last update is stamped at or before its delete, so when
+//! a delete stamped `T` is emitted, every version of the row stamped up to `T` was emitted before
+//! it by the table's cursor: a key's tombstone never precedes its last upsert. A sweep of deletes
+//! runs after each finished sweep of the table.
+//!
+//! **Rows deleted and created again** with the same sys_id (a restore from *Deleted Records*):
+//! before a page of deletes is emitted, one `sys_idIN…` read of the table asks which of their rows
+//! exist again; no tombstone is written for those (the table's cursor writes the live row).
+//!
+//! A tombstone's version, for the dedup window and an exactly-once restart's read-back, is
+//! `(sys_created_on of the delete, the deleted row's sys_id, "")`: what the host derives from the
+//! record (its timestamp, its key, no `snow.sys_mod_count` header).
+
+use serde_json::{Map, Value};
+
+use crate::clock::Clock;
+use crate::config::TableConfig;
+use crate::config::source::DeleteFormat;
+use crate::cursor::dedup::DedupWindow;
+use crate::cursor::{Answer, Cursor, Partition, Sweep, WindowSizes};
+use crate::error::{ErrorClass, SnowError};
+use crate::http::Transport;
+use crate::record::{BatchBytes, BatchData, Header, PollBatch, SourceOffset, SourceRecord, Span};
+use crate::table::{BaseQuery, DisplayValue, ListParams, TableClient, parse_page};
+use crate::time::Timestamp;
+
+use super::audit_payload;
+use super::task::Note;
+
+/// The table of audited deletes.
+pub const AUDIT_DELETE: &str = "sys_audit_delete";
+
+/// Header: the user who deleted the row (`sys_created_by` of the audit record).
+pub const DELETED_BY_HEADER: &str = "snow.deleted.by";
+
+/// Header: when the row was deleted (`sys_created_on` of the audit record, UTC).
+pub const DELETED_ON_HEADER: &str = "snow.deleted.on";
+
+/// The field a record-format delete carries (Debezium's name).
+pub const DELETED_FIELD: &str = "__deleted";
+
+/// The stream of one table's deletes.
+pub struct DeleteStream {
+    table: String,
+    topic: String,
+    partition_key: String,
+    format: DeleteFormat,
+    sweep: Sweep,
+    high: Cursor,
+    start: Timestamp,
+    overlap: i64,
+    lag: i64,
+    dedup: DedupWindow,
+    headers: Vec<Header>,
+    probe_pending: bool,
+    /// A sweep of deletes is due: the table's own sweep finished.
+    due: bool,
+    notes: Vec<Note>,
+    /// Deletes not written because the row exists again.
+    restored: u64,
+}
+
+/// What [`DeleteStream::open`] needs of the connector's settings.
+pub struct DeleteSettings<'a> {
+    /// The instance host (`acme.service-now.com`).
+    pub instance: &'a str,
+    /// `snow.safety.lag.seconds`.
+    pub lag_seconds: u32,
+    /// `snow.overlap.seconds`.
+    pub overlap_seconds: u32,
+    /// `snow.dedup.window.size`.
+    pub dedup_window_size: u32,
+    /// `snow.startup.probe`.
+    pub probe: bool,
+}
+
+impl DeleteStream {
+    /// The delete stream of `table` when it captures deletes, resuming from its stored offset in
+    /// `offsets`.
+    pub fn open(table: &TableConfig, settings: &DeleteSettings<'_>, offsets: &[SourceOffset]) -> Result<Option<Self>, SnowError> {
+        let Some(format) = table.deletes else { return Ok(None) };
+        if table.sys_id_field != "sys_id" {
+            return Err(SnowError::config(
+                format!("snow.table.{}.deletes", table.name),
+                format!(
+                    "deletes are read by the deleted row's sys_id, and table {} is keyed by {} (a database view?): a view's deletes are its tables' deletes",
+                    table.name, table.sys_id_field
+                ),
+            ));
+        }
+        let partition_key = Partition::deletes_of(settings.instance, &table.name).key();
+        let stored = offsets.iter().rev().find(|o| o.partition == partition_key);
+        let (high, seen) = match stored {
+            Some(stored) => Cursor::from_position_with_seen(&stored.position)
+                .map_err(|m| SnowError::config(format!("snow.table.{}.deletes", table.name), format!("the deletes' {m}")))?,
+            None => (Cursor::before(table.start), Vec::new()),
+        };
+        let mut dedup = DedupWindow::new(settings.dedup_window_size as usize);
+        for v in &seen {
+            dedup.insert(v.ts, &v.id, &v.mod_count);
+        }
+        let sizes = WindowSizes::new(table.batch_size, table.hidden_window_max_rows, u64::from(table.hidden_scan_max_rows));
+        let mut stream = Self {
+            table: table.name.clone(),
+            topic: table.topic.clone(),
+            partition_key,
+            format,
+            sweep: Sweep::new(high.clone(), settings.lag_seconds, sizes),
+            high,
+            start: table.start,
+            overlap: i64::from(settings.overlap_seconds),
+            lag: i64::from(settings.lag_seconds),
+            dedup,
+            headers: vec![
+                Header { key: "snow.table".into(), value: table.name.as_bytes().to_vec() },
+                Header { key: "snow.instance".into(), value: settings.instance.as_bytes().to_vec() },
+                Header { key: "snow.source.operation".into(), value: b"DELETE".to_vec() },
+            ],
+            probe_pending: settings.probe,
+            due: false,
+            notes: Vec::new(),
+            restored: 0,
+        };
+        stream.sweep.restart_from(stream.sweep_start());
+        Ok(Some(stream))
+    }
+
+    /// The partition key the deletes' offsets are stored under.
+    pub fn partition_key(&self) -> &str {
+        &self.partition_key
+    }
+
+    /// The furthest delete read (or stored, before the first): what a restart resumes from.
+    pub fn cursor(&self) -> &Cursor {
+        &self.high
+    }
+
+    /// Deletes not written because their row exists again.
+    pub fn restored(&self) -> u64 {
+        self.restored
+    }
+
+    /// Whether the next poll is this stream's: its probe, or a sweep that is due.
+    pub fn wants_poll(&self) -> bool {
+        self.probe_pending || self.due
+    }
+
+    /// The table's own sweep finished: a sweep of deletes follows.
+    pub fn table_sweep_finished(&mut self) {
+        self.due = true;
+    }
+
+    /// Notes gathered since the last call.
+    pub fn take_notes(&mut self) -> Vec<Note> {
+        std::mem::take(&mut self.notes)
+    }
+
+    fn sweep_start(&self) -> Cursor {
+        if self.overlap == 0 || self.high == Cursor::before(self.start) {
+            return self.high.clone();
+        }
+        Cursor::before(self.high.ts.plus_seconds(-self.overlap).max(self.start))
+    }
+
+    /// One request of the deletes' sweep (or their probe) and its records. `read_up_to` is what
+    /// the table's own cursor has read (the cap); `poll_interval_ms` the pause after a finished sweep.
+    pub fn poll<T: Transport, C: Clock>(
+        &mut self,
+        client: &mut TableClient<T, C>,
+        read_up_to: Option<Timestamp>,
+        poll_interval_ms: u32,
+    ) -> Result<PollBatch, SnowError> {
+        if self.probe_pending {
+            self.probe(client)?;
+            self.probe_pending = false;
+            return Ok(self.batch(Vec::new(), BatchBytes::default(), 0));
+        }
+        // Nothing the table's cursor has not read yet can be deleted after its last upsert.
+        let Some(read_up_to) = read_up_to else {
+            self.due = false;
+            return Ok(self.batch(Vec::new(), BatchBytes::default(), poll_interval_ms));
+        };
+        let request = self.sweep.next_request("sys_created_on", "sys_id").map_err(SnowError::data)?;
+        let order: Vec<&str> = request.order.iter().map(String::as_str).collect();
+        let query = self.base_query().with_cursor(&request.terms, &order);
+        let fields = self.fields();
+        let params = ListParams {
+            query: &query,
+            fields: Some(&fields),
+            limit: request.window.limit,
+            offset: request.window.offset,
+            count: request.count,
+            display_value: DisplayValue::Raw,
+            exclude_reference_link: true,
+            no_domain: false,
+            category: None,
+        };
+        let page = client.list(AUDIT_DELETE, &params)?;
+        let rows = parse_page(&page.body, "sys_id", "sys_created_on")
+            .map_err(|m| SnowError::transport(format!("table {} deletes: {m}", self.table), ErrorClass::Transient))?;
+        let mut keyed = Vec::with_capacity(rows.len());
+        for row in &rows {
+            let (Some(id), Some(ts)) = (row.id.as_deref(), row.timestamp.as_deref()) else {
+                return Err(SnowError::data(format!("table {}: a {AUDIT_DELETE} row without sys_id or sys_created_on", self.table)));
+            };
+            let ts = Timestamp::parse(ts).map_err(|e| SnowError::data(format!("table {}: {AUDIT_DELETE} row {id}: {e}", self.table)))?;
+            let audit: AuditRow = serde_json::from_slice(row.raw)
+                .map_err(|e| SnowError::data(format!("table {}: {AUDIT_DELETE} row {id}: {e}", self.table)))?;
+            keyed.push((ts, id, audit, row.raw));
+        }
+        let keys: Vec<(Timestamp, &str)> = keyed.iter().map(|(ts, id, _, _)| (*ts, *id)).collect();
+        let cap = read_up_to.plus_seconds(self.lag);
+        let server_time = Some(page.server_time.map_or(cap, |now| now.min(cap)));
+        let answer = Answer { returned: rows.len(), total: page.total, has_next: page.has_next, server_time };
+        let observed = self.sweep.observe(&keys, answer).map_err(|m| SnowError::data(format!("table {} deletes: {m}", self.table)))?;
+        let emitted = &keyed[..observed.emit];
+        let fresh: Vec<usize> = (0..emitted.len())
+            .filter(|&i| {
+                let (ts, _, audit, _) = &emitted[i];
+                !audit.documentkey.is_empty() && self.dedup.insert(*ts, &audit.documentkey, "")
+            })
+            .collect();
+        let alive = self.alive(client, fresh.iter().map(|&i| emitted[i].2.documentkey.as_str()))?;
+        let mut data = BatchData::new(&page.body);
+        let mut records = Vec::with_capacity(fresh.len());
+        let mut names: Option<(Span, Span)> = None;
+        for &i in &fresh {
+            let (ts, _, audit, _) = &emitted[i];
+            if alive.contains(audit.documentkey.as_str()) {
+                self.restored += 1;
+                continue;
+            }
+            records.push(self.record(&mut data, &mut names, *ts, audit)?);
+        }
+        if let Some(&(ts, id, _, _)) = emitted.last()
+            && (ts, id) > (self.high.ts, self.high.id.as_str())
+        {
+            self.high = Cursor { ts, id: id.to_string() };
+        }
+        let (bytes, records) = if records.is_empty() {
+            (BatchBytes::default(), records)
+        } else {
+            let mut records = records;
+            let finished = data.finish();
+            (finished.into_batch_bytes(page.body.clone(), &mut records), records)
+        };
+        self.dedup.forget_before(self.high.ts.plus_seconds(-self.overlap));
+        if observed.done {
+            self.due = false;
+            self.sweep.restart_from(self.sweep_start());
+        }
+        Ok(self.batch(records, bytes, if observed.done { poll_interval_ms } else { 0 }))
+    }
+
+    /// `tablename=<t>`: this table's deletes only (another table's are never read).
+    fn base_query(&self) -> BaseQuery {
+        BaseQuery::parse(&format!("tablename={}", self.table)).unwrap_or_default()
+    }
+
+    fn fields(&self) -> Vec<String> {
+        let mut fields: Vec<String> = ["sys_id", "sys_created_on", "sys_created_by", "documentkey"].map(String::from).to_vec();
+        if self.format == DeleteFormat::Record {
+            fields.push("payload".into());
+        }
+        fields
+    }
+
+    /// Of `ids`, the rows of the table that exist (again).
+    fn alive<'i, T: Transport, C: Clock>(
+        &self,
+        client: &mut TableClient<T, C>,
+        ids: impl Iterator<Item = &'i str>,
+    ) -> Result<std::collections::HashSet<String>, SnowError> {
+        let ids: Vec<&str> = ids.collect();
+        if ids.is_empty() {
+            return Ok(Default::default());
+        }
+        let query = format!("sys_idIN{}", ids.join(","));
+        let fields = vec!["sys_id".to_string()];
+        let params = ListParams {
+            query: &query,
+            fields: Some(&fields),
+            limit: ids.len() as u32,
+            offset: 0,
+            count: false,
+            display_value: DisplayValue::Raw,
+            exclude_reference_link: true,
+            no_domain: false,
+            category: None,
+        };
+        let page = client.list(&self.table, &params)?;
+        let rows = parse_page(&page.body, "sys_id", "sys_updated_on")
+            .map_err(|m| SnowError::transport(format!("table {}: {m}", self.table), ErrorClass::Transient))?;
+        Ok(rows.iter().filter_map(|r| r.id.as_deref().map(str::to_string)).collect())
+    }
+
+    /// The record of one delete: key = the row's sys_id; value null (tombstone) or the row from
+    /// the audit record with `"__deleted": true`; the deleting user and time as headers.
+    fn record(&mut self, data: &mut BatchData<'_>, names: &mut Option<(Span, Span)>, ts: Timestamp, audit: &AuditRow) -> Result<SourceRecord, SnowError> {
+        let table = self.table.clone();
+        let too_large = |e| SnowError::data(format!("table {table} deletes: {e}; lower snow.batch.size"));
+        let key = data.append(audit.documentkey.as_bytes()).map_err(too_large)?;
+        let value = match self.format {
+            DeleteFormat::Tombstone => None,
+            DeleteFormat::Record => {
+                let value = self.deleted_row(audit);
+                Some(data.append(&serde_json::to_vec(&value).unwrap_or_default()).map_err(too_large)?)
+            }
+        };
+        let (by, on) = match *names {
+            Some(n) => n,
+            None => {
+                let n = (data.append(DELETED_BY_HEADER.as_bytes()).map_err(too_large)?, data.append(DELETED_ON_HEADER.as_bytes()).map_err(too_large)?);
+                *names.insert(n)
+            }
+        };
+        let who = data.append(audit.sys_created_by.as_bytes()).map_err(too_large)?;
+        let when = data.append(ts.to_string().as_bytes()).map_err(too_large)?;
+        let first = data.header(by, who).map_err(too_large)?;
+        data.header(on, when).map_err(too_large)?;
+        Ok(SourceRecord { key: Some(key), value, headers: Span { start: first, len: 2 }, timestamp_ms: Some(ts.as_millis()) })
+    }
+
+    /// The deleted row as the audit record kept it, with `"__deleted": true`; only its sys_id when
+    /// the payload cannot be read (and a note says so).
+    fn deleted_row(&mut self, audit: &AuditRow) -> Value {
+        let mut row = audit_payload::fields(&audit.payload, &self.table).unwrap_or_else(|| {
+            self.notes.push(Note {
+                message: format!(
+                    "table {}: the audit record of the delete of {} holds no readable row (payload); the delete is written with its sys_id only",
+                    self.table, audit.documentkey
+                ),
+            });
+            Map::new()
+        });
+        row.insert("sys_id".into(), Value::String(audit.documentkey.clone()));
+        row.insert(DELETED_FIELD.into(), Value::Bool(true));
+        Value::Object(row)
+    }
+
+    /// Checks at start that deletes can be read: `sys_audit_delete` readable by the integration
+    /// user, its rows of this table visible, and the table's deletes audited.
+    fn probe<T: Transport, C: Clock>(&mut self, client: &mut TableClient<T, C>) -> Result<(), SnowError> {
+        let key = format!("snow.table.{}.deletes", self.table);
+        let table = &self.table;
+        if table.starts_with("sys_") {
+            self.notes.push(Note {
+                message: format!(
+                    "table {table}: deletes of sys_ tables are audited only when the instance lists them in glide.ui.audit_deleted_tables; without it no delete of {table} is recorded"
+                ),
+            });
+        }
+        let query = format!("tablename={table}^ORDERBYDESCsys_created_on");
+        let fields = vec!["sys_id".to_string(), "documentkey".to_string()];
+        let params = ListParams {
+            query: &query,
+            fields: Some(&fields),
+            limit: 1,
+            offset: 0,
+            count: true,
+            display_value: DisplayValue::Raw,
+            exclude_reference_link: true,
+            no_domain: false,
+            category: None,
+        };
+        let page = match client.list(AUDIT_DELETE, &params) {
+            Err(SnowError::Http(h)) if h.status == 403 => {
+                return Err(SnowError::config(
+                    key,
+                    format!(
+                        "startup probe: the integration user may not read {AUDIT_DELETE} (an ACL refused it: {}); deletes of {table} are read from it. \
+                         Grant the user read on {AUDIT_DELETE} (only admin has it on a new instance), or set the key to false",
+                        h.message
+                    ),
+                ));
+            }
+            other => other?,
+        };
+        let rows = parse_page(&page.body, "sys_id", "sys_created_on").map_err(|m| SnowError::data(format!("table {table} deletes: {m}")))?;
+        if rows.is_empty() && page.total.is_some_and(|t| t > 0) {
+            return Err(SnowError::config(
+                key,
+                format!(
+                    "startup probe: {} deletes of {table} are recorded in {AUDIT_DELETE} but the integration user can read none of them (a row-level ACL hides them); \
+                     grant it read on those rows, or set the key to false",
+                    page.total.unwrap_or_default()
+                ),
+            ));
+        }
+        if let Some(row) = rows.first()
+            && !serde_json::from_slice::<Map<String, Value>>(row.raw).is_ok_and(|r| r.contains_key("documentkey"))
+        {
+            return Err(SnowError::config(key, format!("startup probe: the integration user cannot read the documentkey field of {AUDIT_DELETE}: grant it")));
+        }
+        self.probe_auditing(client, &key)
+    }
+
+    /// Reads the table's collection entry in the dictionary: `no_audit_delete=true` means no
+    /// delete is ever recorded.
+    fn probe_auditing<T: Transport, C: Clock>(&mut self, client: &mut TableClient<T, C>, key: &str) -> Result<(), SnowError> {
+        let table = &self.table;
+        let query = format!("name={table}^internal_type=collection");
+        let fields = vec!["attributes".to_string()];
+        let params = ListParams {
+            query: &query,
+            fields: Some(&fields),
+            limit: 1,
+            offset: 0,
+            count: false,
+            display_value: DisplayValue::Raw,
+            exclude_reference_link: true,
+            no_domain: false,
+            category: None,
+        };
+        let page = match client.list("sys_dictionary", &params) {
+            Err(SnowError::Http(h)) if h.status == 403 => {
+                self.notes.push(Note {
+                    message: format!(
+                        "table {table}: the integration user cannot read sys_dictionary, so whether deletes of {table} are audited (no_audit_delete) is not checked"
+                    ),
+                });
+                return Ok(());
+            }
+            other => other?,
+        };
+        let attributes: String = serde_json::from_slice::<Value>(&page.body)
+            .ok()
+            .and_then(|v| v.get("result")?.as_array()?.first()?.get("attributes")?.as_str().map(str::to_string))
+            .unwrap_or_default();
+        if attributes.split(',').any(|a| a.trim().eq_ignore_ascii_case("no_audit_delete=true")) {
+            return Err(SnowError::config(
+                key,
+                format!(
+                    "startup probe: deletes of {table} are not audited (its dictionary collection entry has no_audit_delete=true), so no delete can be read; \
+                     remove the attribute, or set the key to false"
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// A batch of `records` of deletes; its offset is the furthest delete read, when it has records.
+    fn batch(&self, records: Vec<SourceRecord>, bytes: BatchBytes, next_poll_ms: u32) -> PollBatch {
+        let BatchBytes { data, extra, record_headers } = bytes;
+        let offset =
+            (!records.is_empty()).then(|| SourceOffset { partition: self.partition_key.clone(), position: self.high.to_position() });
+        PollBatch {
+            topic: self.topic.clone(),
+            headers: self.headers.clone(),
+            data,
+            extra,
+            record_headers,
+            records,
+            offset,
+            next_poll_ms,
+            notice: None,
+            value_schema: None,
+        }
+    }
+}
+
+/// The fields of a `sys_audit_delete` row a delete needs.
+#[derive(serde::Deserialize)]
+struct AuditRow {
+    #[serde(default)]
+    documentkey: String,
+    #[serde(default)]
+    sys_created_by: String,
+    #[serde(default)]
+    payload: String,
+}
