@@ -280,6 +280,11 @@ impl ReadBack {
         if header("snow.table")? != self.table.as_bytes() || header("snow.instance")? != self.instance.as_bytes() {
             return None;
         }
+        // A delete is stamped with its own time, not by the table's cursor: its stamp says nothing
+        // about where the table's records are (the deletes' own position carries their versions).
+        if header("snow.source.operation") == Some(b"DELETE".as_slice()) {
+            return None;
+        }
         match header(super::produce::VERSION_HEADER).and_then(super::produce::parse_version) {
             Some((ts, id, mod_count)) => Some((ts, (self.since..=self.until).contains(&ts).then_some(SeenVersion { ts, id, mod_count }))),
             // A record written at least once (before exactly-once was on) carries no version.

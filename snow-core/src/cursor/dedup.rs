@@ -31,6 +31,15 @@ impl Compact {
         }
     }
 
+    /// The text this was made from (`width`: the hex digits of a numeric id, 0 for a count).
+    fn text(&self, width: usize) -> String {
+        match self {
+            Self::Number(n) if width > 0 => format!("{n:0width$x}"),
+            Self::Number(n) => n.to_string(),
+            Self::Text(t) => t.to_string(),
+        }
+    }
+
     fn count(text: &str) -> Self {
         // No leading zeros, so "01" and "1" stay distinct.
         let plain =
@@ -97,6 +106,11 @@ impl DedupWindow {
         self.seen.is_empty()
     }
 
+    /// The versions held, oldest first, as the texts they were inserted with.
+    pub fn versions(&self) -> impl DoubleEndedIterator<Item = (Timestamp, String, String)> + '_ {
+        self.seen.iter().map(|(ts, id, count)| (*ts, id.text(32), count.text(0)))
+    }
+
     /// Versions dropped because the window was full (each may be emitted twice).
     pub fn evicted(&self) -> u64 {
         self.evicted
@@ -133,6 +147,10 @@ mod tests {
         assert!(w.insert(Timestamp(1), id, ""));
         w.forget_before(Timestamp(1));
         assert_eq!(w.len(), 4, "forgetting before a timestamp keeps everything at it");
+        let texts: Vec<(String, String)> = w.versions().map(|(_, id, count)| (id, count)).collect();
+        for (text_id, count) in [(id, "7"), (id, "07"), (id, ""), (&*id.to_ascii_uppercase(), "7")] {
+            assert!(texts.contains(&(text_id.to_string(), count.to_string())), "{text_id} {count} in {texts:?}");
+        }
     }
 
     #[test]

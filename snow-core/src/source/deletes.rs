@@ -15,9 +15,9 @@
 //! before a page of deletes is emitted, one `sys_idIN…` read of the table asks which of their rows
 //! exist again; no tombstone is written for those (the table's cursor writes the live row).
 //!
-//! A tombstone's version, for the dedup window and an exactly-once restart's read-back, is
-//! `(sys_created_on of the delete, the deleted row's sys_id, "")`: what the host derives from the
-//! record (its timestamp, its key, no `snow.sys_mod_count` header).
+//! A delete's version, for the dedup window, is `(sys_created_on of the delete, the deleted row's
+//! sys_id, "")`. The stored position carries the versions the overlap will read again, so a
+//! restart (exactly once included) writes none of them twice without reading the topic back.
 
 use serde_json::{Map, Value};
 
@@ -25,7 +25,7 @@ use crate::clock::Clock;
 use crate::config::TableConfig;
 use crate::config::source::DeleteFormat;
 use crate::cursor::dedup::DedupWindow;
-use crate::cursor::{Answer, Cursor, Partition, Sweep, WindowSizes};
+use crate::cursor::{Answer, Cursor, Partition, SeenVersion, Sweep, WindowSizes};
 use crate::error::{ErrorClass, SnowError};
 use crate::http::Transport;
 use crate::record::{BatchBytes, BatchData, Header, PollBatch, SourceOffset, SourceRecord, Span};
@@ -450,8 +450,7 @@ impl DeleteStream {
     /// A batch of `records` of deletes; its offset is the furthest delete read, when it has records.
     fn batch(&self, records: Vec<SourceRecord>, bytes: BatchBytes, next_poll_ms: u32) -> PollBatch {
         let BatchBytes { data, extra, record_headers } = bytes;
-        let offset =
-            (!records.is_empty()).then(|| SourceOffset { partition: self.partition_key.clone(), position: self.high.to_position() });
+        let offset = (!records.is_empty()).then(|| SourceOffset { partition: self.partition_key.clone(), position: self.position() });
         PollBatch {
             topic: self.topic.clone(),
             headers: self.headers.clone(),
@@ -466,6 +465,22 @@ impl DeleteStream {
         }
     }
 }
+
+impl DeleteStream {
+    /// The stored position: the furthest delete read, carrying the versions the next sweep's
+    /// overlap re-reads (the newest [`MAX_SEEN`]), so a restart suppresses them without reading
+    /// the topic back (deletes are few; a table's rows are read back instead, ADR 0030).
+    fn position(&self) -> String {
+        let mut seen: Vec<SeenVersion> =
+            self.dedup.versions().rev().take(MAX_SEEN).map(|(ts, id, mod_count)| SeenVersion { ts, id, mod_count }).collect();
+        seen.reverse();
+        self.high.to_position_with(&seen)
+    }
+}
+
+/// Most versions a deletes' position carries (about 60 bytes each: well under Kafka's 1 MB record
+/// limit). More deletes of one table inside one overlap than this can be written twice after a restart.
+pub const MAX_SEEN: usize = 5000;
 
 /// The fields of a `sys_audit_delete` row a delete needs.
 #[derive(serde::Deserialize)]

@@ -44,7 +44,11 @@ fn a_finished_sweep_is_followed_by_one_of_deletes_whose_tombstones_carry_who_and
     assert!(deletes.headers.iter().any(|h| h.key == "snow.source.operation" && h.value == b"DELETE"));
     let offset = deletes.offset.clone().unwrap();
     assert_eq!(offset.partition, Partition::deletes_of("acme.service-now.com", "incident").key());
-    assert_eq!(Cursor::from_position(&offset.position).unwrap(), Cursor { ts: Timestamp(T0 + 60), id: "x2".into() });
+    let (cursor, seen) = Cursor::from_position_with_seen(&offset.position).unwrap();
+    assert_eq!(cursor, Cursor { ts: Timestamp(T0 + 60), id: "x2".into() });
+    let seen: Vec<(&str, &str)> = seen.iter().map(|v| (v.id.as_str(), v.mod_count.as_str())).collect();
+    // No overlap in these tests: only the cursor's own second is read again.
+    assert_eq!(seen, [("c", "")], "the position carries what the next sweep reads again");
     let interval = SourceConfig::parse(&with_deletes(&[])).unwrap().tables[0].poll_interval_ms;
     assert_eq!(deletes.next_poll_ms, interval, "then the poll interval");
     assert_eq!(task.deletes().unwrap().restored(), 1);
