@@ -74,6 +74,7 @@ bench: wasm $(TRANSFORM_JS)
 soak: $(JCO_HOST)/node_modules/.package-lock.json
 	@bash tests/setup.sh --tests
 	SNOW_FLEET_ROWS=10000 $(CARGO) test -p host-runner --test e2e_fleet three_workers -- --nocapture
+	$(CARGO) test -p host-runner --test e2e_exactly_once -- --ignored --nocapture
 
 ## The composed HTTP connector under `wasmtime serve`: builds wasmtime-cli 48 once into target/tools (a long
 ## build, so it is not part of `make test`), then runs the tests that need it (tests/e2e/hosts.rs).
