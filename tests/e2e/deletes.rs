@@ -134,9 +134,17 @@ fn inserts_updates_and_deletes_through_kills_compact_to_the_table_exactly_once()
     for r in &records {
         last_of.insert(&r.key, r);
     }
+    let keys = last_of.len();
     for (key, r) in last_of {
         assert_eq!(is_delete(r), !want.contains_key(key), "row {key}: its last record is a delete exactly when it is gone");
     }
+    eprintln!(
+        "5 kills; {} records ({} deletes) over {keys} keys; {} rows deleted on the instance, {} remain",
+        records.len(),
+        records.iter().filter(|r| is_delete(r)).count(),
+        deleted.load(Ordering::SeqCst),
+        want.len()
+    );
 }
 
 #[test]

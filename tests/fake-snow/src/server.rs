@@ -263,8 +263,11 @@ impl FakeSnow {
         for t in &options.tables {
             store.create_table(t);
         }
-        // Every instance has it, empty until a row of an audited table is deleted.
-        store.create_table(crate::audit::AUDIT_DELETE);
+        // Every instance has these (the audit of deletes empty until a row of an audited table is
+        // deleted; the dictionary without entries until a test sets a table's).
+        for system in [crate::audit::AUDIT_DELETE, "sys_dictionary", "sys_db_object"] {
+            store.create_table(system);
+        }
         let clock = Clock::default();
         if let Some(now) = options.frozen_at {
             clock.freeze_at(now);
