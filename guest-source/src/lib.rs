@@ -57,6 +57,10 @@ impl GuestSourceTask for Task {
         let task = SourceTask::open(&entries, &offsets, WasiTransport::default(), WasiClock).map_err(convert::error)?;
         let cursor = task.cursor();
         convert::log(Level::Info, &format!("opened at cursor {} {:?}", cursor.ts, cursor.id));
+        if let Some(deletes) = task.deletes() {
+            let at = deletes.cursor();
+            convert::log(Level::Info, &format!("deletes resume after {} {:?}", at.ts, at.id));
+        }
         Ok(api::SourceTask::new(Task { inner: RefCell::new(task) }))
     }
 
