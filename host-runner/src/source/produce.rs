@@ -190,8 +190,11 @@ pub async fn enqueue(
         let made: &[Made] = converted.and_then(|c| c.get(i)).map_or(&[], Vec::as_slice);
         std::iter::once(None).take(usize::from(converted.is_none())).chain(made.iter().map(Some))
     };
+    let mut version = String::new();
     for (i, r) in batch.records.iter().enumerate() {
-        let version = versions.then(|| version_of(batch, r));
+        if versions {
+            version_into(&mut version, batch, r);
+        }
         for made in made_of(i) {
             let (key, value) = match made {
                 None => (r.key.and_then(|k| bytes(batch, k)), r.value.and_then(|v| bytes(batch, v))),
@@ -214,7 +217,7 @@ pub async fn enqueue(
                     headers
                 }
             };
-            if let Some(version) = &version {
+            if versions {
                 headers = headers.insert(KafkaHeader { key: VERSION_HEADER, value: Some(version.as_bytes()) });
             }
             let mut record: FutureRecord<'_, [u8], [u8]> = FutureRecord::to(topic).headers(headers);
@@ -251,19 +254,38 @@ pub async fn enqueue(
 /// `["<timestamp>","<sys_id>","<sys_mod_count>"]`.
 pub const VERSION_HEADER: &str = "snow.source.version";
 
-/// The version record `r` of `batch` carries: its cursor timestamp (the record's, to the second),
-/// its key (the sys_id) and its `snow.sys_mod_count` header (empty without one).
-fn version_of(batch: &PollBatch, r: &SourceRecord) -> String {
+/// Writes into `out` the version record `r` of `batch` carries: its cursor timestamp (the
+/// record's, to the second), its key (the sys_id) and its `snow.sys_mod_count` header (empty
+/// without one). One buffer serves every record of a batch (the header value is copied when the
+/// record is queued).
+fn version_into(out: &mut String, batch: &PollBatch, r: &SourceRecord) {
+    use std::fmt::Write as _;
     let ts = snow_core::time::Timestamp(r.timestamp_ms.unwrap_or(0).div_euclid(1000));
-    let text = |span: Span| bytes(batch, span).map(String::from_utf8_lossy).unwrap_or_default();
-    let id = r.key.map(text).unwrap_or_default();
+    let id = r.key.and_then(|k| bytes(batch, k)).unwrap_or_default();
     let count = own_headers(batch, r.headers)
         .unwrap_or_default()
         .iter()
         .find(|h| bytes(batch, h.key) == Some(b"snow.sys_mod_count".as_slice()))
-        .map(|h| text(h.value))
+        .and_then(|h| bytes(batch, h.value))
         .unwrap_or_default();
-    encode_version(ts, &id, &count)
+    out.clear();
+    let _ = write!(out, "[\"{ts}\",");
+    json_string(out, id);
+    out.push(',');
+    json_string(out, count);
+    out.push(']');
+}
+
+/// `bytes` as a JSON string (as text when they are not UTF-8).
+fn json_string(out: &mut String, bytes: &[u8]) {
+    let text = String::from_utf8_lossy(bytes);
+    if text.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
+        out.push('"');
+        out.push_str(&text);
+        out.push('"');
+    } else {
+        out.push_str(&serde_json::to_string(&*text).unwrap_or_default());
+    }
 }
 
 /// A [`VERSION_HEADER`] value: `["<timestamp>","<sys_id>","<sys_mod_count>"]`.
@@ -312,11 +334,20 @@ mod tests {
             timestamp_ms: Some(snow_core::time::Timestamp::parse("2024-03-01 10:00:05").unwrap().as_millis() + 999),
         };
         b.record_headers = vec![HeaderSpan { key: span(0, 18), value: span(18, 1) }];
+        let version_of = |b: &PollBatch, r: &SourceRecord| {
+            let mut out = String::from("left over from the previous record");
+            version_into(&mut out, b, r);
+            out
+        };
         let header = version_of(&b, &r);
         assert_eq!(header, r#"["2024-03-01 10:00:05","id-1","7"]"#, "the second of the record's stamp");
+        assert_eq!(header, encode_version(snow_core::time::Timestamp::parse("2024-03-01 10:00:05").unwrap(), "id-1", "7"));
         let (ts, id, count) = parse_version(header.as_bytes()).unwrap();
         assert_eq!((ts.to_string().as_str(), id.as_str(), count.as_str()), ("2024-03-01 10:00:05", "id-1", "7"));
         let bare = SourceRecord { headers: span(0, 0), ..r };
+        b.data = b"snow.sys_mod_count7i\"\\1".to_vec();
+        assert_eq!(parse_version(version_of(&b, &r).as_bytes()).unwrap().1, "i\"\\1", "an id that needs escaping reads back");
+        b.data = b"snow.sys_mod_count7id-1".to_vec();
         assert_eq!(parse_version(version_of(&b, &bare).as_bytes()).unwrap().2, "", "no mod count header: empty");
         for bad in [&b"not json"[..], br#"["2024-03-01 10:00:05","x"]"#, br#"["yesterday","x","1"]"#, br#"[1,2,3]"#] {
             assert_eq!(parse_version(bad), None, "{}", String::from_utf8_lossy(bad));

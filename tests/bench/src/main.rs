@@ -13,7 +13,8 @@
 //! `snow-bench startup` cold and warm starts with the compile cache ([`startup`]); `snow-bench swap`
 //! the pause of a hot-swap per unit ([`swap`]); `snow-bench formats` what each value converter
 //! costs per row ([`formats`]); `snow-bench transforms` what built-in transforms and transform
-//! components cost per record ([`transforms`]).
+//! components cost per record ([`transforms`]). `snow-bench eos` runs only (a) and its
+//! exactly-once twin (a′) in turns and prints a′/a per round (for tuning; nothing written).
 
 mod bare;
 mod fake;
@@ -36,6 +37,10 @@ fn main() -> Result<()> {
     let opt = |name: &str| args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).cloned();
     match args.first().map(String::as_str) {
         Some("run") => orchestrate::run(opt("--rows").map(|v| v.parse()).transpose()?.unwrap_or(1_000_000)),
+        Some("eos") => orchestrate::eos_only(
+            opt("--rows").map(|v| v.parse()).transpose()?.unwrap_or(1_000_000),
+            opt("--rounds").map(|v| v.parse()).transpose()?.unwrap_or(3),
+        ),
         Some("hidden") => hidden::run(),
         Some("sink") => sink::run(),
         Some("startup") => startup::run(),
@@ -60,7 +65,7 @@ fn main() -> Result<()> {
             Ok(())
         }
         _ => bail!(
-            "usage: snow-bench run [--rows N] | hidden | sink | startup | swap | fleet | formats | transforms | native|bare --fake URL --bootstrap B --topic T --rows N"
+            "usage: snow-bench run [--rows N] | eos [--rows N] [--rounds R] | hidden | sink | startup | swap | fleet | formats | transforms | native|bare --fake URL --bootstrap B --topic T --rows N"
         ),
     }
 }

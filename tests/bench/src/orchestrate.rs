@@ -89,6 +89,54 @@ pub fn run(rows: u64) -> Result<()> {
     write_report("bench", "Source backfill (make bench)", &report)
 }
 
+/// `snow-bench eos`: only (a) and (a′) taking turns for `rounds` rounds over `rows` rows, each
+/// round's a′/a printed (nothing written): for working on exactly-once throughput without the
+/// whole suite.
+pub fn eos_only(rows: u64, rounds: usize) -> Result<()> {
+    require_built(&[release_bin("snow-connect"), release_bin("fake-snow"), source_component()])?;
+    let dir = fresh_dir("bench-eos")?;
+    let broker = kafka_harness::KafkaBroker::start()?;
+    let bootstrap = broker.bootstrap().to_string();
+    let port_file = dir.join("fake.port");
+    let mut fake = Command::new(release_bin("fake-snow"))
+        .args(["--port", "0", "--port-file"])
+        .arg(&port_file)
+        .args(["--seed", &format!("incident:{rows}"), "--seed-span", "86400"])
+        .stdout(Stdio::null())
+        .spawn()
+        .context("starting fake-snow")?;
+    let seeding = Instant::now();
+    while !port_file.exists() {
+        if seeding.elapsed() > Duration::from_secs(900) {
+            bail!("fake-snow did not finish seeding");
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    std::thread::sleep(Duration::from_millis(50));
+    let fake_url = format!("http://127.0.0.1:{}", std::fs::read_to_string(&port_file)?.trim());
+    child("bare", &fake_url, &bootstrap, "bench.warmup", rows)?;
+    let mut ratios = Vec::new();
+    for round in 1..=rounds {
+        let a = wasm(&dir, &fake_url, &bootstrap, &format!("bench.wasm.{round}"), rows)?;
+        let e = wasm_with(&dir, &fake_url, &bootstrap, &format!("bench.eos.{round}"), rows, Delivery::ExactlyOnce)?;
+        let ratio = e.rows_per_second() / a.rows_per_second();
+        eprintln!(
+            "round {round}: (a) {:.0} rows/s {:.1} µs/row, (a′) {:.0} rows/s {:.1} µs/row, a′/a = {ratio:.2}",
+            a.rows_per_second(),
+            a.cpu_us_per_row(),
+            e.rows_per_second(),
+            e.cpu_us_per_row()
+        );
+        ratios.push(ratio);
+    }
+    let _ = fake.kill();
+    let _ = fake.wait();
+    drop(broker);
+    let (median, all) = median_and_rounds(&ratios);
+    println!("a′/a = {median:.2} (rounds {all})");
+    Ok(())
+}
+
 /// Rounds of each 1M-row scenario.
 const ROUNDS: usize = 5;
 
@@ -168,7 +216,7 @@ pub(crate) fn wasm_with(dir: &Path, fake: &str, bootstrap: &str, topic: &str, ro
     let mut child = Command::new(release_bin("snow-connect"))
         .arg("run")
         .arg(&config)
-        .env("SNOW_LOG", "info,host_runner::source=trace")
+        .env("SNOW_LOG", "info,host_runner::source=trace,host_runner::kafka::transactions=debug")
         .stdout(std::fs::File::create(&summary)?)
         .stderr(std::fs::File::create(&log)?)
         .spawn()?;
