@@ -27,7 +27,12 @@ fn config(fake: &FakeSnow, name: &str, topic: &str, extra: &[(&str, &str)]) -> B
         name,
         topic,
         &["incident"],
-        &[("snow.auth.username", USER), ("snow.auth.password", PASSWORD), ("snow.table.incident.deletes", "true"), ("snow.poll.interval.ms", "300")],
+        &[
+            ("snow.auth.username", USER),
+            ("snow.auth.password", PASSWORD),
+            ("snow.table.incident.deletes", "true"),
+            ("snow.poll.interval.ms", "300"),
+        ],
     );
     c.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
     c
@@ -99,16 +104,17 @@ fn inserts_updates_and_deletes_through_kills_compact_to_the_table_exactly_once()
         let runner = Runner::start(&dir, &format!("run{round}"), &[&file]);
         // Records flowed in this run, tombstones among them.
         let before = read_until(bootstrap, &topic, Duration::from_secs(60), |_| true).len();
-        let records = read_until(bootstrap, &topic, Duration::from_secs(120), |r| {
-            r.len() > before + 100 && r[before..].iter().any(is_delete)
-        });
+        let records =
+            read_until(bootstrap, &topic, Duration::from_secs(120), |r| r.len() > before + 100 && r[before..].iter().any(is_delete));
         seen_deletes = records.iter().filter(|r| is_delete(r)).count();
         std::thread::sleep(Duration::from_millis(next() % 1000)); // a random kill point, not a synchronisation
         runner.kill();
     }
     let last = Runner::start(&dir, "final", &[&file]);
     let written = deleted.load(Ordering::SeqCst);
-    wait_until("more deletes after the last kill", Duration::from_secs(60), || (deleted.load(Ordering::SeqCst) > written + 20).then_some(()));
+    wait_until("more deletes after the last kill", Duration::from_secs(60), || {
+        (deleted.load(Ordering::SeqCst) > written + 20).then_some(())
+    });
     writing.store(false, Ordering::SeqCst);
     writer.join().unwrap();
     let want = table(&fake);
@@ -119,11 +125,7 @@ fn inserts_updates_and_deletes_through_kills_compact_to_the_table_exactly_once()
     // Exactly once: no row version twice, no delete twice.
     let mut versions = BTreeSet::new();
     for r in &records {
-        let version = if is_delete(r) {
-            (r.key.clone(), format!("deleted {}", r.headers["snow.deleted.on"]))
-        } else {
-            r.version()
-        };
+        let version = if is_delete(r) { (r.key.clone(), format!("deleted {}", r.headers["snow.deleted.on"])) } else { r.version() };
         assert!(versions.insert(version.clone()), "{version:?} written twice");
     }
     for r in records.iter().filter(|r| is_delete(r)) {

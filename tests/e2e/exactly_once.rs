@@ -192,7 +192,13 @@ const GRACE_MS: u64 = 10_000;
 /// Opens the table once more (so the last run's reads are followed by an open at its committed
 /// position), then checks that every version a read served at or below its next open is in Kafka
 /// ([`support::passed`]); returns what was checked.
-fn versions_the_cursor_passed(fake: &FakeSnow, dir: &std::path::Path, file: &std::path::Path, name: &str, records: &[Read]) -> support::passed::Passed {
+fn versions_the_cursor_passed(
+    fake: &FakeSnow,
+    dir: &std::path::Path,
+    file: &std::path::Path,
+    name: &str,
+    records: &[Read],
+) -> support::passed::Passed {
     let mut reopen = Runner::start(dir, "reopen", &[file]);
     reopen.wait_for_log("opened at cursor", Duration::from_secs(120));
     reopen.stop();
@@ -201,7 +207,12 @@ fn versions_the_cursor_passed(fake: &FakeSnow, dir: &std::path::Path, file: &std
     let in_kafka: BTreeSet<(String, String)> = records.iter().map(Read::version).collect();
     let passed = support::passed::check(fake, "incident", &opens, GRACE_MS, &in_kafka);
     assert!(passed.required > 100_000, "the check covered the backfill: {} versions required", passed.required);
-    assert_eq!(passed.missing, Vec::<(String, String, String)>::new(), "versions a committed read served are in Kafka ({} required)", passed.required);
+    assert_eq!(
+        passed.missing,
+        Vec::<(String, String, String)>::new(),
+        "versions a committed read served are in Kafka ({} required)",
+        passed.required
+    );
     passed
 }
 
@@ -309,7 +320,8 @@ fn a_fleet_of_three_killed_ten_times_with_a_transaction_open_has_every_version_t
     let group = unique("eos-fleet-chaos");
     let specs: Vec<_> = (0..3).map(|i| worker_properties(&dir, &format!("w{i}"), &group, &[])).collect();
     let env = [("SNOW_EOS_PASSWORD", PASSWORD)];
-    let mut workers: Vec<Option<Runner>> = specs.iter().enumerate().map(|(i, s)| Some(start_worker(&dir, &format!("w{i}-0"), s, &env))).collect();
+    let mut workers: Vec<Option<Runner>> =
+        specs.iter().enumerate().map(|(i, s)| Some(start_worker(&dir, &format!("w{i}-0"), s, &env))).collect();
     let (name, topic) = (unique("eosfleetchaos"), unique("eosfleetchaos"));
     let mut c = support::source_entries(
         &fake.url(),

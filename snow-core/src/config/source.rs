@@ -327,7 +327,13 @@ impl TableConfig {
             table_choice(r, name, "query.domain", QueryDomain::Session, &[("session", QueryDomain::Session), ("all", QueryDomain::All)]);
         let query_category = scoped(r, "query.category");
         let capture = table_choice(r, name, "deletes", false, &[("false", false), ("true", true)]);
-        let format = table_choice(r, name, "deletes.format", DeleteFormat::Tombstone, &[("tombstone", DeleteFormat::Tombstone), ("record", DeleteFormat::Record)]);
+        let format = table_choice(
+            r,
+            name,
+            "deletes.format",
+            DeleteFormat::Tombstone,
+            &[("tombstone", DeleteFormat::Tombstone), ("record", DeleteFormat::Record)],
+        );
         Some(Self {
             name: name.into(),
             topic,
@@ -397,7 +403,11 @@ mod tests {
         let base = [("snow.instance.url", "https://acme.service-now.com"), ("snow.tables", "incident,problem")];
         assert_eq!(parse(&base).unwrap().tables[0].deletes, None);
         let mut on = base.to_vec();
-        on.extend([("snow.table.incident.deletes", "true"), ("snow.table.problem.deletes", "true"), ("snow.table.problem.deletes.format", "record")]);
+        on.extend([
+            ("snow.table.incident.deletes", "true"),
+            ("snow.table.problem.deletes", "true"),
+            ("snow.table.problem.deletes.format", "record"),
+        ]);
         let c = parse(&on).unwrap();
         assert_eq!((c.tables[0].deletes, c.tables[1].deletes), (Some(DeleteFormat::Tombstone), Some(DeleteFormat::Record)));
         let mut wrong = base.to_vec();

@@ -304,7 +304,13 @@ impl DeleteStream {
 
     /// The record of one delete: key = the row's sys_id; value null (tombstone) or the row from
     /// the audit record with `"__deleted": true`; the deleting user and time as headers.
-    fn record(&mut self, data: &mut BatchData<'_>, names: &mut Option<(Span, Span)>, ts: Timestamp, audit: &AuditRow) -> Result<SourceRecord, SnowError> {
+    fn record(
+        &mut self,
+        data: &mut BatchData<'_>,
+        names: &mut Option<(Span, Span)>,
+        ts: Timestamp,
+        audit: &AuditRow,
+    ) -> Result<SourceRecord, SnowError> {
         let table = self.table.clone();
         let too_large = |e| SnowError::data(format!("table {table} deletes: {e}; lower snow.batch.size"));
         let key = data.append(audit.documentkey.as_bytes()).map_err(too_large)?;
@@ -318,7 +324,10 @@ impl DeleteStream {
         let (by, on) = match *names {
             Some(n) => n,
             None => {
-                let n = (data.append(DELETED_BY_HEADER.as_bytes()).map_err(too_large)?, data.append(DELETED_ON_HEADER.as_bytes()).map_err(too_large)?);
+                let n = (
+                    data.append(DELETED_BY_HEADER.as_bytes()).map_err(too_large)?,
+                    data.append(DELETED_ON_HEADER.as_bytes()).map_err(too_large)?,
+                );
                 *names.insert(n)
             }
         };
@@ -384,7 +393,8 @@ impl DeleteStream {
             }
             other => other?,
         };
-        let rows = parse_page(&page.body, "sys_id", "sys_created_on").map_err(|m| SnowError::data(format!("table {table} deletes: {m}")))?;
+        let rows =
+            parse_page(&page.body, "sys_id", "sys_created_on").map_err(|m| SnowError::data(format!("table {table} deletes: {m}")))?;
         if rows.is_empty() && page.total.is_some_and(|t| t > 0) {
             return Err(SnowError::config(
                 key,
@@ -398,7 +408,10 @@ impl DeleteStream {
         if let Some(row) = rows.first()
             && !serde_json::from_slice::<Map<String, Value>>(row.raw).is_ok_and(|r| r.contains_key("documentkey"))
         {
-            return Err(SnowError::config(key, format!("startup probe: the integration user cannot read the documentkey field of {AUDIT_DELETE}: grant it")));
+            return Err(SnowError::config(
+                key,
+                format!("startup probe: the integration user cannot read the documentkey field of {AUDIT_DELETE}: grant it"),
+            ));
         }
         self.probe_auditing(client, &key)
     }

@@ -444,7 +444,10 @@ impl Store {
         }
         let collection = self.tables.get("sys_dictionary").and_then(|d| {
             d.rows_in_order()
-                .find(|r| r.get("name").and_then(Value::as_str) == Some(table) && r.get("internal_type").and_then(Value::as_str) == Some("collection"))
+                .find(|r| {
+                    r.get("name").and_then(Value::as_str) == Some(table)
+                        && r.get("internal_type").and_then(Value::as_str) == Some("collection")
+                })
                 .and_then(|r| r.get("sys_id").and_then(Value::as_str).map(str::to_string))
         });
         let attributes = Value::String(if on { audit::NO_AUDIT_DELETE.to_string() } else { String::new() });
@@ -521,7 +524,10 @@ mod tests {
         let audits: Vec<&Row> = s.table(audit::AUDIT_DELETE).unwrap().rows_in_order().collect();
         assert_eq!(audits.len(), 1);
         assert_eq!((audits[0]["tablename"].as_str(), audits[0]["documentkey"].as_str()), (Some("incident"), Some(id.as_str())));
-        assert_eq!((audits[0]["sys_created_on"].as_str(), audits[0]["sys_created_by"].as_str()), (Some(format_ts(300).as_str()), Some("bob")));
+        assert_eq!(
+            (audits[0]["sys_created_on"].as_str(), audits[0]["sys_created_by"].as_str()),
+            (Some(format_ts(300).as_str()), Some("bob"))
+        );
         assert!(audits[0]["payload"].as_str().unwrap().contains("<state>2</state>"));
     }
 

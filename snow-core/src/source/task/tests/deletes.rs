@@ -67,7 +67,8 @@ fn a_finished_sweep_is_followed_by_one_of_deletes_whose_tombstones_carry_who_and
 #[test]
 fn deletes_are_read_no_further_than_the_tables_cursor_has_read() {
     let config = SourceConfig::parse(&with_deletes(&[])).unwrap();
-    let settings = DeleteSettings { instance: "acme.service-now.com", lag_seconds: 0, overlap_seconds: 0, dedup_window_size: 100, probe: false };
+    let settings =
+        DeleteSettings { instance: "acme.service-now.com", lag_seconds: 0, overlap_seconds: 0, dedup_window_size: 100, probe: false };
     let mut stream = DeleteStream::open(&config.tables[0], &settings, &[]).unwrap().unwrap();
     let mut s = script(vec![page(&[]), page(&[])]);
     let mut client = TableClient::new(&config.instance, &mut s, ManualClock::default());
@@ -89,8 +90,12 @@ fn the_record_format_carries_the_deleted_row_with_deleted_true() {
         Timestamp(T0 + 5)
     );
     let mut s = script(vec![page(&[]), page(&[]), page(&[]), page(&[with_payload]), page(&[])]);
-    let mut task = SourceTask::open(&with_deletes(&[("snow.table.incident.deletes.format", "record")]), &[], &mut s, ManualClock::default()).unwrap();
-    assert_eq!(SourceConfig::parse(&with_deletes(&[("snow.table.incident.deletes.format", "record")])).unwrap().tables[0].deletes, Some(DeleteFormat::Record));
+    let mut task =
+        SourceTask::open(&with_deletes(&[("snow.table.incident.deletes.format", "record")]), &[], &mut s, ManualClock::default()).unwrap();
+    assert_eq!(
+        SourceConfig::parse(&with_deletes(&[("snow.table.incident.deletes.format", "record")])).unwrap().tables[0].deletes,
+        Some(DeleteFormat::Record)
+    );
     for _ in 0..3 {
         task.poll().unwrap();
     }
