@@ -222,6 +222,28 @@ fn last_worker(fake: &FakeSnow, table: &str) -> Option<String> {
     fake.journal().entries.iter().rev().find(|e| e.path == path).and_then(|e| e.worker.clone())
 }
 
+/// Creates the exactly-once source `name` of `incident` into `topic` through the REST API of the
+/// worker on `port` (the password from the workers' `SNOW_EOS_PASSWORD`), `batch` rows a page.
+fn create_in_fleet(port: u16, fake: &FakeSnow, name: &str, topic: &str, batch: &str) {
+    let mut c = support::source_entries(
+        &fake.url(),
+        name,
+        topic,
+        &["incident"],
+        &[
+            ("snow.auth.username", USER),
+            ("snow.auth.password", "${env:SNOW_EOS_PASSWORD}"),
+            ("snow.batch.size", batch),
+            ("exactly.once.support", "required"),
+        ],
+    );
+    for key in ["offset.storage.file.filename", "kafka.bootstrap.servers", "component.trusted.keys", "name"] {
+        c.remove(key);
+    }
+    let created = support::fleet::curl(port, "POST", "/connectors", Some(&serde_json::json!({ "name": name, "config": c })));
+    assert_eq!(created.status, 201, "{}", created.text);
+}
+
 /// Requests for `table` the fake answered from `worker`.
 fn requests_from(fake: &FakeSnow, table: &str, worker: &str) -> usize {
     let path = format!("/api/now/table/{table}");
@@ -230,7 +252,7 @@ fn requests_from(fake: &FakeSnow, table: &str, worker: &str) -> usize {
 
 #[test]
 fn a_worker_paused_past_its_session_is_fenced_when_it_resumes_and_adds_no_duplicate() {
-    use support::fleet::{curl, start_worker, worker_properties};
+    use support::fleet::{start_worker, worker_properties};
     let now = now_secs();
     let fake = fake(Some(now));
     let ids = fake.shared().seed("incident", 40_000, now - 80_000, 79_000);
@@ -242,23 +264,7 @@ fn a_worker_paused_past_its_session_is_fenced_when_it_resumes_and_adds_no_duplic
     let env = [("SNOW_EOS_PASSWORD", PASSWORD)];
     let mut workers: Vec<Runner> = specs.iter().enumerate().map(|(i, s)| start_worker(&dir, &format!("w{i}"), s, &env)).collect();
     let (name, topic) = (unique("eoszombie"), unique("eoszombie"));
-    let mut c = support::source_entries(
-        &fake.url(),
-        &name,
-        &topic,
-        &["incident"],
-        &[
-            ("snow.auth.username", USER),
-            ("snow.auth.password", "${env:SNOW_EOS_PASSWORD}"),
-            ("snow.batch.size", "200"),
-            ("exactly.once.support", "required"),
-        ],
-    );
-    for key in ["offset.storage.file.filename", "kafka.bootstrap.servers", "component.trusted.keys", "name"] {
-        c.remove(key);
-    }
-    let created = curl(specs[0].port, "POST", "/connectors", Some(&serde_json::json!({ "name": name, "config": c })));
-    assert_eq!(created.status, 201, "{}", created.text);
+    create_in_fleet(specs[0].port, &fake, &name, &topic, "200");
     let bootstrap = kafka_harness::shared().bootstrap();
     let watch = support::kafka::Ends::new(bootstrap, &topic);
     wait_until("1,000 records committed", Duration::from_secs(120), || (watch.stable() >= 1_000).then_some(()));
@@ -309,7 +315,7 @@ fn a_worker_paused_past_its_session_is_fenced_when_it_resumes_and_adds_no_duplic
 #[test]
 #[ignore = "a soak (several minutes): run by `make soak`"]
 fn a_fleet_of_three_killed_ten_times_with_a_transaction_open_has_every_version_the_cursor_passed_once() {
-    use support::fleet::{curl, start_worker, worker_properties};
+    use support::fleet::{start_worker, worker_properties};
     const KILLS: usize = 10;
     let fake = Arc::new(fake(None));
     let now = now_secs();
@@ -323,23 +329,7 @@ fn a_fleet_of_three_killed_ten_times_with_a_transaction_open_has_every_version_t
     let mut workers: Vec<Option<Runner>> =
         specs.iter().enumerate().map(|(i, s)| Some(start_worker(&dir, &format!("w{i}-0"), s, &env))).collect();
     let (name, topic) = (unique("eosfleetchaos"), unique("eosfleetchaos"));
-    let mut c = support::source_entries(
-        &fake.url(),
-        &name,
-        &topic,
-        &["incident"],
-        &[
-            ("snow.auth.username", USER),
-            ("snow.auth.password", "${env:SNOW_EOS_PASSWORD}"),
-            ("snow.batch.size", "1000"),
-            ("exactly.once.support", "required"),
-        ],
-    );
-    for key in ["offset.storage.file.filename", "kafka.bootstrap.servers", "component.trusted.keys", "name"] {
-        c.remove(key);
-    }
-    let created = curl(specs[0].port, "POST", "/connectors", Some(&serde_json::json!({ "name": name, "config": c })));
-    assert_eq!(created.status, 201, "{}", created.text);
+    create_in_fleet(specs[0].port, &fake, &name, &topic, "1000");
     let (writing, rounds) = (Arc::new(AtomicBool::new(true)), Arc::new(AtomicUsize::new(0)));
     let writer = writer(fake.clone(), seeded.clone(), writing.clone(), rounds.clone());
     let bootstrap = kafka_harness::shared().bootstrap();

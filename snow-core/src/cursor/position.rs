@@ -43,6 +43,15 @@ impl Cursor {
         Self { ts, id: String::new() }
     }
 
+    /// Where a sweep from this furthest position starts: `overlap` seconds before it, never before
+    /// the stream's `start`, and exactly here when nothing was read yet (or without overlap).
+    pub fn overlap_start(&self, start: Timestamp, overlap: i64) -> Self {
+        if overlap == 0 || *self == Self::before(start) {
+            return self.clone();
+        }
+        Self::before(self.ts.plus_seconds(-overlap).max(start))
+    }
+
     /// The stored form, `{"v":1,"ts":"YYYY-MM-DD HH:MM:SS","id":"..."}`.
     pub fn to_position(&self) -> String {
         self.to_position_with(&[])

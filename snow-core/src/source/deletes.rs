@@ -29,11 +29,11 @@ use crate::cursor::{Answer, Cursor, Partition, SeenVersion, Sweep, WindowSizes};
 use crate::error::{ErrorClass, SnowError};
 use crate::http::Transport;
 use crate::record::{BatchBytes, BatchData, Header, PollBatch, SourceOffset, SourceRecord, Span};
-use crate::table::{BaseQuery, DisplayValue, ListParams, TableClient, parse_page};
+use crate::table::{BaseQuery, ListParams, TableClient, parse_page};
 use crate::time::Timestamp;
 
 use super::audit_payload;
-use super::task::Note;
+use super::note::Note;
 
 /// The table of audited deletes.
 pub const AUDIT_DELETE: &str = "sys_audit_delete";
@@ -164,10 +164,7 @@ impl DeleteStream {
     }
 
     fn sweep_start(&self) -> Cursor {
-        if self.overlap == 0 || self.high == Cursor::before(self.start) {
-            return self.high.clone();
-        }
-        Cursor::before(self.high.ts.plus_seconds(-self.overlap).max(self.start))
+        self.high.overlap_start(self.start, self.overlap)
     }
 
     /// One request of the deletes' sweep (or their probe) and its records. `read_up_to` is what
@@ -192,17 +189,8 @@ impl DeleteStream {
         let order: Vec<&str> = request.order.iter().map(String::as_str).collect();
         let query = self.base_query().with_cursor(&request.terms, &order);
         let fields = self.fields();
-        let params = ListParams {
-            query: &query,
-            fields: Some(&fields),
-            limit: request.window.limit,
-            offset: request.window.offset,
-            count: request.count,
-            display_value: DisplayValue::Raw,
-            exclude_reference_link: true,
-            no_domain: false,
-            category: None,
-        };
+        let params =
+            ListParams { offset: request.window.offset, count: request.count, ..ListParams::lookup(&query, &fields, request.window.limit) };
         let page = client.list(AUDIT_DELETE, &params)?;
         let rows = parse_page(&page.body, "sys_id", "sys_created_on")
             .map_err(|m| SnowError::transport(format!("table {} deletes: {m}", self.table), ErrorClass::Transient))?;
@@ -285,17 +273,7 @@ impl DeleteStream {
         }
         let query = format!("sys_idIN{}", ids.join(","));
         let fields = vec!["sys_id".to_string()];
-        let params = ListParams {
-            query: &query,
-            fields: Some(&fields),
-            limit: ids.len() as u32,
-            offset: 0,
-            count: false,
-            display_value: DisplayValue::Raw,
-            exclude_reference_link: true,
-            no_domain: false,
-            category: None,
-        };
+        let params = ListParams::lookup(&query, &fields, ids.len() as u32);
         let page = client.list(&self.table, &params)?;
         let rows = parse_page(&page.body, "sys_id", "sys_updated_on")
             .map_err(|m| SnowError::transport(format!("table {}: {m}", self.table), ErrorClass::Transient))?;
@@ -369,17 +347,7 @@ impl DeleteStream {
         }
         let query = format!("tablename={table}^ORDERBYDESCsys_created_on");
         let fields = vec!["sys_id".to_string(), "documentkey".to_string()];
-        let params = ListParams {
-            query: &query,
-            fields: Some(&fields),
-            limit: 1,
-            offset: 0,
-            count: true,
-            display_value: DisplayValue::Raw,
-            exclude_reference_link: true,
-            no_domain: false,
-            category: None,
-        };
+        let params = ListParams { count: true, ..ListParams::lookup(&query, &fields, 1) };
         let page = match client.list(AUDIT_DELETE, &params) {
             Err(SnowError::Http(h)) if h.status == 403 => {
                 return Err(SnowError::config(
@@ -422,17 +390,7 @@ impl DeleteStream {
         let table = &self.table;
         let query = format!("name={table}^internal_type=collection");
         let fields = vec!["attributes".to_string()];
-        let params = ListParams {
-            query: &query,
-            fields: Some(&fields),
-            limit: 1,
-            offset: 0,
-            count: false,
-            display_value: DisplayValue::Raw,
-            exclude_reference_link: true,
-            no_domain: false,
-            category: None,
-        };
+        let params = ListParams::lookup(&query, &fields, 1);
         let page = match client.list("sys_dictionary", &params) {
             Err(SnowError::Http(h)) if h.status == 403 => {
                 self.notes.push(Note {

@@ -3,6 +3,7 @@
 
 mod audit_payload;
 pub mod deletes;
+mod note;
 mod probe;
 mod record;
 pub mod schema;

@@ -19,15 +19,10 @@ use crate::record::{BatchBytes, PollBatch, SourceOffset, SourceRecord};
 use crate::table::{DisplayValue, ListParams, PageRow, TableClient, parse_page};
 use crate::time::Timestamp;
 
+pub use super::note::Note;
+
 use super::deletes::{DeleteSettings, DeleteStream};
 use super::record::RecordBuilder;
-
-/// Something worth logging that did not stop the task.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Note {
-    /// What happened.
-    pub message: String,
-}
 
 /// Counters of one task.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -205,10 +200,7 @@ impl<T: Transport, C: Clock> SourceTask<T, C> {
     /// Where a sweep starts: `overlap.seconds` before the furthest position emitted, never before
     /// the table's start, and exactly at the start when nothing was read yet.
     fn sweep_start(&self) -> Cursor {
-        if self.overlap == 0 || self.high == Cursor::before(self.start) {
-            return self.high.clone();
-        }
-        Cursor::before(self.high.ts.plus_seconds(-self.overlap).max(self.start))
+        self.high.overlap_start(self.start, self.overlap)
     }
 
     /// Makes one request and returns its rows as records.

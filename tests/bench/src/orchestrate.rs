@@ -23,23 +23,8 @@ pub fn run(rows: u64) -> Result<()> {
     let bootstrap = broker.bootstrap().to_string();
     eprintln!("seeding {rows} rows in fake-snow");
     let seeding = Instant::now();
-    let port_file = dir.join("fake.port");
-    let mut fake = Command::new(release_bin("fake-snow"))
-        .args(["--port", "0", "--port-file"])
-        .arg(&port_file)
-        .args(["--seed", &format!("incident:{rows}"), "--seed-span", "86400"])
-        .stdout(Stdio::null())
-        .spawn()
-        .context("starting fake-snow")?;
-    while !port_file.exists() {
-        if seeding.elapsed() > Duration::from_secs(900) {
-            bail!("fake-snow did not finish seeding");
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    }
-    std::thread::sleep(Duration::from_millis(50));
+    let (mut fake, fake_url) = seeded_fake(&dir, rows)?;
     let seeded = seeding.elapsed();
-    let fake_url = format!("http://127.0.0.1:{}", std::fs::read_to_string(&port_file)?.trim());
 
     // The first pass over a fresh broker and fake is slower whoever makes it (the broker's JVM
     // compiles its hot paths, the fake's rows are touched for the first time): one unmeasured
@@ -89,16 +74,10 @@ pub fn run(rows: u64) -> Result<()> {
     write_report("bench", "Source backfill (make bench)", &report)
 }
 
-/// `snow-bench eos`: only (a) and (a′) taking turns for `rounds` rounds over `rows` rows, each
-/// round's a′/a printed (nothing written): for working on exactly-once throughput without the
-/// whole suite.
-pub fn eos_only(rows: u64, rounds: usize) -> Result<()> {
-    require_built(&[release_bin("snow-connect"), release_bin("fake-snow"), source_component()])?;
-    let dir = fresh_dir("bench-eos")?;
-    let broker = kafka_harness::KafkaBroker::start()?;
-    let bootstrap = broker.bootstrap().to_string();
+/// A fake-snow process seeded with `rows` incident rows over one day, once it serves; its URL.
+fn seeded_fake(dir: &Path, rows: u64) -> Result<(std::process::Child, String)> {
     let port_file = dir.join("fake.port");
-    let mut fake = Command::new(release_bin("fake-snow"))
+    let fake = Command::new(release_bin("fake-snow"))
         .args(["--port", "0", "--port-file"])
         .arg(&port_file)
         .args(["--seed", &format!("incident:{rows}"), "--seed-span", "86400"])
@@ -113,7 +92,18 @@ pub fn eos_only(rows: u64, rounds: usize) -> Result<()> {
         std::thread::sleep(Duration::from_millis(200));
     }
     std::thread::sleep(Duration::from_millis(50));
-    let fake_url = format!("http://127.0.0.1:{}", std::fs::read_to_string(&port_file)?.trim());
+    Ok((fake, format!("http://127.0.0.1:{}", std::fs::read_to_string(&port_file)?.trim())))
+}
+
+/// `snow-bench eos`: only (a) and (a′) taking turns for `rounds` rounds over `rows` rows, each
+/// round's a′/a printed (nothing written): for working on exactly-once throughput without the
+/// whole suite.
+pub fn eos_only(rows: u64, rounds: usize) -> Result<()> {
+    require_built(&[release_bin("snow-connect"), release_bin("fake-snow"), source_component()])?;
+    let dir = fresh_dir("bench-eos")?;
+    let broker = kafka_harness::KafkaBroker::start()?;
+    let bootstrap = broker.bootstrap().to_string();
+    let (mut fake, fake_url) = seeded_fake(&dir, rows)?;
     child("bare", &fake_url, &bootstrap, "bench.warmup", rows)?;
     let mut ratios = Vec::new();
     for round in 1..=rounds {
