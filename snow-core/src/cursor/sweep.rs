@@ -118,6 +118,9 @@ pub struct Sweep {
     /// The next request looks for readable rows above the cursor (descending, keys only).
     look_above: bool,
     hidden: Hidden,
+    /// A later high-water mark the next sweep may use, up to the server clock (a push
+    /// notification's stamp: [`Sweep::raise_next_high_water`]).
+    raise: Option<Timestamp>,
 }
 
 impl Sweep {
@@ -136,7 +139,16 @@ impl Sweep {
             crossing: None,
             look_above: false,
             hidden: Hidden::None,
+            raise: None,
         }
+    }
+
+    /// Lets the next sweep (or the current one, before its first answer fixed its mark) read up
+    /// to `ts` when that is later than the server clock minus the lag, but never past the server
+    /// clock: the host learnt that rows up to `ts` were committed (ADR 0032). Rows stamped earlier
+    /// that commit later are read by the overlap re-read, as for any sweep.
+    pub fn raise_next_high_water(&mut self, ts: Timestamp) {
+        self.raise = Some(self.raise.map_or(ts, |r| r.max(ts)));
     }
 
     /// Starts the next sweep at `cursor` (the overlap start, which may be behind the walk so far).
@@ -206,7 +218,8 @@ impl Sweep {
             Some(hwm) => hwm,
             None => {
                 let now = answer.server_time.ok_or("the answer has no Date header, so the high-water mark cannot be set")?;
-                let hwm = now.plus_seconds(-self.lag_seconds);
+                let lagged = now.plus_seconds(-self.lag_seconds);
+                let hwm = self.raise.take().map_or(lagged, |raised| lagged.max(raised.min(now)));
                 self.high_water = Some(hwm);
                 hwm
             }

@@ -168,6 +168,16 @@ impl<T: Transport, C: Clock> SourceTask<T, C> {
         &self.high
     }
 
+    /// The host learnt that a row of the table stamped `updated_on` was committed (a push
+    /// notification, ADR 0032): the next sweep may read up to it (never past ServiceNow's clock)
+    /// instead of stopping the safety lag short. A stamp that cannot be read is refused, naming it.
+    pub fn wake(&mut self, updated_on: &str) -> Result<(), SnowError> {
+        let ts = Timestamp::parse(updated_on)
+            .map_err(|e| SnowError::data(format!("table {}: a wake-up's sys_updated_on: {e}", self.table.name)))?;
+        self.sweep.raise_next_high_water(ts);
+        Ok(())
+    }
+
     /// The table's delete stream, when deletes are captured.
     pub fn deletes(&self) -> Option<&DeleteStream> {
         self.deletes.as_ref()

@@ -324,3 +324,28 @@ fn the_lag_is_the_servers_clock_minus_what_has_surely_been_read() {
         "from the start cursor, through a, b and c, to the high-water mark once the sweep is done"
     );
 }
+
+#[test]
+fn a_wake_lets_the_next_sweep_read_up_to_the_notified_stamp_never_past_the_servers_clock() {
+    // Server clock T0 + 100, safety lag 5 s: a timed sweep reads up to T0 + 95.
+    let sweep = |wake: Option<i64>| {
+        let mut s = script(vec![page(&[]), page(&[])]);
+        let mut task = SourceTask::open(&entries(&[("snow.safety.lag.seconds", "5")]), &[], &mut s, ManualClock::default()).unwrap();
+        if let Some(at) = wake {
+            task.wake(&Timestamp(T0 + at).to_string()).unwrap();
+        }
+        task.poll().unwrap();
+        task.poll().unwrap();
+        drop(task);
+        s.queries[1].clone()
+    };
+    let upto = |at: i64| format!("sys_updated_on<={}", Timestamp(T0 + at));
+    assert!(sweep(None).contains(&upto(95)), "{}", sweep(None));
+    assert!(sweep(Some(99)).contains(&upto(99)), "{}", sweep(Some(99)));
+    assert!(sweep(Some(500)).contains(&upto(100)), "a stamp in the future reads no further than the server's clock: {}", sweep(Some(500)));
+    assert!(sweep(Some(10)).contains(&upto(95)), "an old stamp changes nothing: {}", sweep(Some(10)));
+    let mut s = script(vec![]);
+    let mut task = SourceTask::open(&entries(&[]), &[], &mut s, ManualClock::default()).unwrap();
+    let err = task.wake("yesterday").unwrap_err().to_string();
+    assert!(err.contains("table incident: a wake-up's sys_updated_on"), "{err}");
+}
