@@ -28,6 +28,7 @@ pub mod metrics;
 pub mod migrate;
 pub mod offsets;
 pub mod outbound;
+pub mod push;
 pub mod redact;
 pub mod reload;
 pub mod rest;

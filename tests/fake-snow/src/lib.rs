@@ -19,6 +19,7 @@ pub mod clock;
 pub mod faults;
 pub mod journal;
 pub mod oauth;
+pub mod push;
 pub mod query;
 pub mod seed;
 pub mod served;

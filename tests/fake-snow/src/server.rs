@@ -210,6 +210,14 @@ impl Shared {
         ids.iter().filter(|id| store.delete(table, id, now, "admin").is_some()).count()
     }
 
+    /// Runs the after-commit business rule `rule` from now on (`None`: no rule), posting a
+    /// notification after each committed write; returns the running rule, to read its counts.
+    pub fn set_push_rule(&self, rule: Option<crate::push::PushRule>) -> Option<Arc<crate::push::Pusher>> {
+        let pusher = rule.map(|r| Arc::new(crate::push::Pusher::start(r)));
+        self.store().set_pusher(pusher.clone());
+        pusher
+    }
+
     /// Sets the `no_audit_delete` attribute of `table`'s collection (deletes leave no audit row).
     pub fn set_no_audit_delete(&self, table: &str, on: bool) {
         let now = self.clock.now();

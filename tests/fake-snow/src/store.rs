@@ -181,6 +181,8 @@ pub struct Store {
     /// epoch, keyed by `(table, sys_id, sys_mod_count)`; kept only while the served-versions log
     /// is on ([`crate::served`]).
     superseded: Option<HashMap<(String, String, String), u64>>,
+    /// The after-commit business rule that posts notifications, when set ([`crate::push`]).
+    pusher: Option<Arc<crate::push::Pusher>>,
 }
 
 /// A new 32-hex-character sys_id, unique in this store.
@@ -396,7 +398,8 @@ impl Store {
         }
         row.entry("sys_mod_count").or_insert_with(|| Value::String("0".into()));
         let t = self.tables.entry(table.to_string()).or_default();
-        t.put(id, row.clone());
+        t.put(id.clone(), row.clone());
+        self.pushed(table, &id, &row);
         row
     }
 
@@ -419,6 +422,7 @@ impl Store {
         row.insert("sys_updated_on".into(), Value::String(format_ts(now)));
         row.insert("sys_updated_by".into(), Value::String(user.to_string()));
         self.tables.get_mut(table)?.put(sys_id.to_string(), row.clone());
+        self.pushed(table, sys_id, &row);
         Some(row)
     }
 
@@ -432,7 +436,20 @@ impl Store {
         if audited {
             self.insert(audit::AUDIT_DELETE, audit::audit_row(table, sys_id, &row), now, user);
         }
+        self.pushed(table, sys_id, &row);
         Some(row)
+    }
+
+    /// Sets (or removes) the after-commit business rule.
+    pub fn set_pusher(&mut self, pusher: Option<Arc<crate::push::Pusher>>) {
+        self.pusher = pusher;
+    }
+
+    /// Tells the business rule, if any, that `table`'s row `sys_id` was written (`row` as it is now).
+    fn pushed(&self, table: &str, sys_id: &str, row: &Row) {
+        if let Some(pusher) = &self.pusher {
+            pusher.committed(table, sys_id, row.get("sys_updated_on").and_then(Value::as_str).unwrap_or_default());
+        }
     }
 
     /// Sets or clears the `no_audit_delete` attribute of `table`'s collection, as its

@@ -169,3 +169,84 @@ fn the_served_log_keeps_each_list_answers_versions_and_when_each_version_stopped
     assert_eq!(call(&fake, "DELETE", &format!("/api/now/table/incident/{}", ids[2]), Some(ADMIN), "").0, 204);
     assert!(fake.superseded_at("incident", &ids[2], "0").is_some(), "a delete ends a version too");
 }
+
+/// Accepts `count` posts on a local port; returns its URL and a handle yielding each post's
+/// (headers lower-cased, body).
+fn receiver(count: usize) -> (String, std::thread::JoinHandle<Vec<(String, String)>>) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/snow/push/c1", listener.local_addr().unwrap());
+    let handle = std::thread::spawn(move || {
+        let mut posts = Vec::new();
+        for stream in listener.incoming().take(count) {
+            let mut stream = stream.unwrap();
+            let mut raw = Vec::new();
+            let mut buf = [0u8; 4096];
+            // Read the head, then as many body bytes as Content-Length says.
+            loop {
+                let n = stream.read(&mut buf).unwrap();
+                raw.extend_from_slice(&buf[..n]);
+                let text = String::from_utf8_lossy(&raw).to_string();
+                if let Some((head, body)) = text.split_once("\r\n\r\n") {
+                    let length: usize = head
+                        .lines()
+                        .find_map(|l| l.to_ascii_lowercase().strip_prefix("content-length:").map(|v| v.trim().parse().unwrap()))
+                        .unwrap_or(0);
+                    if body.len() >= length || n == 0 {
+                        posts.push((head.to_ascii_lowercase(), body.to_string()));
+                        break;
+                    }
+                }
+            }
+            stream.write_all(b"HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\nConnection: close\r\n\r\n").unwrap();
+        }
+        posts
+    });
+    (url, handle)
+}
+
+#[test]
+fn the_business_rule_posts_each_committed_write_signed_after_its_delay_and_loses_or_repeats_as_told() {
+    let fake =
+        FakeSnow::start(FakeOptions { users: vec![("admin".into(), "pw".into())], tables: vec!["incident".into()], ..Default::default() })
+            .unwrap();
+    let (url, posts) = receiver(4);
+    let rule = fake_snow::push::PushRule {
+        url,
+        secret: b"s3cret".to_vec(),
+        delay_ms: 200,
+        loss: 0.0,
+        duplicate: 1.0,
+        tables: vec!["incident".into()],
+    };
+    let started = std::time::Instant::now();
+    let pusher = fake.shared().set_push_rule(Some(rule)).unwrap();
+    let ids = fake.shared().seed("incident", 1, 1_704_067_000, 1);
+    fake.shared().delete_rows("incident", &ids);
+    let posts = posts.join().unwrap();
+    assert!(started.elapsed() >= std::time::Duration::from_millis(200), "posted after the delay");
+    assert_eq!(posts.len(), 4, "two writes (insert, delete), each posted twice");
+    for (head, body) in &posts {
+        let ts = head.lines().find_map(|l| l.strip_prefix("x-snow-push-timestamp: ")).unwrap();
+        let signature = head.lines().find_map(|l| l.strip_prefix("x-snow-push-signature: v1=")).unwrap();
+        let mac: String =
+            fake_snow::push::hmac_sha256(b"s3cret", format!("{ts}.{body}").as_bytes()).iter().map(|b| format!("{b:02x}")).collect();
+        assert_eq!(signature, mac);
+        let v: Value = serde_json::from_str(body).unwrap();
+        assert_eq!((v["table"].as_str(), v["sys_id"].as_str()), (Some("incident"), Some(ids[0].as_str())));
+        assert!(head.starts_with("post /snow/push/c1 http/1.1"), "{head}");
+    }
+    assert_eq!(pusher.counts().writes, 2);
+    // Every notification lost: nothing is posted.
+    let lossy = fake_snow::push::PushRule {
+        url: "http://127.0.0.1:9/x".into(),
+        secret: vec![],
+        delay_ms: 0,
+        loss: 1.0,
+        duplicate: 0.0,
+        tables: vec![],
+    };
+    let pusher = fake.shared().set_push_rule(Some(lossy)).unwrap();
+    fake.shared().seed("incident", 3, 1_704_067_000, 1);
+    let counts = pusher.counts();
+    assert_eq!((counts.writes, counts.lost, counts.posted), (3, 3, 0));
+}

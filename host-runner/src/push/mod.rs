@@ -1,0 +1,61 @@
+//! Push notifications (ADR 0032): what an instance's after-commit business rule posts when a row
+//! changed, checked before anything is woken. A notification is a wake-up, never data: the rows
+//! are read by the table's cursor as always, so a lost, repeated or forged notification can only
+//! change when a sweep runs.
+//!
+//! [`signature`] checks who sent it and when (HMAC-SHA256 over `<timestamp>.<body>`, a replay
+//! window); [`notification`] reads what it names, with the body's size capped; [`wakes`] hands
+//! it to the table's unit, coalesced and rate-limited. Each says why a request is refused as a
+//! [`Refusal`]: an HTTP status and a reason for the counter, never the body or the secret.
+//!
+//! Built so far (ADR 0032 is being built): these pieces; not yet the endpoint, the units waiting
+//! on their wake-up, the component's `source-wake` export or the fleet's wake topic.
+
+pub mod notification;
+pub mod signature;
+pub mod wakes;
+
+/// Why a push request was refused: its HTTP status and the reason counted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    /// No or malformed `X-Snow-Push-Timestamp` / `X-Snow-Push-Signature` (401).
+    Unsigned,
+    /// The signature does not match the body and timestamp (401).
+    BadSignature,
+    /// The timestamp is outside the replay window (401).
+    Stale,
+    /// The body is larger than [`notification::MAX_BODY_BYTES`] (413).
+    TooLarge,
+    /// Not a notification: not JSON, or no table or stamp (400).
+    Malformed,
+    /// A table the connector does not read (404).
+    UnknownTable,
+    /// More notifications for the table than its rate allows (429).
+    RateLimited,
+}
+
+impl Refusal {
+    /// The HTTP status answered.
+    pub fn status(self) -> u16 {
+        match self {
+            Self::Unsigned | Self::BadSignature | Self::Stale => 401,
+            Self::TooLarge => 413,
+            Self::Malformed => 400,
+            Self::UnknownTable => 404,
+            Self::RateLimited => 429,
+        }
+    }
+
+    /// The `reason` label of `snow_push_refused_total`.
+    pub fn reason(self) -> &'static str {
+        match self {
+            Self::Unsigned => "unsigned",
+            Self::BadSignature => "bad_signature",
+            Self::Stale => "stale",
+            Self::TooLarge => "too_large",
+            Self::Malformed => "malformed",
+            Self::UnknownTable => "unknown_table",
+            Self::RateLimited => "rate_limited",
+        }
+    }
+}
