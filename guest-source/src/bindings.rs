@@ -3,7 +3,7 @@
 #![allow(unsafe_code, missing_docs, clippy::all)] // generated code
 
 wit_bindgen::generate!({
-    world: "source",
+    world: "source-push",
     path: "../wit",
     with: {
         "wasi:http/types@0.2.12": wasip2::http::types,

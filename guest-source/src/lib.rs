@@ -1,4 +1,5 @@
-//! The ServiceNow source connector as a WASI 0.2 component (world `source` of `wit/`).
+//! The ServiceNow source connector as a WASI 0.2 component (world `source-push` of `wit/`: the
+//! `source` world and the optional `source-wake` export, ADR 0032).
 //!
 //! Thin by design: it converts WIT values to snow-core values and back. The cursor, the Table API
 //! and the records are snow-core's; ServiceNow is reached only through `wasi:http`.
@@ -47,6 +48,12 @@ impl Guest for Component {
 /// One table's stream, polled sequentially by the host.
 struct Task {
     inner: RefCell<SourceTask<WasiTransport, WasiClock>>,
+}
+
+impl bindings::exports::snow::connector::source_wake::Guest for Component {
+    fn wake(task: api::SourceTaskBorrow<'_>, updated_on: String) -> Result<(), wit::SnowError> {
+        task.get::<Task>().inner.borrow_mut().wake(&updated_on).map_err(convert::error)
+    }
 }
 
 impl GuestSourceTask for Task {

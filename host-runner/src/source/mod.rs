@@ -103,6 +103,7 @@ pub fn spawn_unit(
         created: Default::default(),
         converters: crate::convert::source::SourceConverters::new(ctx.spec.convert.clone()),
         exactly_once,
+        wake: None,
     };
     tokio::spawn(runner.run())
 }

@@ -61,7 +61,13 @@ pub struct UnitRunner {
     pub created: BTreeSet<String>,
     /// Exactly-once mode: where the table's transactions come from (`None`: at-least-once).
     pub exactly_once: Option<ExactlyOnce>,
+    /// Push (ADR 0032): the table's wake-up, when the connector takes notifications; a wake-up
+    /// ends the pause between sweeps early.
+    pub wake: Option<Arc<crate::push::wakes::Wake>>,
 }
+
+/// The component's optional `source-wake` export.
+type Waker = crate::component::bindings::source_push::exports::snow::connector::source_wake::Guest;
 
 /// An opened guest instance and its task handle.
 struct Opened {
@@ -70,6 +76,8 @@ struct Opened {
     task: ResourceAny,
     /// Exactly-once: the producer this instance's polls commit through.
     transactions: Option<Arc<Transactions>>,
+    /// The component's `source-wake`, when it exports it.
+    waker: Option<Waker>,
 }
 
 /// Why opening an instance failed.
@@ -209,13 +217,16 @@ impl UnitRunner {
     async fn open(&mut self) -> Result<Opened, OpenFailure> {
         let transactions = self.fence().await?;
         let mut store = self.ctx.new_store(&self.unit.name);
-        let instance = self
-            .version
-            .current()
-            .pre
-            .instantiate_async(&mut store)
-            .await
-            .map_err(|e| OpenFailure::Refused(ErrorClass::Fatal, format!("instantiating: {e:#}")))?;
+        let pre = self.version.current().pre.instance_pre().clone();
+        let instantiated = async {
+            let raw = pre.instantiate_async(&mut store).await?;
+            let instance = Source::new(&mut store, &raw)?;
+            // Optional: a component built before `source-wake` has no such export.
+            let indices = crate::component::bindings::source_push::exports::snow::connector::source_wake::GuestIndices::new(&pre);
+            let waker = indices.ok().and_then(|i| i.load(&mut store, &raw).ok());
+            Ok::<(Source, Option<Waker>), wasmtime::Error>((instance, waker))
+        };
+        let (instance, waker) = instantiated.await.map_err(|e| OpenFailure::Refused(ErrorClass::Fatal, format!("instantiating: {e:#}")))?;
         let mut offsets: Vec<SourceOffset> =
             self.offsets.load(self.ctx.name()).into_iter().map(|(partition, position)| SourceOffset { partition, position }).collect();
         if transactions.is_some() {
@@ -236,7 +247,32 @@ impl UnitRunner {
                 let (class, message) = describe(&e);
                 OpenFailure::Refused(class, message)
             })?;
-        Ok(Opened { store, instance, task, transactions })
+        Ok(Opened { store, instance, task, transactions, waker })
+    }
+
+    /// The pause between sweeps, shorter when the table is woken: `None` when shutdown came, else
+    /// the stamp of the wake-up that ended it (one came during the sweep: at once).
+    async fn pause(&mut self, pause: Duration) -> Option<Option<snow_core::time::Timestamp>> {
+        let Some(wake) = self.wake.clone() else { return self.shutdown.sleep(pause).await.then_some(None) };
+        let mut shutdown = self.shutdown.clone();
+        tokio::select! {
+            woken = wake.wait(pause) => Some(woken),
+            () = shutdown.wait() => None,
+        }
+    }
+
+    /// Tells the component the table was woken at `stamp` (its next sweep may read up to it), when
+    /// it exports `source-wake`; without it the sweep simply starts now, with the usual lag.
+    async fn woken(&self, store: &mut Store<HostState>, task: ResourceAny, waker: Option<&Waker>, stamp: snow_core::time::Timestamp) {
+        let Some(waker) = waker else { return };
+        store.data_mut().begin_call();
+        let outcome = waker.call_wake(&mut *store, task, &stamp.to_string()).await;
+        let problem = match outcome {
+            Ok(Ok(())) => return,
+            Ok(Err(e)) => describe(&e).1,
+            Err(trap) => one_line(&trap),
+        };
+        tracing::warn!(connector = %self.ctx.name(), unit = %self.unit.name, "a wake-up was not taken: {problem}; the sweep starts with the usual lag");
     }
 
     /// Exactly-once: the producer to commit through, earlier ones fenced. `requested` falls back
@@ -459,8 +495,12 @@ impl UnitRunner {
                 );
             }
             backoff.reset();
-            if next_poll_ms > 0 && !self.shutdown.sleep(Duration::from_millis(u64::from(next_poll_ms))).await {
-                break Restart::Stop;
+            if next_poll_ms > 0 {
+                match self.pause(Duration::from_millis(u64::from(next_poll_ms))).await {
+                    None => break Restart::Stop,
+                    Some(Some(stamp)) => self.woken(&mut opened.store, opened.task, opened.waker.as_ref(), stamp).await,
+                    Some(None) => {}
+                }
             }
         };
         // Store the offsets of everything already acknowledged; never hang on a dead broker.
