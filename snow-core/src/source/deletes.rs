@@ -204,24 +204,22 @@ impl DeleteStream {
                 .map_err(|e| SnowError::data(format!("table {}: {AUDIT_DELETE} row {id}: {e}", self.table)))?;
             keyed.push((ts, id, audit, row.raw));
         }
+        // Every request of the poll is made before anything moves: a failed one leaves the sweep,
+        // the dedup window and the position as they were, so the poll is simply made again.
+        let alive = self.alive(client, keyed.iter().map(|(_, _, audit, _)| audit.documentkey.as_str()).filter(|k| !k.is_empty()))?;
         let keys: Vec<(Timestamp, &str)> = keyed.iter().map(|(ts, id, _, _)| (*ts, *id)).collect();
         let cap = read_up_to.plus_seconds(self.lag);
         let server_time = Some(page.server_time.map_or(cap, |now| now.min(cap)));
         let answer = Answer { returned: rows.len(), total: page.total, has_next: page.has_next, server_time };
         let observed = self.sweep.observe(&keys, answer).map_err(|m| SnowError::data(format!("table {} deletes: {m}", self.table)))?;
         let emitted = &keyed[..observed.emit];
-        let fresh: Vec<usize> = (0..emitted.len())
-            .filter(|&i| {
-                let (ts, _, audit, _) = &emitted[i];
-                !audit.documentkey.is_empty() && self.dedup.insert(*ts, &audit.documentkey, "")
-            })
-            .collect();
-        let alive = self.alive(client, fresh.iter().map(|&i| emitted[i].2.documentkey.as_str()))?;
         let mut data = BatchData::new(&page.body);
-        let mut records = Vec::with_capacity(fresh.len());
+        let mut records = Vec::with_capacity(emitted.len());
         let mut names: Option<(Span, Span)> = None;
-        for &i in &fresh {
-            let (ts, _, audit, _) = &emitted[i];
+        for (ts, _, audit, _) in emitted {
+            if audit.documentkey.is_empty() || !self.dedup.insert(*ts, &audit.documentkey, "") {
+                continue;
+            }
             if alive.contains(audit.documentkey.as_str()) {
                 self.restored += 1;
                 continue;
@@ -233,13 +231,8 @@ impl DeleteStream {
         {
             self.high = Cursor { ts, id: id.to_string() };
         }
-        let (bytes, records) = if records.is_empty() {
-            (BatchBytes::default(), records)
-        } else {
-            let mut records = records;
-            let finished = data.finish();
-            (finished.into_batch_bytes(page.body.clone(), &mut records), records)
-        };
+        let finished = data.finish();
+        let bytes = if records.is_empty() { BatchBytes::default() } else { finished.into_batch_bytes(page.body, &mut records) };
         self.dedup.forget_before(self.high.ts.plus_seconds(-self.overlap));
         if observed.done {
             self.due = false;

@@ -127,3 +127,19 @@ fn the_deletes_probe_explains_an_unreadable_audit_table_and_unaudited_deletes() 
     assert!(notes.iter().any(|n| n.message.contains("cannot read sys_dictionary")), "{notes:?}");
     assert!(probe(vec![table_ok, page(&[]), page(&[])]).unwrap().is_empty());
 }
+
+#[test]
+fn a_failed_check_of_created_again_rows_moves_nothing_and_the_poll_is_made_again() {
+    let envelope = r#"{"error":{"message":"User Not Authorized","detail":"d"},"status":"failure"}"#.to_string();
+    let deletes = page(&[audit("x1", "a", 50)]);
+    let mut s = script(vec![page(&[]), page(&[row("a", 0, 0)]), page(&[]), deletes.clone(), (403, envelope, None), deletes, page(&[])]);
+    let mut task = SourceTask::open(&with_deletes(&[]), &[], &mut s, ManualClock::default()).unwrap();
+    for _ in 0..3 {
+        task.poll().unwrap();
+    }
+    assert!(task.poll().is_err(), "the check of rows created again failed");
+    let batch = task.poll().unwrap();
+    assert_eq!((batch.records.len(), batch.key_text(0)), (1, Some("a")), "the delete is written by the poll made again");
+    drop(task);
+    assert_eq!(s.queries[3], s.queries[5], "the sweep did not move on the failure");
+}
