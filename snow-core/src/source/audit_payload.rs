@@ -117,5 +117,11 @@ mod tests {
         assert_eq!(fields("<incident><sys_id>x</sys_id>", "incident"), None);
         assert_eq!(fields("not xml", "incident"), None);
         assert_eq!(unescape("fish &chips; &amp"), "fish &chips; &amp");
+        // Multi-byte text anywhere, cut short anywhere: read or refused, never a panic.
+        let full = "<incident><é>ü&#xE9;</é><a/></incident>";
+        assert_eq!(fields(full, "incident").unwrap()["é"], "üé");
+        for end in (0..full.len()).filter(|&i| full.is_char_boundary(i)) {
+            let _ = fields(&full[..end], "incident");
+        }
     }
 }

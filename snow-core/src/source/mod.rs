@@ -1,7 +1,7 @@
 //! The source side: [`task::SourceTask`] reads one table along its cursor and turns each page into
 //! Kafka records with their offsets; [`plan()`] splits a connector's tables over tasks.
 
-mod audit_payload;
+pub mod audit_payload;
 pub mod deletes;
 mod note;
 mod probe;
