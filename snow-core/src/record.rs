@@ -91,6 +91,20 @@ pub struct PollBatch {
 }
 
 impl PollBatch {
+    /// A batch of `records` over `bytes` for `topic`, with the headers of every record, the offset
+    /// to store once Kafka has them and the pause before the next poll; no notice, no schema.
+    pub fn new(
+        topic: String,
+        headers: Vec<Header>,
+        bytes: BatchBytes,
+        records: Vec<SourceRecord>,
+        offset: Option<SourceOffset>,
+        next_poll_ms: u32,
+    ) -> Self {
+        let BatchBytes { data, extra, record_headers } = bytes;
+        Self { topic, headers, data, extra, record_headers, records, offset, next_poll_ms, notice: None, value_schema: None }
+    }
+
     /// The bytes of `span` in `data` then `extra` (empty when out of range: batches built here
     /// never are).
     pub fn bytes(&self, span: Span) -> &[u8] {

@@ -413,20 +413,8 @@ impl DeleteStream {
 
     /// A batch of `records` of deletes; its offset is the furthest delete read, when it has records.
     fn batch(&self, records: Vec<SourceRecord>, bytes: BatchBytes, next_poll_ms: u32) -> PollBatch {
-        let BatchBytes { data, extra, record_headers } = bytes;
         let offset = (!records.is_empty()).then(|| SourceOffset { partition: self.partition_key.clone(), position: self.position() });
-        PollBatch {
-            topic: self.topic.clone(),
-            headers: self.headers.clone(),
-            data,
-            extra,
-            record_headers,
-            records,
-            offset,
-            next_poll_ms,
-            notice: None,
-            value_schema: None,
-        }
+        PollBatch::new(self.topic.clone(), self.headers.clone(), bytes, records, offset, next_poll_ms)
     }
 }
 

@@ -350,21 +350,10 @@ impl<T: Transport, C: Clock> SourceTask<T, C> {
     /// A batch of `records` over `bytes`; its offset is the furthest position emitted, when it
     /// emitted any.
     fn batch(&self, records: Vec<SourceRecord>, bytes: BatchBytes, next_poll_ms: u32) -> PollBatch {
-        let BatchBytes { data, extra, record_headers } = bytes;
         let offset =
             (!records.is_empty()).then(|| SourceOffset { partition: self.partition_key.clone(), position: self.high.to_position() });
-        PollBatch {
-            topic: self.records.topic().to_string(),
-            headers: self.records.headers().to_vec(),
-            data,
-            extra,
-            record_headers,
-            records,
-            offset,
-            next_poll_ms,
-            notice: self.notice(),
-            value_schema: None,
-        }
+        let topic = self.records.topic().to_string();
+        PollBatch { notice: self.notice(), ..PollBatch::new(topic, self.records.headers().to_vec(), bytes, records, offset, next_poll_ms) }
     }
 
     /// What the latest finished sweep found about rows the integration user cannot read.
