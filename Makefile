@@ -67,6 +67,7 @@ bench: wasm $(TRANSFORM_JS)
 	target/release/snow-bench fleet
 	target/release/snow-bench formats
 	target/release/snow-bench transforms
+	target/release/snow-bench push
 	@for w in guest_source guest_sink; do target/release/snow-connect inspect target/guests/wasm32-wasip2/wasm-release/$$w.wasm --instantiations 1000; done
 
 ## The fleet test at the issue's full size: three workers, 50 tables x 10,000 rows and a sink, a worker

@@ -27,6 +27,8 @@ pub struct ConnectorContext {
     pub status: StatusBoard,
     /// Its transform components by alias (bound in `spec.transforms`), for hot-swaps.
     pub transforms: std::collections::HashMap<String, Arc<crate::component::transform::TransformComponent>>,
+    /// The process's push wake-ups, where a source's units register their tables (ADR 0032).
+    pub wakes: Arc<crate::push::wakes::Wakes>,
 }
 
 impl ConnectorContext {

@@ -1,5 +1,5 @@
-//! The host's HTTP listeners — the REST API ([`crate::rest`]) and the operator's status endpoint
-//! ([`crate::admin`]) — accept and serve connections here, with the limits a listener reachable
+//! The host's HTTP listeners — the REST API ([`crate::rest`]), the operator's status endpoint
+//! ([`crate::admin`]) and a standalone run's push endpoint ([`crate::push::listen`]) — accept and serve connections here, with the limits a listener reachable
 //! by others needs: at most [`Limits::max_connections`] at once (a connection past the cap is
 //! closed at once, so idle sockets cannot exhaust the worker's descriptors or memory), a deadline
 //! for the TLS handshake and for each request's headers (an idle or slow client is dropped), and
@@ -127,6 +127,27 @@ async fn serve_connection(
             let _ = builder.serve_connection(TokioIo::new(stream), service).await;
         }
     }
+}
+
+/// A TLS acceptor for the PEM certificate chain and key, named in errors by their keys
+/// (`<keys>.certificate.file`, `<keys>.key.file`).
+pub fn tls_acceptor(certificate: &std::path::Path, key: &std::path::Path, keys: &str) -> anyhow::Result<tokio_rustls::TlsAcceptor> {
+    use anyhow::Context as _;
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(certificate)
+        .with_context(|| format!("{keys}.certificate.file: reading {}", certificate.display()))?
+        .collect::<Result<_, _>>()
+        .with_context(|| format!("{keys}.certificate.file: {} is not a PEM certificate chain", certificate.display()))?;
+    let key = PrivateKeyDer::from_pem_file(key).with_context(|| format!("{keys}.key.file: {} is not a PEM private key", key.display()))?;
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .context("TLS protocol versions")?
+        .with_no_client_auth()
+        .with_single_cert(certs, key)
+        .with_context(|| format!("{keys}.certificate.file and {keys}.key.file do not make a usable pair"))?;
+    Ok(tokio_rustls::TlsAcceptor::from(Arc::new(config)))
 }
 
 #[cfg(test)]

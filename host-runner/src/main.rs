@@ -143,6 +143,7 @@ fn run(args: &[String], validate_only: bool) -> Result<()> {
         parsed.option("for-seconds").map(str::parse).transpose().context("--for-seconds must be a whole number")?;
     let (specs, entries) = host_runner::config::load_files_with_entries(&files.iter().map(PathBuf::from).collect::<Vec<_>>())?;
     check_paths(&specs)?;
+    host_runner::push::listen::check_standalone(&specs)?;
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     rt.block_on(async {
         let runner = std::sync::Arc::new(Runner::new(compile_cache.as_deref())?);

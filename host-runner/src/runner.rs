@@ -39,6 +39,8 @@ pub struct Runner {
     worker_id: std::sync::OnceLock<String>,
     /// Each running connector's spec and component slot, for hot-swap ([`crate::reload`]).
     pub(crate) running: Mutex<HashMap<String, Running>>,
+    /// The running tables that take push notifications (ADR 0032).
+    wakes: Arc<crate::push::wakes::Wakes>,
 }
 
 /// A running connector as a reload sees it.
@@ -118,6 +120,7 @@ impl Runner {
             plans: Mutex::default(),
             offset_stores: Mutex::default(),
             running: Mutex::default(),
+            wakes: Arc::default(),
         })
     }
 
@@ -150,6 +153,11 @@ impl Runner {
         &self.runtime
     }
 
+    /// The push endpoint of this process's running tables (a worker serves it on its REST listener).
+    pub fn push_endpoint(&self) -> crate::push::endpoint::Endpoint {
+        crate::push::endpoint::Endpoint::new(self.wakes.clone(), self.metrics.clone())
+    }
+
     /// The process's metrics.
     pub fn metrics(&self) -> &Metrics {
         &self.metrics
@@ -180,6 +188,7 @@ impl Runner {
             }
         }
         let prepared = self.prepare(specs).await?;
+        crate::push::listen::serve(specs, &self.push_endpoint(), &shutdown).await?;
         let mut running = tokio::task::JoinSet::new();
         for p in prepared {
             let shutdown = shutdown.clone();
@@ -274,6 +283,7 @@ impl Runner {
             metrics: self.metrics.clone(),
             status: self.status.clone(),
             transforms,
+            wakes: self.wakes.clone(),
         });
         let digest = artefact.digest().to_string();
         let ready = match loaded {

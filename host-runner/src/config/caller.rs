@@ -8,6 +8,8 @@
 //!   `.allow.unsigned`) and the Kafka connection's security (`kafka.security.protocol`,
 //!   `kafka.sasl.*`, `kafka.ssl.*`) are the operator's: a caller setting them to anything but the
 //!   operator's own value is refused;
+//! - `snow.push.listen` and `snow.push.tls.*` are the operator's: a fleet takes notifications on
+//!   the worker's own REST listener;
 //! - a schema registry's TLS stores by file (`*.converter.schema.registry.ssl.truststore.location`,
 //!   `.keystore.location`) are the operator's too (inline certificates are the caller's own);
 //! - `component.path` must name a file under the directories (or be one of the files) the
@@ -83,6 +85,12 @@ fn operator_only(key: &str) -> Option<&'static str> {
             "names a file of the worker: a registry's TLS stores are the operator's (the worker's converters in \
              worker.properties); a connector configuration may give certificates inline (schema.registry.ssl.truststore.certificates, \
              .keystore.certificate.chain with .keystore.key)",
+        );
+    }
+    if matches!(key, "snow.push.listen" | "snow.push.tls.certificate.file" | "snow.push.tls.key.file") {
+        return Some(
+            "a worker takes push notifications on its REST listener, at /snow/push/<connector> (listeners and rest.tls.* in \
+             worker.properties); a connector configuration may not open a listener or name the worker's files",
         );
     }
     if key.strip_prefix("kafka.").is_some_and(crate::kafka::security::is_security_key) {

@@ -15,6 +15,7 @@ pub mod exactly_once;
 mod file;
 mod properties;
 pub mod providers;
+pub mod push;
 mod sink;
 mod spec;
 pub mod topic_creation;
@@ -70,4 +71,12 @@ pub fn check_secrets(properties: &std::collections::BTreeMap<String, String>) ->
             )
         })
         .collect()
+}
+
+/// `host:port` with a plain host name or address and a port number.
+pub(crate) fn is_host_port(text: &str) -> bool {
+    let Some((host, port)) = text.rsplit_once(':') else { return false };
+    !host.is_empty()
+        && host.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_' | '[' | ']' | ':'))
+        && port.parse::<u16>().is_ok_and(|p| p > 0)
 }

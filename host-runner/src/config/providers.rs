@@ -31,7 +31,7 @@ pub const DESTINATION_KEYS: [&str; 5] = [
 
 /// The connector keys in which a caller's references resolve without the operator listing them:
 /// the credentials.
-pub const CREDENTIAL_KEYS: [&str; 10] = [
+pub const CREDENTIAL_KEYS: [&str; 11] = [
     "snow.auth.username",
     "snow.auth.password",
     "snow.auth.client.id",
@@ -42,6 +42,7 @@ pub const CREDENTIAL_KEYS: [&str; 10] = [
     "value.converter.bearer.auth.token",
     "key.converter.schema.registry.ssl.keystore.key",
     "value.converter.schema.registry.ssl.keystore.key",
+    "snow.push.secret",
 ];
 
 /// What references a configuration may resolve.

@@ -133,6 +133,8 @@ pub struct ConnectorSpec {
     pub transform_components: Vec<super::transform_components::TransformComponentSpec>,
     /// `exactly.once.support` (source only, ADR 0030).
     pub exactly_once: super::exactly_once::ExactlyOnce,
+    /// `snow.push.*` (source only, ADR 0032): notifications wake the tables' sweeps.
+    pub push: Option<std::sync::Arc<super::push::PushSpec>>,
 }
 
 /// 256 MiB holds a 10,000-row page of wide rows twice over.
@@ -182,7 +184,7 @@ const HOST_ONLY_SNOW_KEYS: [&str; 13] = [
 
 /// True for a `snow.*` key the host reads and never gives the guest.
 pub fn is_host_only_snow_key(key: &str) -> bool {
-    HOST_ONLY_SNOW_KEYS.contains(&key)
+    HOST_ONLY_SNOW_KEYS.contains(&key) || super::push::KEYS.contains(&key)
 }
 
 impl ConnectorSpec {
@@ -211,7 +213,7 @@ impl ConnectorSpec {
                 }
             }
         };
-        let bad_server = bootstrap_servers.split(',').map(str::trim).find(|s| !is_host_port(s));
+        let bad_server = bootstrap_servers.split(',').map(str::trim).find(|s| !super::is_host_port(s));
         if let Some(bad) = bad_server.filter(|_| !bootstrap_servers.is_empty()) {
             errors.push(format!("kafka.bootstrap.servers: {bad:?} is not host:port (a comma-separated list, e.g. 127.0.0.1:9092)"));
         }
@@ -366,7 +368,7 @@ impl ConnectorSpec {
         let mut guest_config = BTreeMap::new();
         for (k, v) in &entries {
             if k.starts_with("snow.") {
-                if !HOST_ONLY_SNOW_KEYS.contains(&k.as_str()) {
+                if !is_host_only_snow_key(k) {
                     guest_config.insert(k.clone(), v.clone());
                 }
             } else if !known_host_key(k) {
@@ -379,6 +381,7 @@ impl ConnectorSpec {
             errors.push("topic.creation.*: creates a source's topics; a sink connector does not create topics".into());
         }
         let exactly_once = super::exactly_once::read(&entries, is_sink, &mut errors);
+        let push = super::push::read(&entries, is_sink, &mut errors).map(std::sync::Arc::new);
         let transforms = snow_data::transform::Chain::from_entries(&entries, &mut errors);
         let transform_components = super::transform_components::read(&transforms, &mut errors);
         let transforms = (!transforms.is_empty()).then(|| std::sync::Arc::new(transforms));
@@ -425,6 +428,7 @@ impl ConnectorSpec {
             transforms,
             transform_components,
             exactly_once,
+            push,
         })
     }
 }
@@ -455,15 +459,10 @@ impl ConnectorSpec {
                 crate::redact::register(value);
             }
         }
+        if let Some(push) = &self.push {
+            crate::redact::register(push.secret.expose());
+        }
     }
-}
-
-/// `host:port` with a plain host name or address and a port number.
-fn is_host_port(text: &str) -> bool {
-    let Some((host, port)) = text.rsplit_once(':') else { return false };
-    !host.is_empty()
-        && host.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_' | '[' | ']' | ':'))
-        && port.parse::<u16>().is_ok_and(|p| p > 0)
 }
 
 #[cfg(test)]
@@ -521,7 +520,12 @@ mod tests {
         .unwrap_err()
         .to_string();
         assert!(err.contains("kafka.bootstrap.servers: \"\\u{1b}[0m127.0.0.1:9092\" is not host:port"), "{err}");
-        assert!(is_host_port("broker-1.internal:9092") && is_host_port("[::1]:9092") && !is_host_port("broker") && !is_host_port("b:0"));
+        assert!(
+            crate::config::is_host_port("broker-1.internal:9092")
+                && crate::config::is_host_port("[::1]:9092")
+                && !crate::config::is_host_port("broker")
+                && !crate::config::is_host_port("b:0")
+        );
     }
 
     #[test]

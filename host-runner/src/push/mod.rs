@@ -3,14 +3,17 @@
 //! are read by the table's cursor as always, so a lost, repeated or forged notification can only
 //! change when a sweep runs.
 //!
-//! [`signature`] checks who sent it and when (HMAC-SHA256 over `<timestamp>.<body>`, a replay
-//! window); [`notification`] reads what it names, with the body's size capped; [`wakes`] hands
-//! it to the table's unit, coalesced and rate-limited. Each says why a request is refused as a
+//! [`endpoint`] answers `POST /snow/push/<connector>` and counts each answer; [`signature`]
+//! checks who sent it and when (HMAC-SHA256 over `<timestamp>.<body>`, a replay window);
+//! [`notification`] reads what it names, with the body's size capped; [`wakes`] hands it to the
+//! table's unit (registered while it runs), coalesced and rate-limited; [`listen`] serves the
+//! endpoint on a standalone run's `snow.push.listen`. Each says why a request is refused as a
 //! [`Refusal`]: an HTTP status and a reason for the counter, never the body or the secret.
 //!
-//! Built so far (ADR 0032 is being built): these pieces; not yet the endpoint, the units waiting
-//! on their wake-up, the component's `source-wake` export or the fleet's wake topic.
+//! Not built yet (ADR 0032): a fleet's endpoint on the worker's listener and its wake topic.
 
+pub mod endpoint;
+pub mod listen;
 pub mod notification;
 pub mod signature;
 pub mod wakes;
@@ -28,10 +31,14 @@ pub enum Refusal {
     TooLarge,
     /// Not a notification: not JSON, or no table or stamp (400).
     Malformed,
+    /// No table of the connector runs here (404).
+    UnknownConnector,
     /// A table the connector does not read (404).
     UnknownTable,
     /// More notifications for the table than its rate allows (429).
     RateLimited,
+    /// Not a `POST` (405).
+    WrongMethod,
 }
 
 impl Refusal {
@@ -41,8 +48,9 @@ impl Refusal {
             Self::Unsigned | Self::BadSignature | Self::Stale => 401,
             Self::TooLarge => 413,
             Self::Malformed => 400,
-            Self::UnknownTable => 404,
+            Self::UnknownConnector | Self::UnknownTable => 404,
             Self::RateLimited => 429,
+            Self::WrongMethod => 405,
         }
     }
 
@@ -54,8 +62,10 @@ impl Refusal {
             Self::Stale => "stale",
             Self::TooLarge => "too_large",
             Self::Malformed => "malformed",
+            Self::UnknownConnector => "unknown_connector",
             Self::UnknownTable => "unknown_table",
             Self::RateLimited => "rate_limited",
+            Self::WrongMethod => "method",
         }
     }
 }

@@ -1,8 +1,9 @@
 //! Where accepted notifications go: one [`Wake`] per running table (connector, table), which the
-//! table's unit waits on between sweeps. Waking is idempotent: any number of notifications
-//! before the unit looks leave one wake-up and the latest stamp, so a burst is one sweep; each
-//! table takes at most `max_per_second` notifications a second (a token bucket), the rest are
-//! refused (429), never queued.
+//! table's unit waits on between sweeps, registered while the unit runs ([`Registration`]).
+//! Waking is idempotent: any number of notifications before the unit looks leave one wake-up and
+//! the latest stamp, so a burst is one sweep; each table takes at most
+//! `snow.push.max.per.second` notifications a second (a token bucket), the rest are refused
+//! (429), never queued.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -12,6 +13,7 @@ use snow_core::time::Timestamp;
 use tokio::sync::Notify;
 
 use super::Refusal;
+use crate::config::push::PushSpec;
 
 /// The wake-up of one table's unit.
 #[derive(Debug, Default)]
@@ -57,62 +59,111 @@ struct Bucket {
 /// A running table: `(connector, table)`.
 type TableKey = (String, String);
 
-/// Every running table's wake-up, by connector and table.
+/// A registered table: its wake-up, its rate and its connector's push settings.
 #[derive(Debug)]
+struct Entry {
+    wake: Arc<Wake>,
+    bucket: Bucket,
+    spec: Arc<PushSpec>,
+}
+
+/// Every running table's wake-up, by connector and table (one per process).
+#[derive(Debug, Default)]
 pub struct Wakes {
-    max_per_second: f64,
-    tables: Mutex<HashMap<TableKey, (Arc<Wake>, Bucket)>>,
+    tables: Mutex<HashMap<TableKey, Entry>>,
+}
+
+/// A table's registration, held by its unit: dropping it forgets the table (notifications for
+/// it are refused again), unless a newer unit of the same table registered since.
+#[derive(Debug)]
+pub struct Registration {
+    wakes: Arc<Wakes>,
+    key: TableKey,
+    wake: Arc<Wake>,
+}
+
+impl Registration {
+    /// The table's wake-up.
+    pub fn wake(&self) -> &Arc<Wake> {
+        &self.wake
+    }
+}
+
+impl Drop for Registration {
+    fn drop(&mut self) {
+        let mut tables = self.wakes.tables.lock().unwrap_or_else(|e| e.into_inner());
+        if tables.get(&self.key).is_some_and(|e| Arc::ptr_eq(&e.wake, &self.wake)) {
+            tables.remove(&self.key);
+        }
+    }
 }
 
 impl Wakes {
-    /// No table yet; each will take at most `max_per_second` notifications a second.
-    pub fn new(max_per_second: u32) -> Self {
-        Self { max_per_second: f64::from(max_per_second.max(1)), tables: Mutex::default() }
+    /// Registers `connector`'s `table` with the connector's push settings (its unit opened); the
+    /// table takes at most `spec.max_per_second` notifications a second.
+    pub fn register(self: &Arc<Self>, connector: &str, table: &str, spec: Arc<PushSpec>) -> Registration {
+        let key = (connector.to_string(), table.to_string());
+        let wake = Arc::new(Wake::default());
+        let bucket = Bucket { tokens: f64::from(spec.max_per_second.max(1)), at: Instant::now() };
+        let entry = Entry { wake: wake.clone(), bucket, spec };
+        self.tables.lock().unwrap_or_else(|e| e.into_inner()).insert(key.clone(), entry);
+        Registration { wakes: self.clone(), key, wake }
     }
 
-    /// The wake-up of `connector`'s `table`, made on first use (a unit calls this when it opens).
-    pub fn register(&self, connector: &str, table: &str) -> Arc<Wake> {
-        let mut tables = self.tables.lock().unwrap_or_else(|e| e.into_inner());
-        let entry = tables
-            .entry((connector.to_string(), table.to_string()))
-            .or_insert_with(|| (Arc::new(Wake::default()), Bucket { tokens: self.max_per_second, at: Instant::now() }));
-        entry.0.clone()
+    /// The push settings of `connector`, when one of its tables runs here.
+    pub fn spec(&self, connector: &str) -> Option<Arc<PushSpec>> {
+        let tables = self.tables.lock().unwrap_or_else(|e| e.into_inner());
+        tables.iter().find(|((c, _), _)| c == connector).map(|(_, e)| e.spec.clone())
     }
 
-    /// Forgets `connector`'s `table` (its unit stopped): notifications for it are refused again.
-    pub fn unregister(&self, connector: &str, table: &str) {
-        self.tables.lock().unwrap_or_else(|e| e.into_inner()).remove(&(connector.to_string(), table.to_string()));
+    /// Whether `connector`'s `table` runs here.
+    pub fn knows(&self, connector: &str, table: &str) -> bool {
+        self.tables.lock().unwrap_or_else(|e| e.into_inner()).contains_key(&(connector.to_string(), table.to_string()))
     }
 
     /// Wakes `connector`'s `table` with stamp `ts`, unless the table is not running here
     /// ([`Refusal::UnknownTable`]) or over its rate ([`Refusal::RateLimited`]).
     pub fn wake(&self, connector: &str, table: &str, ts: Timestamp) -> Result<(), Refusal> {
         let mut tables = self.tables.lock().unwrap_or_else(|e| e.into_inner());
-        let (wake, bucket) = tables.get_mut(&(connector.to_string(), table.to_string())).ok_or(Refusal::UnknownTable)?;
+        let entry = tables.get_mut(&(connector.to_string(), table.to_string())).ok_or(Refusal::UnknownTable)?;
+        let rate = f64::from(entry.spec.max_per_second.max(1));
         let now = Instant::now();
-        bucket.tokens = (bucket.tokens + now.duration_since(bucket.at).as_secs_f64() * self.max_per_second).min(self.max_per_second);
+        let bucket = &mut entry.bucket;
+        bucket.tokens = (bucket.tokens + now.duration_since(bucket.at).as_secs_f64() * rate).min(rate);
         bucket.at = now;
         if bucket.tokens < 1.0 {
             return Err(Refusal::RateLimited);
         }
         bucket.tokens -= 1.0;
-        wake.wake(ts);
+        entry.wake.wake(ts);
         Ok(())
     }
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     fn ts(s: i64) -> Timestamp {
         Timestamp(1_700_000_000 + s)
     }
 
+    pub(crate) fn spec(max_per_second: u32) -> Arc<PushSpec> {
+        Arc::new(PushSpec {
+            secret: snow_core::auth::Secret::new("a-long-random-shared-secret"),
+            listen: None,
+            tls: None,
+            max_skew_seconds: 300,
+            max_per_second,
+            min_interval: Duration::ZERO,
+        })
+    }
+
     #[tokio::test]
     async fn a_burst_is_one_wake_up_with_its_latest_stamp() {
-        let wakes = Wakes::new(100);
-        let wake = wakes.register("c", "incident");
+        let wakes = Arc::new(Wakes::default());
+        let registration = wakes.register("c", "incident", spec(100));
+        let wake = registration.wake().clone();
         assert_eq!(wake.wait(Duration::from_millis(10)).await, None, "nothing came");
         for s in [3, 9, 5] {
             wakes.wake("c", "incident", ts(s)).unwrap();
@@ -130,14 +181,26 @@ mod tests {
 
     #[test]
     fn unknown_tables_and_bursts_over_the_rate_are_refused() {
-        let wakes = Wakes::new(5);
+        let wakes = Arc::new(Wakes::default());
         assert_eq!(wakes.wake("c", "incident", ts(1)), Err(Refusal::UnknownTable));
-        wakes.register("c", "incident");
+        let registration = wakes.register("c", "incident", spec(5));
+        assert!(wakes.spec("c").is_some() && wakes.spec("d").is_none() && wakes.knows("c", "incident"));
         let accepted = (0..20).filter(|_| wakes.wake("c", "incident", ts(1)).is_ok()).count();
         assert_eq!(accepted, 5, "a full bucket, then refusals");
         assert_eq!(wakes.wake("c", "incident", ts(1)), Err(Refusal::RateLimited));
         assert_eq!(wakes.wake("c", "problem", ts(1)), Err(Refusal::UnknownTable), "per table");
-        wakes.unregister("c", "incident");
-        assert_eq!(wakes.wake("c", "incident", ts(1)), Err(Refusal::UnknownTable));
+        drop(registration);
+        assert_eq!(wakes.wake("c", "incident", ts(1)), Err(Refusal::UnknownTable), "its unit stopped");
+    }
+
+    #[test]
+    fn an_old_units_registration_does_not_forget_its_successor() {
+        let wakes = Arc::new(Wakes::default());
+        let old = wakes.register("c", "incident", spec(5));
+        let new = wakes.register("c", "incident", spec(5));
+        drop(old);
+        assert!(wakes.knows("c", "incident"), "the new unit's registration stands");
+        wakes.wake("c", "incident", ts(4)).unwrap();
+        assert_eq!(new.wake().take(), Some(ts(4)), "and it is the one woken");
     }
 }

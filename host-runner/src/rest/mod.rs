@@ -56,7 +56,7 @@ pub async fn serve(view: Arc<dyn View>, listen: &Listener, shutdown: Shutdown) -
         None => None,
     };
     let tls = match &listen.tls {
-        Some(files) => Some(tls_acceptor(&files.certificate, &files.key)?),
+        Some(files) => Some(crate::listener::tls_acceptor(&files.certificate, &files.key, "rest.tls")?),
         None => None,
     };
     let handler: crate::listener::Handler = Arc::new(move |request| {
@@ -136,26 +136,6 @@ fn read_users(file: &std::path::Path) -> Result<Users> {
         crate::redact::register(password);
     }
     Ok(Users::new(&users))
-}
-
-/// A TLS acceptor for the PEM certificate chain and key.
-fn tls_acceptor(certificate: &std::path::Path, key: &std::path::Path) -> Result<tokio_rustls::TlsAcceptor> {
-    use rustls::pki_types::pem::PemObject;
-    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
-    let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(certificate)
-        .with_context(|| format!("rest.tls.certificate.file: reading {}", certificate.display()))?
-        .collect::<Result<_, _>>()
-        .with_context(|| format!("rest.tls.certificate.file: {} is not a PEM certificate chain", certificate.display()))?;
-    let key =
-        PrivateKeyDer::from_pem_file(key).with_context(|| format!("rest.tls.key.file: {} is not a PEM private key", key.display()))?;
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let config = rustls::ServerConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .context("TLS protocol versions")?
-        .with_no_client_auth()
-        .with_single_cert(certs, key)
-        .context("rest.tls.certificate.file and rest.tls.key.file do not make a usable pair")?;
-    Ok(tokio_rustls::TlsAcceptor::from(Arc::new(config)))
 }
 
 #[cfg(test)]

@@ -90,6 +90,7 @@ pub fn spawn_unit(
         (true, Some(fence), Some(topic)) => Some(exactly_once::ExactlyOnce { fence: exactly_once::Fence::Slot(fence), offsets: topic }),
         (true, None, Some(topic)) => Some(exactly_once::ExactlyOnce::own(&ctx.spec, &unit.name, topic)),
     };
+    let table = unit.name.clone();
     let runner = unit::UnitRunner {
         ctx: ctx.clone(),
         version: slot.follow(),
@@ -103,7 +104,8 @@ pub fn spawn_unit(
         created: Default::default(),
         converters: crate::convert::source::SourceConverters::new(ctx.spec.convert.clone()),
         exactly_once,
-        wake: None,
+        wake: ctx.spec.push.as_ref().map(|push| ctx.wakes.register(ctx.name(), &table, push.clone())),
+        swept_at: std::time::Instant::now(),
     };
     tokio::spawn(runner.run())
 }

@@ -61,9 +61,12 @@ pub struct UnitRunner {
     pub created: BTreeSet<String>,
     /// Exactly-once mode: where the table's transactions come from (`None`: at-least-once).
     pub exactly_once: Option<ExactlyOnce>,
-    /// Push (ADR 0032): the table's wake-up, when the connector takes notifications; a wake-up
-    /// ends the pause between sweeps early.
-    pub wake: Option<Arc<crate::push::wakes::Wake>>,
+    /// Push (ADR 0032): the table's registration for wake-ups, when the connector takes
+    /// notifications; a wake-up ends the pause between sweeps early. Dropped with the unit.
+    pub wake: Option<crate::push::wakes::Registration>,
+    /// When the latest sweep started (after a pause): a woken sweep starts no sooner than
+    /// `snow.push.min.interval.ms` after it.
+    pub swept_at: Instant,
 }
 
 /// The component's optional `source-wake` export.
@@ -253,12 +256,25 @@ impl UnitRunner {
     /// The pause between sweeps, shorter when the table is woken: `None` when shutdown came, else
     /// the stamp of the wake-up that ended it (one came during the sweep: at once).
     async fn pause(&mut self, pause: Duration) -> Option<Option<snow_core::time::Timestamp>> {
-        let Some(wake) = self.wake.clone() else { return self.shutdown.sleep(pause).await.then_some(None) };
+        let Some(wake) = self.wake.as_ref().map(|r| r.wake().clone()) else {
+            return self.shutdown.sleep(pause).await.then_some(None);
+        };
         let mut shutdown = self.shutdown.clone();
-        tokio::select! {
-            woken = wake.wait(pause) => Some(woken),
-            () = shutdown.wait() => None,
+        let mut woken = tokio::select! {
+            woken = wake.wait(pause) => woken,
+            () = shutdown.wait() => return None,
+        };
+        if woken.is_some() {
+            // A burst is one sweep, at most one per min.interval: what comes meanwhile joins it.
+            let min_interval = self.ctx.spec.push.as_ref().map_or(Duration::ZERO, |p| p.min_interval);
+            let since = self.swept_at.elapsed();
+            if since < min_interval && !self.shutdown.sleep(min_interval - since).await {
+                return None;
+            }
+            woken = woken.max(wake.take());
         }
+        self.swept_at = Instant::now();
+        Some(woken)
     }
 
     /// Tells the component the table was woken at `stamp` (its next sweep may read up to it), when

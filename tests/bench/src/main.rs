@@ -13,7 +13,8 @@
 //! `snow-bench startup` cold and warm starts with the compile cache ([`startup`]); `snow-bench swap`
 //! the pause of a hot-swap per unit ([`swap`]); `snow-bench formats` what each value converter
 //! costs per row ([`formats`]); `snow-bench transforms` what built-in transforms and transform
-//! components cost per record ([`transforms`]). `snow-bench eos` runs only (a) and its
+//! components cost per record ([`transforms`]); `snow-bench push` change → record in Kafka with
+//! push notifications against polling ([`push`]). `snow-bench eos` runs only (a) and its
 //! exactly-once twin (a′) in turns and prints a′/a per round (for tuning; nothing written).
 
 mod bare;
@@ -25,6 +26,7 @@ mod measure;
 mod native;
 mod orchestrate;
 mod paths;
+mod push;
 mod sink;
 mod startup;
 mod swap;
@@ -48,6 +50,7 @@ fn main() -> Result<()> {
         Some("fleet") => fleet::run(),
         Some("formats") => formats::run(),
         Some("transforms") => transforms::run(),
+        Some("push") => push::run(),
         Some(mode @ ("native" | "bare")) => {
             let fake = opt("--fake").unwrap_or_default();
             let bootstrap = opt("--bootstrap").unwrap_or_default();
@@ -65,7 +68,7 @@ fn main() -> Result<()> {
             Ok(())
         }
         _ => bail!(
-            "usage: snow-bench run [--rows N] | eos [--rows N] [--rounds R] | hidden | sink | startup | swap | fleet | formats | transforms | native|bare --fake URL --bootstrap B --topic T --rows N"
+            "usage: snow-bench run [--rows N] | eos [--rows N] [--rounds R] | hidden | sink | startup | swap | fleet | formats | transforms | push | native|bare --fake URL --bootstrap B --topic T --rows N"
         ),
     }
 }

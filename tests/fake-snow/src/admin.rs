@@ -26,6 +26,8 @@
 //! | `POST /__fake/oauth/expire` | | every access token expires now (refresh tokens stay valid) |
 //! | `POST /__fake/oauth/revoke_refresh` | | every refresh token becomes invalid |
 //! | `GET /__fake/oauth/tokens` | | every token issued so far (for leak checks) |
+//! | `POST /__fake/push` | `{"url":..,"secret":..,"delay_ms":n,"loss":0.2,"duplicate":0.1,"tables":[..]}` | run the after-commit business rule ([`crate::push`]): a signed notification posted after each committed write |
+//! | `GET /__fake/push` / `DELETE /__fake/push` | | the rule's counts (`writes`, `lost`, `posted`, `failed`) / switch it off |
 
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -95,6 +97,20 @@ struct User {
     username: String,
     password: String,
     time_zone_offset_seconds: Option<i64>,
+}
+
+#[derive(Deserialize)]
+struct Rule {
+    url: String,
+    secret: String,
+    #[serde(default)]
+    delay_ms: u64,
+    #[serde(default)]
+    loss: f64,
+    #[serde(default)]
+    duplicate: f64,
+    #[serde(default)]
+    tables: Vec<String>,
 }
 
 #[derive(Deserialize)]
@@ -250,6 +266,27 @@ fn try_route(shared: &Shared, method: &str, path: &str, body: &[u8]) -> Result<A
             ok(json!({ "ok": true }))
         }
         ("GET", ["oauth", "tokens"]) => ok(json!({ "issued": shared.credentials.lock().unwrap_or_else(|e| e.into_inner()).issued() })),
+        ("POST", ["push"]) => {
+            let r: Rule = parse(body)?;
+            let rule = crate::push::PushRule {
+                url: r.url,
+                secret: r.secret.into_bytes(),
+                delay_ms: r.delay_ms,
+                loss: r.loss,
+                duplicate: r.duplicate,
+                tables: r.tables,
+            };
+            shared.set_push_rule(Some(rule));
+            ok(json!({ "push": true }))
+        }
+        ("GET", ["push"]) => {
+            let counts = shared.store().pusher().map(|p| p.counts()).unwrap_or_default();
+            ok(json!({ "writes": counts.writes, "lost": counts.lost, "posted": counts.posted, "failed": counts.failed }))
+        }
+        ("DELETE", ["push"]) => {
+            shared.set_push_rule(None);
+            ok(json!({ "push": false }))
+        }
         _ => Answer::json(404, &json!({ "error": format!("no admin endpoint {method} {path}") })),
     })
 }

@@ -445,6 +445,11 @@ impl Store {
         self.pusher = pusher;
     }
 
+    /// The business rule running, if one is set.
+    pub fn pusher(&self) -> Option<&Arc<crate::push::Pusher>> {
+        self.pusher.as_ref()
+    }
+
     /// Tells the business rule, if any, that `table`'s row `sys_id` was written (`row` as it is now).
     fn pushed(&self, table: &str, sys_id: &str, row: &Row) {
         if let Some(pusher) = &self.pusher {
