@@ -201,6 +201,8 @@ mod tests {
             ("component.path", "/no/such/file.wasm".to_string(), "is not a component this worker lets"),
             ("transforms.t.component.path", format!("{}/elsewhere.wasm", dir.display()), "name it by transforms.t.component.ref"),
             ("transforms.t.component.bundle.path", "/etc/passwd".to_string(), "the one stored with it"),
+            ("snow.push.listen", "0.0.0.0:22".to_string(), "may not open a listener"),
+            ("snow.push.tls.key.file", "/etc/ssl/private/worker.key".to_string(), "may not open a listener or name the worker's files"),
         ] {
             let errors = rules.apply(&map(&[(key, &value)])).unwrap_err();
             assert!(errors[0].starts_with(&format!("{key}: ")) && errors[0].contains(expected), "{key}={value}: {errors:?}");

@@ -75,8 +75,17 @@ pub fn check_secrets(properties: &std::collections::BTreeMap<String, String>) ->
 
 /// `host:port` with a plain host name or address and a port number.
 pub(crate) fn is_host_port(text: &str) -> bool {
-    let Some((host, port)) = text.rsplit_once(':') else { return false };
-    !host.is_empty()
-        && host.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_' | '[' | ']' | ':'))
-        && port.parse::<u16>().is_ok_and(|p| p > 0)
+    split_host_port(text).is_some_and(|(_, port)| port > 0)
+}
+
+/// An address to listen on: `host:port`, port 0 meaning any free port.
+pub(crate) fn is_listen_address(text: &str) -> bool {
+    split_host_port(text).is_some()
+}
+
+fn split_host_port(text: &str) -> Option<(&str, u16)> {
+    let (host, port) = text.rsplit_once(':')?;
+    let plain = !host.is_empty() && host.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_' | '[' | ']' | ':'));
+    plain.then_some(())?;
+    Some((host, port.parse::<u16>().ok()?))
 }

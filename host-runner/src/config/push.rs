@@ -82,7 +82,7 @@ pub fn read(entries: &BTreeMap<String, String>, is_sink: bool, errors: &mut Vec<
         }
     };
     let listen = get("snow.push.listen");
-    if let Some(address) = listen.as_ref().filter(|a| !super::is_host_port(a)) {
+    if let Some(address) = listen.as_ref().filter(|a| !super::is_listen_address(a)) {
         errors.push(format!("snow.push.listen: {address:?} is not HOST:PORT (e.g. 0.0.0.0:8443)"));
     }
     let tls = match (get("snow.push.tls.certificate.file"), get("snow.push.tls.key.file")) {
@@ -118,6 +118,7 @@ mod tests {
     #[test]
     fn defaults_and_values() {
         assert!(read_pairs(&[], false).0.is_none(), "no push without its keys");
+        assert!(read_pairs(&[SECRET, ("snow.push.listen", "127.0.0.1:0")], false).1.is_empty(), "port 0: any free port");
         let (spec, errors) = read_pairs(&[SECRET, ("snow.push.listen", "127.0.0.1:9443")], false);
         let spec = spec.unwrap();
         assert!(errors.is_empty(), "{errors:?}");

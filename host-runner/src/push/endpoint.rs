@@ -59,18 +59,25 @@ impl Endpoint {
     /// Answers a request to `connector`'s push path.
     pub async fn answer(&self, connector: &str, request: http::Request<Incoming>) -> Response<Full<Bytes>> {
         let (parts, body) = request.into_parts();
-        let outcome = if parts.method != Method::POST {
+        let read = if parts.method != Method::POST {
             Err(Refusal::WrongMethod)
         } else if content_length(&parts.headers).is_some_and(|n| n > MAX_BODY_BYTES as u64) {
             Err(Refusal::TooLarge)
         } else {
             match tokio::time::timeout(BODY_READ, Limited::new(body, MAX_BODY_BYTES).collect()).await {
-                Ok(Ok(collected)) => {
-                    let header = |name: &str| parts.headers.get(name).and_then(|v| v.to_str().ok());
-                    self.take(connector, header(TIMESTAMP_HEADER), header(SIGNATURE_HEADER), &collected.to_bytes(), unix_now())
-                }
+                Ok(Ok(collected)) => Ok(collected.to_bytes()),
                 Ok(Err(_)) => Err(Refusal::TooLarge),
                 Err(_) => Err(Refusal::Malformed),
+            }
+        };
+        let outcome = match read {
+            Ok(body) => {
+                let header = |name: &str| parts.headers.get(name).and_then(|v| v.to_str().ok());
+                self.take(connector, header(TIMESTAMP_HEADER), header(SIGNATURE_HEADER), &body, unix_now())
+            }
+            Err(refusal) => {
+                self.count(connector, Err(refusal));
+                Err(refusal)
             }
         };
         match outcome {
@@ -86,15 +93,21 @@ impl Endpoint {
     /// (Unix seconds) and wakes the tables it names; counts the outcome.
     pub fn take(&self, connector: &str, timestamp: Option<&str>, signature: Option<&str>, body: &[u8], now: i64) -> Result<Taken, Refusal> {
         let outcome = self.check_and_wake(connector, timestamp, signature, body, now);
-        match &outcome {
-            Ok(_) => self.metrics.counter_add("snow_push_accepted_total", 1, &labels(&[("connector", connector)])),
+        self.count(connector, outcome.as_ref().map(drop).map_err(|r| *r));
+        outcome
+    }
+
+    /// Counts an answer to `connector`'s path (labelled with the name only when one of its tables
+    /// runs here).
+    fn count(&self, connector: &str, outcome: Result<(), Refusal>) {
+        match outcome {
+            Ok(()) => self.metrics.counter_add("snow_push_accepted_total", 1, &labels(&[("connector", connector)])),
             Err(refusal) => {
-                let known = if *refusal == Refusal::UnknownConnector { "" } else { connector };
+                let known = if self.wakes.spec(connector).is_some() { connector } else { "" };
                 self.metrics.counter_add("snow_push_refused_total", 1, &labels(&[("connector", known), ("reason", refusal.reason())]));
                 tracing::debug!(connector = known, reason = refusal.reason(), "a push notification was refused");
             }
         }
-        outcome
     }
 
     fn check_and_wake(

@@ -32,14 +32,15 @@ impl Wake {
         self.notify.notify_one();
     }
 
-    /// Waits up to `timeout` for a wake-up; the stamp it carried, if one came.
+    /// Waits up to `timeout` for a wake-up; the stamp it carried, if one came. A permit left by a
+    /// wake-up whose stamp was already taken does not end the wait.
     pub async fn wait(&self, timeout: Duration) -> Option<Timestamp> {
-        if let Some(ts) = self.take() {
-            return Some(ts);
-        }
-        match tokio::time::timeout(timeout, self.notify.notified()).await {
-            Ok(()) => self.take(),
-            Err(_) => None,
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            if let Some(ts) = self.take() {
+                return Some(ts);
+            }
+            tokio::time::timeout_at(deadline, self.notify.notified()).await.ok()?;
         }
     }
 
@@ -177,6 +178,26 @@ pub(crate) mod tests {
         tokio::task::yield_now().await;
         wakes.wake("c", "incident", ts(12)).unwrap();
         assert_eq!(waiting.await.unwrap(), Some(ts(12)), "a waiting unit wakes at once");
+    }
+
+    #[tokio::test]
+    async fn a_wake_up_already_taken_does_not_end_the_next_wait() {
+        let wakes = Arc::new(Wakes::default());
+        let registration = wakes.register("c", "incident", spec(100));
+        let wake = registration.wake().clone();
+        // Taken between sweeps (the woken sweep's stamp): its permit must not end the next pause.
+        wakes.wake("c", "incident", ts(1)).unwrap();
+        assert_eq!(wake.take(), Some(ts(1)));
+        let waiting = {
+            let wake = wake.clone();
+            tokio::spawn(async move { wake.wait(Duration::from_secs(30)).await })
+        };
+        for _ in 0..10 {
+            tokio::task::yield_now().await;
+        }
+        assert!(!waiting.is_finished(), "the pause goes on: nothing new came");
+        wakes.wake("c", "incident", ts(2)).unwrap();
+        assert_eq!(waiting.await.unwrap(), Some(ts(2)));
     }
 
     #[test]
