@@ -153,9 +153,14 @@ impl Runner {
         &self.runtime
     }
 
-    /// The push endpoint of this process's running tables (a worker serves it on its REST listener).
+    /// The push endpoint of this process's running tables (a standalone run's `snow.push.listen`).
     pub fn push_endpoint(&self) -> crate::push::endpoint::Endpoint {
         crate::push::endpoint::Endpoint::new(self.wakes.clone(), self.metrics.clone())
+    }
+
+    /// The wake-ups of this process's running tables.
+    pub fn wakes(&self) -> &Arc<crate::push::wakes::Wakes> {
+        &self.wakes
     }
 
     /// The process's metrics.

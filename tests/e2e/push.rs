@@ -3,7 +3,9 @@
 //! table's sweep. With a 60 s poll interval every change reaches Kafka long before the next timed
 //! sweep, also when a fifth of the notifications are lost and some come twice; nothing is emitted
 //! twice; forged, stale, oversized or malformed requests are refused with 4xx and counted, and a
-//! flood neither crashes the host nor storms the instance.
+//! flood neither crashes the host nor storms the instance. In a fleet, a worker that does not run
+//! the table takes the notification on its REST listener and the owner is woken through the
+//! fleet's wake topic.
 #![allow(clippy::unwrap_used)] // a panic is how a test fails
 
 mod support;
@@ -225,4 +227,93 @@ fn notifications_bring_changes_long_before_the_poll_and_bad_ones_are_refused() {
         counts.writes,
         tail(&log, 3)
     );
+}
+
+#[test]
+fn in_a_fleet_any_worker_takes_the_notification_and_the_tables_owner_sweeps() {
+    use serde_json::json;
+    use support::fleet::{curl, start_worker, tasks_in, wait_status, worker_properties};
+
+    let fake = FakeSnow::start(FakeOptions { users: vec![(USER.into(), PASSWORD.into())], ..Default::default() }).unwrap();
+    let ids = fake.shared().seed("incident", 100, now_secs() - 600, 100);
+    let dir = work_dir("push-fleet");
+    let group = unique("push-fleet");
+    let env = [("SNOW_PUSH_PASSWORD", PASSWORD), ("SNOW_PUSH_SECRET", SECRET)];
+    let status_listen = [("status.listen", "127.0.0.1:0")];
+    let specs = [worker_properties(&dir, "w1", &group, &status_listen), worker_properties(&dir, "w2", &group, &status_listen)];
+    let mut workers: Vec<Runner> = specs.iter().enumerate().map(|(i, s)| start_worker(&dir, &format!("w{}", i + 1), s, &env)).collect();
+    let status_of: Vec<String> = workers.iter_mut().map(status_address).collect();
+    let (name, topic) = (unique("push-fleet"), unique("push-fleet"));
+    let mut config = support::source_entries(
+        &fake.url(),
+        &name,
+        &topic,
+        &["incident"],
+        &[
+            ("snow.auth.username", USER),
+            ("snow.auth.password", "${env:SNOW_PUSH_PASSWORD}"),
+            ("snow.poll.interval.ms", "60000"),
+            ("snow.push.secret", "${env:SNOW_PUSH_SECRET}"),
+        ],
+    );
+    for key in ["offset.storage.file.filename", "kafka.bootstrap.servers", "component.trusted.keys", "name"] {
+        config.remove(key);
+    }
+    // A connector configuration may not open a listener on the workers.
+    let mut listening = config.clone();
+    listening.insert("snow.push.listen".into(), "0.0.0.0:9999".into());
+    let refused = curl(specs[0].port, "POST", "/connectors", Some(&json!({ "name": name, "config": listening })));
+    assert_eq!(refused.status, 400, "{}", refused.text);
+    assert!(refused.text.contains("snow.push.listen"), "the key is named: {}", refused.text);
+    let created = curl(specs[0].port, "POST", "/connectors", Some(&json!({ "name": name, "config": config })));
+    assert_eq!(created.status, 201, "{}", created.text);
+    let bootstrap = kafka_harness::shared().bootstrap();
+    read_until(bootstrap, &topic, Duration::from_secs(120), |r| r.len() >= 100);
+    let status = wait_status(specs[0].port, &name, Duration::from_secs(60), "running", |s| tasks_in(s, "RUNNING") == 1);
+    let owner = status["tasks"][0]["worker_id"].as_str().unwrap().to_string();
+    let other_index = specs.iter().position(|s| format!("127.0.0.1:{}", s.port) != owner).unwrap();
+    let other = &specs[other_index];
+
+    // The business rule posts to the worker that does not run the table.
+    let pusher = fake
+        .shared()
+        .set_push_rule(Some(PushRule {
+            url: format!("http://127.0.0.1:{}/snow/push/{name}", other.port),
+            secret: SECRET.as_bytes().to_vec(),
+            delay_ms: 0,
+            loss: 0.0,
+            duplicate: 0.0,
+            tables: vec![],
+        }))
+        .unwrap();
+    let mut changed: Vec<((String, String), i64)> = Vec::new();
+    for (i, id) in ids.iter().take(20).enumerate() {
+        let mut changes = serde_json::Map::new();
+        changes.insert("state".into(), serde_json::Value::String(format!("fleet-{i}")));
+        let at = millis_now();
+        fake.shared().update_rows("incident", std::slice::from_ref(id), &changes);
+        changed.push((version_of(&fake, id), at));
+        std::thread::sleep(Duration::from_millis(100)); // the writer's pace, not a synchronisation
+    }
+    let want: BTreeSet<(String, String)> = changed.iter().map(|(v, _)| v.clone()).collect();
+    let records = read_until(bootstrap, &topic, Duration::from_secs(45), |r| {
+        let have: BTreeSet<_> = r.iter().map(|r| r.version()).collect();
+        want.is_subset(&have)
+    });
+    let now = millis_now();
+    for (version, at) in &changed {
+        let record = records.iter().find(|r| r.version() == *version).unwrap();
+        // The topic's timestamps are the producer's here: the record was made this long after the change.
+        let latency = record.timestamp_ms.unwrap_or(now) - at;
+        assert!(latency < 20_000, "{version:?} reached Kafka {latency} ms after its change: not woken through the fleet");
+    }
+    let counts = pusher.counts();
+    assert!(counts.posted >= 20 && counts.failed == 0, "every notification was accepted by the other worker: {counts:?}");
+    let accepted = metric_sum(&status_of[other_index], "snow_push_accepted_total", &[&format!("connector=\"{name}\"")]);
+    assert_eq!(accepted, counts.posted as f64, "the worker that does not run the table took them all");
+    let opened = workers[1 - other_index].log().matches("opened at cursor").count();
+    assert_eq!(opened, 1, "the owner's unit ran throughout: the changes came by its woken sweeps, not by a restart");
+    for worker in workers {
+        worker.stop();
+    }
 }

@@ -1,12 +1,15 @@
 //! The notification endpoint, `POST /snow/push/<connector>`: a request is read (its body capped
 //! at [`MAX_BODY_BYTES`] and [`BODY_READ`]), its signature and timestamp checked with the
-//! connector's secret, what it names read, and the tables it names woken. Every answer is
-//! counted: `snow_push_accepted_total{connector}` or `snow_push_refused_total{connector,reason}`
-//! (`connector` is empty for a name no table runs under here, so made-up names cannot grow the
-//! metrics). A refusal is 4xx with its reason and wakes nothing; the body is never logged.
-//!
-//! Served by a standalone run's `snow.push.listen` ([`super::listen`]).
+//! connector's secret, what it names read, and the tables it names handed to the [`Reception`]:
+//! a standalone run's own units ([`Wakes`]), or a fleet's wake topic
+//! (`crate::worker::push`). Every answer is counted: `snow_push_accepted_total{connector}` or
+//! `snow_push_refused_total{connector,reason}` (`connector` is empty for a name that takes no
+//! notifications here, so made-up names cannot grow the metrics). A refusal is 4xx with its
+//! reason and wakes nothing; the body is never logged.
 
+use std::collections::BTreeSet;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -14,10 +17,12 @@ use bytes::Bytes;
 use http::{Method, Response, StatusCode, header};
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
+use snow_core::time::Timestamp;
 
 use super::Refusal;
 use super::notification::{self, MAX_BODY_BYTES};
 use super::wakes::Wakes;
+use crate::config::push::PushSpec;
 use crate::metrics::{Metrics, labels};
 
 /// The path's prefix; the connector's name follows it.
@@ -31,11 +36,47 @@ pub const TIMESTAMP_HEADER: &str = "x-snow-push-timestamp";
 /// The signature header.
 pub const SIGNATURE_HEADER: &str = "x-snow-push-signature";
 
-/// Takes notifications for every connector whose tables run in this process.
+/// A boxed future of a [`Reception`]'s.
+pub type Pending<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// A connector that takes notifications: its settings and the tables it reads.
 #[derive(Debug, Clone)]
+pub struct Door {
+    /// Its `snow.push.*` settings (the secret among them).
+    pub spec: Arc<PushSpec>,
+    /// The tables it reads.
+    pub tables: BTreeSet<String>,
+}
+
+/// Where notifications go once checked.
+pub trait Reception: Send + Sync {
+    /// The connector's door, when it takes notifications here.
+    fn door<'a>(&'a self, connector: &'a str) -> Pending<'a, Option<Door>>;
+    /// Wakes `connector`'s `table` with `ts` (or has it woken where it runs), unless refused.
+    fn deliver<'a>(&'a self, connector: &'a str, door: &'a Door, table: &'a str, ts: Timestamp) -> Pending<'a, Result<(), Refusal>>;
+}
+
+impl Reception for Wakes {
+    fn door<'a>(&'a self, connector: &'a str) -> Pending<'a, Option<Door>> {
+        Box::pin(async move { self.spec(connector).map(|spec| Door { spec, tables: self.tables_of(connector) }) })
+    }
+
+    fn deliver<'a>(&'a self, connector: &'a str, _door: &'a Door, table: &'a str, ts: Timestamp) -> Pending<'a, Result<(), Refusal>> {
+        Box::pin(async move { self.wake(connector, table, ts) })
+    }
+}
+
+/// Takes notifications for the connectors its [`Reception`] knows.
+#[derive(Clone)]
 pub struct Endpoint {
-    wakes: Arc<Wakes>,
+    reception: Arc<dyn Reception>,
     metrics: Metrics,
+}
+
+impl std::fmt::Debug for Endpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Endpoint").finish_non_exhaustive()
+    }
 }
 
 /// What an accepted notification did.
@@ -46,9 +87,9 @@ pub struct Taken {
 }
 
 impl Endpoint {
-    /// An endpoint waking `wakes`' tables, counting in `metrics`.
-    pub fn new(wakes: Arc<Wakes>, metrics: Metrics) -> Self {
-        Self { wakes, metrics }
+    /// An endpoint handing notifications to `reception`, counting in `metrics`.
+    pub fn new(reception: Arc<dyn Reception>, metrics: Metrics) -> Self {
+        Self { reception, metrics }
     }
 
     /// The connector a request's path names, when it is a push path.
@@ -70,13 +111,12 @@ impl Endpoint {
                 Err(_) => Err(Refusal::Malformed),
             }
         };
+        let header = |name: &str| parts.headers.get(name).and_then(|v| v.to_str().ok());
         let outcome = match read {
-            Ok(body) => {
-                let header = |name: &str| parts.headers.get(name).and_then(|v| v.to_str().ok());
-                self.take(connector, header(TIMESTAMP_HEADER), header(SIGNATURE_HEADER), &body, unix_now())
-            }
+            Ok(body) => self.take(connector, header(TIMESTAMP_HEADER), header(SIGNATURE_HEADER), &body, unix_now()).await,
             Err(refusal) => {
-                self.count(connector, Err(refusal));
+                let door = self.reception.door(connector).await;
+                self.count(connector, door.is_some(), Err(refusal));
                 Err(refusal)
             }
         };
@@ -90,29 +130,41 @@ impl Endpoint {
     }
 
     /// Checks a notification's headers and `body` for `connector` at the host's clock `now`
-    /// (Unix seconds) and wakes the tables it names; counts the outcome.
-    pub fn take(&self, connector: &str, timestamp: Option<&str>, signature: Option<&str>, body: &[u8], now: i64) -> Result<Taken, Refusal> {
-        let outcome = self.check_and_wake(connector, timestamp, signature, body, now);
-        self.count(connector, outcome.as_ref().map(drop).map_err(|r| *r));
+    /// (Unix seconds) and hands the tables it names on; counts the outcome.
+    pub async fn take(
+        &self,
+        connector: &str,
+        timestamp: Option<&str>,
+        signature: Option<&str>,
+        body: &[u8],
+        now: i64,
+    ) -> Result<Taken, Refusal> {
+        let door = self.reception.door(connector).await;
+        let outcome = match &door {
+            Some(door) => self.check_and_deliver(connector, door, timestamp, signature, body, now).await,
+            None => Err(Refusal::UnknownConnector),
+        };
+        self.count(connector, door.is_some(), outcome.as_ref().map(drop).map_err(|r| *r));
         outcome
     }
 
-    /// Counts an answer to `connector`'s path (labelled with the name only when one of its tables
-    /// runs here).
-    fn count(&self, connector: &str, outcome: Result<(), Refusal>) {
+    /// Counts an answer to `connector`'s path (labelled with the name only when it takes
+    /// notifications here).
+    fn count(&self, connector: &str, known: bool, outcome: Result<(), Refusal>) {
         match outcome {
             Ok(()) => self.metrics.counter_add("snow_push_accepted_total", 1, &labels(&[("connector", connector)])),
             Err(refusal) => {
-                let known = if self.wakes.spec(connector).is_some() { connector } else { "" };
-                self.metrics.counter_add("snow_push_refused_total", 1, &labels(&[("connector", known), ("reason", refusal.reason())]));
-                tracing::debug!(connector = known, reason = refusal.reason(), "a push notification was refused");
+                let label = if known { connector } else { "" };
+                self.metrics.counter_add("snow_push_refused_total", 1, &labels(&[("connector", label), ("reason", refusal.reason())]));
+                tracing::debug!(connector = label, reason = refusal.reason(), "a push notification was refused");
             }
         }
     }
 
-    fn check_and_wake(
+    async fn check_and_deliver(
         &self,
         connector: &str,
+        door: &Door,
         timestamp: Option<&str>,
         signature: Option<&str>,
         body: &[u8],
@@ -121,22 +173,21 @@ impl Endpoint {
         if body.len() > MAX_BODY_BYTES {
             return Err(Refusal::TooLarge);
         }
-        let spec = self.wakes.spec(connector).ok_or(Refusal::UnknownConnector)?;
-        super::signature::verify(spec.secret.expose().as_bytes(), timestamp, signature, body, now, spec.max_skew_seconds)?;
+        super::signature::verify(door.spec.secret.expose().as_bytes(), timestamp, signature, body, now, door.spec.max_skew_seconds)?;
         let named = notification::read(body)?;
-        if named.iter().any(|(table, _)| !self.wakes.knows(connector, table)) {
+        if named.iter().any(|(table, _)| !door.tables.contains(table)) {
             return Err(Refusal::UnknownTable);
         }
         let mut woken = Vec::new();
         let mut refused = None;
         for (table, ts) in named {
-            match self.wakes.wake(connector, &table, ts) {
+            match self.reception.deliver(connector, door, &table, ts).await {
                 Ok(()) => woken.push(table),
                 Err(refusal) => refused = Some(refusal),
             }
         }
         match refused {
-            // Every table named was over its rate: nothing was woken.
+            // Every table named was refused (over its rate): nothing was woken.
             Some(refusal) if woken.is_empty() => Err(refusal),
             _ => Ok(Taken { woken }),
         }
@@ -160,8 +211,6 @@ fn json(status: StatusCode, body: serde_json::Value) -> Response<Full<Bytes>> {
 
 #[cfg(test)]
 mod tests {
-    use snow_core::time::Timestamp;
-
     use super::*;
     use crate::push::signature::sign;
 
@@ -180,30 +229,30 @@ mod tests {
         metrics.sum("snow_push_refused_total", &[("connector", connector), ("reason", reason)])
     }
 
-    #[test]
-    fn a_signed_notification_wakes_its_table_and_anything_else_is_refused_and_counted() {
+    #[tokio::test]
+    async fn a_signed_notification_wakes_its_table_and_anything_else_is_refused_and_counted() {
         let (endpoint, wakes, metrics) = endpoint();
         let registration = wakes.register("c", "incident", crate::push::wakes::tests::spec(100));
         let body = br#"{"table":"incident","sys_id":"a1","sys_updated_on":"2026-06-01 10:00:07"}"#;
         let (ts, sig) = signed(body, NOW);
-        let take = |connector: &str, ts: &str, sig: &str, body: &[u8]| endpoint.take(connector, Some(ts), Some(sig), body, NOW);
-        assert_eq!(take("c", &ts, &sig, body), Ok(Taken { woken: vec!["incident".into()] }));
+        let take = async |connector: &str, ts: &str, sig: &str, body: &[u8]| endpoint.take(connector, Some(ts), Some(sig), body, NOW).await;
+        assert_eq!(take("c", &ts, &sig, body).await, Ok(Taken { woken: vec!["incident".into()] }));
         assert_eq!(registration.wake().take(), Some(Timestamp::parse("2026-06-01 10:00:07").unwrap()));
         assert_eq!(metrics.sum("snow_push_accepted_total", &[("connector", "c")]), 1.0);
 
-        assert_eq!(take("c", &ts, "v1=00", body), Err(Refusal::Unsigned), "not a MAC");
-        assert_eq!(take("c", &ts, &signed(b"other", NOW).1, body), Err(Refusal::BadSignature), "forged");
+        assert_eq!(take("c", &ts, "v1=00", body).await, Err(Refusal::Unsigned), "not a MAC");
+        assert_eq!(take("c", &ts, &signed(b"other", NOW).1, body).await, Err(Refusal::BadSignature), "forged");
         let (old_ts, old_sig) = signed(body, NOW - 301);
-        assert_eq!(take("c", &old_ts, &old_sig, body), Err(Refusal::Stale), "replayed");
-        assert_eq!(take("nobody", &ts, &sig, body), Err(Refusal::UnknownConnector));
+        assert_eq!(take("c", &old_ts, &old_sig, body).await, Err(Refusal::Stale), "replayed");
+        assert_eq!(take("nobody", &ts, &sig, body).await, Err(Refusal::UnknownConnector));
         let other = br#"{"table":"problem","sys_updated_on":"2026-06-01 10:00:07"}"#;
         let (ots, osig) = signed(other, NOW);
-        assert_eq!(take("c", &ots, &osig, other), Err(Refusal::UnknownTable));
+        assert_eq!(take("c", &ots, &osig, other).await, Err(Refusal::UnknownTable));
         let junk = b"table=incident";
         let (jts, jsig) = signed(junk, NOW);
-        assert_eq!(take("c", &jts, &jsig, junk), Err(Refusal::Malformed));
+        assert_eq!(take("c", &jts, &jsig, junk).await, Err(Refusal::Malformed));
         let huge = vec![b' '; MAX_BODY_BYTES + 1];
-        assert_eq!(take("c", &ts, &sig, &huge), Err(Refusal::TooLarge));
+        assert_eq!(take("c", &ts, &sig, &huge).await, Err(Refusal::TooLarge));
         assert_eq!(registration.wake().take(), None, "no refusal woke anything");
         for (reason, count) in
             [("unsigned", 1.0), ("bad_signature", 1.0), ("stale", 1.0), ("unknown_table", 1.0), ("malformed", 1.0), ("too_large", 1.0)]
@@ -214,13 +263,16 @@ mod tests {
         assert_eq!(metrics.sum("snow_push_refused_total", &[("connector", "nobody")]), 0.0);
     }
 
-    #[test]
-    fn a_flood_is_refused_past_the_rate_and_leaves_one_wake_up() {
+    #[tokio::test]
+    async fn a_flood_is_refused_past_the_rate_and_leaves_one_wake_up() {
         let (endpoint, wakes, metrics) = endpoint();
         let registration = wakes.register("c", "incident", crate::push::wakes::tests::spec(10));
         let body = br#"{"table":"incident","sys_updated_on":"2026-06-01 10:00:07"}"#;
         let (ts, sig) = signed(body, NOW);
-        let accepted = (0..100).filter(|_| endpoint.take("c", Some(&ts), Some(&sig), body, NOW).is_ok()).count();
+        let mut accepted = 0;
+        for _ in 0..100 {
+            accepted += usize::from(endpoint.take("c", Some(&ts), Some(&sig), body, NOW).await.is_ok());
+        }
         assert!((10..=11).contains(&accepted), "the bucket's ten, perhaps one refilled: {accepted}");
         assert_eq!(refused(&metrics, "c", "rate_limited"), (100 - accepted) as f64);
         assert!(registration.wake().take().is_some());

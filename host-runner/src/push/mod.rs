@@ -7,14 +7,15 @@
 //! checks who sent it and when (HMAC-SHA256 over `<timestamp>.<body>`, a replay window);
 //! [`notification`] reads what it names, with the body's size capped; [`wakes`] hands it to the
 //! table's unit (registered while it runs), coalesced and rate-limited; [`listen`] serves the
-//! endpoint on a standalone run's `snow.push.listen`. Each says why a request is refused as a
-//! [`Refusal`]: an HTTP status and a reason for the counter, never the body or the secret.
-//!
-//! Not built yet (ADR 0032): a fleet's endpoint on the worker's listener and its wake topic.
+//! endpoint on a standalone run's `snow.push.listen` (a fleet serves it on the worker's REST
+//! listener and wakes the owner through its wake topic: `crate::worker::push`); [`rate`] is the
+//! per-table token bucket. Each says why a request is refused as a [`Refusal`]: an HTTP status and
+//! a reason for the counter, never the body or the secret.
 
 pub mod endpoint;
 pub mod listen;
 pub mod notification;
+pub mod rate;
 pub mod signature;
 pub mod wakes;
 
@@ -39,6 +40,8 @@ pub enum Refusal {
     RateLimited,
     /// Not a `POST` (405).
     WrongMethod,
+    /// The wake-up could not be handed on (a fleet's wake topic is out of reach: 503).
+    Unavailable,
 }
 
 impl Refusal {
@@ -51,6 +54,7 @@ impl Refusal {
             Self::UnknownConnector | Self::UnknownTable => 404,
             Self::RateLimited => 429,
             Self::WrongMethod => 405,
+            Self::Unavailable => 503,
         }
     }
 
@@ -66,6 +70,7 @@ impl Refusal {
             Self::UnknownTable => "unknown_table",
             Self::RateLimited => "rate_limited",
             Self::WrongMethod => "method",
+            Self::Unavailable => "unavailable",
         }
     }
 }

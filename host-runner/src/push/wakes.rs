@@ -7,12 +7,13 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use snow_core::time::Timestamp;
 use tokio::sync::Notify;
 
 use super::Refusal;
+use super::rate::Bucket;
 use crate::config::push::PushSpec;
 
 /// The wake-up of one table's unit.
@@ -48,13 +49,6 @@ impl Wake {
     pub fn take(&self) -> Option<Timestamp> {
         self.pending.lock().unwrap_or_else(|e| e.into_inner()).take()
     }
-}
-
-/// A table's share of the notification rate.
-#[derive(Debug)]
-struct Bucket {
-    tokens: f64,
-    at: Instant,
 }
 
 /// A running table: `(connector, table)`.
@@ -105,7 +99,7 @@ impl Wakes {
     pub fn register(self: &Arc<Self>, connector: &str, table: &str, spec: Arc<PushSpec>) -> Registration {
         let key = (connector.to_string(), table.to_string());
         let wake = Arc::new(Wake::default());
-        let bucket = Bucket { tokens: f64::from(spec.max_per_second.max(1)), at: Instant::now() };
+        let bucket = Bucket::full(spec.max_per_second);
         let entry = Entry { wake: wake.clone(), bucket, spec };
         self.tables.lock().unwrap_or_else(|e| e.into_inner()).insert(key.clone(), entry);
         Registration { wakes: self.clone(), key, wake }
@@ -115,6 +109,21 @@ impl Wakes {
     pub fn spec(&self, connector: &str) -> Option<Arc<PushSpec>> {
         let tables = self.tables.lock().unwrap_or_else(|e| e.into_inner());
         tables.iter().find(|((c, _), _)| c == connector).map(|(_, e)| e.spec.clone())
+    }
+
+    /// The tables of `connector` that run here.
+    pub fn tables_of(&self, connector: &str) -> std::collections::BTreeSet<String> {
+        let tables = self.tables.lock().unwrap_or_else(|e| e.into_inner());
+        tables.keys().filter(|(c, _)| c == connector).map(|(_, t)| t.clone()).collect()
+    }
+
+    /// Wakes `connector`'s `table` with `ts` if it runs here, whatever its rate (a wake-up another
+    /// worker accepted, [`crate::worker::push`]): whether it runs here.
+    pub fn wake_running(&self, connector: &str, table: &str, ts: Timestamp) -> bool {
+        let tables = self.tables.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(entry) = tables.get(&(connector.to_string(), table.to_string())) else { return false };
+        entry.wake.wake(ts);
+        true
     }
 
     /// Whether `connector`'s `table` runs here.
@@ -127,15 +136,9 @@ impl Wakes {
     pub fn wake(&self, connector: &str, table: &str, ts: Timestamp) -> Result<(), Refusal> {
         let mut tables = self.tables.lock().unwrap_or_else(|e| e.into_inner());
         let entry = tables.get_mut(&(connector.to_string(), table.to_string())).ok_or(Refusal::UnknownTable)?;
-        let rate = f64::from(entry.spec.max_per_second.max(1));
-        let now = Instant::now();
-        let bucket = &mut entry.bucket;
-        bucket.tokens = (bucket.tokens + now.duration_since(bucket.at).as_secs_f64() * rate).min(rate);
-        bucket.at = now;
-        if bucket.tokens < 1.0 {
+        if !entry.bucket.allow(entry.spec.max_per_second) {
             return Err(Refusal::RateLimited);
         }
-        bucket.tokens -= 1.0;
         entry.wake.wake(ts);
         Ok(())
     }

@@ -3,8 +3,9 @@
 //! apply ([`api`]), configuration checks in Connect's `ConfigInfos` shape ([`validate`]). Writes
 //! go to the fleet's topics, so a request to any worker acts on the whole fleet.
 //!
-//! The listener can require HTTP Basic (`rest.basic.auth.file`, a properties file of
-//! `user=password`, read at start) and speak TLS (`listeners=https://…` with
+//! A fleet's listener also takes push notifications at `/snow/push/<connector>` ([`crate::push`]:
+//! signed with the connector's secret, so outside the API's users). The listener can require HTTP
+//! Basic (`rest.basic.auth.file`, a properties file of `user=password`, read at start) and speak TLS (`listeners=https://…` with
 //! `rest.tls.certificate.file` and `rest.tls.key.file`, PEM). Answers never hold a secret's
 //! value: configurations keep secrets as provider references, and every message is redacted.
 
@@ -69,6 +70,16 @@ pub async fn serve(view: Arc<dyn View>, listen: &Listener, shutdown: Shutdown) -
 
 /// A request, authenticated, read and answered.
 async fn handle(view: &dyn View, users: Option<&Users>, request: http::Request<Incoming>) -> Response<Full<Bytes>> {
+    // A push notification authenticates itself (its HMAC), not with the API's users.
+    if let Some(connector) = crate::push::endpoint::Endpoint::connector_of(request.uri().path()).map(str::to_string) {
+        return match view.push_endpoint() {
+            Some(endpoint) => endpoint.answer(&connector, request).await,
+            None => api::error(
+                StatusCode::NOT_FOUND,
+                "This listener takes no push notifications (a standalone run takes them on snow.push.listen)",
+            ),
+        };
+    }
     if let Some(users) = users
         && !users.authorised(request.headers().get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()))
     {

@@ -45,6 +45,11 @@ pub trait View: Send + Sync {
     fn cluster_id(&self) -> Option<String> {
         None
     }
+    /// The push endpoint this listener serves at `/snow/push/<connector>` (a fleet's; a standalone
+    /// run takes notifications on `snow.push.listen` instead).
+    fn push_endpoint(&self) -> Option<&crate::push::endpoint::Endpoint> {
+        None
+    }
     /// The spec `properties` of connector `name` would run with here.
     fn spec<'a>(&'a self, name: &'a str, properties: &'a BTreeMap<String, String>) -> Pending<'a, Result<ConnectorSpec>>;
 }

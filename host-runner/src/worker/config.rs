@@ -31,6 +31,8 @@ pub struct WorkerConfig {
     pub slots: TopicSpec,
     /// `component.storage.topic`: components pushed to the fleet, by digest.
     pub components: TopicSpec,
+    /// `push.storage.topic`: push notifications' wake-ups, for the table's owner (ADR 0032).
+    pub push: TopicSpec,
     /// `session.timeout.ms`: how long a silent worker keeps its slots.
     pub session_timeout: Duration,
     /// `heartbeat.interval.ms`.
@@ -64,6 +66,8 @@ pub struct WorkerConfig {
 const KEYS: &[&str] = &[
     "component.storage.topic",
     "component.storage.replication.factor",
+    "push.storage.topic",
+    "push.storage.replication.factor",
     "group.id",
     "bootstrap.servers",
     "config.storage.topic",
@@ -166,6 +170,7 @@ impl WorkerConfig {
         );
         let components =
             topic("component.storage.topic", "components", 1, replication("component.storage.replication.factor", &mut errors));
+        let push = topic("push.storage.topic", "push", 1, replication("push.storage.replication.factor", &mut errors));
         let session_timeout = Duration::from_millis(number("session.timeout.ms", 10_000, 1_000, 3_600_000, &mut errors) as u64);
         let heartbeat_interval = Duration::from_millis(number("heartbeat.interval.ms", 3_000, 100, 600_000, &mut errors) as u64);
         if heartbeat_interval >= session_timeout {
@@ -276,6 +281,7 @@ impl WorkerConfig {
             status,
             slots,
             components,
+            push,
             session_timeout,
             heartbeat_interval,
             listen,

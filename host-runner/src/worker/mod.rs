@@ -16,6 +16,7 @@ pub mod config;
 pub mod configs;
 pub mod connectors;
 pub mod fence;
+pub mod push;
 pub mod slots;
 pub mod status_log;
 pub mod view;
@@ -60,6 +61,10 @@ pub struct Fleet {
     pub resolved: std::path::PathBuf,
     /// The Kafka cluster's id (`GET /`).
     pub cluster_id: Option<String>,
+    /// Push notifications' wake topic, doors and rates.
+    pub push: push::FleetPush,
+    /// The push endpoint on the REST listener (set once the fleet is shared).
+    pub push_endpoint: std::sync::OnceLock<crate::push::endpoint::Endpoint>,
 }
 
 /// A slot held here, once fenced.
@@ -92,7 +97,7 @@ pub async fn run(config: WorkerConfig, compile_cache: Option<&Path>, shutdown: S
     let clients = config.clients();
     crate::kafka::preflight::wait_until_answered(&clients.bootstrap, &clients.common, &shutdown).await?;
     let Some(state) = open_state(&config, &shutdown).await? else { return Ok(()) };
-    let State { configs, status, offsets, components: component_topic } = state;
+    let State { configs, status, offsets, components: component_topic, push: push_topic } = state;
     let cluster_id = {
         let topic = configs.clone();
         tokio::task::spawn_blocking(move || topic.cluster_id()).await.ok().flatten()
@@ -114,7 +119,12 @@ pub async fn run(config: WorkerConfig, compile_cache: Option<&Path>, shutdown: S
         cluster_id,
         runner: runner.clone(),
         config,
+        push: push::FleetPush::new(push_topic),
+        push_endpoint: std::sync::OnceLock::new(),
     });
+    let reception = Arc::new(push::FleetReception(Arc::downgrade(&fleet)));
+    let _ = fleet.push_endpoint.set(crate::push::endpoint::Endpoint::new(reception, runner.metrics().clone()));
+    fleet.push.follow(runner.wakes().clone(), shutdown.clone());
     tracing::info!(
         group = fleet.config.group,
         worker = fleet.config.worker_id,
@@ -201,6 +211,7 @@ struct State {
     status: Arc<StateTopic>,
     offsets: Arc<StateTopic>,
     components: Arc<StateTopic>,
+    push: Arc<StateTopic>,
 }
 
 /// Opens the state topics (creating the missing ones, and the slots topic) and reads them to their
@@ -217,8 +228,9 @@ async fn open_state(config: &WorkerConfig, shutdown: &Shutdown) -> Result<Option
             let status = Arc::new(StateTopic::open(&clients, config.status.clone(), false).await?);
             let offsets = Arc::new(StateTopic::open(&clients, config.offsets.clone(), true).await?);
             let components = Arc::new(StateTopic::open(&clients, config.components.clone(), false).await?);
+            let push = Arc::new(StateTopic::open(&clients, config.push.clone(), false).await?);
             crate::state::topic::ensure(&clients, &config.slots).await?;
-            anyhow::Ok(State { configs, status, offsets, components })
+            anyhow::Ok(State { configs, status, offsets, components, push })
         };
         let mut stop = shutdown.clone();
         let result = tokio::select! {

@@ -52,6 +52,10 @@ impl View for Fleet {
         &self.runner
     }
 
+    fn push_endpoint(&self) -> Option<&crate::push::endpoint::Endpoint> {
+        self.push_endpoint.get()
+    }
+
     fn spec<'a>(&'a self, name: &'a str, properties: &'a BTreeMap<String, String>) -> Pending<'a, Result<ConnectorSpec>> {
         Box::pin(crate::worker::connectors::fleet_spec(self, name, properties))
     }
