@@ -265,6 +265,13 @@ fn in_a_fleet_any_worker_takes_the_notification_and_the_tables_owner_sweeps() {
     let refused = curl(specs[0].port, "POST", "/connectors", Some(&json!({ "name": name, "config": listening })));
     assert_eq!(refused.status, 400, "{}", refused.text);
     assert!(refused.text.contains("snow.push.listen"), "the key is named: {}", refused.text);
+    // Nor store the shared secret itself in the fleet's configuration topic.
+    let mut literal = config.clone();
+    literal.insert("snow.push.secret".into(), SECRET.into());
+    let refused = curl(specs[0].port, "POST", "/connectors", Some(&json!({ "name": name, "config": literal })));
+    assert_eq!(refused.status, 400, "{}", refused.text);
+    assert!(refused.text.contains("snow.push.secret must be given as a provider reference"), "{}", refused.text);
+    assert!(!refused.text.contains(SECRET), "the secret is not echoed: {}", refused.text);
     let created = curl(specs[0].port, "POST", "/connectors", Some(&json!({ "name": name, "config": config })));
     assert_eq!(created.status, 201, "{}", created.text);
     let bootstrap = kafka_harness::shared().bootstrap();

@@ -51,7 +51,7 @@ pub fn is_provider_reference(value: &str) -> bool {
 
 /// Whether connector key `key` holds a secret: never shown, and a provider reference in a fleet.
 pub fn is_secret_key(key: &str) -> bool {
-    matches!(key, "snow.auth.password" | "snow.auth.client.secret")
+    matches!(key, "snow.auth.password" | "snow.auth.client.secret" | "snow.push.secret")
         || key.strip_prefix("kafka.").is_some_and(crate::kafka::security::is_secret_key)
 }
 
