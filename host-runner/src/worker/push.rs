@@ -41,6 +41,9 @@ pub struct FleetPush {
     topic: Arc<StateTopic>,
     doors: Mutex<HashMap<String, Cached>>,
     rates: Mutex<HashMap<(String, String), Bucket>>,
+    /// Each record of the topic as this worker last saw it (or wrote it: a wake-up this worker
+    /// delivered itself is not delivered again when its record comes back).
+    seen: Arc<Mutex<HashMap<Vec<u8>, Vec<u8>>>>,
 }
 
 /// The fleet's reception: checks against its configuration, delivers through its wake topic.
@@ -50,15 +53,15 @@ pub struct FleetReception(pub std::sync::Weak<Fleet>);
 impl FleetPush {
     /// Push over the fleet's wake `topic` (opened with the other state topics).
     pub fn new(topic: Arc<StateTopic>) -> Self {
-        Self { topic, doors: Mutex::default(), rates: Mutex::default() }
+        let seen = Arc::new(Mutex::new(topic.entries().into_iter().collect()));
+        Self { topic, doors: Mutex::default(), rates: Mutex::default(), seen }
     }
 
     /// Follows the wake topic until `shutdown`, waking the tables that run here whose record
     /// changed after this worker started reading it.
     pub fn follow(&self, wakes: Arc<crate::push::wakes::Wakes>, mut shutdown: Shutdown) {
-        let topic = self.topic.clone();
+        let (topic, seen) = (self.topic.clone(), self.seen.clone());
         tokio::spawn(async move {
-            let mut seen: HashMap<Vec<u8>, Vec<u8>> = topic.entries().into_iter().collect();
             let mut changes = topic.changes();
             loop {
                 tokio::select! {
@@ -66,10 +69,9 @@ impl FleetPush {
                     () = shutdown.wait() => break,
                 }
                 for (key, value) in topic.entries() {
-                    if seen.get(&key) == Some(&value) {
+                    if seen.lock().unwrap_or_else(|e| e.into_inner()).insert(key.clone(), value.clone()).as_ref() == Some(&value) {
                         continue;
                     }
-                    seen.insert(key.clone(), value.clone());
                     let (Ok((connector, table)), Ok(record)) =
                         (serde_json::from_slice::<(String, String)>(&key), serde_json::from_slice::<WakeRecord>(&value))
                     else {
@@ -104,9 +106,10 @@ impl Reception for FleetReception {
                         .map(|t| t.split(',').map(|t| t.trim().to_string()).collect())
                         .unwrap_or_default(),
                 }),
+                // Not cached: what failed (a component not fetched yet) may pass next time.
                 Err(e) => {
                     tracing::debug!(connector, "no push door: {e:#}");
-                    None
+                    return None;
                 }
             };
             push.doors.lock().unwrap_or_else(|e| e.into_inner()).insert(connector.to_string(), (properties, door.clone()));
@@ -130,6 +133,7 @@ impl Reception for FleetReception {
             let key = serde_json::to_vec(&(connector, table)).unwrap_or_default();
             let record = WakeRecord { stamp: ts.to_string(), worker: fleet.config.worker_id.clone(), at_ms: unix_ms() };
             let value = serde_json::to_vec(&record).unwrap_or_default();
+            fleet.push.seen.lock().unwrap_or_else(|e| e.into_inner()).insert(key.clone(), value.clone());
             fleet.push.topic.write(&key, Some(&value)).await.map_err(|e| {
                 tracing::warn!(connector, table, "a push wake-up could not be written to the fleet's wake topic: {e:#}");
                 Refusal::Unavailable
