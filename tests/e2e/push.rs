@@ -162,8 +162,11 @@ fn notifications_bring_changes_long_before_the_poll_and_bad_ones_are_refused() {
     // Coalesced: at most one sweep per 500 ms (snow.push.min.interval.ms), far fewer than posts.
     let most = writing.as_millis() as usize / 500 + 2;
     if sweeps > most {
-        for e in fake.journal().entries.iter().filter(|e| e.path == "/api/now/table/incident").skip(10) {
-            eprintln!("{} {:?} {:?}", e.at_ms, e.returned, e.query);
+        // What the sweeps read, to tell a storm's cause on failure: the latest 60 reads.
+        let journal = fake.journal();
+        let reads: Vec<_> = journal.entries.iter().filter(|e| e.path == "/api/now/table/incident").collect();
+        for e in &reads[reads.len().saturating_sub(60)..] {
+            eprintln!("{} ms: {:?} rows for {:?}", e.at_ms, e.returned, e.query);
         }
     }
     assert!(sweeps <= most && sweeps < counts.posted as usize, "{sweeps} sweeps for {} posts in {writing:?}", counts.posted);

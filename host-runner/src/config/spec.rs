@@ -485,11 +485,17 @@ mod tests {
             ("snow.auth.username", "u"),
             ("snow.auth.password", "hunter2"),
             ("snow.tables", "incident"),
+            ("snow.push.secret", "a-long-random-push-secret"),
+            ("snow.push.min.interval.ms", "100"),
         ]))
         .unwrap();
         assert_eq!(spec.guest_config.keys().collect::<Vec<_>>(), ["component.memory.max.bytes", "snow.instance.url", "snow.tables"]);
         assert_eq!(spec.kafka.producer.get("linger.ms").map(String::as_str), Some("20"));
         assert!(!format!("{spec:?}").contains("hunter2"));
+        assert!(!format!("{spec:?}").contains("a-long-random-push-secret"), "the push secret neither");
+        assert_eq!(spec.push.as_ref().map(|p| p.min_interval), Some(Duration::from_millis(100)));
+        let refused = crate::push::listen::check_standalone(std::slice::from_ref(&spec)).unwrap_err().to_string();
+        assert!(refused.contains("snow.push.listen: is required with snow.push.secret in a standalone run"), "{refused}");
     }
 
     #[test]
