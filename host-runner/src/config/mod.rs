@@ -89,3 +89,23 @@ fn split_host_port(text: &str) -> Option<(&str, u16)> {
     plain.then_some(())?;
     Some((host, port.parse::<u16>().ok()?))
 }
+
+/// The whole number `entries` give `key` (trimmed), `default` when absent or empty; a value that is
+/// not a whole number within `min..=max` is pushed to `errors` naming the key, and `default` used.
+pub(crate) fn whole_number(
+    entries: &std::collections::BTreeMap<String, String>,
+    key: &str,
+    default: u64,
+    min: u64,
+    max: u64,
+    errors: &mut Vec<String>,
+) -> u64 {
+    match entries.get(key).map(|v| v.trim()).filter(|v| !v.is_empty()).map(str::parse::<u64>) {
+        None => default,
+        Some(Ok(v)) if (min..=max).contains(&v) => v,
+        Some(_) => {
+            errors.push(format!("{key}: must be a whole number between {min} and {max}"));
+            default
+        }
+    }
+}

@@ -71,16 +71,8 @@ pub fn read(entries: &BTreeMap<String, String>, is_sink: bool, errors: &mut Vec<
     if secret.len() < 16 {
         errors.push("snow.push.secret: must be at least 16 characters (a random value shared with the business rule)".into());
     }
-    let number = |k: &str, default: u64, min: u64, max: u64, errors: &mut Vec<String>| -> u64 {
-        match get(k).map(|v| v.parse::<u64>()) {
-            None => default,
-            Some(Ok(v)) if (min..=max).contains(&v) => v,
-            Some(_) => {
-                errors.push(format!("{k}: must be a whole number between {min} and {max}"));
-                default
-            }
-        }
-    };
+    let number =
+        |k: &str, default: u64, min: u64, max: u64, errors: &mut Vec<String>| super::whole_number(entries, k, default, min, max, errors);
     let listen = get("snow.push.listen");
     if let Some(address) = listen.as_ref().filter(|a| !super::is_listen_address(a)) {
         errors.push(format!("snow.push.listen: {address:?} is not HOST:PORT (e.g. 0.0.0.0:8443)"));

@@ -203,15 +203,8 @@ impl ConnectorSpec {
         let bootstrap_servers =
             require("kafka.bootstrap.servers", "the Kafka brokers, e.g. 127.0.0.1:9092", &mut errors).unwrap_or_default();
         let url = require(INSTANCE_URL_KEY, "the instance URL, e.g. https://acme.service-now.com", &mut errors).unwrap_or_default();
-        let number = |k: &str, default: u64, min: u64, max: u64, errors: &mut Vec<String>| -> u64 {
-            match get(k).map(|v| v.parse::<u64>()) {
-                None => default,
-                Some(Ok(v)) if (min..=max).contains(&v) => v,
-                Some(_) => {
-                    errors.push(format!("{k}: must be a whole number between {min} and {max}"));
-                    default
-                }
-            }
+        let number = |k: &str, default: u64, min: u64, max: u64, errors: &mut Vec<String>| {
+            super::whole_number(&entries, k, default, min, max, errors)
         };
         let bad_server = bootstrap_servers.split(',').map(str::trim).find(|s| !super::is_host_port(s));
         if let Some(bad) = bad_server.filter(|_| !bootstrap_servers.is_empty()) {
