@@ -16,6 +16,8 @@ use support::{Runner, connector_file, now_secs, tail, unique, wait_until, work_d
 
 const USER: &str = "eos-user";
 const PASSWORD: &str = "Eos-Secret-Pw-7";
+/// A worker whose source connectors may run exactly once (Connect's worker key; disabled by default).
+const EOS_WORKER: (&str, &str) = ("exactly.once.source.support", "enabled");
 
 fn fake(frozen_at: Option<i64>) -> FakeSnow {
     FakeSnow::start(FakeOptions { users: vec![(USER.into(), PASSWORD.into())], frozen_at, ..Default::default() }).unwrap()
@@ -260,7 +262,7 @@ fn a_worker_paused_past_its_session_is_fenced_when_it_resumes_and_adds_no_duplic
     fake.add_fault(Fault::always(FaultAction::Latency { ms: 150 }).on_method("GET").on_path("/api/now/table/incident"));
     let dir = work_dir("eos-zombie");
     let group = unique("eos-zombie");
-    let specs: Vec<_> = (0..2).map(|i| worker_properties(&dir, &format!("w{i}"), &group, &[])).collect();
+    let specs: Vec<_> = (0..2).map(|i| worker_properties(&dir, &format!("w{i}"), &group, &[EOS_WORKER])).collect();
     let env = [("SNOW_EOS_PASSWORD", PASSWORD)];
     let mut workers: Vec<Runner> = specs.iter().enumerate().map(|(i, s)| start_worker(&dir, &format!("w{i}"), s, &env)).collect();
     let (name, topic) = (unique("eoszombie"), unique("eoszombie"));
@@ -324,7 +326,7 @@ fn a_fleet_of_three_killed_ten_times_with_a_transaction_open_has_every_version_t
     fake.add_fault(Fault::always(FaultAction::Latency { ms: 60 }).on_method("GET").on_path("/api/now/table/incident"));
     let dir = work_dir("eos-fleet-chaos");
     let group = unique("eos-fleet-chaos");
-    let specs: Vec<_> = (0..3).map(|i| worker_properties(&dir, &format!("w{i}"), &group, &[])).collect();
+    let specs: Vec<_> = (0..3).map(|i| worker_properties(&dir, &format!("w{i}"), &group, &[EOS_WORKER])).collect();
     let env = [("SNOW_EOS_PASSWORD", PASSWORD)];
     let mut workers: Vec<Option<Runner>> =
         specs.iter().enumerate().map(|(i, s)| Some(start_worker(&dir, &format!("w{i}-0"), s, &env))).collect();

@@ -193,6 +193,20 @@ fn a_wrong_key_is_refused_in_connects_error_shape_by_validate_and_create() {
     );
     assert_eq!(curl(spec.port, "GET", "/connectors", None).body, json!([]), "nothing was stored");
 
+    // Connect's worker key: without exactly.once.source.support=enabled, required is refused
+    // (attached to the connector's key), requested is accepted (and runs at least once).
+    let mut eos = source_config(&fake, &name, "t", &["incident"]);
+    eos["exactly.once.support"] = json!("required");
+    let answer = curl(spec.port, "PUT", "/connector-plugins/io.snowconnect.ServiceNowSourceConnector/config/validate", Some(&eos));
+    assert!(
+        errors_in(&answer, "exactly.once.support").iter().any(|e| e.contains("exactly.once.source.support is disabled")),
+        "{}",
+        answer.text
+    );
+    eos["exactly.once.support"] = json!("requested");
+    let answer = curl(spec.port, "PUT", "/connector-plugins/io.snowconnect.ServiceNowSourceConnector/config/validate", Some(&eos));
+    assert!(errors_in(&answer, "exactly.once.support").is_empty(), "{}", answer.text);
+
     let mut literal = source_config(&fake, &name, "t", &["incident"]);
     literal["snow.auth.password"] = json!(PASSWORD);
     let refused = curl(spec.port, "POST", "/connectors", Some(&json!({ "name": name, "config": literal })));

@@ -60,6 +60,23 @@ pub struct WorkerConfig {
     pub plugin_path: Vec<PathBuf>,
     /// `config.providers.*`: where a connector's references may resolve.
     pub providers: crate::config::providers::ProviderPolicy,
+    /// `exactly.once.source.support` (Kafka Connect's worker key, KIP-618): whether the fleet's
+    /// source connectors may run exactly once.
+    pub exactly_once_source: ExactlyOnceSource,
+}
+
+/// `exactly.once.source.support`, as Connect's distributed worker reads it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ExactlyOnceSource {
+    /// `disabled` (Connect's default): a connector's `exactly.once.support=required` is refused,
+    /// `requested` runs at least once with a warning.
+    #[default]
+    Disabled,
+    /// `preparing`: the step of a rolling upgrade before `enabled`; connectors as with `disabled`
+    /// (every work slot is fenced by its transactional writer whatever the setting).
+    Preparing,
+    /// `enabled`: a connector's `exactly.once.support` is honoured.
+    Enabled,
 }
 
 /// Every key this file reads.
@@ -99,6 +116,7 @@ const KEYS: &[&str] = &[
     "config.providers.file.allowed.paths",
     "config.providers.env.allowed.names",
     "config.providers.allowed.keys",
+    "exactly.once.source.support",
 ];
 
 /// Keys passed on to connectors as defaults (besides `bootstrap.servers`).
@@ -213,6 +231,15 @@ impl WorkerConfig {
             get("rest.advertised.host.name").unwrap_or_else(|| host_of(&listen)),
             get("rest.advertised.port").unwrap_or_else(|| port_of(&listen))
         );
+        let exactly_once_source = match get("exactly.once.source.support").as_deref() {
+            None | Some("disabled") => ExactlyOnceSource::Disabled,
+            Some("preparing") => ExactlyOnceSource::Preparing,
+            Some("enabled") => ExactlyOnceSource::Enabled,
+            Some(other) => {
+                errors.push(format!("exactly.once.source.support: must be disabled, preparing or enabled, got {other:?}"));
+                ExactlyOnceSource::Disabled
+            }
+        };
         let basic_auth_file = get("rest.basic.auth.file").map(PathBuf::from);
         if let Some(file) = basic_auth_file.as_ref().filter(|f| !f.is_file()) {
             errors.push(format!("rest.basic.auth.file: {} does not exist", file.display()));
@@ -294,6 +321,7 @@ impl WorkerConfig {
             security,
             plugin_path,
             providers,
+            exactly_once_source,
         })
     }
 
@@ -335,6 +363,14 @@ mod tests {
         );
         assert_eq!((config.configs.partitions, config.offsets.partitions, config.slots.partitions), (1, 25, 32));
         assert_eq!((config.listen.as_str(), config.worker_id.as_str()), ("127.0.0.1:8083", "127.0.0.1:8083"));
+        assert_eq!((config.push.name.as_str(), config.exactly_once_source), ("fleet-push", ExactlyOnceSource::Disabled), "as Connect");
+        let enabled = WorkerConfig::from_entries(&entries(&[
+            ("group.id", "fleet"),
+            ("bootstrap.servers", "127.0.0.1:9092"),
+            ("exactly.once.source.support", "enabled"),
+        ]))
+        .unwrap();
+        assert_eq!(enabled.exactly_once_source, ExactlyOnceSource::Enabled);
         let sessions = WorkerConfig::from_entries(&entries(&[
             ("group.id", "fleet"),
             ("bootstrap.servers", "127.0.0.1:9092"),
@@ -354,6 +390,7 @@ mod tests {
             ("heartbeat.interval.ms", "20000"),
             ("rest.tls.key.file", "k.pem"),
             ("group.idd", "typo"),
+            ("exactly.once.source.support", "yes"),
         ]))
         .unwrap_err()
         .to_string();
@@ -365,6 +402,7 @@ mod tests {
             "heartbeat.interval.ms: ",
             "rest.tls.certificate.file, rest.tls.key.file",
             "group.idd: unknown",
+            "exactly.once.source.support: must be disabled, preparing or enabled",
         ] {
             assert!(err.contains(key), "missing {key:?} in {err}");
         }

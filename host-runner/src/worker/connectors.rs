@@ -128,5 +128,34 @@ pub async fn fleet_spec(fleet: &super::Fleet, name: &str, properties: &BTreeMap<
     let applied = rules.apply(&properties).map_err(|errors| invalid(errors.join("\n  ")))?;
     let mut entries = applied.entries.clone();
     entries.insert("name".into(), name.to_string());
-    ConnectorSpec::from_entries(entries).map_err(|e| anyhow::anyhow!("{}", applied.scrub(&format!("{e:#}"))))
+    let mut spec = ConnectorSpec::from_entries(entries).map_err(|e| anyhow::anyhow!("{}", applied.scrub(&format!("{e:#}"))))?;
+    exactly_once_as_the_worker_allows(&mut spec, fleet.config.exactly_once_source).map_err(invalid)?;
+    Ok(spec)
+}
+
+/// A connector's `exactly.once.support` as the worker's `exactly.once.source.support` allows it,
+/// as Connect's distributed herder does: `required` is refused unless the worker is `enabled`;
+/// `requested` runs at least once there, with a warning.
+fn exactly_once_as_the_worker_allows(spec: &mut ConnectorSpec, worker: super::config::ExactlyOnceSource) -> Result<(), String> {
+    use crate::config::exactly_once::ExactlyOnce;
+    if worker == super::config::ExactlyOnceSource::Enabled {
+        return Ok(());
+    }
+    match spec.exactly_once {
+        ExactlyOnce::Off => Ok(()),
+        ExactlyOnce::Required => Err(format!(
+            "exactly.once.support: required, but this worker's exactly.once.source.support is {}: set it to enabled on \
+             every worker (worker.properties; preparing first on a running fleet), or ask for requested",
+            if worker == super::config::ExactlyOnceSource::Preparing { "preparing" } else { "disabled" }
+        )),
+        ExactlyOnce::Requested => {
+            tracing::warn!(
+                connector = spec.name,
+                "exactly.once.support=requested: this worker's exactly.once.source.support is not enabled, so the connector \
+                 runs at least once"
+            );
+            spec.exactly_once = ExactlyOnce::Off;
+            Ok(())
+        }
+    }
 }
