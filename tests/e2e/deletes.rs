@@ -167,3 +167,32 @@ fn unreadable_or_unaudited_deletes_are_explained_at_start() {
     runner.stop();
     assert!(log.contains("snow.table.incident.deletes"), "the key is named: {}", tail(&log, 10));
 }
+
+#[test]
+fn record_format_deletes_carry_the_last_known_row_marked_deleted() {
+    let fake = fake();
+    let ids = fake.shared().seed("incident", 20, now_secs() - 600, 20);
+    let (name, topic) = (unique("deletesrecord"), unique("deletesrecord"));
+    let dir = work_dir("deletes-record");
+    let file = connector_file(&dir, &name, &config(&fake, &name, &topic, &[("snow.table.incident.deletes.format", "record")]));
+    let runner = Runner::start(&dir, "record", &[&file]);
+    let bootstrap = kafka_harness::shared().bootstrap();
+    read_until(bootstrap, &topic, Duration::from_secs(120), |r| r.len() >= 20);
+    // The last known row: updated, then deleted.
+    let mut changes = serde_json::Map::new();
+    changes.insert("short_description".into(), serde_json::Value::String("updated before the delete".into()));
+    fake.shared().update_rows("incident", &ids[..5], &changes);
+    assert_eq!(fake.shared().delete_rows("incident", &ids[..5]), 5);
+    let records = read_until(bootstrap, &topic, Duration::from_secs(120), |r| r.iter().filter(|r| is_delete(r)).count() >= 5);
+    let log = runner.stop();
+    let deletes: Vec<&Read> = records.iter().filter(|r| is_delete(r)).collect();
+    assert_eq!(deletes.len(), 5, "one delete per deleted row; log:\n{}", tail(&log, 20));
+    for r in deletes {
+        let value = r.json();
+        assert_eq!(value["__deleted"], serde_json::json!(true), "marked deleted: {value}");
+        assert_eq!(value["sys_id"].as_str(), Some(r.key.as_str()), "the key and the row's sys_id agree: {value}");
+        assert!(ids[..5].contains(&r.key), "a deleted row: {}", r.key);
+        assert_eq!(value["short_description"], "updated before the delete", "the row as it was last: {value}");
+        assert_eq!(r.headers.get("snow.deleted.by").map(String::as_str), Some("admin"));
+    }
+}
