@@ -28,6 +28,8 @@ const USER: &str = "snow-secure";
 const PASSWORD: &str = "secure-Snow-Pw-55";
 const CONNECT_PASSWORD: &str = "Connect-Scram-Pw-81";
 const PLAIN_PASSWORD: &str = "Plain-Kafka-Pw-62";
+/// `notxn` (SCRAM) may use topics, groups and the cluster, but no transactional id.
+const NOTXN_PASSWORD: &str = "NoTxn-Scram-Pw-44";
 const OIDC_CLIENT: &str = "snow-connect-oidc";
 const OIDC_SECRET: &str = "Oidc-Client-Secret-93";
 const FLEET_OIDC_CLIENT: &str = "snow-fleet-oidc";
@@ -64,7 +66,11 @@ fn broker() -> &'static SecureBroker {
     static BROKER: OnceLock<SecureBroker> = OnceLock::new();
     BROKER.get_or_init(|| {
         let broker = SecureBroker::start(&Request {
-            scram_users: vec![("connect".into(), CONNECT_PASSWORD.into()), ("stranger".into(), "Stranger-Pw-12".into())],
+            scram_users: vec![
+                ("connect".into(), CONNECT_PASSWORD.into()),
+                ("stranger".into(), "Stranger-Pw-12".into()),
+                ("notxn".into(), NOTXN_PASSWORD.into()),
+            ],
             plain_users: vec![("plainuser".into(), PLAIN_PASSWORD.into())],
             oidc: Some(Oidc { jwks_url: idp().jwks_url(), issuer: idp().issuer(), audience: idp().audience.clone() }),
         })
@@ -88,6 +94,7 @@ fn broker() -> &'static SecureBroker {
                 "--cluster",
             ])
             .unwrap();
+        broker.acl(&["--allow-principal", "User:notxn", "--operation", "All", "--topic", "*", "--group", "*", "--cluster"]).unwrap();
         broker
     })
 }
@@ -416,4 +423,42 @@ fn a_wrong_password_or_a_principal_without_acls_gets_a_clear_error() {
         "{line}\n{}",
         support::tail(&log, 20)
     );
+}
+
+#[test]
+fn a_broker_refusing_transactions_runs_requested_at_least_once_and_parks_required() {
+    let now = now_secs();
+    let fake = fake(now);
+    let ids = fake.shared().seed("incident", 50, now - 3600, 3000);
+    let dir = work_dir("secure-notxn");
+    let connector = |label: &str, support: &str| {
+        let (name, topic) = (unique(label), unique(&format!("{label}-rows")));
+        let mut source = support::source_entries(
+            &fake.url(),
+            &name,
+            &topic,
+            &["incident"],
+            &[("snow.auth.username", USER), ("snow.auth.password", PASSWORD), ("exactly.once.support", support)],
+        );
+        source.remove("offset.storage.file.filename");
+        source.insert("offset.storage.topic".into(), unique(&format!("{label}-offsets")));
+        source.extend(connector_security("SCRAM-SHA-512", "notxn", "KAFKA_NOTXN_PASSWORD"));
+        (support::connector_file(&dir, &name, &source), topic)
+    };
+    let env = [("KAFKA_NOTXN_PASSWORD", NOTXN_PASSWORD)];
+    // requested: the broker denies the principal transactional ids, so the table runs at least once, saying why.
+    let (file, topic) = connector("notxn-requested", "requested");
+    let mut runner = Runner::spawn(&dir, "requested", &[&file], support::DEFAULT_LOG, &env);
+    let log = runner.wait_for_log("exactly.once.support=requested, but Kafka refuses transactions", Duration::from_secs(120));
+    assert!(log.contains("runs at-least-once"), "{}", support::tail(&log, 10));
+    let keys = |r: &[support::kafka::Read]| r.iter().map(|x| x.key.clone()).collect::<BTreeSet<_>>().len();
+    let records = read_until(broker().admin_bootstrap(), &topic, Duration::from_secs(120), |r| keys(r) >= ids.len());
+    assert_eq!(keys(&records), ids.len(), "every row, at least once");
+    runner.stop();
+    // required: the table is parked naming the refusal; nothing is written at least once instead.
+    let (file, _) = connector("notxn-required", "required");
+    let mut runner = Runner::spawn(&dir, "required", &[&file], support::DEFAULT_LOG, &env);
+    let log = runner.wait_for_log("exactly.once.support=required, but Kafka refuses transactions", Duration::from_secs(120));
+    assert!(log.to_lowercase().contains("transactional"), "the denial is named: {}", support::tail(&log, 10));
+    runner.stop();
 }
