@@ -23,10 +23,13 @@
     if (!url) {
         return;
     }
+    // A delete is stamped with the time of the delete (the row's own stamp is its last update):
+    // the connector's sweep of sys_audit_delete may then read up to it at once.
+    var stamp = current.operation() == 'delete' ? new GlideDateTime().getValue() : current.getValue('sys_updated_on');
     var body = JSON.stringify({
         table: current.getTableName(),
         sys_id: current.getUniqueValue(),
-        sys_updated_on: current.getValue('sys_updated_on')
+        sys_updated_on: stamp
     });
     var timestamp = String(Math.floor(new GlideDateTime().getNumericValue() / 1000));
     // HMAC-SHA256 of "<timestamp>.<body>", base64 (the key is given base64-encoded).

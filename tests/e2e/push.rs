@@ -89,6 +89,7 @@ fn notifications_bring_changes_long_before_the_poll_and_bad_ones_are_refused() {
             ("snow.auth.username", USER),
             ("snow.auth.password", PASSWORD),
             ("snow.poll.interval.ms", "60000"),
+            ("snow.table.incident.deletes", "true"),
             ("snow.push.secret", "${env:E2E_PUSH_SECRET}"),
             ("snow.push.listen", "127.0.0.1:0"),
             ("snow.push.max.per.second", "50"),
@@ -130,10 +131,20 @@ fn notifications_bring_changes_long_before_the_poll_and_bad_ones_are_refused() {
     // The last change's notification is not lost, so the test does not rest on chance.
     let last_rule = fake.shared().set_push_rule(Some(rule(0.0))).unwrap();
     change(&ids[150], 150);
+    // Deletes too: the rule's notification carries the time of the delete.
+    let mut deleted: Vec<(String, i64)> = Vec::new();
+    for id in &ids[160..165] {
+        let at = millis_now();
+        assert_eq!(fake.shared().delete_rows("incident", std::slice::from_ref(id)), 1);
+        deleted.push((id.clone(), at));
+        std::thread::sleep(Duration::from_millis(40)); // the writer's pace, not a synchronisation
+    }
+    let is_delete = |r: &support::kafka::Read| r.headers.get("snow.source.operation").map(String::as_str) == Some("DELETE");
     let want: BTreeSet<(String, String)> = changed.iter().map(|(v, _)| v.clone()).collect();
     let records = read_until(bootstrap, &topic, Duration::from_secs(45), |r| {
         let have: BTreeSet<_> = r.iter().map(|r| r.version()).collect();
-        want.is_subset(&have)
+        let gone: BTreeSet<&str> = r.iter().filter(|r| is_delete(r)).map(|r| r.key.as_str()).collect();
+        want.is_subset(&have) && deleted.iter().all(|(id, _)| gone.contains(id.as_str()))
     });
     let writing = started.elapsed();
     let sweeps = sweep_starts(&fake, "incident") - sweeps_before;
@@ -152,6 +163,13 @@ fn notifications_bring_changes_long_before_the_poll_and_bad_ones_are_refused() {
     }
     latencies.sort_unstable();
     let pct = |p: usize| latencies[(latencies.len() * p / 100).min(latencies.len() - 1)];
+    let mut delete_latencies = Vec::new();
+    for (id, at) in &deleted {
+        let tombstone = records.iter().find(|r| is_delete(r) && r.key == *id).unwrap();
+        let latency = tombstone.timestamp_ms.unwrap() - at;
+        assert!(latency < 20_000, "the delete of {id} reached Kafka {latency} ms after it: not through its notification");
+        delete_latencies.push(latency);
+    }
     assert!(counts.lost >= 10 && counts.posted > counts.writes - counts.lost, "notifications were lost and repeated: {counts:?}");
     assert_eq!(counts.failed + last_rule.counts().failed, 0, "every notification posted was accepted");
     // Repeated and reordered notifications emit nothing twice.
@@ -219,7 +237,7 @@ fn notifications_bring_changes_long_before_the_poll_and_bad_ones_are_refused() {
     let log = runner.stop();
     assert!(!log.contains(SECRET), "the secret never reaches the log");
     eprintln!(
-        "push: {} changes, latency p50 {} ms p99 {} ms max {} ms; {} notifications posted ({} lost, {} writes); {sweeps} sweeps; \
+        "push: {} changes, latency p50 {} ms p99 {} ms max {} ms; deletes {delete_latencies:?} ms; {} notifications posted ({} lost, {} writes); {sweeps} sweeps; \
          flood: {ok} accepted, {limited} refused, {flood_sweeps} sweeps in {flood:?}; log tail:\n{}",
         changed.len(),
         pct(50),

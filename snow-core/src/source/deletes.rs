@@ -66,6 +66,9 @@ pub struct DeleteStream {
     notes: Vec<Note>,
     /// Deletes not written because the row exists again.
     restored: u64,
+    /// A notified stamp (push, ADR 0032) the next sweep of deletes may read up to, never past
+    /// what the table's own cursor has read.
+    raise: Option<Timestamp>,
 }
 
 /// What [`DeleteStream::open`] needs of the connector's settings.
@@ -119,6 +122,7 @@ impl DeleteStream {
             overlap: i64::from(settings.overlap_seconds),
             lag: i64::from(settings.lag_seconds),
             dedup,
+            raise: None,
             headers: vec![
                 Header { key: "snow.table".into(), value: table.name.as_bytes().to_vec() },
                 Header { key: "snow.instance".into(), value: settings.instance.as_bytes().to_vec() },
@@ -167,6 +171,14 @@ impl DeleteStream {
         self.high.overlap_start(self.start, self.overlap)
     }
 
+    /// A push notification stamped `ts` (a delete's notification carries the time of the
+    /// delete): the next sweep of deletes may read up to it instead of stopping the safety lag
+    /// short, capped by what the table's own cursor has read then, so a delete is still never read
+    /// before the row's last upsert could have been.
+    pub fn wake(&mut self, ts: Timestamp) {
+        self.raise = Some(self.raise.map_or(ts, |r| r.max(ts)));
+    }
+
     /// One request of the deletes' sweep (or their probe) and its records. `read_up_to` is what
     /// the table's own cursor has read (the cap); `poll_interval_ms` the pause after a finished sweep.
     pub fn poll<T: Transport, C: Clock>(
@@ -185,6 +197,11 @@ impl DeleteStream {
             self.due = false;
             return Ok(self.batch(Vec::new(), BatchBytes::default(), poll_interval_ms));
         };
+        if self.sweep.high_water().is_none()
+            && let Some(raised) = self.raise.take()
+        {
+            self.sweep.raise_next_high_water(raised.min(read_up_to));
+        }
         let request = self.sweep.next_request("sys_created_on", "sys_id").map_err(SnowError::data)?;
         let order: Vec<&str> = request.order.iter().map(String::as_str).collect();
         let query = self.base_query().with_cursor(&request.terms, &order);

@@ -175,6 +175,9 @@ impl<T: Transport, C: Clock> SourceTask<T, C> {
         let ts = Timestamp::parse(updated_on)
             .map_err(|e| SnowError::data(format!("table {}: a wake-up's sys_updated_on: {e}", self.table.name)))?;
         self.sweep.raise_next_high_water(ts);
+        if let Some(deletes) = self.deletes.as_mut() {
+            deletes.wake(ts);
+        }
         Ok(())
     }
 

@@ -436,7 +436,10 @@ impl Store {
         if audited {
             self.insert(audit::AUDIT_DELETE, audit::audit_row(table, sys_id, &row), now, user);
         }
-        self.pushed(table, sys_id, &row);
+        // The rule posts the time of the delete (the row's own stamp is its last update).
+        let mut stamped = row.clone();
+        stamped.insert("sys_updated_on".into(), Value::String(format_ts(now)));
+        self.pushed(table, sys_id, &stamped);
         Some(row)
     }
 

@@ -83,6 +83,35 @@ fn deletes_are_read_no_further_than_the_tables_cursor_has_read() {
 }
 
 #[test]
+fn a_wake_lets_the_deletes_sweep_read_up_to_the_notified_stamp_but_not_past_the_tables_cursor() {
+    let config = SourceConfig::parse(&with_deletes(&[])).unwrap();
+    let settings =
+        DeleteSettings { instance: "acme.service-now.com", lag_seconds: 5, overlap_seconds: 0, dedup_window_size: 100, probe: false };
+    // Server clock T0 + 100, lag 5 s: a timed sweep of deletes reads up to T0 + 95 at most.
+    let sweep = |read_up_to: i64, wake: Option<i64>| {
+        let mut stream = DeleteStream::open(&config.tables[0], &settings, &[]).unwrap().unwrap();
+        let mut s = script(vec![page(&[]), page(&[])]);
+        let mut client = TableClient::new(&config.instance, &mut s, ManualClock::default());
+        if let Some(at) = wake {
+            stream.wake(Timestamp(T0 + at));
+        }
+        stream.table_sweep_finished();
+        stream.poll(&mut client, Some(Timestamp(T0 + read_up_to)), 1000).unwrap();
+        stream.poll(&mut client, Some(Timestamp(T0 + read_up_to)), 1000).unwrap();
+        drop(client);
+        s.queries[1].clone()
+    };
+    let upto = |at: i64| format!("sys_created_on<={}", Timestamp(T0 + at));
+    assert!(sweep(99, None).contains(&upto(95)), "{}", sweep(99, None));
+    assert!(sweep(99, Some(99)).contains(&upto(99)), "a delete notified at T0 + 99: {}", sweep(99, Some(99)));
+    assert!(
+        sweep(97, Some(99)).contains(&upto(97)),
+        "never past what the table's cursor has read (a delete before the row's last upsert): {}",
+        sweep(97, Some(99))
+    );
+}
+
+#[test]
 fn the_record_format_carries_the_deleted_row_with_deleted_true() {
     let payload = r#"<?xml version=\"1.0\" encoding=\"UTF-8\"?><record_update table=\"incident\"><incident action=\"DELETE\"><number>INC1</number><state>7</state></incident></record_update>"#;
     let with_payload = format!(
