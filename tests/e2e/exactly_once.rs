@@ -270,21 +270,25 @@ fn a_worker_paused_past_its_session_is_fenced_when_it_resumes_and_adds_no_duplic
     let bootstrap = kafka_harness::shared().bootstrap();
     let watch = support::kafka::Ends::new(bootstrap, &topic);
     wait_until("1,000 records committed", Duration::from_secs(120), || (watch.stable() >= 1_000).then_some(()));
-    let owner = last_worker(&fake, "incident").expect("a worker reads the table");
-    let zombie = specs.iter().position(|s| owner.ends_with(&format!(":{}", s.port))).expect("the owner is one of the workers");
-    let pid = workers[zombie].pid().to_string();
-    // Paused with a transaction open, so that the first thing it does when it resumes is commit.
-    let mut paused_open = false;
+    // Paused with a transaction open, so that the first thing it does when it resumes is commit;
+    // and paused while it owns the table (on a busy machine a worker can lose its session and
+    // the table move and come back before the pause: the owner is read again each attempt).
+    let mut paused: Option<(String, usize, String)> = None;
     for _ in 0..20 {
         wait_until("a transaction open", Duration::from_secs(60), || watch.transaction_open().then_some(()));
+        let owner = last_worker(&fake, "incident").expect("a worker reads the table");
+        let zombie = specs.iter().position(|s| owner.ends_with(&format!(":{}", s.port))).expect("the owner is one of the workers");
+        let pid = workers[zombie].pid().to_string();
         assert!(std::process::Command::new("kill").args(["-STOP", &pid]).status().unwrap().success());
-        if watch.transaction_open() {
-            paused_open = true;
+        let log = workers[zombie].log();
+        let holds_its_slots = log.rfind("work slots fenced") > log.rfind("work slots revoked");
+        if watch.transaction_open() && holds_its_slots && last_worker(&fake, "incident").as_deref() == Some(owner.as_str()) {
+            paused = Some((owner, zombie, pid));
             break;
         }
         assert!(std::process::Command::new("kill").args(["-CONT", &pid]).status().unwrap().success());
     }
-    assert!(paused_open, "the worker was paused with a transaction open");
+    let (owner, zombie, pid) = paused.expect("the table's owner was paused with a transaction open");
     let at_pause = requests_from(&fake, "incident", &owner);
     // Past its session (6 s): the other worker takes the slot, fences the paused one and reads on.
     let survivor = specs[1 - zombie].port;
