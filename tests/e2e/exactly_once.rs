@@ -8,7 +8,7 @@ mod support;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use fake_snow::{FakeOptions, FakeSnow, Fault, FaultAction};
 use support::kafka::{Read, read_until};
@@ -270,10 +270,10 @@ fn a_worker_paused_past_its_session_is_fenced_when_it_resumes_and_adds_no_duplic
     let bootstrap = kafka_harness::shared().bootstrap();
     let watch = support::kafka::Ends::new(bootstrap, &topic);
     wait_until("1,000 records committed", Duration::from_secs(120), || (watch.stable() >= 1_000).then_some(()));
-    // Paused with a transaction open, so that the first thing it does when it resumes is commit;
-    // and paused while it owns the table (on a busy machine a worker can lose its session and
+    // Paused with a transaction open, so that the first thing it does when it resumes is finish
+    // it; and paused while it owns the table (on a busy machine a worker can lose its session and
     // the table move and come back before the pause: the owner is read again each attempt).
-    let mut paused: Option<(String, usize, String)> = None;
+    let mut paused: Option<(String, usize, String, Vec<(i32, i64, i64)>)> = None;
     for _ in 0..20 {
         wait_until("a transaction open", Duration::from_secs(60), || watch.transaction_open().then_some(()));
         let owner = last_worker(&fake, "incident").expect("a worker reads the table");
@@ -285,13 +285,23 @@ fn a_worker_paused_past_its_session_is_fenced_when_it_resumes_and_adds_no_duplic
         let log = workers[zombie].log();
         let runs_the_table =
             log.matches("opened at cursor").count() > log.matches(&format!("unit stopped connector={name} unit=incident")).count();
-        if watch.transaction_open() && runs_the_table && last_worker(&fake, "incident").as_deref() == Some(owner.as_str()) {
-            paused = Some((owner, zombie, pid));
-            break;
+        let open = watch.open_ranges();
+        if !open.is_empty() && runs_the_table && last_worker(&fake, "incident").as_deref() == Some(owner.as_str()) {
+            // Still open a while later: not a commit already on its way when the pause landed
+            // (its markers are written in milliseconds; the session lasts 6 s, so nothing else
+            // can decide the transaction in this window).
+            let since = Instant::now();
+            while !watch.decided(&open) && since.elapsed() < Duration::from_secs(2) {
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            if !watch.decided(&open) {
+                paused = Some((owner, zombie, pid, open));
+                break;
+            }
         }
         assert!(std::process::Command::new("kill").args(["-CONT", &pid]).status().unwrap().success());
     }
-    let (owner, zombie, pid) = paused.expect("the table's owner was paused with a transaction open");
+    let (owner, zombie, pid, open) = paused.expect("the table's owner was paused with a transaction open");
     let at_pause = requests_from(&fake, "incident", &owner);
     // Past its session (6 s): the other worker takes the slot, fences the paused one and reads on.
     let survivor = specs[1 - zombie].port;
@@ -303,6 +313,11 @@ fn a_worker_paused_past_its_session_is_fenced_when_it_resumes_and_adds_no_duplic
     // At most a request already on its way when it stopped.
     let paused = requests_from(&fake, "incident", &owner);
     assert!(paused <= at_pause + 1, "the paused worker sent nothing: {at_pause} requests at the pause, {paused} before it resumed");
+    // The coordinator aborted the paused worker's open transaction when the other worker took the
+    // slot's transactional.id over (the paused process could do nothing about it): its records
+    // are in the topic, and a read_committed reader never gets them.
+    wait_until("the paused worker's transaction decided", Duration::from_secs(60), || watch.decided(&open).then_some(()));
+    assert_eq!(watch.committed_in(bootstrap, &open), 0, "the open transaction {open:?} of the paused worker was aborted, not committed");
     let stopped = format!("unit stopped connector={name} unit=incident");
     let stops_before = workers[zombie].log().matches(&stopped).count();
     assert!(std::process::Command::new("kill").args(["-CONT", &pid]).status().unwrap().success());

@@ -303,7 +303,56 @@ impl Ends {
     /// Whether a transaction with records is open: some partition's last stable offset is below
     /// its high watermark.
     pub fn transaction_open(&self) -> bool {
+        !self.open_ranges().is_empty()
+    }
+
+    /// The partitions with an open transaction, each as `(partition, last stable offset, high
+    /// watermark)`: what lies between the two is not decided yet.
+    pub fn open_ranges(&self) -> Vec<(i32, i64, i64)> {
         let (stable, high) = (self.ends(&self.stable), self.ends(&self.high));
-        high.iter().any(|(p, h)| stable.iter().any(|(sp, s)| sp == p && s < h))
+        high.iter().filter_map(|&(p, h)| stable.iter().find(|(sp, _)| *sp == p).filter(|(_, s)| *s < h).map(|&(_, s)| (p, s, h))).collect()
+    }
+
+    /// Whether every range of `ranges` is decided: each partition's last stable offset reached
+    /// the range's end (its transaction was committed or aborted).
+    pub fn decided(&self, ranges: &[(i32, i64, i64)]) -> bool {
+        let stable = self.ends(&self.stable);
+        ranges.iter().all(|(p, _, end)| stable.iter().any(|(sp, s)| sp == p && s >= end))
+    }
+
+    /// How many records of `ranges` (decided ones) a `read_committed` reader gets: 0 when their
+    /// transactions were aborted.
+    pub fn committed_in(&self, bootstrap: &str, ranges: &[(i32, i64, i64)]) -> usize {
+        let consumer: BaseConsumer = ClientConfig::new()
+            .set("bootstrap.servers", bootstrap)
+            .set("group.id", format!("e2e-range-{}", std::process::id()))
+            .set("enable.auto.commit", "false")
+            .set("isolation.level", "read_committed")
+            .create()
+            .unwrap();
+        let mut tpl = TopicPartitionList::new();
+        for (p, start, _) in ranges {
+            tpl.add_partition_offset(&self.topic, *p, Offset::Offset(*start)).unwrap();
+        }
+        consumer.assign(&tpl).unwrap();
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let mut read = 0;
+        loop {
+            if let Some(m) = consumer.poll(Duration::from_millis(200)) {
+                let m = m.unwrap();
+                read += ranges.iter().filter(|(p, s, e)| *p == m.partition() && m.offset() >= *s && m.offset() < *e).count();
+                continue;
+            }
+            // Past the ranges' ends: aborted records and markers are skipped, so the position,
+            // not the last record read, says how far the reader went.
+            let positions = consumer.position().unwrap();
+            let past = ranges
+                .iter()
+                .all(|(p, _, end)| positions.find_partition(&self.topic, *p).and_then(|e| e.offset().to_raw()).is_some_and(|o| o >= *end));
+            if past {
+                return read;
+            }
+            assert!(Instant::now() < deadline, "reading {:?} of {} read_committed did not get past them in 60 s", ranges, self.topic);
+        }
     }
 }
