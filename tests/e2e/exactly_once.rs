@@ -252,6 +252,9 @@ fn requests_from(fake: &FakeSnow, table: &str, worker: &str) -> usize {
     fake.journal().entries.iter().filter(|e| e.path == path && e.worker.as_deref() == Some(worker)).count()
 }
 
+/// The worker paused: its id, its index, its pid, and the ranges of its open transaction.
+type Paused = (String, usize, String, Vec<(i32, i64, i64)>);
+
 #[test]
 fn a_worker_paused_past_its_session_is_fenced_when_it_resumes_and_adds_no_duplicate() {
     use support::fleet::{start_worker, worker_properties};
@@ -273,7 +276,7 @@ fn a_worker_paused_past_its_session_is_fenced_when_it_resumes_and_adds_no_duplic
     // Paused with a transaction open, so that the first thing it does when it resumes is finish
     // it; and paused while it owns the table (on a busy machine a worker can lose its session and
     // the table move and come back before the pause: the owner is read again each attempt).
-    let mut paused: Option<(String, usize, String, Vec<(i32, i64, i64)>)> = None;
+    let mut paused: Option<Paused> = None;
     for _ in 0..20 {
         wait_until("a transaction open", Duration::from_secs(60), || watch.transaction_open().then_some(()));
         let owner = last_worker(&fake, "incident").expect("a worker reads the table");
