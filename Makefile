@@ -56,11 +56,12 @@ test: $(JCO_HOST)/node_modules/.package-lock.json $(PYTHON_ENV)/.installed $(TRA
 	$(CARGO) build -p snow-core --target wasm32-wasip2
 	$(CARGO) test
 
-## Benchmarks: the source backfill three ways, through rows hidden by ACLs, component costs, the sink's write paths, value formats, transforms (results in docs/benchmarks.md).
+## Benchmarks: the source backfill three ways, through rows hidden by ACLs, a parallel backfill at 300 ms a request, component costs, the sink's write paths, value formats, transforms (results in docs/benchmarks.md).
 bench: wasm $(TRANSFORM_JS)
 	$(CARGO) build --release -p host-runner -p fake-snow -p snow-bench
 	target/release/snow-bench run --rows $(BENCH_ROWS)
 	target/release/snow-bench hidden
+	target/release/snow-bench backfill
 	target/release/snow-bench sink
 	target/release/snow-bench startup
 	target/release/snow-bench swap

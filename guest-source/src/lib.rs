@@ -64,6 +64,9 @@ impl GuestSourceTask for Task {
         let task = SourceTask::open(&entries, &offsets, WasiTransport::default(), WasiClock).map_err(convert::error)?;
         let cursor = task.cursor();
         convert::log(Level::Info, &format!("opened at cursor {} {:?}", cursor.ts, cursor.id));
+        if task.backfill_slices() > 0 {
+            convert::log(Level::Info, &format!("a parallel backfill resumes: {} slices still read", task.backfill_slices()));
+        }
         if let Some(deletes) = task.deletes() {
             let at = deletes.cursor();
             convert::log(Level::Info, &format!("deletes resume after {} {:?}", at.ts, at.id));
@@ -85,7 +88,7 @@ impl GuestSourceTask for Task {
         };
         convert::gauge(task.table(), "snow_source_hidden_rows", hidden);
         for note in task.take_notes() {
-            convert::log(Level::Warn, &note.message);
+            convert::log(if note.info { Level::Info } else { Level::Warn }, &note.message);
         }
         let after = task.counters();
         convert::count(task.table(), "snow_source_duplicates_suppressed_total", after.duplicates_suppressed - before.duplicates_suppressed);

@@ -16,8 +16,10 @@ use std::sync::{Arc, Mutex};
 use http::HeaderMap;
 use http::header::SET_COOKIE;
 
-/// Sessions one store keeps at most (its requests in flight at once rarely pass two).
-const MAX_SESSIONS: usize = 4;
+/// Sessions one store keeps at most: one per request it may have in flight (a page read ahead, or
+/// one per slice of a parallel backfill: at most 32, ADR 0033), so none of them opens a new
+/// session on the instance for every request.
+const MAX_SESSIONS: usize = 33;
 
 /// The cookies of one session, `name=value` pairs in the order the instance set them.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]

@@ -536,7 +536,7 @@ async fn alter_offsets(view: &dyn View, name: &str, body: &Bytes) -> Response<Fu
             None | Some(Value::Null) => None,
             Some(offset) => {
                 let text = offset.to_string();
-                if let Err(e) = snow_core::cursor::Cursor::from_position(&text) {
+                if let Err(e) = snow_core::cursor::position::Position::parse(&text) {
                     return error(StatusCode::BAD_REQUEST, &format!("offsets[{i}].offset: {e}"));
                 }
                 Some(text)

@@ -18,6 +18,7 @@ use rdkafka::error::KafkaError;
 use rdkafka::message::{Headers, Message};
 use rdkafka::{Offset, TopicPartitionList};
 use snow_core::config::SourceConfig;
+use snow_core::cursor::position::Position;
 use snow_core::cursor::{Cursor, Partition, SeenVersion};
 use snow_core::time::Timestamp;
 
@@ -133,7 +134,11 @@ pub async fn seeded(spec: &ConnectorSpec, unit: &WorkUnit, mut offsets: Vec<Sour
     let Some(table) = config.tables.first() else { return Ok((offsets, None)) };
     let key = Partition::of(&config.instance.authority, table).key();
     let Some(stored) = offsets.iter_mut().rev().find(|o| o.partition == key) else { return Ok((offsets, None)) };
-    let (cursor, mut seen) = Cursor::from_position_with_seen(&stored.position).map_err(|e| anyhow::anyhow!("table {}: {e}", unit.name))?;
+    // A parallel backfill's slices resume exactly where they stored (no re-read): nothing to seed.
+    let (cursor, mut seen) = match Position::parse(&stored.position).map_err(|e| anyhow::anyhow!("table {}: {e}", unit.name))? {
+        Position::Cursor(cursor, seen) => (cursor, seen),
+        Position::Backfill(_) => return Ok((offsets, None)),
+    };
     if config.overlap_seconds == 0 || cursor == Cursor::before(table.start) {
         return Ok((offsets, None));
     }

@@ -120,6 +120,9 @@ pub struct TableConfig {
     /// Deleted rows read from `sys_audit_delete` and written in this format (`deletes=true`);
     /// `None`: deletes are not captured.
     pub deletes: Option<DeleteFormat>,
+    /// Time slices a backfill from the start is read in at once (`backfill.parallelism`, ADR
+    /// 0033); 1 reads it with the single cursor.
+    pub backfill_parallelism: u32,
 }
 
 /// The key listing the tables.
@@ -191,6 +194,10 @@ fn default_overlap_seconds() -> u32 {
 fn default_dedup_window_size() -> u32 {
     200_000
 }
+
+/// Slices a backfill may be read in at once: each keeps a request in flight, and the host's
+/// per-instance cap (8 by default) bounds what is really sent.
+const MAX_BACKFILL_PARALLELISM: u32 = 32;
 
 /// The most ServiceNow returns in one page by default.
 const MAX_BATCH_SIZE: u32 = 10_000;
@@ -327,6 +334,7 @@ impl TableConfig {
             table_choice(r, name, "query.domain", QueryDomain::Session, &[("session", QueryDomain::Session), ("all", QueryDomain::All)]);
         let query_category = scoped(r, "query.category");
         let capture = table_choice(r, name, "deletes", false, &[("false", false), ("true", true)]);
+        let backfill_parallelism = table_u32(r, name, "backfill.parallelism", 1, 1, MAX_BACKFILL_PARALLELISM);
         let format = table_choice(
             r,
             name,
@@ -351,6 +359,7 @@ impl TableConfig {
             query_domain,
             query_category,
             deletes: capture.then_some(format),
+            backfill_parallelism,
         })
     }
 }

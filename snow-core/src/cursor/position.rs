@@ -72,10 +72,14 @@ impl Cursor {
     /// Reads a stored position and the versions it carries (none for the positions a connector
     /// writes; a cutover's seed otherwise).
     pub fn from_position_with_seen(text: &str) -> Result<(Self, Vec<SeenVersion>), String> {
-        let json: PositionJson = serde_json::from_str(text).map_err(|e| format!("stored position {text:?} is not readable: {e}"))?;
-        if json.v != 1 {
-            return Err(format!("stored position has version {}, this connector reads version 1", json.v));
+        let version: VersionJson = serde_json::from_str(text).map_err(|e| format!("stored position {text:?} is not readable: {e}"))?;
+        if version.v == 2 {
+            return Err("stored position is a parallel backfill's (version 2), not a single cursor".into());
         }
+        if version.v != 1 {
+            return Err(format!("stored position has version {}, this connector reads versions 1 and 2", version.v));
+        }
+        let json: PositionJson = serde_json::from_str(text).map_err(|e| format!("stored position {text:?} is not readable: {e}"))?;
         let ts = Timestamp::parse(&json.ts).map_err(|e| format!("stored position: {e}"))?;
         let seen = json
             .seen
@@ -86,6 +90,84 @@ impl Cursor {
             })
             .collect::<Result<_, String>>()?;
         Ok((Self { ts, id: json.id }, seen))
+    }
+}
+
+/// A stored position: a cursor (`"v":1`), or a parallel backfill in progress (`"v":2`, ADR 0033).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Position {
+    /// Everything at or before the cursor was read; versions another connector already wrote.
+    Cursor(Cursor, Vec<SeenVersion>),
+    /// A parallel backfill: what its unfinished slices still have to read.
+    Backfill(BackfillPosition),
+}
+
+/// A parallel backfill's stored state: every row up to `end` was read but for the rest of each
+/// slice listed (finished slices are not listed).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BackfillPosition {
+    /// The last second the backfill reads (the high-water mark when it was planned); the
+    /// streaming cursor goes on after it.
+    pub end: Timestamp,
+    /// The unfinished slices.
+    pub slices: Vec<SlicePosition>,
+}
+
+/// One unfinished slice: it has read everything at or before `cursor` in its range, and reads on
+/// up to the end of second `to`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SlicePosition {
+    /// Where the slice has got to.
+    pub cursor: Cursor,
+    /// The slice's last second.
+    pub to: Timestamp,
+}
+
+/// Only the version of a stored position.
+#[derive(Deserialize)]
+struct VersionJson {
+    v: u32,
+}
+
+#[derive(Serialize, Deserialize)]
+struct BackfillJson {
+    v: u32,
+    end: String,
+    /// `[ts, id, to]` per unfinished slice.
+    slices: Vec<(String, String, String)>,
+}
+
+impl Position {
+    /// Reads a stored position of either version; the error says what is wrong with it.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let version: VersionJson = serde_json::from_str(text).map_err(|e| format!("stored position {text:?} is not readable: {e}"))?;
+        if version.v != 2 {
+            return Cursor::from_position_with_seen(text).map(|(cursor, seen)| Self::Cursor(cursor, seen));
+        }
+        let json: BackfillJson =
+            serde_json::from_str(text).map_err(|e| format!("stored backfill position {text:?} is not readable: {e}"))?;
+        let ts = |t: &str| Timestamp::parse(t).map_err(|e| format!("stored backfill position: {e}"));
+        let end = ts(&json.end)?;
+        let slices = json
+            .slices
+            .iter()
+            .map(|(at, id, to)| Ok(SlicePosition { cursor: Cursor { ts: ts(at)?, id: id.clone() }, to: ts(to)? }))
+            .collect::<Result<Vec<_>, String>>()?;
+        if let Some(bad) = slices.iter().find(|s| s.to > end || s.cursor.ts > s.to.plus_seconds(1)) {
+            return Err(format!(
+                "stored backfill position: a slice at {} {:?} ending at {} lies outside the backfill (end {end})",
+                bad.cursor.ts, bad.cursor.id, bad.to
+            ));
+        }
+        Ok(Self::Backfill(BackfillPosition { end, slices }))
+    }
+}
+
+impl BackfillPosition {
+    /// The stored form, `{"v":2,"end":"…","slices":[["ts","id","to"],…]}`.
+    pub fn to_position(&self) -> String {
+        let slices = self.slices.iter().map(|s| (s.cursor.ts.to_string(), s.cursor.id.clone(), s.to.to_string())).collect();
+        serde_json::to_string(&BackfillJson { v: 2, end: self.end.to_string(), slices }).unwrap_or_default()
     }
 }
 
@@ -184,6 +266,7 @@ mod tests {
             query_domain: crate::config::source::QueryDomain::Session,
             query_category: None,
             deletes: None,
+            backfill_parallelism: 1,
         }
     }
 
@@ -194,7 +277,7 @@ mod tests {
         assert!(Cursor::before(Timestamp(10)) < a);
         assert!(a < Cursor { ts: Timestamp(10), id: "c".into() });
         assert!(a < Cursor::before(Timestamp(11)));
-        assert!(Cursor::from_position(r#"{"v":2,"ts":"x","id":""}"#).unwrap_err().contains("version 2"));
+        assert!(Cursor::from_position(r#"{"v":3,"ts":"x","id":""}"#).unwrap_err().contains("version 3"));
     }
 
     #[test]

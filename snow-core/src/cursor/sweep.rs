@@ -121,6 +121,9 @@ pub struct Sweep {
     /// A later high-water mark the next sweep may use, up to the server clock (a push
     /// notification's stamp: [`Sweep::raise_next_high_water`]).
     raise: Option<Timestamp>,
+    /// A fixed high-water mark (a backfill slice's last second): the sweep reads up to it
+    /// whatever the server clock says ([`Sweep::bounded`]).
+    bound: Option<Timestamp>,
 }
 
 impl Sweep {
@@ -140,7 +143,28 @@ impl Sweep {
             look_above: false,
             hidden: Hidden::None,
             raise: None,
+            bound: None,
         }
+    }
+
+    /// A sweep from `cursor` up to and including second `to`, whatever the server clock: a
+    /// backfill slice, whose end was below the high-water mark when the backfill was planned.
+    pub fn bounded(cursor: Cursor, to: Timestamp, sizes: WindowSizes) -> Self {
+        Self { bound: Some(to), ..Self::new(cursor, 0, sizes) }
+    }
+
+    /// Lowers a bounded sweep's last second to `to` (a slice split in two). The request in
+    /// flight, if any, was made with the old bound: its answer must not be observed (ask again).
+    pub fn lower_bound(&mut self, to: Timestamp) {
+        self.bound = Some(self.bound.map_or(to, |b| b.min(to)));
+        if let Some(hwm) = self.high_water {
+            self.high_water = Some(hwm.min(to));
+        }
+    }
+
+    /// A bounded sweep's last second.
+    pub fn bound(&self) -> Option<Timestamp> {
+        self.bound
     }
 
     /// Lets the next sweep (or the current one, before its first answer fixed its mark) read up
@@ -214,9 +238,13 @@ impl Sweep {
     /// which means ServiceNow did not apply the query as sent (non-UTC user, ignored term or
     /// ORDERBY).
     pub fn observe(&mut self, rows: &[(Timestamp, &str)], answer: Answer) -> Result<Observed, String> {
-        let hwm = match self.high_water {
-            Some(hwm) => hwm,
-            None => {
+        let hwm = match (self.high_water, self.bound) {
+            (Some(hwm), _) => hwm,
+            (None, Some(bound)) => {
+                self.high_water = Some(bound);
+                bound
+            }
+            (None, None) => {
                 let now = answer.server_time.ok_or("the answer has no Date header, so the high-water mark cannot be set")?;
                 let lagged = now.plus_seconds(-self.lag_seconds);
                 let hwm = self.raise.take().map_or(lagged, |raised| lagged.max(raised.min(now)));
@@ -561,5 +589,21 @@ mod tests {
     fn missing_date_header_is_an_error() {
         let mut s = Sweep::new(Cursor::before(ts(0)), 0, sizes());
         assert!(s.observe(&[], answer(0, None, None)).unwrap_err().contains("Date header"));
+    }
+
+    #[test]
+    fn a_bounded_sweep_reads_up_to_its_bound_whatever_the_clock_and_a_lowered_bound_holds_at_once() {
+        let mut s = Sweep::bounded(Cursor::before(ts(0)), ts(50), sizes());
+        // The drain's answer carries a clock far later: the bound, not the clock, is the mark.
+        assert_eq!(observe(&mut s, &[], Some(0), Some(ts(1_000))), Observed { emit: 0, done: false });
+        assert_eq!(query(&s), format!("sys_updated_on>{}^sys_updated_on<={}^ORDERBYsys_updated_on^ORDERBYsys_id", ts(0), ts(50)));
+        // Split while the advance request is in flight: that request is not observed; the next
+        // one stops at the new bound.
+        s.lower_bound(ts(20));
+        assert_eq!(s.bound(), Some(ts(20)));
+        assert_eq!(query(&s), format!("sys_updated_on>{}^sys_updated_on<={}^ORDERBYsys_updated_on^ORDERBYsys_id", ts(0), ts(20)));
+        assert!(s.observe(&[(ts(30), "a")], answer(1, Some(1), None)).is_err(), "a row past the lowered bound is out of order");
+        assert_eq!(observe(&mut s, &[(ts(10), "a")], Some(1), None), Observed { emit: 1, done: true });
+        assert_eq!(s.read_up_to(), Some(ts(20)));
     }
 }

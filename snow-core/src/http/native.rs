@@ -1,7 +1,8 @@
 //! A native transport for benchmarks and tools: HTTP/1.1 over `std::net::TcpStream`, one
 //! keep-alive connection per transport, `http://` only (tests and the fake). Answers with a
 //! `Content-Length` or `Transfer-Encoding: chunked` body. A started request ([`Transport::start`])
-//! is written at once and its answer read by the next `send` of the same request.
+//! is written at once and its answer read by the next `send` of the same request; it holds one
+//! started request at a time (another `send` first drops the connection it is on).
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
@@ -127,12 +128,21 @@ impl Transport for NativeTransport {
     }
 
     fn start(&mut self, request: &Request) {
-        if self.ahead.take().is_some() {
-            self.connection = None;
+        // One connection holds one answer on its way: a second start is ignored (its `send`
+        // makes the request then).
+        if self.ahead.is_some() {
+            return;
         }
         match self.write(request) {
             Ok(()) => self.ahead = Some(request.clone()),
             Err(_) => self.connection = None,
+        }
+    }
+
+    fn abandon(&mut self, request: &Request) {
+        if self.ahead.as_ref() == Some(request) {
+            self.ahead = None;
+            self.connection = None;
         }
     }
 }

@@ -121,18 +121,36 @@ impl TransportError {
     }
 }
 
+/// Most requests a transport holds started at once; starting one more drops the oldest.
+pub const MAX_STARTED: usize = 64;
+
 /// Sends one request and returns the whole response. Implementations do not retry.
+///
+/// A transport may hold several requests [started](Transport::start) ahead (a parallel backfill
+/// keeps one per slice in flight): each is answered by the next `send` of an equal request, and
+/// stays in flight until then or until it is [abandoned](Transport::abandon).
 pub trait Transport {
-    /// Sends `request`; any status counts as a response. When `request` equals the one last
-    /// [`start`](Transport::start)ed, its answer is awaited instead of sending it again; any other
-    /// request first abandons the started one.
+    /// Sends `request`; any status counts as a response. When an equal request was
+    /// [`start`](Transport::start)ed, its answer is awaited instead of sending it again. Other
+    /// started requests stay in flight.
     fn send(&mut self, request: &Request) -> Result<Response, TransportError>;
 
     /// Starts `request` and returns at once (read-ahead): the server works on it while the caller
     /// does something else, and the next `send` of an equal request takes the answer. A transport
-    /// that cannot do this ignores the call, and so does one that fails to start it: that `send`
-    /// then makes the request as usual, so errors surface there, classified as always.
+    /// that cannot do this (or cannot hold one more) ignores the call, and so does one that fails
+    /// to start it: that `send` then makes the request as usual, so errors surface there,
+    /// classified as always.
     fn start(&mut self, _request: &Request) {}
+
+    /// Drops the started request equal to `request`, if any: its answer is not wanted.
+    fn abandon(&mut self, _request: &Request) {}
+
+    /// Of `requests`, the index of one whose answer has arrived, waiting until one has; `None`
+    /// when none of them is started (or the transport cannot tell: the caller then takes them in
+    /// its own order).
+    fn first_ready(&mut self, _requests: &[&Request]) -> Option<usize> {
+        None
+    }
 }
 
 impl<T: Transport + ?Sized> Transport for &mut T {
@@ -142,5 +160,13 @@ impl<T: Transport + ?Sized> Transport for &mut T {
 
     fn start(&mut self, request: &Request) {
         (**self).start(request);
+    }
+
+    fn abandon(&mut self, request: &Request) {
+        (**self).abandon(request);
+    }
+
+    fn first_ready(&mut self, requests: &[&Request]) -> Option<usize> {
+        (**self).first_ready(requests)
     }
 }

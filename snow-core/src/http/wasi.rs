@@ -1,6 +1,8 @@
-//! The guests' transport: `wasi:http/outgoing-handler`, used synchronously, with one request
-//! that may be started ahead ([`Transport::start`]): the host sends it and receives the answer
-//! while the guest builds the previous page's records and the host produces them.
+//! The guests' transport: `wasi:http/outgoing-handler`, used synchronously, with requests that
+//! may be started ahead ([`Transport::start`]): the host sends them and receives their answers
+//! while the guest builds the previous page's records and the host produces them. A parallel
+//! backfill keeps one started request per slice and takes whichever is answered first
+//! ([`Transport::first_ready`]).
 //!
 //! Each request is handed to the host first and its body written afterwards, so a body larger
 //! than the host's buffer never blocks. A GET's body is finished without any write: writing even
@@ -16,13 +18,13 @@ use wasip2::http::types::{
 };
 use wasip2::io::streams::StreamError;
 
-use super::transport::{Method, Request, Response, Transport, TransportError, TransportErrorKind};
+use super::transport::{MAX_STARTED, Method, Request, Response, Transport, TransportError, TransportErrorKind};
 
-/// Sends requests through `wasi:http/outgoing-handler`; holds at most one started request
-/// (read-ahead) whose answer the host receives while the guest does other work.
+/// Sends requests through `wasi:http/outgoing-handler`; holds up to [`MAX_STARTED`] started
+/// requests (read-ahead) whose answers the host receives while the guest does other work.
 #[derive(Default)]
 pub struct WasiTransport {
-    ahead: Option<InFlight>,
+    ahead: Vec<InFlight>,
 }
 
 /// A request handed to the host whose answer was not taken yet.
@@ -42,21 +44,43 @@ const READ_CHUNK: u64 = 16 * 1024 * 1024;
 impl Transport for WasiTransport {
     fn send(&mut self, request: &Request) -> Result<Response, TransportError> {
         let target = Target::parse(&request.url)?;
-        // Dropping a started request that is not this one tells the host to abandon it.
-        let in_flight = match self.ahead.take() {
-            Some(ahead) if ahead.request.as_ref() == Some(request) => ahead,
-            _ => begin(request, &target)?,
+        let in_flight = match self.ahead.iter().position(|a| a.request.as_ref() == Some(request)) {
+            Some(i) => self.ahead.remove(i),
+            None => begin(request, &target)?,
         };
         finish(in_flight, request, &target)
     }
 
     fn start(&mut self, request: &Request) {
-        self.ahead = None;
+        self.abandon(request);
+        if self.ahead.len() >= MAX_STARTED {
+            // Dropping a started request tells the host to abandon it.
+            self.ahead.remove(0);
+        }
         let Ok(target) = Target::parse(&request.url) else { return };
         if let Ok(mut in_flight) = begin(request, &target) {
             in_flight.request = Some(request.clone());
-            self.ahead = Some(in_flight);
+            self.ahead.push(in_flight);
         }
+    }
+
+    fn abandon(&mut self, request: &Request) {
+        self.ahead.retain(|a| a.request.as_ref() != Some(request));
+    }
+
+    fn first_ready(&mut self, requests: &[&Request]) -> Option<usize> {
+        let started: Vec<(usize, &InFlight)> = requests
+            .iter()
+            .enumerate()
+            .filter_map(|(i, r)| self.ahead.iter().find(|a| a.request.as_ref() == Some(*r)).map(|a| (i, a)))
+            .collect();
+        if started.is_empty() {
+            return None;
+        }
+        let pollables: Vec<_> = started.iter().map(|(_, a)| a.future.subscribe()).collect();
+        let refs: Vec<_> = pollables.iter().collect();
+        let ready = wasip2::io::poll::poll(&refs);
+        ready.first().map(|&p| started[p as usize].0)
     }
 }
 

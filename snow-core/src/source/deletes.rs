@@ -330,12 +330,10 @@ impl DeleteStream {
     /// the payload cannot be read (and a note says so).
     fn deleted_row(&mut self, audit: &AuditRow) -> Value {
         let mut row = audit_payload::fields(&audit.payload, &self.table).unwrap_or_else(|| {
-            self.notes.push(Note {
-                message: format!(
+            self.notes.push(Note::warn(format!(
                     "table {}: the audit record of the delete of {} holds no readable row (payload); the delete is written with its sys_id only",
                     self.table, audit.documentkey
-                ),
-            });
+                )));
             Map::new()
         });
         row.insert("sys_id".into(), Value::String(audit.documentkey.clone()));
@@ -349,11 +347,9 @@ impl DeleteStream {
         let key = format!("snow.table.{}.deletes", self.table);
         let table = &self.table;
         if table.starts_with("sys_") {
-            self.notes.push(Note {
-                message: format!(
+            self.notes.push(Note::warn(format!(
                     "table {table}: deletes of sys_ tables are audited only when the instance lists them in glide.ui.audit_deleted_tables; without it no delete of {table} is recorded"
-                ),
-            });
+                )));
         }
         let query = format!("tablename={table}^ORDERBYDESCsys_created_on");
         let fields = vec!["sys_id".to_string(), "documentkey".to_string()];
@@ -403,11 +399,9 @@ impl DeleteStream {
         let params = ListParams::lookup(&query, &fields, 1);
         let page = match client.list("sys_dictionary", &params) {
             Err(SnowError::Http(h)) if h.status == 403 => {
-                self.notes.push(Note {
-                    message: format!(
+                self.notes.push(Note::warn(format!(
                         "table {table}: the integration user cannot read sys_dictionary, so whether deletes of {table} are audited (no_audit_delete) is not checked"
-                    ),
-                });
+                    )));
                 return Ok(());
             }
             other => other?,

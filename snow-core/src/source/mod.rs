@@ -2,6 +2,7 @@
 //! Kafka records with their offsets; [`plan()`] splits a connector's tables over tasks.
 
 pub mod audit_payload;
+mod backfill;
 pub mod deletes;
 mod note;
 mod probe;

@@ -12,6 +12,7 @@ use crate::clock::Clock;
 use crate::config::source::{BadRowBehavior, ValueSchema};
 use crate::config::{Entries, SourceConfig, TableConfig};
 use crate::cursor::dedup::DedupWindow;
+use crate::cursor::position::Position;
 use crate::cursor::{Answer, Cursor, Hidden, Partition, Sweep, SweepRequest, WindowSizes};
 use crate::error::{ErrorClass, SnowError};
 use crate::http::Transport;
@@ -21,6 +22,7 @@ use crate::time::Timestamp;
 
 pub use super::note::Note;
 
+use super::backfill::Backfill;
 use super::deletes::{DeleteSettings, DeleteStream};
 use super::record::RecordBuilder;
 
@@ -62,6 +64,22 @@ pub struct SourceTask<T, C> {
     schema: Option<SchemaState>,
     /// The table's deletes, when they are captured (`snow.table.<t>.deletes=true`).
     deletes: Option<DeleteStream>,
+    /// Where the backfill stands: to be planned, in progress, or done (ADR 0033).
+    backfill: Phase,
+    /// `snow.safety.lag.seconds`.
+    lag_seconds: u32,
+}
+
+/// Whether the table is backfilled in parallel slices.
+enum Phase {
+    /// A fresh start with `backfill.parallelism` above 1: the next poll plans the slices.
+    Plan,
+    /// The slices are reading.
+    Slices(Box<Backfill>),
+    /// The single cursor reads; after a parallel backfill it carries the versions emitted in the
+    /// overlap before the backfill's end in its stored position while a restart's re-read can
+    /// reach them (`until`: that end).
+    Cursor { carried: Vec<crate::cursor::SeenVersion>, until: Timestamp },
 }
 
 /// The value schema a task derives from its table's dictionary and when it last read it.
@@ -96,11 +114,20 @@ impl<T: Transport, C: Clock> SourceTask<T, C> {
         let partition_key = partition.key();
         let stored = offsets.iter().rev().find(|o| o.partition == partition_key);
         let unreadable = |m: String| SnowError::config(format!("snow.table.{}", table.name), m);
-        let (high, seen) = match stored {
-            Some(stored) => Cursor::from_position_with_seen(&stored.position).map_err(unreadable)?,
+        let sizes = WindowSizes::new(table.batch_size, table.hidden_window_max_rows, u64::from(table.hidden_scan_max_rows));
+        let fields = (table.timestamp_field.clone(), table.sys_id_field.clone());
+        let cursor_phase = Phase::Cursor { carried: Vec::new(), until: Timestamp::EPOCH };
+        let ((high, seen), backfill) = match stored.map(|s| Position::parse(&s.position)) {
+            Some(Ok(Position::Cursor(cursor, seen))) => ((cursor, seen), cursor_phase),
+            Some(Ok(Position::Backfill(position))) => {
+                let backfill = Backfill::resume(&position, table.backfill_parallelism, sizes, config.overlap_seconds, fields);
+                ((Cursor::before(table.start), Vec::new()), Phase::Slices(Box::new(backfill)))
+            }
+            Some(Err(message)) => return Err(unreadable(message)),
             None => {
                 refuse_foreign_offset(&partition, offsets)?;
-                (Cursor::before(table.start), Vec::new())
+                let phase = if table.backfill_parallelism > 1 { Phase::Plan } else { cursor_phase };
+                ((Cursor::before(table.start), Vec::new()), phase)
             }
         };
         // A cutover's seed: the versions the old connector already wrote are suppressed by the
@@ -130,11 +157,7 @@ impl<T: Transport, C: Clock> SourceTask<T, C> {
             client: TableClient::new(&config.instance, transport, clock),
             records: if schema.is_some() { records.passing_rows_as_read() } else { records },
             schema,
-            sweep: Sweep::new(
-                high.clone(),
-                config.safety_lag_seconds,
-                WindowSizes::new(table.batch_size, table.hidden_window_max_rows, u64::from(table.hidden_scan_max_rows)),
-            ),
+            sweep: Sweep::new(high.clone(), config.safety_lag_seconds, sizes),
             start: table.start,
             high,
             overlap,
@@ -148,6 +171,8 @@ impl<T: Transport, C: Clock> SourceTask<T, C> {
             table,
             partition_key,
             deletes,
+            backfill,
+            lag_seconds: config.safety_lag_seconds,
         };
         task.sweep.restart_from(task.sweep_start());
         Ok(task)
@@ -163,9 +188,21 @@ impl<T: Transport, C: Clock> SourceTask<T, C> {
         &self.table.name
     }
 
-    /// The furthest position emitted (or stored, before the first record): what a restart resumes from.
-    pub fn cursor(&self) -> &Cursor {
-        &self.high
+    /// The furthest position emitted (or stored, before the first record): what a restart resumes
+    /// from. During a parallel backfill, the first slice's (every row before it was read).
+    pub fn cursor(&self) -> Cursor {
+        match &self.backfill {
+            Phase::Slices(backfill) => backfill.low(),
+            _ => self.high.clone(),
+        }
+    }
+
+    /// The slices of a parallel backfill still reading (0 once it is done, or without one).
+    pub fn backfill_slices(&self) -> usize {
+        match &self.backfill {
+            Phase::Slices(backfill) => backfill.slices().len(),
+            _ => 0,
+        }
     }
 
     /// The host learnt that a row of the table stamped `updated_on` was committed (a push
@@ -196,7 +233,8 @@ impl<T: Transport, C: Clock> SourceTask<T, C> {
     /// latest finished sweep when that is later). About `snow.safety.lag.seconds` once caught up;
     /// none before the first answer.
     pub fn lag_seconds(&self) -> Option<i64> {
-        let read = self.sweep.read_up_to().map_or(self.high.ts, |r| r.max(self.high.ts));
+        let high = self.cursor();
+        let read = self.sweep.read_up_to().map_or(high.ts, |r| r.max(high.ts));
         Some((self.server_now?.as_millis() - read.as_millis()) / 1000)
     }
 
@@ -233,6 +271,11 @@ impl<T: Transport, C: Clock> SourceTask<T, C> {
             batch.value_schema = Some(schema);
             return Ok(batch);
         }
+        match self.backfill {
+            Phase::Plan => return self.plan_backfill(),
+            Phase::Slices(_) => return self.poll_backfill(),
+            Phase::Cursor { .. } => {}
+        }
         let table = &self.table;
         let request = self.sweep.next_request(&table.timestamp_field, &table.sys_id_field).map_err(SnowError::data)?;
         let query = request_query(&request, table);
@@ -244,20 +287,8 @@ impl<T: Transport, C: Clock> SourceTask<T, C> {
         // Before anything of the page is emitted or the next page requested: a field the schema
         // does not know yet has the dictionary read again, and a new schema goes with this batch.
         let new_schema = self.schema_for_page(&rows)?;
+        let keyed = self.key_rows(&rows)?;
         let table = &self.table;
-        let mut keyed: Vec<(&PageRow<'_>, Timestamp, &str)> = Vec::with_capacity(rows.len());
-        for (i, row) in rows.iter().enumerate() {
-            match cursor_key(row, table) {
-                Ok((ts, id)) => keyed.push((row, ts, id)),
-                Err(problem) if self.bad_rows == BadRowBehavior::Skip => {
-                    self.counters.bad_rows_skipped += 1;
-                    self.notes.push(Note { message: format!("table {}: skipped row {i} of a page: {problem}", table.name) });
-                }
-                Err(problem) => {
-                    return Err(SnowError::data(format!("table {}: {problem} (snow.bad.row.behavior=skip would skip it)", table.name)));
-                }
-            }
-        }
         let keys: Vec<(Timestamp, &str)> = keyed.iter().map(|(_, ts, id)| (*ts, *id)).collect();
         let answer = Answer { returned: rows.len(), total: page.total, has_next: page.has_next, server_time: page.server_time };
         let observed = self.sweep.observe(&keys, answer).map_err(|m| SnowError::data(format!("table {}: {m}", table.name)))?;
@@ -303,6 +334,28 @@ impl<T: Transport, C: Clock> SourceTask<T, C> {
         let mut batch = self.batch(records, bytes, next_poll_ms);
         batch.value_schema = new_schema;
         Ok(batch)
+    }
+
+    /// The page's rows with their cursor keys; a row without them is skipped (and counted) or
+    /// fails the poll, as `snow.bad.row.behavior` says.
+    fn key_rows<'r, 'p>(&mut self, rows: &'r [PageRow<'p>]) -> Result<Vec<(&'r PageRow<'p>, Timestamp, &'r str)>, SnowError> {
+        let mut keyed = Vec::with_capacity(rows.len());
+        for (i, row) in rows.iter().enumerate() {
+            match cursor_key(row, &self.table) {
+                Ok((ts, id)) => keyed.push((row, ts, id)),
+                Err(problem) if self.bad_rows == BadRowBehavior::Skip => {
+                    self.counters.bad_rows_skipped += 1;
+                    self.notes.push(Note::warn(format!("table {}: skipped row {i} of a page: {problem}", self.table.name)));
+                }
+                Err(problem) => {
+                    return Err(SnowError::data(format!(
+                        "table {}: {problem} (snow.bad.row.behavior=skip would skip it)",
+                        self.table.name
+                    )));
+                }
+            }
+        }
+        Ok(keyed)
     }
 
     /// The table's value schema when it is due to be read and differs from the one last sent
@@ -353,8 +406,13 @@ impl<T: Transport, C: Clock> SourceTask<T, C> {
     /// A batch of `records` over `bytes`; its offset is the furthest position emitted, when it
     /// emitted any.
     fn batch(&self, records: Vec<SourceRecord>, bytes: BatchBytes, next_poll_ms: u32) -> PollBatch {
-        let offset =
-            (!records.is_empty()).then(|| SourceOffset { partition: self.partition_key.clone(), position: self.high.to_position() });
+        let position = || match &self.backfill {
+            Phase::Slices(backfill) => backfill.position().to_position(),
+            // A restart's re-read could still reach the backfill's last seconds.
+            Phase::Cursor { carried, until } if self.high.ts.plus_seconds(-self.overlap) <= *until => self.high.to_position_with(carried),
+            _ => self.high.to_position(),
+        };
+        let offset = (!records.is_empty()).then(|| SourceOffset { partition: self.partition_key.clone(), position: position() });
         let topic = self.records.topic().to_string();
         PollBatch { notice: self.notice(), ..PollBatch::new(topic, self.records.headers().to_vec(), bytes, records, offset, next_poll_ms) }
     }
@@ -440,5 +498,6 @@ fn refuse_foreign_offset(partition: &Partition, offsets: &[SourceOffset]) -> Res
     ))
 }
 
+mod parallel;
 #[cfg(test)]
 mod tests;

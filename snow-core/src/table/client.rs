@@ -118,8 +118,8 @@ pub struct TableClient<T, C> {
     retry: RetryPolicy,
     ids: RequestIds,
     rate_limit: Option<RateLimit>,
-    /// The list request started ahead, with its request id.
-    ahead: Option<(Request, String)>,
+    /// The list requests started ahead, with their request ids, oldest first.
+    ahead: Vec<(Request, String)>,
 }
 
 impl<T: Transport, C: Clock> TableClient<T, C> {
@@ -139,7 +139,7 @@ impl<T: Transport, C: Clock> TableClient<T, C> {
             retry: instance.retry,
             ids,
             rate_limit: None,
-            ahead: None,
+            ahead: Vec::new(),
         }
     }
 
@@ -172,9 +172,40 @@ impl<T: Transport, C: Clock> TableClient<T, C> {
     /// is started; `list` takes its answer and retries as usual.
     pub fn start_list(&mut self, table: &str, params: &ListParams<'_>) {
         let url = self.list_url(table, params);
+        if self.ahead.iter().any(|(r, _)| r.method == Method::Get && r.url == url) {
+            return;
+        }
+        if self.ahead.len() >= crate::http::transport::MAX_STARTED {
+            let (oldest, _) = self.ahead.remove(0);
+            self.transport.abandon(&oldest);
+        }
         let (request, id) = self.request(Method::Get, &url, Vec::new());
         self.transport.start(&request);
-        self.ahead = Some((request, id));
+        self.ahead.push((request, id));
+    }
+
+    /// Drops the started request `list(table, params)` would take: its answer is not wanted.
+    pub fn abandon_list(&mut self, table: &str, params: &ListParams<'_>) {
+        let url = self.list_url(table, params);
+        if let Some(i) = self.ahead.iter().position(|(r, _)| r.method == Method::Get && r.url == url) {
+            let (request, _) = self.ahead.remove(i);
+            self.transport.abandon(&request);
+        }
+    }
+
+    /// Of the lists `(table, params)`, the index of a started one whose answer has arrived,
+    /// waiting until one has; `None` when none is started or the transport cannot tell.
+    pub fn first_ready_list(&mut self, lists: &[(&str, &ListParams<'_>)]) -> Option<usize> {
+        let urls: Vec<String> = lists.iter().map(|(table, params)| self.list_url(table, params)).collect();
+        let requests: Vec<&Request> = urls
+            .iter()
+            .filter_map(|url| self.ahead.iter().find(|(r, _)| r.method == Method::Get && r.url == *url).map(|(r, _)| r))
+            .collect();
+        if requests.len() != urls.len() {
+            // Not every one is started: the first not started goes first (it is sent now).
+            return urls.iter().position(|url| !self.ahead.iter().any(|(r, _)| r.method == Method::Get && r.url == *url));
+        }
+        self.transport.first_ready(&requests)
     }
 
     fn list_url(&self, table: &str, params: &ListParams<'_>) -> String {
@@ -293,9 +324,10 @@ impl<T: Transport, C: Clock> TableClient<T, C> {
         table: &str,
         ok: &dyn Fn(&Response) -> bool,
     ) -> Result<Response, SnowError> {
-        let (request, request_id) = match self.ahead.take() {
-            Some((ahead, id)) if ahead.method == method && ahead.url == url && ahead.body == body => (ahead, id),
-            _ => self.request(method, url, body),
+        let started = self.ahead.iter().position(|(ahead, _)| ahead.method == method && ahead.url == url && ahead.body == body);
+        let (request, request_id) = match started {
+            Some(i) => self.ahead.remove(i),
+            None => self.request(method, url, body),
         };
         let mut schedule = RetrySchedule::new(self.retry, self.clock.now(), self.clock.seed());
         loop {

@@ -17,6 +17,7 @@
 //! push notifications against polling ([`push`]). `snow-bench eos` runs only (a) and its
 //! exactly-once twin (a′) in turns and prints a′/a per round (for tuning; nothing written).
 
+mod backfill;
 mod bare;
 mod fake;
 mod fleet;
@@ -44,6 +45,7 @@ fn main() -> Result<()> {
             opt("--rounds").map(|v| v.parse()).transpose()?.unwrap_or(3),
         ),
         Some("hidden") => hidden::run(),
+        Some("backfill") => backfill::run(),
         Some("sink") => sink::run(),
         Some("startup") => startup::run(),
         Some("swap") => swap::run(),
@@ -68,7 +70,7 @@ fn main() -> Result<()> {
             Ok(())
         }
         _ => bail!(
-            "usage: snow-bench run [--rows N] | eos [--rows N] [--rounds R] | hidden | sink | startup | swap | fleet | formats | transforms | push | native|bare --fake URL --bootstrap B --topic T --rows N"
+            "usage: snow-bench run [--rows N] | eos [--rows N] [--rounds R] | hidden | backfill | sink | startup | swap | fleet | formats | transforms | push | native|bare --fake URL --bootstrap B --topic T --rows N"
         ),
     }
 }

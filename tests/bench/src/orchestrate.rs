@@ -40,7 +40,7 @@ pub fn run(rows: u64) -> Result<()> {
         eprintln!("round {round}/{ROUNDS}: (a) snow-connect + guest_source.wasm, {rows} rows");
         wasm_runs.push(wasm(&dir, &fake_url, &bootstrap, &format!("bench.wasm.{round}"), rows)?);
         eprintln!("round {round}/{ROUNDS}: (a′) the same, exactly once, {rows} rows");
-        eos_runs.push(wasm_with(&dir, &fake_url, &bootstrap, &format!("bench.eos.{round}"), rows, Delivery::ExactlyOnce)?);
+        eos_runs.push(wasm_with(&dir, &fake_url, &bootstrap, &format!("bench.eos.{round}"), rows, Delivery::ExactlyOnce, "")?);
         eprintln!("round {round}/{ROUNDS}: (b) native snow-core path, {rows} rows");
         native_runs.push(child("native", &fake_url, &bootstrap, &format!("bench.native.{round}"), rows)?);
         eprintln!("round {round}/{ROUNDS}: (c) bare pipeline, {rows} rows");
@@ -108,7 +108,7 @@ pub fn eos_only(rows: u64, rounds: usize) -> Result<()> {
     let mut ratios = Vec::new();
     for round in 1..=rounds {
         let a = wasm(&dir, &fake_url, &bootstrap, &format!("bench.wasm.{round}"), rows)?;
-        let e = wasm_with(&dir, &fake_url, &bootstrap, &format!("bench.eos.{round}"), rows, Delivery::ExactlyOnce)?;
+        let e = wasm_with(&dir, &fake_url, &bootstrap, &format!("bench.eos.{round}"), rows, Delivery::ExactlyOnce, "")?;
         let ratio = e.rows_per_second() / a.rows_per_second();
         eprintln!(
             "round {round}: (a) {:.0} rows/s {:.1} µs/row, (a′) {:.0} rows/s {:.1} µs/row, a′/a = {ratio:.2}",
@@ -180,12 +180,21 @@ pub(crate) enum Delivery {
 
 /// (a): `snow-connect run` until `rows` records are in `topic`.
 pub(crate) fn wasm(dir: &Path, fake: &str, bootstrap: &str, topic: &str, rows: u64) -> Result<Outcome> {
-    wasm_with(dir, fake, bootstrap, topic, rows, Delivery::AtLeastOnce)
+    wasm_with(dir, fake, bootstrap, topic, rows, Delivery::AtLeastOnce, "")
 }
 
 /// (a) or (a′): `snow-connect run` until `rows` records are in `topic` (committed, exactly once:
 /// counted from the host's log, since transaction markers take offsets too).
-pub(crate) fn wasm_with(dir: &Path, fake: &str, bootstrap: &str, topic: &str, rows: u64, delivery: Delivery) -> Result<Outcome> {
+/// `extra`: more connector keys (`key=value` lines).
+pub(crate) fn wasm_with(
+    dir: &Path,
+    fake: &str,
+    bootstrap: &str,
+    topic: &str,
+    rows: u64,
+    delivery: Delivery,
+    extra: &str,
+) -> Result<Outcome> {
     let config = dir.join(format!("{topic}.properties"));
     let offsets = match delivery {
         Delivery::AtLeastOnce => format!("offset.storage.file.filename={}", dir.join(format!("{topic}.offsets.json")).display()),
@@ -195,7 +204,7 @@ pub(crate) fn wasm_with(dir: &Path, fake: &str, bootstrap: &str, topic: &str, ro
         &config,
         format!(
             "name={topic}\ncomponent.path={}\nkafka.bootstrap.servers={bootstrap}\n{offsets}\n\
-             snow.instance.url={fake}\nsnow.auth.type=none\nsnow.tables=incident\nsnow.table.incident.topic={topic}\nsnow.batch.size=1000\n{}",
+             snow.instance.url={fake}\nsnow.auth.type=none\nsnow.tables=incident\nsnow.table.incident.topic={topic}\nsnow.batch.size=1000\n{}\n{extra}\n",
             source_component().display(),
             trusted_keys_line()
         ),

@@ -101,6 +101,7 @@ pub struct Shared {
 /// A latency model of an instance: every request costs `request_ms`, and every write it executes
 /// `write_ms` more (the items of a batch one after another).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct Latency {
     /// Milliseconds every request takes before it is answered.
     pub request_ms: u64,

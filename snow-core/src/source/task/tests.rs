@@ -120,7 +120,7 @@ fn pages_become_records_with_offsets_and_resume_from_them() {
     let offsets = vec![batch.offset.clone().unwrap()];
     drop(task);
     let task = SourceTask::open(&entries(&[]), &offsets, &mut s, ManualClock::default()).unwrap();
-    assert_eq!(task.cursor(), &Cursor { ts: Timestamp(T0), id: "b".into() });
+    assert_eq!(task.cursor(), Cursor { ts: Timestamp(T0), id: "b".into() });
 }
 
 #[test]

@@ -60,7 +60,7 @@ fn a_finished_sweep_is_followed_by_one_of_deletes_whose_tombstones_carry_who_and
     // A restart resumes both cursors from their own offsets.
     let offsets = vec![rows.offset.clone().unwrap(), offset];
     let task = SourceTask::open(&with_deletes(&[]), &offsets, &mut s, ManualClock::default()).unwrap();
-    assert_eq!(task.cursor(), &Cursor { ts: Timestamp(T0 + 1), id: "c".into() });
+    assert_eq!(task.cursor(), Cursor { ts: Timestamp(T0 + 1), id: "c".into() });
     assert_eq!(task.deletes().unwrap().cursor(), &Cursor { ts: Timestamp(T0 + 60), id: "x2".into() });
 }
 

@@ -1,0 +1,157 @@
+//! Parallel backfill end to end (issue 22, ADR 0033): the real source component in the real host
+//! reads a table in time slices at once from the fake, while a writer inserts, updates and adds
+//! late rows, and the host is SIGKILLed in the middle of the backfill.
+#![allow(clippy::unwrap_used)] // a panic is how a test fails
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::Duration;
+
+use fake_snow::{FakeOptions, FakeSnow, Fault, FaultAction};
+use serde_json::Value;
+use support::kafka::{Read, read_until};
+use support::{Runner, connector_file, now_secs, tail, unique, wait_until, work_dir};
+
+const USER: &str = "snow-e2e";
+const PASSWORD: &str = "e2e-Secret-Pw-42";
+
+fn config(fake: &FakeSnow, name: &str, topic: &str, parallelism: &str) -> BTreeMap<String, String> {
+    let extra = [
+        ("snow.auth.username", USER),
+        ("snow.auth.password", PASSWORD),
+        ("snow.batch.size", "100"),
+        ("snow.table.incident.backfill.parallelism", parallelism),
+    ];
+    support::source_entries(&fake.url(), name, topic, &["incident"], &extra)
+}
+
+/// The stored position of `connector` in the offset file, once there is one.
+fn stored_position(dir: &Path, connector: &str) -> Option<Value> {
+    let text = std::fs::read_to_string(dir.join("offsets.json")).ok()?;
+    let file: Value = serde_json::from_str(&text).ok()?;
+    let (_, position) = file["offsets"][connector].as_object()?.iter().next()?;
+    serde_json::from_str(position.as_str()?).ok()
+}
+
+/// Inserts, updates seeded rows and adds rows stamped a second late, every 100 ms.
+fn writer(
+    fake: Arc<FakeSnow>,
+    seeded: Arc<Vec<String>>,
+    writing: Arc<AtomicBool>,
+    rounds: Arc<AtomicUsize>,
+) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        let mut n = 0usize;
+        while writing.load(Ordering::SeqCst) {
+            let now = now_secs();
+            fake.shared().seed("incident", 5, now, 0);
+            fake.shared().insert_at("incident", 1_000_000 + n as u64, now - 1);
+            let mut changes = serde_json::Map::new();
+            changes.insert("state".into(), Value::String(format!("{}", n % 7)));
+            let old: Vec<String> = (0..20).map(|i| seeded[(n * 997 + i * 4_999) % seeded.len()].clone()).collect();
+            fake.shared().update_rows("incident", &old, &changes);
+            n += 1;
+            rounds.store(n, Ordering::SeqCst);
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    })
+}
+
+/// Each key's last record's `sys_mod_count` (records of a key share a partition, read in order).
+fn last_versions(records: &[Read]) -> BTreeMap<String, String> {
+    records.iter().map(Read::version).collect()
+}
+
+/// Keys whose records carry a `sys_mod_count` lower than an earlier record of the key.
+fn out_of_order(records: &[Read]) -> Vec<(String, u64, u64)> {
+    let mut last: BTreeMap<&str, u64> = BTreeMap::new();
+    let mut bad = Vec::new();
+    for r in records {
+        let count: u64 = r.headers.get("snow.sys_mod_count").and_then(|c| c.parse().ok()).unwrap();
+        if let Some(&before) = last.get(r.key.as_str())
+            && count < before
+        {
+            bad.push((r.key.clone(), before, count));
+        }
+        last.insert(&r.key, count);
+    }
+    bad
+}
+
+#[test]
+fn a_parallel_backfill_killed_mid_way_ends_with_the_single_cursors_final_versions_and_each_keys_versions_in_order() {
+    const KILLS: usize = 3;
+    let fake = Arc::new(FakeSnow::start(FakeOptions { users: vec![(USER.into(), PASSWORD.into())], ..Default::default() }).unwrap());
+    let now = now_secs();
+    let seeded = Arc::new(fake.shared().seed("incident", 20_000, now - 86_400, 80_000));
+    // As slow as an instance (each page ~150 ms), so the backfill outlasts the kills.
+    fake.add_fault(Fault::always(FaultAction::Latency { ms: 150 }).on_method("GET").on_path("/api/now/table/incident"));
+    let (writing, rounds) = (Arc::new(AtomicBool::new(true)), Arc::new(AtomicUsize::new(0)));
+    let writer = writer(fake.clone(), seeded.clone(), writing.clone(), rounds.clone());
+    let (name, topic) = (unique("parbackfill"), unique("parbackfill"));
+    let dir = work_dir("parallel-backfill");
+    let file = connector_file(&dir, &name, &config(&fake, &name, &topic, "4"));
+    let bootstrap = kafka_harness::shared().bootstrap();
+    let mut next = support::kill_points("parallel backfill");
+    let mut first_log = String::new();
+    for k in 0..KILLS {
+        let mut runner = Runner::start(&dir, &format!("run{k}"), &[&file]);
+        if k > 0 {
+            runner.wait_for_log("a parallel backfill resumes:", Duration::from_secs(60));
+        }
+        // Records flowed in this run: the stored position moved on.
+        let before = stored_position(&dir, &name);
+        wait_until("this run stored a position", Duration::from_secs(120), || {
+            let now = stored_position(&dir, &name);
+            (now.is_some() && now != before).then_some(())
+        });
+        std::thread::sleep(Duration::from_millis(next() % 1000)); // a random kill point, not a synchronisation
+        let log = runner.log();
+        runner.kill();
+        let stored = stored_position(&dir, &name).unwrap();
+        assert_eq!(stored["v"], 2, "kill {k} landed mid-backfill (the stored position is the slices'): {stored}; log:\n{}", tail(&log, 20));
+        if k == 0 {
+            first_log = log;
+        }
+    }
+    assert!(first_log.contains("in 4 slices at once"), "the backfill was planned in 4 slices:\n{}", tail(&first_log, 30));
+    let mut last = Runner::start(&dir, "final", &[&file]);
+    last.wait_for_log("a parallel backfill resumes:", Duration::from_secs(60));
+    last.wait_for_log("the single cursor reads on", Duration::from_secs(300));
+    let written = rounds.load(Ordering::SeqCst);
+    wait_until("a second of writes after the backfill", Duration::from_secs(60), || {
+        (rounds.load(Ordering::SeqCst) >= written + 10).then_some(())
+    });
+    writing.store(false, Ordering::SeqCst);
+    writer.join().unwrap();
+    let finals = support::final_versions(&fake, &["incident"]);
+    let has_all = |records: &[Read]| finals.is_subset(&records.iter().map(Read::version).collect());
+    let parallel = read_until(bootstrap, &topic, Duration::from_secs(300), has_all);
+    let log = last.stop();
+    assert!(has_all(&parallel), "every final row version is in Kafka; log:\n{}", tail(&log, 20));
+    assert_eq!(out_of_order(&parallel), Vec::new(), "no key has an older version after a newer one");
+
+    // The same table read by a single cursor from scratch ends with the same final versions.
+    let (single_name, single_topic) = (unique("singlebackfill"), unique("singlebackfill"));
+    let single_dir = work_dir("single-backfill");
+    fake.clear_faults();
+    let single_file = connector_file(&single_dir, &single_name, &config(&fake, &single_name, &single_topic, "1"));
+    let single_runner = Runner::start(&single_dir, "single", &[&single_file]);
+    let single = read_until(bootstrap, &single_topic, Duration::from_secs(300), has_all);
+    single_runner.stop();
+    let expected: BTreeMap<String, String> = finals.iter().cloned().collect();
+    assert_eq!(last_versions(&single), expected, "the single cursor's topic ends with the table's final versions");
+    assert_eq!(last_versions(&parallel), expected, "the parallel backfill's topic ends with the same final versions");
+    assert!(finals.len() > 20_000 && finals.iter().any(|(_, m)| m != "0"), "rows were inserted and updated during the runs");
+    eprintln!(
+        "parallel: {} records for {} rows ({} duplicates across {KILLS} kills); single cursor: {} records",
+        parallel.len(),
+        finals.len(),
+        parallel.len() - last_versions(&parallel).len(),
+        single.len()
+    );
+}
