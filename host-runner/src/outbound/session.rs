@@ -105,7 +105,7 @@ mod tests {
     #[test]
     fn the_pool_is_bounded() {
         let pool = SessionPool::default();
-        for i in 0..10 {
+        for i in 0..MAX_SESSIONS + 5 {
             let mut s = Session::default();
             s.absorb(&set_cookies(&[&format!("JSESSIONID={i}")]));
             pool.check_in(s);

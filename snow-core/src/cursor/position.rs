@@ -111,6 +111,9 @@ pub struct BackfillPosition {
     pub end: Timestamp,
     /// The unfinished slices.
     pub slices: Vec<SlicePosition>,
+    /// The versions already emitted in the overlap before `end` (the backfill's tail): what the
+    /// single cursor's first sweep must not emit again, whichever run emitted them.
+    pub seen: Vec<SeenVersion>,
 }
 
 /// One unfinished slice: it has read everything at or before `cursor` in its range, and reads on
@@ -135,6 +138,9 @@ struct BackfillJson {
     end: String,
     /// `[ts, id, to]` per unfinished slice.
     slices: Vec<(String, String, String)>,
+    /// `[ts, id, mod_count]` per version emitted in the tail.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    seen: Vec<(String, String, String)>,
 }
 
 impl Position {
@@ -153,21 +159,27 @@ impl Position {
             .iter()
             .map(|(at, id, to)| Ok(SlicePosition { cursor: Cursor { ts: ts(at)?, id: id.clone() }, to: ts(to)? }))
             .collect::<Result<Vec<_>, String>>()?;
+        let seen = json
+            .seen
+            .iter()
+            .map(|(at, id, mod_count)| Ok(SeenVersion { ts: ts(at)?, id: id.clone(), mod_count: mod_count.clone() }))
+            .collect::<Result<Vec<_>, String>>()?;
         if let Some(bad) = slices.iter().find(|s| s.to > end || s.cursor.ts > s.to.plus_seconds(1)) {
             return Err(format!(
                 "stored backfill position: a slice at {} {:?} ending at {} lies outside the backfill (end {end})",
                 bad.cursor.ts, bad.cursor.id, bad.to
             ));
         }
-        Ok(Self::Backfill(BackfillPosition { end, slices }))
+        Ok(Self::Backfill(BackfillPosition { end, slices, seen }))
     }
 }
 
 impl BackfillPosition {
-    /// The stored form, `{"v":2,"end":"…","slices":[["ts","id","to"],…]}`.
+    /// The stored form, `{"v":2,"end":"…","slices":[["ts","id","to"],…],"seen":[["ts","id","mod"],…]}`.
     pub fn to_position(&self) -> String {
         let slices = self.slices.iter().map(|s| (s.cursor.ts.to_string(), s.cursor.id.clone(), s.to.to_string())).collect();
-        serde_json::to_string(&BackfillJson { v: 2, end: self.end.to_string(), slices }).unwrap_or_default()
+        let seen = self.seen.iter().map(|v| (v.ts.to_string(), v.id.clone(), v.mod_count.clone())).collect();
+        serde_json::to_string(&BackfillJson { v: 2, end: self.end.to_string(), slices, seen }).unwrap_or_default()
     }
 }
 

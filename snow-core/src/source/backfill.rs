@@ -63,7 +63,13 @@ impl Slice {
 /// must be abandoned.
 pub struct Split {
     /// The request the slice had in flight, if it had made one.
-    pub abandoned: SweepRequest,
+    pub abandoned: Option<SweepRequest>,
+    /// The slice split, as it was: where it had got to and its last second.
+    pub at: Cursor,
+    /// Its last second before the split.
+    pub to: Timestamp,
+    /// Its new last second (the new slice reads from the next one).
+    pub mid: Timestamp,
 }
 
 /// The versions emitted in the overlap before the backfill's end: the order guard during the
@@ -164,6 +170,10 @@ impl Backfill {
     pub fn resume(position: &BackfillPosition, parallelism: u32, sizes: WindowSizes, overlap: u32, fields: (String, String)) -> Self {
         let slices = position.slices.iter().map(|s| Slice::new(s.cursor.clone(), s.to, sizes)).collect();
         let mut backfill = Self::with(position.end, slices, parallelism, sizes, overlap, fields);
+        // The tail emitted by earlier runs: the guard and the hand-over's dedup seed need it.
+        for v in &position.seen {
+            backfill.tail.admit(v.ts, &v.id, &v.mod_count);
+        }
         // Fewer slices left than allowed: split at once.
         while backfill.split().is_some() {}
         backfill
@@ -240,7 +250,7 @@ impl Backfill {
         later.remaining = slice.remaining;
         self.slices.insert(i + 1, later);
         self.splits += 1;
-        abandoned.map(|abandoned| Split { abandoned })
+        Some(Split { abandoned, at: self.slices[i].high.clone(), to, mid })
     }
 
     /// The stored form of where the backfill is.
@@ -248,6 +258,7 @@ impl Backfill {
         BackfillPosition {
             end: self.end,
             slices: self.slices.iter().map(|s| SlicePosition { cursor: s.high.clone(), to: s.to() }).collect(),
+            seen: self.tail.versions(),
         }
     }
 }
@@ -301,6 +312,13 @@ mod tests {
         assert_eq!(position, b.position());
         let resumed = Backfill::resume(&position, 2, sizes(), 30, fields());
         assert_eq!(resumed.position(), b.position(), "resumed as stored: already as many slices as allowed");
+        let mut tailed = b.position();
+        tailed.seen.push(SeenVersion { ts: Timestamp(390), id: "r".into(), mod_count: "2".into() });
+        let text = tailed.to_position();
+        let crate::cursor::position::Position::Backfill(back) = crate::cursor::position::Position::parse(&text).unwrap() else { panic!() };
+        let mut resumed_tail = Backfill::resume(&back, 2, sizes(), 30, fields());
+        assert!(!resumed_tail.tail.admit(Timestamp(5), "r", "1"), "the tail of an earlier run guards and seeds this one");
+        assert_eq!(resumed_tail.position().seen, tailed.seen);
         let wider = Backfill::resume(&position, 4, sizes(), 30, fields());
         assert_eq!(wider.slices().len(), 4, "more parallelism on resume splits at once");
     }

@@ -114,8 +114,14 @@ impl<T: Transport, C: Clock> SourceTask<T, C> {
         let bytes = if records.is_empty() { BatchBytes::default() } else { finished.into_batch_bytes(page.body, &mut records) };
         if observed.done {
             for split in backfill.finished(i) {
-                let query = request_query(&split.abandoned, table);
-                self.client.abandon_list(&table.name, &list_params(table, &self.keys, &split.abandoned, &query));
+                if let Some(abandoned) = &split.abandoned {
+                    let query = request_query(abandoned, table);
+                    self.client.abandon_list(&table.name, &list_params(table, &self.keys, abandoned, &query));
+                }
+                self.notes.push(Note::info(format!(
+                    "table {}: a slice finished early: the slice at {} reading up to {} stops at {}, a new one reads the rest",
+                    table.name, split.at.ts, split.to, split.mid
+                )));
             }
             if backfill.is_done() {
                 self.backfill_done();
