@@ -40,7 +40,7 @@ impl ConnectorContext {
     /// A fresh store for the guest instance running `unit`, with ServiceNow sessions of its own.
     pub fn new_store(&self, unit: &str) -> Store<HostState> {
         let options = StoreOptions { memory_max_bytes: self.spec.memory_max_bytes, call_timeout: self.spec.call_timeout };
-        HostState::new_store(&self.engine, &self.spec.name, unit, self.gate.for_store(), self.metrics.clone(), options)
+        HostState::new_store(&self.engine, &self.spec.name, unit, self.gate.for_unit(unit), self.metrics.clone(), options)
     }
 
     /// A unit's new component version failed in its first calls (`what`) and the connector went

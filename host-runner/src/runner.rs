@@ -27,6 +27,8 @@ use crate::status::{StatusBoard, UnitState};
 pub struct Runner {
     runtime: ComponentRuntime,
     limiters: LimiterRegistry,
+    /// The instances' request budgets (ADR 0034).
+    budgets: Arc<crate::outbound::BudgetRegistry>,
     tokens: TokenRegistry,
     metrics: Metrics,
     status: StatusBoard,
@@ -112,6 +114,7 @@ impl Runner {
         Ok(Self {
             runtime: ComponentRuntime::new()?.with_cache(compile_cache),
             limiters: LimiterRegistry::default(),
+            budgets: Default::default(),
             tokens: TokenRegistry::new(metrics.clone()),
             metrics,
             status: StatusBoard::default(),
@@ -178,10 +181,23 @@ impl Runner {
         self.prepare(specs).await.map(drop)
     }
 
+    /// The process is stopping: no request waits for an instance's request budget any more, so
+    /// every unit's last call ends.
+    pub fn stop_waiting(&self) {
+        self.budgets.stop();
+    }
+
     /// Runs `specs` until `shutdown` fires or every connector ended. A connector that ends with an
     /// error is logged and shown on the status board (unit `connector`, parked) the moment it
     /// ends, whatever the others do; the first such error is returned once all have ended.
     pub async fn run(&self, specs: &[ConnectorSpec], shutdown: Shutdown) -> Result<()> {
+        {
+            let (budgets, mut stopping) = (self.budgets.clone(), shutdown.clone());
+            tokio::spawn(async move {
+                stopping.wait().await;
+                budgets.stop();
+            });
+        }
         specs.iter().for_each(ConnectorSpec::register_secrets);
         // Only a start connects to Kafka; validating a configuration does not.
         let mut checked: Vec<(&str, &std::collections::BTreeMap<String, String>)> = Vec::new();
@@ -378,8 +394,11 @@ impl Runner {
             authority: spec.instance_authority.clone(),
             credentials,
             worker: self.worker_id.get().cloned(),
+            priorities: spec.priorities.clone(),
         };
-        Ok(Gate::new(settings, self.limiters.limiter(&spec.instance_authority, spec.max_in_flight), self.metrics.clone()))
+        let limiter = self.limiters.limiter(&spec.instance_authority, spec.max_in_flight);
+        let budget = self.budgets.budget(&spec.instance_authority, spec.requests_per_hour, spec.requests_per_minute);
+        Ok(Gate::new(settings, limiter, budget, self.metrics.clone()))
     }
 }
 

@@ -242,3 +242,91 @@ fn a_page_nested_a_million_levels_deep_is_a_clear_error_not_a_trap() {
     assert!(log.contains("values nested deeper than 128 levels"), "the error says what is wrong:\n{}", support::tail(&log, 30));
     assert!(!log.contains("trapped"), "no trap:\n{}", support::tail(&log, 30));
 }
+
+/// Ten tables on an instance whose rate limit rule allows 50 API calls per 5 s window and answers
+/// 429 without any header past it (500 an hour, scaled down in time).
+fn rate_limited_instance() -> (FakeSnow, Vec<String>, Vec<String>) {
+    let tables: Vec<String> = (0..10).map(|i| format!("u_budget_{i}")).collect();
+    let fake =
+        FakeSnow::start(FakeOptions { users: vec![("budget".into(), "budget-Pw-1".into())], tables: tables.clone(), ..Default::default() })
+            .unwrap();
+    let now = support::now_secs();
+    let ids: Vec<String> = tables.iter().flat_map(|t| fake.shared().seed(t, 200, now - 86_400, 80_000)).collect();
+    fake.shared().set_rate_limit(Some(fake_snow::rate_limit::RateLimit { requests: 50, window_ms: 5_000, headers: false }));
+    (fake, tables, ids)
+}
+
+fn budget_source(
+    fake: &FakeSnow,
+    tables: &[String],
+    name: &str,
+    topic: &str,
+    extra: &[(&str, &str)],
+) -> std::collections::BTreeMap<String, String> {
+    let tables: Vec<&str> = tables.iter().map(String::as_str).collect();
+    let mut pairs = vec![("snow.auth.username", "budget"), ("snow.auth.password", "budget-Pw-1"), ("snow.batch.size", "50")];
+    pairs.extend_from_slice(extra);
+    support::source_entries(&fake.url(), name, topic, &tables, &pairs)
+}
+
+#[test]
+fn ten_tables_within_a_request_budget_stay_under_the_instances_limit_lose_nothing_and_say_why_they_are_slow() {
+    let (fake, tables, ids) = rate_limited_instance();
+    let (name, topic) = (unique("budget"), unique("budget"));
+    let dir = work_dir("budget");
+    // 480 a minute: 8 at once, then 7.9 a second, so no 5 s window of the instance counts more than 48.
+    let config = budget_source(
+        &fake,
+        &tables,
+        &name,
+        &topic,
+        &[("snow.instance.requests.per.minute", "480"), ("snow.table.u_budget_0.priority", "40")],
+    );
+    let file = connector_file(&dir, &name, &config);
+    let mut runner = Runner::start_with_args(&dir, "run", &[&file], &["--status-listen", "127.0.0.1:0"]);
+    let addr = support::status_address(&mut runner);
+    // While the tables want far more than the budget (each polls every 200 ms), a unit says so.
+    let slowed = support::wait_until("a unit's status saying the budget slows it", Duration::from_secs(120), || {
+        tables.iter().find_map(|t| {
+            let status = support::unit_status_of(&addr, &name, t)?;
+            let message = status["message"].as_str()?.to_string();
+            message.contains("slowed by the instance's request budget").then_some(message)
+        })
+    });
+    let records = read_until(kafka_harness::shared().bootstrap(), &topic, Duration::from_secs(240), |r| {
+        r.iter().map(|x| x.key.as_str()).collect::<std::collections::BTreeSet<_>>().len() >= ids.len()
+    });
+    let requests: Vec<f64> = tables
+        .iter()
+        .map(|t| support::metric(&addr, &format!("snow_instance_requests_total{{connector=\"{name}\",table=\"{t}\"}}")).unwrap_or(0.0))
+        .collect();
+    let log = runner.stop();
+    let keys: std::collections::BTreeSet<&str> = records.iter().map(|r| r.key.as_str()).collect();
+    assert_eq!(keys.len(), ids.len(), "every row of the ten tables; log:\n{}", support::tail(&log, 30));
+    let refused = fake.journal().entries.iter().filter(|e| e.status == 429).count();
+    assert_eq!(refused, 0, "the budget kept every window under the instance's limit");
+    assert!(requests.iter().all(|n| *n > 0.0), "the requests each table spent are counted: {requests:?}");
+    // The table weighing 40 got more of the budget than any of weight 10.
+    assert!(requests[0] > requests[1..].iter().cloned().fold(0.0, f64::max), "priority 40 spent the most: {requests:?}");
+    eprintln!("requests per table: {requests:?}; status said: {slowed}");
+}
+
+#[test]
+fn without_a_budget_a_429_without_headers_pauses_the_instance_and_nothing_is_lost() {
+    let (fake, tables, ids) = rate_limited_instance();
+    let (name, topic) = (unique("nobudget"), unique("nobudget"));
+    let dir = work_dir("no-budget");
+    let file = connector_file(&dir, &name, &budget_source(&fake, &tables, &name, &topic, &[]));
+    let mut runner = Runner::start(&dir, "run", &[&file]);
+    runner.wait_for_log("429 without Retry-After or X-RateLimit-Reset: every request to the instance waits", Duration::from_secs(120));
+    let records = read_until(kafka_harness::shared().bootstrap(), &topic, Duration::from_secs(300), |r| {
+        r.iter().map(|x| x.key.as_str()).collect::<std::collections::BTreeSet<_>>().len() >= ids.len()
+    });
+    let log = runner.stop();
+    let keys: std::collections::BTreeSet<&str> = records.iter().map(|r| r.key.as_str()).collect();
+    assert_eq!(keys.len(), ids.len(), "every row despite the 429s; log:\n{}", support::tail(&log, 30));
+    assert!(!log.contains("unit parked"), "no table gave up");
+    // After a pause the instance is not hit at once by everyone again: 429s stay few.
+    let refused = fake.journal().entries.iter().filter(|e| e.status == 429).count();
+    assert!(refused < 60, "{refused} requests refused: the pause keeps the host from hammering the instance");
+}

@@ -34,6 +34,8 @@ pub struct HostState {
     metrics: Metrics,
     call_started: Instant,
     call_timeout: Duration,
+    /// What the gate's budget waits came to when the call began.
+    waited_at_call: Duration,
 }
 
 impl HostState {
@@ -62,22 +64,40 @@ impl HostState {
             metrics,
             call_started: Instant::now(),
             call_timeout: options.call_timeout,
+            waited_at_call: Duration::ZERO,
         };
         let mut store = Store::new(engine, state);
         store.limiter(|s| &mut s.limits);
         store.set_epoch_deadline(1);
         // Yield to tokio every tick so a busy guest never holds an executor thread; interrupt a
         // call that outlived its budget.
+        // Time its requests waited for the instance's request budget is not the guest's doing.
         store.epoch_deadline_callback(|ctx| {
             let state = ctx.data();
-            if state.call_started.elapsed() > state.call_timeout { Ok(UpdateDeadline::Interrupt) } else { Ok(UpdateDeadline::Yield(1)) }
+            let waited = state.gate.budget_waited().saturating_sub(state.waited_at_call);
+            if state.call_started.elapsed().saturating_sub(waited) > state.call_timeout {
+                Ok(UpdateDeadline::Interrupt)
+            } else {
+                Ok(UpdateDeadline::Yield(1))
+            }
         });
         store
+    }
+
+    /// How long the current call's requests waited for the instance's request budget (ADR 0034).
+    pub fn budget_waited_in_call(&self) -> Duration {
+        self.gate.budget_waited().saturating_sub(self.waited_at_call)
+    }
+
+    /// How long the instance stays paused after a 429 that said nothing of when to come back.
+    pub fn instance_paused_for(&self) -> Option<Duration> {
+        self.gate.paused_for()
     }
 
     /// Marks the start of a call into the guest (its budget starts now).
     pub fn begin_call(&mut self) {
         self.call_started = Instant::now();
+        self.waited_at_call = self.gate.budget_waited();
     }
 
     /// The linear memory the guest has grown to (its largest memory), in bytes.

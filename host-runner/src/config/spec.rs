@@ -117,6 +117,14 @@ pub struct ConnectorSpec {
     pub instance_authority: String,
     /// `snow.instance.max.in.flight`: cap on requests in flight to the instance, process-wide.
     pub max_in_flight: usize,
+    /// `snow.instance.requests.per.hour` and `.per.minute`: the instance's request budget
+    /// (ADR 0034), process-wide (the smallest any connector sets wins).
+    pub requests_per_hour: Option<u64>,
+    /// See `requests_per_hour`.
+    pub requests_per_minute: Option<u64>,
+    /// `snow.table.<t>.priority` (1–100, default [`DEFAULT_PRIORITY`]): a table's weight when the
+    /// budget is short.
+    pub priorities: BTreeMap<String, u32>,
     /// Credentials (`snow.auth.*`).
     pub auth: AuthSpec,
     /// Everything the guest sees: `snow.*` keys except the credentials, and the memory it gets
@@ -182,9 +190,20 @@ const HOST_ONLY_SNOW_KEYS: [&str; 13] = [
     "snow.sink.max.in.flight",
 ];
 
+/// The request budget's keys (ADR 0034).
+const BUDGET_KEYS: [&str; 2] = ["snow.instance.requests.per.hour", "snow.instance.requests.per.minute"];
+
+/// A table's weight in the request budget when `snow.table.<t>.priority` is not set.
+pub const DEFAULT_PRIORITY: u32 = 10;
+
+/// The table `key` sets the budget priority of (`snow.table.<t>.priority`).
+fn priority_table(key: &str) -> Option<&str> {
+    key.strip_prefix("snow.table.")?.strip_suffix(".priority").filter(|t| !t.is_empty() && !t.contains('.'))
+}
+
 /// True for a `snow.*` key the host reads and never gives the guest.
 pub fn is_host_only_snow_key(key: &str) -> bool {
-    HOST_ONLY_SNOW_KEYS.contains(&key) || super::push::KEYS.contains(&key)
+    HOST_ONLY_SNOW_KEYS.contains(&key) || super::push::KEYS.contains(&key) || BUDGET_KEYS.contains(&key) || priority_table(key).is_some()
 }
 
 impl ConnectorSpec {
@@ -232,6 +251,13 @@ impl ConnectorSpec {
         let trap_budget = number("component.trap.budget", 5, 1, 1_000_000, &mut errors) as u32;
         let trust = super::artefact::trust_policy(&entries, &mut errors);
         let max_in_flight = number("snow.instance.max.in.flight", default_max_in_flight() as u64, 1, 256, &mut errors) as usize;
+        let budget = |k: &str, errors: &mut Vec<String>| entries.contains_key(k).then(|| number(k, 1, 1, 100_000_000, errors));
+        let requests_per_hour = budget(BUDGET_KEYS[0], &mut errors);
+        let requests_per_minute = budget(BUDGET_KEYS[1], &mut errors);
+        let priorities: BTreeMap<String, u32> = entries
+            .keys()
+            .filter_map(|k| priority_table(k).map(|t| (t.to_string(), number(k, u64::from(DEFAULT_PRIORITY), 1, 100, &mut errors) as u32)))
+            .collect();
         let (instance_scheme, instance_authority) = match parse_base_url(&url) {
             Ok(parts) => parts,
             Err(message) if !url.is_empty() => {
@@ -414,6 +440,9 @@ impl ConnectorSpec {
             instance_scheme,
             instance_authority,
             max_in_flight,
+            requests_per_hour,
+            requests_per_minute,
+            priorities,
             auth,
             guest_config,
             convert: crate::convert::Converters::new(convert),
@@ -464,6 +493,29 @@ mod tests {
 
     fn entries(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
         pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    }
+
+    #[test]
+    fn the_request_budget_and_priorities_are_the_hosts_and_checked() {
+        let base = [
+            ("name", "c"),
+            ("component.path", "x.wasm"),
+            ("component.allow.unsigned", "true"),
+            ("kafka.bootstrap.servers", "127.0.0.1:9092"),
+            ("snow.instance.url", "https://acme.service-now.com"),
+            ("snow.auth.type", "none"),
+            ("snow.tables", "incident,problem"),
+        ];
+        let mut pairs = base.to_vec();
+        pairs.extend([("snow.instance.requests.per.hour", "500"), ("snow.table.incident.priority", "30")]);
+        let spec = ConnectorSpec::from_entries(entries(&pairs)).unwrap();
+        assert_eq!((spec.requests_per_hour, spec.requests_per_minute), (Some(500), None));
+        assert_eq!(spec.priorities, BTreeMap::from([("incident".to_string(), 30)]));
+        assert!(spec.guest_config.keys().all(|k| !k.contains("requests.per") && !k.ends_with(".priority")), "never given to the guest");
+        let mut bad = base.to_vec();
+        bad.extend([("snow.instance.requests.per.minute", "0"), ("snow.table.problem.priority", "500")]);
+        let text = format!("{:#}", ConnectorSpec::from_entries(entries(&bad)).unwrap_err());
+        assert!(text.contains("snow.instance.requests.per.minute") && text.contains("snow.table.problem.priority"), "{text}");
     }
 
     #[test]

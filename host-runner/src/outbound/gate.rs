@@ -10,6 +10,7 @@ use http_body_util::{BodyExt, Full};
 use snow_core::error::ErrorClass;
 use wasmtime_wasi_http::{DEFAULT_FORBIDDEN_HEADERS, Error as HttpError, ForbiddenHeaderFilter, RequestOptions, WasiBody, WasiHttpHooks};
 
+use super::budget::{InstanceBudget, Waits};
 use super::limiter::InstanceLimiter;
 use super::pool::ConnectionPool;
 use super::session::SessionPool;
@@ -48,6 +49,8 @@ pub struct GateSettings {
     /// In a fleet, the worker's id, sent as `X-Snow-Worker` (the instance's logs then say which
     /// worker asked; the guest never sees it).
     pub worker: Option<String>,
+    /// `snow.table.<t>.priority`: a unit's weight in the instance's request budget.
+    pub priorities: std::collections::BTreeMap<String, u32>,
 }
 
 /// The outbound gate of one guest store; cheap to clone.
@@ -55,14 +58,44 @@ pub struct GateSettings {
 pub struct Gate {
     settings: Arc<GateSettings>,
     limiter: Arc<InstanceLimiter>,
+    budget: Arc<InstanceBudget>,
     metrics: Metrics,
     sessions: SessionPool,
+    /// The store's unit (a source's table), its budget group.
+    unit: Arc<str>,
+    /// Time the store's requests spent waiting for the budget (not counted against the call
+    /// timeout).
+    waits: Arc<Waits>,
 }
 
 impl Gate {
-    /// A gate enforcing `settings`, sharing `limiter` with every gate of the same instance.
-    pub fn new(settings: GateSettings, limiter: Arc<InstanceLimiter>, metrics: Metrics) -> Self {
-        Self { settings: Arc::new(settings), limiter, metrics, sessions: SessionPool::default() }
+    /// A gate enforcing `settings`, sharing `limiter` and `budget` with every gate of the same
+    /// instance.
+    pub fn new(settings: GateSettings, limiter: Arc<InstanceLimiter>, budget: Arc<InstanceBudget>, metrics: Metrics) -> Self {
+        Self {
+            settings: Arc::new(settings),
+            limiter,
+            budget,
+            metrics,
+            sessions: SessionPool::default(),
+            unit: Arc::from(""),
+            waits: Arc::default(),
+        }
+    }
+
+    /// The same gate for the store running `unit` (its budget group), with sessions of its own.
+    pub fn for_unit(&self, unit: &str) -> Self {
+        Self { unit: Arc::from(unit), waits: Arc::default(), ..self.for_store() }
+    }
+
+    /// How long the instance stays paused after a 429 without `Retry-After` or `X-RateLimit-Reset`.
+    pub fn paused_for(&self) -> Option<Duration> {
+        self.budget.paused_for()
+    }
+
+    /// How long this store's requests have waited for the budget in all (overlapping waits once).
+    pub fn budget_waited(&self) -> Duration {
+        self.waits.total()
     }
 
     /// A gate that refuses every request: for stores that have no network (a transform
@@ -74,8 +107,14 @@ impl Gate {
             authority: String::new(),
             credentials: Credentials::None,
             worker: None,
+            priorities: Default::default(),
         };
-        Self::new(settings, Arc::new(super::limiter::LimiterRegistry::default()).limiter("", 1), Metrics::default())
+        Self::new(
+            settings,
+            Arc::new(super::limiter::LimiterRegistry::default()).limiter("", 1),
+            Arc::new(InstanceBudget::new(None, None)),
+            Metrics::default(),
+        )
     }
 
     /// The same gate with sessions of its own: every store gets one, so that no two stores (two
@@ -136,6 +175,18 @@ impl Gate {
             let request = builder
                 .body(Full::new(body.clone()).map_err(|never| match never {}).boxed_unsync())
                 .map_err(|e| HttpError::InternalError(Some(format!("rebuilding the request: {e}"))))?;
+            {
+                let weight = self.settings.priorities.get(&*self.unit).copied().unwrap_or(crate::config::DEFAULT_PRIORITY);
+                let _waiting = self.waits.enter();
+                let waited = self.budget.take(&connector, &self.unit, weight).await;
+                let table = labels(&[("connector", &connector), ("table", &self.unit)]);
+                self.metrics.counter_add("snow_instance_requests_total", 1, &table);
+                if !waited.is_zero() {
+                    self.metrics.counter_add("snow_instance_budget_wait_ms_total", waited.as_millis() as u64, &table);
+                }
+            }
+            // Admitted now: a 429 to a request admitted before a pause began is part of it.
+            let sent = tokio::time::Instant::now();
             let permit = self.limiter.acquire(&connector).await;
             self.metrics.counter_add("snow_outbound_requests_total", 1, &labels(&[("connector", &connector)]));
             if permit.queued() {
@@ -145,6 +196,19 @@ impl Gate {
             let io: IoFuture = Box::new(async { Ok(()) });
             let status = response.status().as_u16();
             self.limiter.record(status);
+            let said_when = ["retry-after", "x-ratelimit-reset"].iter().any(|h| response.headers().contains_key(*h));
+            if status == 429 && !said_when {
+                if let Some(pause) = self.budget.rate_limited(sent) {
+                    tracing::warn!(
+                        connector = %connector,
+                        instance = %self.settings.authority,
+                        "429 without Retry-After or X-RateLimit-Reset: every request to the instance waits {} s (doubling while it lasts, up to an hour)",
+                        pause.as_secs()
+                    );
+                }
+            } else if status != 429 {
+                self.budget.answered();
+            }
             if status == 401
                 && !resent
                 && let Some(a) = &authorization

@@ -8,11 +8,13 @@
 //! keeps each store's ServiceNow sessions apart ([`session`]), and logs each refusal. Retry policy is not here: it depends on the request's meaning and stays
 //! in the guest.
 
+mod budget;
 mod gate;
 mod limiter;
 pub mod plain;
 pub mod pool;
 mod session;
 
+pub use budget::{BudgetRegistry, InstanceBudget};
 pub use gate::{Gate, GateSettings, MAX_REQUEST_BODY};
 pub use limiter::{InstanceLimiter, LimiterRegistry};

@@ -410,7 +410,9 @@ impl UnitRunner {
             // this worker, into a slot no other worker takes from, so let it run (and send the
             // request) now rather than when the next poll waits for its answer.
             tokio::task::yield_now().await;
-            self.state(UnitState::Running, batch.notice.as_deref());
+            let budget = budget_notice(opened.store.data(), poll_time);
+            let notice: Vec<&str> = [batch.notice.as_deref(), budget.as_deref()].into_iter().flatten().collect();
+            self.state(UnitState::Running, (!notice.is_empty()).then(|| notice.join("; ")).as_deref());
             if let Err(broken) = check(&batch) {
                 self.park(&format!("the component returned a broken batch: {broken}"));
                 break Restart::Parked;
@@ -764,4 +766,25 @@ impl UnitRunner {
         self.state(UnitState::Parked, Some(message));
         self.ctx.metrics.gauge_set("snow_source_unit_parked", 1.0, &labels(&[("connector", connector), ("table", table)]));
     }
+}
+
+/// What the status says when the instance's request budget (ADR 0034) slowed the poll that took
+/// `poll_time`: how long its requests waited, or the pause a header-less 429 set.
+fn budget_notice(state: &crate::component::state::HostState, poll_time: std::time::Duration) -> Option<String> {
+    if let Some(pause) = state.instance_paused_for() {
+        return Some(format!(
+            "the instance answered 429 without Retry-After or X-RateLimit-Reset: every request to it waits {:.0} s more (the pause doubles \
+             while 429s go on, up to an hour); nothing is lost",
+            pause.as_secs_f64()
+        ));
+    }
+    let waited = state.budget_waited_in_call();
+    (waited >= std::time::Duration::from_millis(100)).then(|| {
+        format!(
+            "slowed by the instance's request budget (snow.instance.requests.per.hour / .per.minute): the last poll's requests waited \
+             {:.1} s of its {:.1} s for it",
+            waited.as_secs_f64(),
+            poll_time.as_secs_f64()
+        )
+    })
 }

@@ -195,6 +195,7 @@ pub async fn run(config: WorkerConfig, compile_cache: Option<&Path>, shutdown: S
         worker.reconcile().await;
     }
     tracing::info!("worker stopping: stopping its units, then leaving the group");
+    runner.stop_waiting();
     worker.stop_all().await;
     runner.status().flush().await;
     if let Err(e) = fleet.status.leave().await {

@@ -12,7 +12,7 @@
 //! | `DELETE /__fake/tables/{t}/hidden` | | every row readable again |
 //! | `PUT /__fake/tables/{t}/dictionary` | `{"fields":[...],"parent":"task"}` | the table's own fields (`sys_dictionary` rows: a name, or `{"element","internal_type","reference","choice","attributes"}`), replacing any set before (a column added then is there, empty, on every existing row), and the table it extends (`sys_db_object.super_class`); writes then drop unknown fields silently, as ServiceNow does |
 //! | `POST /__fake/settings` | `{"pagination_headers":false}` | never send `X-Total-Count` or `Link` (an instance or proxy that strips them) |
-//! | `POST /__fake/settings` | `{"latency":{"request_ms":40,"write_ms":10,"batch_quota_ms":30000}}` | as slow as an instance: every request waits `request_ms`, every executed write `write_ms` more (a batch's items one after another); a batch leaves items unserviced past its quota |
+//! | `POST /__fake/settings` | `{"latency":{"request_ms":40,"write_ms":10,"batch_quota_ms":30000}}`, `{"rate_limit":{"requests":500,"window_ms":3600000,"headers":false}}` (see [`crate::rate_limit`]) | as slow as an instance: every request waits `request_ms`, every executed write `write_ms` more (a batch's items one after another); a batch leaves items unserviced past its quota |
 //! | `POST /__fake/settings` | `{"batch_api":false}` | `POST /api/now/v1/batch` answers 400, as an instance without the Batch API |
 //! | `GET /__fake/tables/{t}` | | `{"count":N,"rows":[...]}` |
 //! | `GET /__fake/tables/{t}/count` | | `{"count":N,"readable":M}` (M: rows no ACL hides) |
@@ -76,6 +76,14 @@ struct Settings {
     pagination_headers: Option<bool>,
     latency: Option<crate::server::Latency>,
     batch_api: Option<bool>,
+    /// A rate limit rule; `null` removes it (absent: unchanged).
+    #[serde(default, deserialize_with = "present")]
+    rate_limit: Option<Option<crate::rate_limit::RateLimit>>,
+}
+
+/// A key that is present (even `null`) is `Some`.
+fn present<'de, D: serde::Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Option<T>, D::Error> {
+    T::deserialize(d).map(Some)
 }
 
 #[derive(Deserialize)]
@@ -194,7 +202,15 @@ fn try_route(shared: &Shared, method: &str, path: &str, body: &[u8]) -> Result<A
             if let Some(on) = settings.batch_api {
                 shared.set_batch_api(on);
             }
-            ok(json!({ "pagination_headers": shared.pagination_headers(), "latency": shared.latency(), "batch_api": shared.batch_api() }))
+            if let Some(rule) = settings.rate_limit {
+                shared.set_rate_limit(rule);
+            }
+            ok(json!({
+                "pagination_headers": shared.pagination_headers(),
+                "latency": shared.latency(),
+                "batch_api": shared.batch_api(),
+                "rate_limit": shared.rate_limit(),
+            }))
         }
         ("GET", ["tables", t]) => {
             let store = shared.store();

@@ -21,6 +21,7 @@ pub mod journal;
 pub mod oauth;
 pub mod push;
 pub mod query;
+pub mod rate_limit;
 pub mod seed;
 pub mod served;
 pub mod server;

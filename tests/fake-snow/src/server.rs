@@ -72,6 +72,8 @@ impl Answer {
 #[derive(Debug)]
 pub struct Shared {
     store: Mutex<Store>,
+    /// The REST API rate limit rule, when one is set.
+    rate_limit: Mutex<Option<crate::rate_limit::Limiter>>,
     /// The fake's clock (system fields and the `Date` header).
     pub clock: Clock,
     /// Injected faults.
@@ -112,6 +114,23 @@ pub struct Latency {
 }
 
 impl Shared {
+    /// Sets (or, with `None`, removes) the REST API rate limit rule.
+    pub fn set_rate_limit(&self, rule: Option<crate::rate_limit::RateLimit>) {
+        *self.rate_limit.lock().unwrap_or_else(|e| e.into_inner()) = rule.map(crate::rate_limit::Limiter::new);
+    }
+
+    /// The rate limit rule set, if any.
+    pub fn rate_limit(&self) -> Option<crate::rate_limit::RateLimit> {
+        self.rate_limit.lock().unwrap_or_else(|e| e.into_inner()).as_ref().map(crate::rate_limit::Limiter::rule)
+    }
+
+    /// Counts an API call against the rule: `Some((seconds to the reset, headers))` when refused.
+    fn rate_limited(&self) -> Option<(u64, bool)> {
+        let mut limiter = self.rate_limit.lock().unwrap_or_else(|e| e.into_inner());
+        let limiter = limiter.as_mut()?;
+        limiter.check(std::time::Instant::now()).map(|reset| (reset, limiter.rule().headers))
+    }
+
     /// The store, locked.
     pub fn store(&self) -> MutexGuard<'_, Store> {
         self.store.lock().unwrap_or_else(|e| e.into_inner())
@@ -283,6 +302,7 @@ impl FakeSnow {
         }
         let shared = Arc::new(Shared {
             store: Mutex::new(store),
+            rate_limit: Mutex::new(None),
             clock,
             faults: Mutex::default(),
             journal: Recorder::default(),
@@ -560,7 +580,17 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Response<
         shared.journal.record(entry);
         return Err(Hangup);
     }
+    let limited = if is_admin || path == "/oauth_token.do" { None } else { shared.rate_limited() };
     let mut answer = match &fault {
+        _ if limited.is_some() => {
+            let (reset, headers) = limited.unwrap_or_default();
+            let mut a = envelope(429, "Too Many Requests", "the rate limit rule of the fake instance");
+            if headers {
+                a.headers.push(("Retry-After".into(), reset.to_string()));
+                a.headers.push(("X-RateLimit-Reset".into(), (shared.clock.now() + reset as i64).to_string()));
+            }
+            a
+        }
         Some(FaultAction::Status { status, retry_after }) => {
             let mut a = envelope(*status, &format!("Injected fault: status {status}"), "fake-snow fault injection");
             if let Some(r) = retry_after {
