@@ -6,7 +6,6 @@
 mod support;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
@@ -14,7 +13,7 @@ use std::time::Duration;
 use fake_snow::{FakeOptions, FakeSnow, Fault, FaultAction};
 use serde_json::Value;
 use support::kafka::{Read, read_until};
-use support::{Runner, connector_file, now_secs, tail, unique, wait_until, work_dir};
+use support::{Runner, connector_file, now_secs, stored_position, tail, unique, wait_until, work_dir};
 
 const USER: &str = "snow-e2e";
 const PASSWORD: &str = "e2e-Secret-Pw-42";
@@ -27,14 +26,6 @@ fn config(fake: &FakeSnow, name: &str, topic: &str, parallelism: &str) -> BTreeM
         ("snow.table.incident.backfill.parallelism", parallelism),
     ];
     support::source_entries(&fake.url(), name, topic, &["incident"], &extra)
-}
-
-/// The stored position of `connector` in the offset file, once there is one.
-fn stored_position(dir: &Path, connector: &str) -> Option<Value> {
-    let text = std::fs::read_to_string(dir.join("offsets.json")).ok()?;
-    let file: Value = serde_json::from_str(&text).ok()?;
-    let (_, position) = file["offsets"][connector].as_object()?.iter().next()?;
-    serde_json::from_str(position.as_str()?).ok()
 }
 
 /// Inserts, updates seeded rows and adds rows stamped a second late, every 100 ms.

@@ -11,7 +11,7 @@ use std::time::Duration;
 use fake_snow::{FakeOptions, FakeSnow, Fault, FaultAction};
 use serde_json::Value;
 use support::kafka::read_until;
-use support::{Runner, connector_file, now_secs, tail, unique, wait_until, work_dir};
+use support::{Runner, connector_file, now_secs, stored_position, tail, unique, wait_until, work_dir};
 
 const USER: &str = "snow-e2e";
 const PASSWORD: &str = "e2e-Secret-Pw-42";
@@ -23,14 +23,6 @@ fn fake(now: i64) -> FakeSnow {
 fn source_config(fake: &FakeSnow, name: &str, topic: &str, batch: &str) -> BTreeMap<String, String> {
     let extra = [("snow.auth.username", USER), ("snow.auth.password", PASSWORD), ("snow.batch.size", batch)];
     support::source_entries(&fake.url(), name, topic, &["incident"], &extra)
-}
-
-/// The single stored position of `connector` in the offset file, once there is one.
-fn stored_position(dir: &Path, connector: &str) -> Option<Value> {
-    let text = std::fs::read_to_string(dir.join("offsets.json")).ok()?;
-    let file: Value = serde_json::from_str(&text).ok()?;
-    let (_, position) = file["offsets"][connector].as_object()?.iter().next()?;
-    serde_json::from_str(position.as_str()?).ok()
 }
 
 #[test]

@@ -319,6 +319,16 @@ pub fn restart_duplicate_bound(stamps: &[String], stored_ts: &str, overlap_secon
         + host_runner::source::pipeline::MAX_UNACKNOWLEDGED * batch
 }
 
+/// The single stored position of `connector` in the offset file `offsets.json` of `dir`, once
+/// there is one.
+#[allow(dead_code)] // not every test binary needs it
+pub fn stored_position(dir: &Path, connector: &str) -> Option<serde_json::Value> {
+    let text = fs::read_to_string(dir.join("offsets.json")).ok()?;
+    let file: serde_json::Value = serde_json::from_str(&text).ok()?;
+    let (_, position) = file["offsets"][connector].as_object()?.iter().next()?;
+    serde_json::from_str(position.as_str()?).ok()
+}
+
 /// The address `--status-listen 127.0.0.1:0` bound, from the runner's log.
 pub fn status_address(runner: &mut Runner) -> String {
     let log = runner.wait_for_log("status endpoint on http://", Duration::from_secs(60));
