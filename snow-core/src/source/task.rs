@@ -118,7 +118,14 @@ impl<T: Transport, C: Clock> SourceTask<T, C> {
         let fields = (table.timestamp_field.clone(), table.sys_id_field.clone());
         let cursor_phase = Phase::Cursor { carried: Vec::new(), until: Timestamp::EPOCH };
         let ((high, seen), backfill) = match stored.map(|s| Position::parse(&s.position)) {
-            Some(Ok(Position::Cursor(cursor, seen))) => ((cursor, seen), cursor_phase),
+            Some(Ok(Position::Cursor(cursor, seen))) => {
+                // Versions a restart's re-read could reach (a parallel backfill's tail, a cutover's
+                // seed, a read-back's finds) stay in the stored position until the re-read has
+                // passed them, whichever run wrote them.
+                let until = seen.iter().map(|v| v.ts).max().unwrap_or(Timestamp::EPOCH);
+                let phase = Phase::Cursor { carried: seen.clone(), until };
+                ((cursor, seen), phase)
+            }
             Some(Ok(Position::Backfill(position))) => {
                 let backfill = Backfill::resume(&position, table.backfill_parallelism, sizes, config.overlap_seconds, fields);
                 ((Cursor::before(table.start), Vec::new()), Phase::Slices(Box::new(backfill)))
@@ -408,8 +415,13 @@ impl<T: Transport, C: Clock> SourceTask<T, C> {
     fn batch(&self, records: Vec<SourceRecord>, bytes: BatchBytes, next_poll_ms: u32) -> PollBatch {
         let position = || match &self.backfill {
             Phase::Slices(backfill) => backfill.position().to_position(),
-            // A restart's re-read could still reach the backfill's last seconds.
-            Phase::Cursor { carried, until } if self.high.ts.plus_seconds(-self.overlap) <= *until => self.high.to_position_with(carried),
+            // A restart's re-read could still reach versions emitted before (by an earlier run, a
+            // backfill's slices or another connector): they go with the position.
+            Phase::Cursor { carried, until } if !carried.is_empty() && self.high.ts.plus_seconds(-self.overlap) <= *until => {
+                let from = self.high.ts.plus_seconds(-self.overlap);
+                let reachable: Vec<_> = carried.iter().filter(|v| v.ts >= from).cloned().collect();
+                self.high.to_position_with(&reachable)
+            }
             _ => self.high.to_position(),
         };
         let offset = (!records.is_empty()).then(|| SourceOffset { partition: self.partition_key.clone(), position: position() });
