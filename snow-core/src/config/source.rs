@@ -58,6 +58,17 @@ pub enum DeleteFormat {
     Record,
 }
 
+/// How a table's rows are read (`mode`, ADR 0035).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TableMode {
+    /// Along the keyset cursor `(timestamp, sys_id)`: every change, as it comes.
+    Cursor,
+    /// By periodic full snapshots keyed by the id field (`snapshot.interval.ms`): for tables and
+    /// views without a maintained timestamp. Changed and new rows are emitted, unchanged ones are
+    /// not, rows gone since the last snapshot become tombstones.
+    Snapshot,
+}
+
 /// The whole source connector configuration.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SourceConfig {
@@ -123,7 +134,14 @@ pub struct TableConfig {
     /// Time slices a backfill from the start is read in at once (`backfill.parallelism`, ADR
     /// 0033); 1 reads it with the single cursor.
     pub backfill_parallelism: u32,
+    /// Cursor or periodic snapshots (`mode`).
+    pub mode: TableMode,
+    /// Time between the starts of two snapshots, in ms (`snapshot.interval.ms`; snapshot mode).
+    pub snapshot_interval_ms: u32,
 }
+
+/// `snapshot.interval.ms` unless set: an hour (a full read of a large view is not free).
+pub const DEFAULT_SNAPSHOT_INTERVAL_MS: u32 = 3_600_000;
 
 /// The key listing the tables.
 pub const TABLES_KEY: &str = "snow.tables";
@@ -291,6 +309,7 @@ impl TableConfig {
                 r.error(&key(k), format!("{field:?} is not a field name"));
             }
         }
+        let mode = table_choice(r, name, "mode", TableMode::Cursor, &[("cursor", TableMode::Cursor), ("snapshot", TableMode::Snapshot)]);
         let query = match BaseQuery::parse(&r.string(&key("query")).unwrap_or_default()) {
             Ok(q) => q,
             Err(message) => {
@@ -304,7 +323,9 @@ impl TableConfig {
             if let Some(bad) = fields.iter().find(|f| !is_valid_field_name(f)) {
                 r.error(&key("fields"), format!("{bad:?} is not a field name"));
             }
-            for needed in [&sys_id_field, &timestamp_field] {
+            // A snapshot has no timestamp field to read.
+            let cursor_fields = if mode == TableMode::Snapshot { &[&sys_id_field][..] } else { &[&sys_id_field, &timestamp_field][..] };
+            for needed in cursor_fields {
                 if !fields.contains(needed) {
                     r.error(&key("fields"), format!("must contain the cursor field {needed}"));
                 }
@@ -342,6 +363,17 @@ impl TableConfig {
             DeleteFormat::Tombstone,
             &[("tombstone", DeleteFormat::Tombstone), ("record", DeleteFormat::Record)],
         );
+        let snapshot_interval_ms = table_u32(r, name, "snapshot.interval.ms", DEFAULT_SNAPSHOT_INTERVAL_MS, 1_000, 7 * 86_400_000);
+        if mode == TableMode::Snapshot {
+            // A snapshot reads the whole table each time: a backfill, a time cursor and the audit
+            // of deletes have nothing to do with it (it finds deletes itself).
+            if backfill_parallelism > 1 {
+                r.error(&key("backfill.parallelism"), "applies to mode=cursor only: a snapshot reads the whole table by its id field");
+            }
+            if capture {
+                r.error(&key("deletes"), "applies to mode=cursor only: a snapshot emits a tombstone for every row gone since the last one");
+            }
+        }
         Some(Self {
             name: name.into(),
             topic,
@@ -360,6 +392,8 @@ impl TableConfig {
             query_category,
             deletes: capture.then_some(format),
             backfill_parallelism,
+            mode,
+            snapshot_interval_ms,
         })
     }
 }

@@ -77,7 +77,7 @@ impl Cursor {
             return Err("stored position is a parallel backfill's (version 2), not a single cursor".into());
         }
         if version.v != 1 {
-            return Err(format!("stored position has version {}, this connector reads versions 1 and 2", version.v));
+            return Err(format!("stored position has version {}, this connector reads versions 1, 2 and 3", version.v));
         }
         let json: PositionJson = serde_json::from_str(text).map_err(|e| format!("stored position {text:?} is not readable: {e}"))?;
         let ts = Timestamp::parse(&json.ts).map_err(|e| format!("stored position: {e}"))?;
@@ -93,13 +93,29 @@ impl Cursor {
     }
 }
 
-/// A stored position: a cursor (`"v":1`), or a parallel backfill in progress (`"v":2`, ADR 0033).
+/// A stored position: a cursor (`"v":1`), a parallel backfill in progress (`"v":2`, ADR 0033),
+/// or a table read by snapshots (`"v":3`, ADR 0035).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Position {
     /// Everything at or before the cursor was read; versions another connector already wrote.
     Cursor(Cursor, Vec<SeenVersion>),
     /// A parallel backfill: what its unfinished slices still have to read.
     Backfill(BackfillPosition),
+    /// A table read by snapshots: when the last finished one started (ServiceNow's clock), if any
+    /// finished. What the topic holds is read back from it, not stored here.
+    Snapshot(Option<Timestamp>),
+}
+
+#[derive(Serialize, Deserialize)]
+struct SnapshotJson {
+    v: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    finished: Option<String>,
+}
+
+/// The stored form of a snapshot table's position, `{"v":3,"finished":"…"}`.
+pub fn snapshot_position(finished: Option<Timestamp>) -> String {
+    serde_json::to_string(&SnapshotJson { v: 3, finished: finished.map(|t| t.to_string()) }).unwrap_or_default()
 }
 
 /// A parallel backfill's stored state: every row up to `end` was read but for the rest of each
@@ -147,6 +163,12 @@ impl Position {
     /// Reads a stored position of either version; the error says what is wrong with it.
     pub fn parse(text: &str) -> Result<Self, String> {
         let version: VersionJson = serde_json::from_str(text).map_err(|e| format!("stored position {text:?} is not readable: {e}"))?;
+        if version.v == 3 {
+            let json: SnapshotJson =
+                serde_json::from_str(text).map_err(|e| format!("stored snapshot position {text:?} is not readable: {e}"))?;
+            let finished = json.finished.map(|t| Timestamp::parse(&t)).transpose().map_err(|e| format!("stored snapshot position: {e}"))?;
+            return Ok(Self::Snapshot(finished));
+        }
         if version.v != 2 {
             return Cursor::from_position_with_seen(text).map(|(cursor, seen)| Self::Cursor(cursor, seen));
         }
@@ -195,14 +217,19 @@ pub struct Partition {
     pub timestamp_field: String,
     /// Hash of everything that decides which rows the stream holds and in what order.
     pub fingerprint: String,
-    /// Which of the table's streams: empty for its rows, `deletes` for its deletes (read from
-    /// `sys_audit_delete`). Left out of the key when empty, so rows' keys stay as they were.
+    /// Which of the table's streams: empty for its rows along the cursor, `deletes` for its deletes
+    /// (read from `sys_audit_delete`), `snapshot` for its rows read by snapshots. Left out of the
+    /// key when empty, so rows' keys stay as they were.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub stream: String,
 }
 
 /// The [`Partition::stream`] of a table's deletes.
 pub const DELETES_STREAM: &str = "deletes";
+
+/// The [`Partition::stream`] of a table read by snapshots (`mode=snapshot`): its positions are
+/// never a cursor's, and switching modes starts the other stream afresh.
+pub const SNAPSHOT_STREAM: &str = "snapshot";
 
 impl Partition {
     /// The partition of `table` on `instance`.
@@ -217,7 +244,10 @@ impl Partition {
             table: table.name.clone(),
             timestamp_field: table.timestamp_field.clone(),
             fingerprint: format!("{:016x}", fnv1a64(canonical.as_bytes())),
-            stream: String::new(),
+            stream: match table.mode {
+                crate::config::source::TableMode::Cursor => String::new(),
+                crate::config::source::TableMode::Snapshot => SNAPSHOT_STREAM.into(),
+            },
         }
     }
 
@@ -279,6 +309,8 @@ mod tests {
             query_category: None,
             deletes: None,
             backfill_parallelism: 1,
+            mode: crate::config::source::TableMode::Cursor,
+            snapshot_interval_ms: crate::config::source::DEFAULT_SNAPSHOT_INTERVAL_MS,
         }
     }
 

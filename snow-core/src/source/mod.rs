@@ -8,6 +8,7 @@ mod note;
 mod probe;
 mod record;
 pub mod schema;
+pub mod snapshot;
 pub mod task;
 
 pub use task::SourceTask;

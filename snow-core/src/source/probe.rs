@@ -4,19 +4,23 @@
 
 use crate::clock::Clock;
 use crate::config::TableConfig;
+use crate::config::source::TableMode;
 use crate::error::{ErrorClass, HttpFailure, SnowError};
 use crate::http::Transport;
 use crate::table::{DisplayValue, ListParams, TableClient};
 
-/// Reads the newest row of `table` with display values and checks it.
+/// Reads the newest row of `table` with display values and checks it (a table read by snapshots:
+/// its first row by id, and only its id field).
 pub fn probe<T: Transport, C: Clock>(client: &mut TableClient<T, C>, table: &TableConfig) -> Result<(), SnowError> {
+    let snapshot = table.mode == TableMode::Snapshot;
+    let order = if snapshot { format!("ORDERBY{}", table.sys_id_field) } else { format!("ORDERBYDESC{}", table.timestamp_field) };
     let query = table.query.with_cursor(&[], &[]);
-    let query = if query.is_empty() {
-        format!("ORDERBYDESC{}", table.timestamp_field)
+    let query = if query.is_empty() { order } else { format!("{query}^{order}") };
+    let fields = if snapshot {
+        vec![table.sys_id_field.clone()]
     } else {
-        format!("{query}^ORDERBYDESC{}", table.timestamp_field)
+        vec![table.sys_id_field.clone(), table.timestamp_field.clone()]
     };
-    let fields = vec![table.sys_id_field.clone(), table.timestamp_field.clone()];
     let params = ListParams {
         query: &query,
         fields: Some(&fields),
@@ -33,16 +37,41 @@ pub fn probe<T: Transport, C: Clock>(client: &mut TableClient<T, C>, table: &Tab
         .ok()
         .and_then(|v| v.get("result")?.as_array()?.first()?.as_object().cloned());
     let Some(row) = row else { return Ok(()) };
-    for (key, field) in [("sys.id.field", &table.sys_id_field), ("timestamp.field", &table.timestamp_field)] {
-        if !row.contains_key(field) {
-            return Err(SnowError::config(
-                format!("snow.table.{}.{key}", table.name),
-                format!(
-                    "table {} has no readable field {field} (ServiceNow ignores unknown fields silently): check the name, or the user's read access to it",
-                    table.name
-                ),
-            ));
-        }
+    if !row.contains_key(&table.sys_id_field) {
+        return Err(SnowError::config(
+            format!("snow.table.{}.sys.id.field", table.name),
+            format!(
+                "table {} has no readable field {} (ServiceNow ignores unknown fields silently): check the name, or the user's read \
+                 access to it (a database view names its id field with the view's prefix, e.g. inc_sys_id)",
+                table.name, table.sys_id_field
+            ),
+        ));
+    }
+    if snapshot {
+        return Ok(());
+    }
+    if !row.contains_key(&table.timestamp_field) {
+        return Err(SnowError::config(
+            format!("snow.table.{}.timestamp.field", table.name),
+            format!(
+                "table {} has no readable field {} (ServiceNow ignores unknown fields silently): check the name or the user's read \
+                 access to it; a table or database view without a maintained timestamp is read by snapshots instead: \
+                 snow.table.{}.mode=snapshot",
+                table.name, table.timestamp_field, table.name
+            ),
+        ));
+    }
+    let stamp = |v: &serde_json::Value| v.as_str().or_else(|| v.get("value")?.as_str()).map(str::to_string);
+    if row.get(&table.timestamp_field).and_then(stamp).is_some_and(|s| s.is_empty()) {
+        return Err(SnowError::config(
+            format!("snow.table.{}.timestamp.field", table.name),
+            format!(
+                "table {}: its newest row by {} has no {} (the field is not maintained, e.g. rows written by an import that \
+                 bypasses system fields): a cursor would never read those rows. Read it by snapshots \
+                 (snow.table.{}.mode=snapshot) or name a maintained timestamp field",
+                table.name, table.timestamp_field, table.timestamp_field, table.name
+            ),
+        ));
     }
     if let Some(ts) = row.get(&table.timestamp_field).and_then(|v| v.as_object()) {
         let value = ts.get("value").and_then(|v| v.as_str()).unwrap_or("");

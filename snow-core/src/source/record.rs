@@ -60,7 +60,7 @@ impl RecordBuilder {
 
     /// Starts the records of the page `body`.
     pub fn page<'p>(&self, body: &'p [u8]) -> PageRecords<'_, 'p> {
-        PageRecords { builder: self, data: BatchData::new(body), mod_count_key: None, records: Vec::new() }
+        PageRecords { builder: self, data: BatchData::new(body), mod_count_key: None, snapshot_keys: None, records: Vec::new() }
     }
 
     /// The value of `row` (sys_id `id`): the row's JSON as the page carried it, or reshaped.
@@ -119,6 +119,8 @@ pub struct PageRecords<'b, 'p> {
     data: BatchData<'p>,
     /// Where the name `snow.sys_mod_count` is, once written.
     mod_count_key: Option<Span>,
+    /// Where the names of the snapshot headers are, once written.
+    snapshot_keys: Option<(Span, Span)>,
     records: Vec<SourceRecord>,
 }
 
@@ -139,6 +141,33 @@ impl PageRecords<'_, '_> {
             value: Some(value),
             headers: Span { start: at, len: 1 },
             timestamp_ms: Some(ts.as_millis()),
+        });
+        Ok(())
+    }
+
+    /// Adds the record of `row` (id `id`) read by a snapshot started at `ts` (ServiceNow's clock,
+    /// when it told), with its content hash: the
+    /// headers `snow.snapshot.id` and `snow.snapshot.hash` tell a read-back of the topic what it
+    /// holds whatever converters and transforms did to the key (ADR 0035).
+    pub fn push_snapshot(&mut self, row: &PageRow<'_>, ts: Option<Timestamp>, id: &str, hash: u64) -> Result<(), SnowError> {
+        let b = self.builder;
+        let value = b.value(row, id, &mut self.data)?;
+        let key = self.data.span(id.as_bytes()).map_err(|e| b.too_large(e))?;
+        let (id_name, hash_name) = match self.snapshot_keys {
+            Some(names) => names,
+            None => *self.snapshot_keys.insert((
+                self.data.append(super::snapshot::ID_HEADER.as_bytes()).map_err(|e| b.too_large(e))?,
+                self.data.append(super::snapshot::HASH_HEADER.as_bytes()).map_err(|e| b.too_large(e))?,
+            )),
+        };
+        let hash = self.data.append(super::snapshot::hash_text(hash).as_bytes()).map_err(|e| b.too_large(e))?;
+        let at = self.data.header(id_name, key).map_err(|e| b.too_large(e))?;
+        self.data.header(hash_name, hash).map_err(|e| b.too_large(e))?;
+        self.records.push(SourceRecord {
+            key: Some(key),
+            value: Some(value),
+            headers: Span { start: at, len: 2 },
+            timestamp_ms: ts.map(Timestamp::as_millis),
         });
         Ok(())
     }

@@ -9,7 +9,7 @@
 //! never moves back. The first poll is the startup probe when it is enabled.
 
 use crate::clock::Clock;
-use crate::config::source::{BadRowBehavior, ValueSchema};
+use crate::config::source::{BadRowBehavior, TableMode, ValueSchema};
 use crate::config::{Entries, SourceConfig, TableConfig};
 use crate::cursor::dedup::DedupWindow;
 use crate::cursor::position::Position;
@@ -25,6 +25,7 @@ pub use super::note::Note;
 use super::backfill::Backfill;
 use super::deletes::{DeleteSettings, DeleteStream};
 use super::record::RecordBuilder;
+use super::snapshot::SnapshotStream;
 
 /// Counters of one task.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -68,6 +69,9 @@ pub struct SourceTask<T, C> {
     backfill: Phase,
     /// `snow.safety.lag.seconds`.
     lag_seconds: u32,
+    /// The table's snapshots, when it is read by them (`mode=snapshot`, ADR 0035): then they make
+    /// every request but the probe's and the dictionary's, and the cursor stays unused.
+    snapshot: Option<SnapshotStream>,
 }
 
 /// Whether the table is backfilled in parallel slices.
@@ -130,6 +134,8 @@ impl<T: Transport, C: Clock> SourceTask<T, C> {
                 let backfill = Backfill::resume(&position, table.backfill_parallelism, sizes, config.overlap_seconds, fields);
                 ((Cursor::before(table.start), Vec::new()), Phase::Slices(Box::new(backfill)))
             }
+            // A snapshot table's position is read by its snapshots below.
+            Some(Ok(Position::Snapshot(_))) => ((Cursor::before(table.start), Vec::new()), cursor_phase),
             Some(Err(message)) => return Err(unreadable(message)),
             None => {
                 refuse_foreign_offset(&partition, offsets)?;
@@ -153,6 +159,14 @@ impl<T: Transport, C: Clock> SourceTask<T, C> {
         };
         let deletes = DeleteStream::open(&table, &settings, offsets)?;
         let records = RecordBuilder::new(&table, &config.instance.authority, config.value_format);
+        let snapshot = match (table.mode, stored.map(|s| Position::parse(&s.position))) {
+            (TableMode::Cursor, _) => None,
+            (TableMode::Snapshot, None) => Some(None),
+            (TableMode::Snapshot, Some(Ok(Position::Snapshot(finished)))) => Some(finished),
+            (TableMode::Snapshot, Some(_)) => return Err(unreadable("the stored position is not a snapshot's".into())),
+        }
+        .map(|finished| SnapshotStream::open(&table, &partition_key, &records, finished, offsets, config.bad_row_behavior))
+        .transpose()?;
         let schema = (config.value_schema == ValueSchema::Dictionary).then(|| SchemaState {
             refresh: std::time::Duration::from_millis(u64::from(config.schema_refresh_ms)),
             sent: None,
@@ -180,6 +194,7 @@ impl<T: Transport, C: Clock> SourceTask<T, C> {
             deletes,
             backfill,
             lag_seconds: config.safety_lag_seconds,
+            snapshot,
         };
         task.sweep.restart_from(task.sweep_start());
         Ok(task)
@@ -225,6 +240,11 @@ impl<T: Transport, C: Clock> SourceTask<T, C> {
         Ok(())
     }
 
+    /// The table's snapshots, when it is read by them.
+    pub fn snapshots(&self) -> Option<&SnapshotStream> {
+        self.snapshot.as_ref()
+    }
+
     /// The table's delete stream, when deletes are captured.
     pub fn deletes(&self) -> Option<&DeleteStream> {
         self.deletes.as_ref()
@@ -238,8 +258,11 @@ impl<T: Transport, C: Clock> SourceTask<T, C> {
     /// How far behind ServiceNow's clock this table's stream is, in seconds: the latest `Date`
     /// minus what has surely been read (the furthest row emitted, or the high-water mark of the
     /// latest finished sweep when that is later). About `snow.safety.lag.seconds` once caught up;
-    /// none before the first answer.
+    /// none before the first answer, and none for a table read by snapshots.
     pub fn lag_seconds(&self) -> Option<i64> {
+        if self.snapshot.is_some() {
+            return None;
+        }
         let high = self.cursor();
         let read = self.sweep.read_up_to().map_or(high.ts, |r| r.max(high.ts));
         Some((self.server_now?.as_millis() - read.as_millis()) / 1000)
@@ -277,6 +300,11 @@ impl<T: Transport, C: Clock> SourceTask<T, C> {
             let mut batch = self.batch(Vec::new(), BatchBytes::default(), 0);
             batch.value_schema = Some(schema);
             return Ok(batch);
+        }
+        if let Some(snapshot) = self.snapshot.as_mut() {
+            let batch = snapshot.poll(&mut self.client, &self.records);
+            self.notes.extend(snapshot.take_notes());
+            return batch;
         }
         match self.backfill {
             Phase::Plan => return self.plan_backfill(),
@@ -470,18 +498,17 @@ fn list_params<'a>(table: &'a TableConfig, keys: &'a [String; 2], request: &Swee
         limit: request.window.limit,
         offset: request.window.offset,
         count: request.count,
-        // Display values are read with `all` so the cursor fields keep their raw values.
-        display_value: if request.keys_only {
-            DisplayValue::Raw
-        } else if table.display_value == DisplayValue::Display {
-            DisplayValue::All
-        } else {
-            table.display_value
-        },
+        display_value: if request.keys_only { DisplayValue::Raw } else { row_display_value(table) },
         exclude_reference_link: table.exclude_reference_link,
         no_domain: table.query_domain == crate::config::source::QueryDomain::All,
         category: table.query_category.as_deref(),
     }
+}
+
+/// The `sysparm_display_value` rows of `table` are read with: display values are read with `all`
+/// so the cursor fields keep their raw values.
+pub(super) fn row_display_value(table: &TableConfig) -> DisplayValue {
+    if table.display_value == DisplayValue::Display { DisplayValue::All } else { table.display_value }
 }
 
 /// The row's cursor key, or what is wrong with it.
