@@ -62,8 +62,16 @@ impl GuestSourceTask for Task {
         let offsets: Vec<SourceOffset> =
             offsets.into_iter().map(|o| SourceOffset { partition: o.partition, position: o.position }).collect();
         let task = SourceTask::open(&entries, &offsets, WasiTransport::default(), WasiClock).map_err(convert::error)?;
-        let cursor = task.cursor();
-        convert::log(Level::Info, &format!("opened at cursor {} {:?}", cursor.ts, cursor.id));
+        match task.snapshots() {
+            Some(s) => {
+                let last = s.finished().map_or("none yet".to_string(), |t| format!("the last started {t}"));
+                convert::log(Level::Info, &format!("opened for snapshots ({last}); the topic holds {} keys", s.held()));
+            }
+            None => {
+                let cursor = task.cursor();
+                convert::log(Level::Info, &format!("opened at cursor {} {:?}", cursor.ts, cursor.id));
+            }
+        }
         if task.backfill_slices() > 0 {
             convert::log(Level::Info, &format!("a parallel backfill resumes: {} slices still read", task.backfill_slices()));
         }

@@ -27,6 +27,8 @@ use crate::config::ConnectorSpec;
 use crate::kafka::transactions::Transactions;
 use crate::state::StateTopic;
 
+use super::topic_read::{self, Quiet};
+
 /// Longest a read-back of a table's topic may take.
 const READ_BACK_LIMIT: Duration = Duration::from_secs(120);
 
@@ -137,7 +139,7 @@ pub async fn seeded(spec: &ConnectorSpec, unit: &WorkUnit, mut offsets: Vec<Sour
     // A parallel backfill's slices resume exactly where they stored (no re-read): nothing to seed.
     let (cursor, mut seen) = match Position::parse(&stored.position).map_err(|e| anyhow::anyhow!("table {}: {e}", unit.name))? {
         Position::Cursor(cursor, seen) => (cursor, seen),
-        Position::Backfill(_) => return Ok((offsets, None)),
+        Position::Backfill(_) | Position::Snapshot(_) => return Ok((offsets, None)),
     };
     if config.overlap_seconds == 0 || cursor == Cursor::before(table.start) {
         return Ok((offsets, None));
@@ -181,38 +183,12 @@ struct ReadBack {
 /// The first chunk read back, in offsets per partition (each next one doubles).
 const FIRST_CHUNK: i64 = 1000;
 
-/// A consumer context that does not log the ends of partitions it was asked to report.
-struct Quiet;
-
-impl rdkafka::client::ClientContext for Quiet {
-    fn error(&self, error: KafkaError, reason: &str) {
-        if !matches!(error, KafkaError::PartitionEOF(_)) {
-            tracing::warn!("reading back a table's topic: {error}: {reason}");
-        }
-    }
-}
-
-impl rdkafka::consumer::ConsumerContext for Quiet {}
-
 impl ReadBack {
     /// The versions of this table's committed records stamped in `[since, until]`, and how many
     /// records were read.
-    fn read(mut self) -> Result<(Vec<SeenVersion>, u64)> {
-        let consumer: BaseConsumer<Quiet> = self
-            .config
-            .set("group.id", "snow-connect-read-back")
-            .set("enable.auto.commit", "false")
-            .set("isolation.level", "read_committed")
-            .set("enable.partition.eof", "true")
-            .create_with_context(Quiet)
-            .context("creating the read-back consumer")?;
-        let metadata = consumer.fetch_metadata(Some(&self.topic), Duration::from_secs(30)).context("fetching topic metadata")?;
-        let partitions: Vec<i32> = metadata
-            .topics()
-            .iter()
-            .filter(|t| t.name() == self.topic && t.error().is_none())
-            .flat_map(|t| t.partitions().iter().map(|p| p.id()))
-            .collect();
+    fn read(self) -> Result<(Vec<SeenVersion>, u64)> {
+        let consumer = topic_read::consumer(self.config.clone())?;
+        let partitions = topic_read::partitions(&consumer, &self.topic)?;
         let deadline = Instant::now() + READ_BACK_LIMIT;
         let (mut found, mut records) = (Vec::new(), 0u64);
         for p in partitions {

@@ -8,6 +8,8 @@ mod create_topic;
 pub mod exactly_once;
 pub mod pipeline;
 pub mod produce;
+mod snapshot_seed;
+mod topic_read;
 mod unit;
 
 use std::sync::Arc;

@@ -235,6 +235,7 @@ impl UnitRunner {
         if transactions.is_some() {
             offsets = self.rebuilt(offsets).await?;
         }
+        offsets = self.snapshot_seeded(offsets).await?;
         let config = to_entries(self.unit.config.iter().map(|e| (&e.key, &e.value)));
         store.data_mut().begin_call();
         let task = instance
@@ -334,6 +335,41 @@ impl UnitRunner {
                 Ok(offsets)
             }
             Err(e) => Err(OpenFailure::Refused(ErrorClass::Transient, format!("exactly-once: rebuilding the dedup window: {e:#}"))),
+        }
+    }
+
+    /// The stored offsets with what a snapshot table's topic holds (ADR 0035); unchanged for a
+    /// table read along its cursor.
+    async fn snapshot_seeded(&self, offsets: Vec<SourceOffset>) -> Result<Vec<SourceOffset>, OpenFailure> {
+        match super::snapshot_seed::seeded(&self.ctx.spec, &self.unit, offsets).await {
+            Ok((offsets, seeded)) => {
+                if let Some(s) = seeded {
+                    tracing::info!(
+                        connector = %self.ctx.name(),
+                        unit = %self.unit.name,
+                        keys = s.keys,
+                        records = s.records,
+                        ms = s.took.as_millis() as u64,
+                        "snapshot table: its topic holds {} keys ({} records read back in {} ms)",
+                        s.keys,
+                        s.records,
+                        s.took.as_millis()
+                    );
+                    if s.unmarked > 0 {
+                        tracing::warn!(
+                            connector = %self.ctx.name(),
+                            unit = %self.unit.name,
+                            "{} records of the table on its topic carry no {} header (written in cursor mode, or a \
+                             transform dropped it): the rows they hold are emitted again by the next snapshot, and a \
+                             transform that drops the header makes every snapshot emit every row",
+                            s.unmarked,
+                            snow_core::source::snapshot::ID_HEADER
+                        );
+                    }
+                }
+                Ok(offsets)
+            }
+            Err(e) => Err(OpenFailure::Refused(ErrorClass::Transient, format!("snapshot mode: reading back the topic's keys: {e:#}"))),
         }
     }
 

@@ -62,15 +62,15 @@ pub fn seed_text<'a>(rows: impl IntoIterator<Item = (&'a str, u64)>) -> String {
     out
 }
 
-/// Reads a seed's text; the error names the line that is wrong.
-pub fn parse_seed(text: &str) -> Result<HashMap<Box<str>, u64>, String> {
-    let mut rows = HashMap::new();
+/// Reads a seed's text into (id, hash) pairs; the error names the line that is wrong.
+pub fn parse_seed(text: &str) -> Result<Vec<(&str, u64)>, String> {
+    let mut rows = Vec::new();
     for (n, line) in text.lines().enumerate().filter(|(_, l)| !l.is_empty()) {
         let parsed = line.split_once(' ').and_then(|(hash, id)| Some((u64::from_str_radix(hash, 16).ok()?, id)));
         let Some((hash, id)) = parsed.filter(|(_, id)| !id.is_empty()) else {
             return Err(format!("line {} of the topic's read-back is not `<hash> <id>`: {line:?}", n + 1));
         };
-        rows.insert(Box::from(id), hash);
+        rows.push((id, hash));
     }
     Ok(rows)
 }
@@ -140,8 +140,12 @@ impl SnapshotStream {
     ) -> Result<Self, SnowError> {
         let seed_key = seed_partition(partition_key);
         let key = || format!("snow.table.{}.mode", table.name);
-        let held = match offsets.iter().rev().find(|o| o.partition == seed_key) {
-            Some(seed) => parse_seed(&seed.position).map_err(|m| SnowError::config(key(), format!("table {}: {m}", table.name)))?,
+        let held: HashMap<Box<str>, Held> = match offsets.iter().rev().find(|o| o.partition == seed_key) {
+            Some(seed) => parse_seed(&seed.position)
+                .map_err(|m| SnowError::config(key(), format!("table {}: {m}", table.name)))?
+                .into_iter()
+                .map(|(id, hash)| (Box::from(id), Held { hash, read_by: 0 }))
+                .collect(),
             None if finished.is_some() => {
                 return Err(SnowError::config(
                     key(),
@@ -155,7 +159,6 @@ impl SnapshotStream {
             }
             None => HashMap::new(),
         };
-        let held = held.into_iter().map(|(id, hash)| (id, Held { hash, read_by: 0 })).collect();
         Ok(Self {
             table: table.clone(),
             partition_key: partition_key.to_string(),
@@ -380,8 +383,7 @@ mod tests {
     fn a_seed_reads_back_as_written_and_a_bad_line_is_named() {
         let text = seed_text([("a1", 7), ("b 2", u64::MAX)]);
         assert_eq!(text, "0000000000000007 a1\nffffffffffffffff b 2\n");
-        let rows = parse_seed(&text).unwrap();
-        assert_eq!((rows["a1"], rows["b 2"]), (7, u64::MAX), "an id may hold spaces: the hash comes first");
+        assert_eq!(parse_seed(&text).unwrap(), [("a1", 7), ("b 2", u64::MAX)], "an id may hold spaces: the hash comes first");
         let err = parse_seed("0000000000000007 a1\nzz b\n").unwrap_err();
         assert!(err.contains("line 2"), "{err}");
         assert!(parse_seed("0000000000000007 \n").is_err(), "an empty id");

@@ -5,6 +5,7 @@
 //! |---|---|---|
 //! | `GET /__fake/health` | | `{"ok":true}` |
 //! | `PUT /__fake/tables/{t}` | | create an empty table |
+//! | `PUT /__fake/views/{t}` | | create an empty database view: its rows carry no `sys_created_on`, `sys_updated_on`, `sys_mod_count` or `sys_*_by`, and writes (rows, update, the Table API) stamp none (a table read by snapshots) |
 //! | `POST /__fake/tables/{t}/seed` | `{"count":N,"at":"ts"}` or `{"count":N,"start":"ts","spread_seconds":S}` | incident-shaped rows; without `at`/`start`, spread over the hour before now |
 //! | `POST /__fake/tables/{t}/rows` | `[{...}, ...]` | insert rows as given, system fields filled in at the clock's time |
 //! | `POST /__fake/tables/{t}/update` | `{"sys_ids":[...],"changes":{...}}` | update rows at the clock's time |
@@ -147,6 +148,10 @@ fn try_route(shared: &Shared, method: &str, path: &str, body: &[u8]) -> Result<A
         ("PUT", ["tables", t]) => {
             shared.store().create_table(t);
             ok(json!({ "table": t }))
+        }
+        ("PUT", ["views", t]) => {
+            shared.store().create_view(t);
+            ok(json!({ "view": t }))
         }
         ("POST", ["tables", t, "seed"]) => {
             let seed: Seed = parse(body)?;

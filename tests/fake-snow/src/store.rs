@@ -59,6 +59,9 @@ pub struct Table {
     no_audit_delete: bool,
     /// A table-level read ACL the API's users fail: reads answer 403.
     reads_denied: bool,
+    /// A database view (or a table whose system fields are not maintained): rows carry no
+    /// `sys_created_on`, `sys_updated_on`, `sys_mod_count` or `sys_*_by`, and writes stamp none.
+    view: bool,
 }
 
 /// Which rows the Table API's users may not read (a row-level ACL, domain separation or a
@@ -361,6 +364,11 @@ impl Store {
         self.tables.entry(table.to_string()).or_default();
     }
 
+    /// Creates `table` as a database view (rows without maintained system fields) if missing.
+    pub fn create_view(&mut self, table: &str) {
+        self.tables.entry(table.to_string()).or_default().view = true;
+    }
+
     /// The table, if it exists.
     pub fn table(&self, table: &str) -> Option<&Table> {
         self.tables.get(table)
@@ -391,6 +399,10 @@ impl Store {
         };
         let ts = format_ts(now);
         row.insert("sys_id".into(), Value::String(id.clone()));
+        if self.tables.get(table).is_some_and(|t| t.view) {
+            self.tables.entry(table.to_string()).or_default().put(id.clone(), row.clone());
+            return row;
+        }
         for (field, value) in
             [("sys_created_on", &ts), ("sys_updated_on", &ts), ("sys_created_by", &user.to_string()), ("sys_updated_by", &user.to_string())]
         {
@@ -415,6 +427,10 @@ impl Store {
             if !k.starts_with("sys_") {
                 row.insert(k, v);
             }
+        }
+        if self.tables.get(table).is_some_and(|t| t.view) {
+            self.tables.get_mut(table)?.put(sys_id.to_string(), row.clone());
+            return Some(row);
         }
         self.note_superseded(table, sys_id, &row);
         let count = row.get("sys_mod_count").and_then(Value::as_str).and_then(|c| c.parse::<u64>().ok()).unwrap_or(0) + 1;
@@ -528,6 +544,20 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_views_rows_carry_no_system_stamps_and_writes_add_none() {
+        let mut s = Store::default();
+        s.create_view("v_assets");
+        let mut row = Row::new();
+        row.insert("name".into(), Value::String("a".into()));
+        let id = s.insert("v_assets", row, 100, "admin")["sys_id"].as_str().unwrap().to_string();
+        let mut changes = Row::new();
+        changes.insert("name".into(), Value::String("b".into()));
+        let updated = s.update("v_assets", &id, changes, 200, "bob", false).unwrap();
+        assert_eq!(updated.keys().collect::<Vec<_>>(), ["name", "sys_id"], "no stamps, no mod count");
+        assert_eq!(updated["name"], "b");
+    }
 
     #[test]
     fn system_fields_and_index_follow_writes() {
