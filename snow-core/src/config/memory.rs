@@ -28,6 +28,11 @@ pub const PAGES_HELD: u64 = 3;
 /// Code, stack and the rest of the heap.
 pub const BASE_BYTES: u64 = 16 << 20;
 
+/// Bytes a snapshot table takes per key its topic holds: the key's entry in the map of what the
+/// topic holds (its slot, the id and allocator overhead, about 90 bytes), and while it opens the
+/// read-back's line and its parsed pair (about 80 more).
+pub const SNAPSHOT_BYTES_PER_KEY: u64 = 170;
+
 /// Bytes a table needs with `dedup` versions remembered and windows of up to `window_rows`.
 pub fn estimate(dedup: u32, window_rows: u32) -> u64 {
     u64::from(dedup) * DEDUP_BYTES_PER_VERSION + PAGES_HELD * u64::from(window_rows) * ROW_BYTES + BASE_BYTES
@@ -58,6 +63,26 @@ pub fn check(r: &mut ConfigReader<'_>, dedup: u32, window_rows: u32, window_key:
         let fits = max.saturating_sub(versions + BASE_BYTES) / (PAGES_HELD * ROW_BYTES);
         r.error(window_key, format!("{what}: set it to at most {fits}, or raise {MEMORY_KEY}"));
     }
+}
+
+/// Refuses a snapshot table whose topic holds more keys than the host's memory cap (in
+/// `entries`, when the host passes it) leaves room for, after `base` (its pages and the rest).
+pub fn check_snapshot_keys(entries: &super::Entries, table: &str, keys: usize, base: u64) -> Result<(), crate::error::SnowError> {
+    let Some(max) = entries.get(MEMORY_KEY).and_then(|v| v.parse::<u64>().ok()) else { return Ok(()) };
+    let need = keys as u64 * SNAPSHOT_BYTES_PER_KEY + base;
+    if need <= max {
+        return Ok(());
+    }
+    let fits = max.saturating_sub(base) / SNAPSHOT_BYTES_PER_KEY;
+    Err(crate::error::SnowError::config(
+        MEMORY_KEY,
+        format!(
+            "table {table} is read by snapshots and its topic holds {keys} keys: about {} MB of the component's memory, over \
+             {MEMORY_KEY}={max} ({} MB), which holds about {fits} keys; raise it",
+            need / 1_000_000,
+            max / 1_000_000
+        ),
+    ))
 }
 
 #[cfg(test)]

@@ -16,11 +16,7 @@ pub fn probe<T: Transport, C: Clock>(client: &mut TableClient<T, C>, table: &Tab
     let order = if snapshot { format!("ORDERBY{}", table.sys_id_field) } else { format!("ORDERBYDESC{}", table.timestamp_field) };
     let query = table.query.with_cursor(&[], &[]);
     let query = if query.is_empty() { order } else { format!("{query}^{order}") };
-    let fields = if snapshot {
-        vec![table.sys_id_field.clone()]
-    } else {
-        vec![table.sys_id_field.clone(), table.timestamp_field.clone()]
-    };
+    let fields = if snapshot { vec![table.sys_id_field.clone()] } else { vec![table.sys_id_field.clone(), table.timestamp_field.clone()] };
     let params = ListParams {
         query: &query,
         fields: Some(&fields),

@@ -195,7 +195,11 @@ impl SnapshotStream {
     }
 
     /// Makes at most one request: a page of the table, or a page of tombstones (no request).
-    pub fn poll<T: Transport, C: Clock>(&mut self, client: &mut TableClient<T, C>, records: &RecordBuilder) -> Result<PollBatch, SnowError> {
+    pub fn poll<T: Transport, C: Clock>(
+        &mut self,
+        client: &mut TableClient<T, C>,
+        records: &RecordBuilder,
+    ) -> Result<PollBatch, SnowError> {
         match std::mem::replace(&mut self.run, Run::Due { check: false }) {
             Run::Due { check } => {
                 self.number += 1;
@@ -288,12 +292,15 @@ impl SnapshotStream {
             // next request asks after it all the same).
             Some(id) => Run::Reading { after: Some(id.to_string()), skip: 0 },
             // A page of hidden rows when the instance says more match: cross it.
-            None if returned == 0 && (page.has_next == Some(true) || page.total.is_some_and(|t| t > u64::from(skip) + u64::from(limit))) => {
+            None if returned == 0
+                && (page.has_next == Some(true) || page.total.is_some_and(|t| t > u64::from(skip) + u64::from(limit))) =>
+            {
                 Run::Reading { after, skip: skip.saturating_add(limit) }
             }
             None if returned > 0 => Run::Reading { after, skip: skip.saturating_add(limit) },
             None => {
-                let mut gone: Vec<Box<str>> = self.held.iter().filter(|(_, h)| h.read_by != self.number).map(|(id, _)| id.clone()).collect();
+                let mut gone: Vec<Box<str>> =
+                    self.held.iter().filter(|(_, h)| h.read_by != self.number).map(|(id, _)| id.clone()).collect();
                 gone.sort_unstable();
                 Run::Deleting { gone }
             }
@@ -306,35 +313,30 @@ impl SnapshotStream {
 
     /// Emits tombstones for up to a page of `gone` keys; the snapshot ends with the last.
     fn delete(&mut self, mut gone: Vec<Box<str>>, now: std::time::Duration) -> Result<PollBatch, SnowError> {
-        let n = gone.len().min(self.table.batch_size as usize);
-        let rest = gone.split_off(n);
+        let rest = gone.split_off(gone.len().min(self.table.batch_size as usize));
         let mut data = BatchData::new(&[]);
         let too_large = |e| SnowError::data(format!("table {} snapshot: {e}; lower snow.batch.size", self.table.name));
         let name = data.append(ID_HEADER.as_bytes()).map_err(too_large)?;
-        let mut records = Vec::with_capacity(n);
+        let mut records = Vec::with_capacity(gone.len());
         for id in &gone {
             let key = data.append(id.as_bytes()).map_err(too_large)?;
             let at = data.header(name, key).map_err(too_large)?;
-            records.push(SourceRecord {
-                key: Some(key),
-                value: None,
-                headers: Span { start: at, len: 1 },
-                timestamp_ms: self.started.0.map(Timestamp::as_millis),
-            });
+            let timestamp_ms = self.started.0.map(Timestamp::as_millis);
+            records.push(SourceRecord { key: Some(key), value: None, headers: Span { start: at, len: 1 }, timestamp_ms });
             self.held.remove(id);
         }
-        self.counts.deleted += n as u64;
-        let mut records_out = records;
-        let bytes = data.finish().into_batch_bytes(Vec::new(), &mut records_out);
-        if !rest.is_empty() {
+        self.counts.deleted += gone.len() as u64;
+        let next_poll_ms = if rest.is_empty() {
+            self.finish(now)
+        } else {
             self.run = Run::Deleting { gone: rest };
-            return Ok(PollBatch::new(self.table.topic.clone(), self.headers.1.clone(), bytes, records_out, Some(self.offset()), 0));
+            0
+        };
+        if records.is_empty() {
+            return Ok(self.batch(Vec::new(), BatchBytes::default(), next_poll_ms, true));
         }
-        let next = self.finish(now);
-        if records_out.is_empty() {
-            return Ok(self.batch(Vec::new(), BatchBytes::default(), next, true));
-        }
-        Ok(PollBatch::new(self.table.topic.clone(), self.headers.1.clone(), bytes, records_out, Some(self.offset()), next))
+        let bytes = data.finish().into_batch_bytes(Vec::new(), &mut records);
+        Ok(PollBatch::new(self.table.topic.clone(), self.headers.1.clone(), bytes, records, Some(self.offset()), next_poll_ms))
     }
 
     /// The snapshot is through: it is stored as the last finished one; the pause until the next.

@@ -167,6 +167,10 @@ impl<T: Transport, C: Clock> SourceTask<T, C> {
         }
         .map(|finished| SnapshotStream::open(&table, &partition_key, &records, finished, offsets, config.bad_row_behavior))
         .transpose()?;
+        if let Some(s) = &snapshot {
+            let pages = crate::config::memory::estimate(0, table.batch_size);
+            crate::config::memory::check_snapshot_keys(entries, &table.name, s.held(), pages)?;
+        }
         let schema = (config.value_schema == ValueSchema::Dictionary).then(|| SchemaState {
             refresh: std::time::Duration::from_millis(u64::from(config.schema_refresh_ms)),
             sent: None,

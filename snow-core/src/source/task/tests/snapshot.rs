@@ -133,3 +133,17 @@ fn the_probe_of_a_table_without_its_timestamp_points_at_snapshot_mode() {
     drop(task);
     assert_eq!(s.queries[0], "ORDERBYsys_id", "a snapshot's probe orders by the id field");
 }
+
+#[test]
+fn a_topic_holding_more_keys_than_the_memory_cap_allows_is_refused_naming_the_cap() {
+    let many: Vec<(String, String)> = (0..200_000).map(|i| (format!("{i:032x}"), "{}".to_string())).collect();
+    let rows: Vec<(&str, &str)> = many.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
+    let small = [("snow.dedup.window.size", "1000"), ("snow.hidden.window.max.rows", "2")];
+    let config = snapshot_entries(&[small[0], small[1], ("component.memory.max.bytes", "33554432")]);
+    let mut s = script(vec![]);
+    let Err(e) = SourceTask::open(&config, &[seed(&rows)], &mut s, ManualClock::default()) else { panic!("refused") };
+    let text = e.to_string();
+    assert!(text.contains("component.memory.max.bytes") && text.contains("200000 keys"), "{text}");
+    let roomy = snapshot_entries(&[small[0], small[1], ("component.memory.max.bytes", "268435456")]);
+    assert!(SourceTask::open(&roomy, &[seed(&rows)], &mut s, ManualClock::default()).is_ok());
+}
