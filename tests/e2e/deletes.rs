@@ -1,8 +1,10 @@
 //! Deletes (ADR 0031): rows deleted on the instance become tombstones on the table's topic, read
 //! from `sys_audit_delete` behind the table's own cursor; through SIGKILLs, exactly once, the
-//! topic compacted (folded key by key) equals the table.
+//! topic compacted (folded key by key) equals the table. Snapshot tables' tombstones are tested in
+//! [`snapshot`], in this binary.
 #![allow(clippy::unwrap_used)] // a panic is how a test fails
 
+mod snapshot;
 mod support;
 
 use std::collections::{BTreeMap, BTreeSet};

@@ -2,17 +2,17 @@
 //! Only new and changed rows are emitted, rows gone become tombstones, unchanged rows are never
 //! emitted again — also after a SIGKILL, with changes made while the runner was down: the runner
 //! reads back what the topic holds. The topic folded key by key equals the view.
-#![allow(clippy::unwrap_used)] // a panic is how a test fails
-
-mod support;
+//!
+//! Part of the `e2e_deletes` test binary (tombstones both: one binary links once).
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
 use fake_snow::{FakeOptions, FakeSnow};
 use serde_json::{Value, json};
-use support::kafka::{Read, read_until};
-use support::{Runner, connector_file, unique, wait_until, work_dir};
+use super::support;
+use super::support::kafka::{Read, read_until};
+use super::support::{Runner, connector_file, unique, wait_until, work_dir};
 
 const USER: &str = "snapshot-user";
 const PASSWORD: &str = "Snapshot-Secret-Pw-5";
