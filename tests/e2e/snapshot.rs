@@ -8,11 +8,11 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use fake_snow::{FakeOptions, FakeSnow};
-use serde_json::{Value, json};
 use super::support;
 use super::support::kafka::{Read, read_until};
 use super::support::{Runner, connector_file, unique, wait_until, work_dir};
+use fake_snow::{FakeOptions, FakeSnow};
+use serde_json::{Value, json};
 
 const USER: &str = "snapshot-user";
 const PASSWORD: &str = "Snapshot-Secret-Pw-5";
