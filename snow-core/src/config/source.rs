@@ -138,6 +138,11 @@ pub struct TableConfig {
     pub mode: TableMode,
     /// Time between the starts of two snapshots, in ms (`snapshot.interval.ms`; snapshot mode).
     pub snapshot_interval_ms: u32,
+    /// The journal fields whose entries (`sys_journal_field`) are read to their own topic
+    /// (`journal`, e.g. `comments,work_notes`); empty: none.
+    pub journal: Vec<String>,
+    /// The topic of the journal entries (`journal.topic`, default `<topic>.journal`).
+    pub journal_topic: String,
 }
 
 /// `snapshot.interval.ms` unless set: an hour (a full read of a large view is not free).
@@ -170,8 +175,18 @@ pub fn configured_topics(entries: &Entries) -> std::collections::BTreeSet<String
         .split(',')
         .map(str::trim)
         .filter(|t| !t.is_empty())
-        .map(|t| table_topic(value(&format!("snow.table.{t}.topic")), &prefix, t))
+        .flat_map(|t| {
+            let topic = table_topic(value(&format!("snow.table.{t}.topic")), &prefix, t);
+            let journal =
+                value(&format!("snow.table.{t}.journal")).map(|_| journal_topic(value(&format!("snow.table.{t}.journal.topic")), &topic));
+            std::iter::once(topic).chain(journal)
+        })
         .collect()
+}
+
+/// A table's journal topic: as configured, else its topic with `.journal`.
+fn journal_topic(configured: Option<String>, table_topic: &str) -> String {
+    configured.map(|t| t.trim().to_string()).filter(|t| !t.is_empty()).unwrap_or_else(|| format!("{table_topic}.journal"))
 }
 
 /// Rows written in the last seconds may still be in flight inside ServiceNow (a transaction
@@ -374,6 +389,17 @@ impl TableConfig {
                 r.error(&key("deletes"), "applies to mode=cursor only: a snapshot emits a tombstone for every row gone since the last one");
             }
         }
+        let journal: Vec<String> = r
+            .string(&key("journal"))
+            .map(|v| v.split(',').map(|f| f.trim().to_string()).filter(|f| !f.is_empty()).collect())
+            .unwrap_or_default();
+        if let Some(bad) = journal.iter().find(|f| !is_valid_field_name(f)) {
+            r.error(&key("journal"), format!("{bad:?} is not a field name (list journal fields, e.g. comments,work_notes)"));
+        }
+        if !journal.is_empty() && mode == TableMode::Snapshot {
+            r.error(&key("journal"), "applies to mode=cursor only: a table read by snapshots has no journal to follow");
+        }
+        let journal_topic = journal_topic(r.string(&key("journal.topic")), &topic);
         Some(Self {
             name: name.into(),
             topic,
@@ -394,6 +420,8 @@ impl TableConfig {
             backfill_parallelism,
             mode,
             snapshot_interval_ms,
+            journal,
+            journal_topic,
         })
     }
 }

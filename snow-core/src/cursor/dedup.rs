@@ -111,6 +111,15 @@ impl DedupWindow {
         self.seen.iter().map(|(ts, id, count)| (*ts, id.text(32), count.text(0)))
     }
 
+    /// The newest `max` versions held, oldest first: what a stored position carries so that a
+    /// restart's re-read suppresses them without reading the topic back.
+    pub fn recent(&self, max: usize) -> Vec<super::SeenVersion> {
+        let mut seen: Vec<super::SeenVersion> =
+            self.versions().rev().take(max).map(|(ts, id, mod_count)| super::SeenVersion { ts, id, mod_count }).collect();
+        seen.reverse();
+        seen
+    }
+
     /// Versions dropped because the window was full (each may be emitted twice).
     pub fn evicted(&self) -> u64 {
         self.evicted

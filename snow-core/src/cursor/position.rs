@@ -227,6 +227,9 @@ pub struct Partition {
 /// The [`Partition::stream`] of a table's deletes.
 pub const DELETES_STREAM: &str = "deletes";
 
+/// The [`Partition::stream`] of a table's journal entries (`sys_journal_field`).
+pub const JOURNAL_STREAM: &str = "journal";
+
 /// The [`Partition::stream`] of a table read by snapshots (`mode=snapshot`): its positions are
 /// never a cursor's, and switching modes starts the other stream afresh.
 pub const SNAPSHOT_STREAM: &str = "snapshot";
@@ -261,6 +264,21 @@ impl Partition {
             timestamp_field: "sys_created_on".into(),
             fingerprint: format!("{:016x}", fnv1a64(format!("sys_audit_delete\u{0}tablename={table}").as_bytes())),
             stream: DELETES_STREAM.into(),
+        }
+    }
+
+    /// The partition of `table`'s journal entries of `elements` on `instance`: `sys_journal_field`
+    /// rows naming the table and one of the fields, walked by `sys_created_on`.
+    pub fn journal_of(instance: &str, table: &str, elements: &[String]) -> Self {
+        Self {
+            instance: instance.to_string(),
+            table: table.to_string(),
+            timestamp_field: "sys_created_on".into(),
+            fingerprint: format!(
+                "{:016x}",
+                fnv1a64(format!("sys_journal_field\u{0}name={table}^elementIN{}", elements.join(",")).as_bytes())
+            ),
+            stream: JOURNAL_STREAM.into(),
         }
     }
 
@@ -311,6 +329,8 @@ mod tests {
             backfill_parallelism: 1,
             mode: crate::config::source::TableMode::Cursor,
             snapshot_interval_ms: crate::config::source::DEFAULT_SNAPSHOT_INTERVAL_MS,
+            journal: Vec::new(),
+            journal_topic: "snow.incident.journal".into(),
         }
     }
 

@@ -25,7 +25,7 @@ use crate::clock::Clock;
 use crate::config::TableConfig;
 use crate::config::source::DeleteFormat;
 use crate::cursor::dedup::DedupWindow;
-use crate::cursor::{Answer, Cursor, Partition, SeenVersion, Sweep, WindowSizes};
+use crate::cursor::{Answer, Cursor, Partition, Sweep, WindowSizes};
 use crate::error::{ErrorClass, SnowError};
 use crate::http::Transport;
 use crate::record::{BatchBytes, BatchData, Header, PollBatch, SourceOffset, SourceRecord, Span};
@@ -434,10 +434,7 @@ impl DeleteStream {
     /// overlap re-reads (the newest [`MAX_SEEN`]), so a restart suppresses them without reading
     /// the topic back (deletes are few; a table's rows are read back instead, ADR 0030).
     fn position(&self) -> String {
-        let mut seen: Vec<SeenVersion> =
-            self.dedup.versions().rev().take(MAX_SEEN).map(|(ts, id, mod_count)| SeenVersion { ts, id, mod_count }).collect();
-        seen.reverse();
-        self.high.to_position_with(&seen)
+        self.high.to_position_with(&self.dedup.recent(MAX_SEEN))
     }
 }
 

@@ -4,6 +4,7 @@
 pub mod audit_payload;
 mod backfill;
 pub mod deletes;
+pub mod journal;
 mod note;
 mod probe;
 mod record;

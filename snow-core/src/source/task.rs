@@ -24,6 +24,7 @@ pub use super::note::Note;
 
 use super::backfill::Backfill;
 use super::deletes::{DeleteSettings, DeleteStream};
+use super::journal::JournalStream;
 use super::record::RecordBuilder;
 use super::snapshot::SnapshotStream;
 
@@ -65,6 +66,8 @@ pub struct SourceTask<T, C> {
     schema: Option<SchemaState>,
     /// The table's deletes, when they are captured (`snow.table.<t>.deletes=true`).
     deletes: Option<DeleteStream>,
+    /// The table's journal entries, when read (`snow.table.<t>.journal`).
+    journal: Option<JournalStream>,
     /// Where the backfill stands: to be planned, in progress, or done (ADR 0033).
     backfill: Phase,
     /// `snow.safety.lag.seconds`.
@@ -158,6 +161,7 @@ impl<T: Transport, C: Clock> SourceTask<T, C> {
             probe: config.startup_probe,
         };
         let deletes = DeleteStream::open(&table, &settings, offsets)?;
+        let journal = JournalStream::open(&table, &settings, offsets)?;
         let records = RecordBuilder::new(&table, &config.instance.authority, config.value_format);
         let snapshot = match (table.mode, stored.map(|s| Position::parse(&s.position))) {
             (TableMode::Cursor, _) => None,
@@ -196,6 +200,7 @@ impl<T: Transport, C: Clock> SourceTask<T, C> {
             table,
             partition_key,
             deletes,
+            journal,
             backfill,
             lag_seconds: config.safety_lag_seconds,
             snapshot,
@@ -249,6 +254,11 @@ impl<T: Transport, C: Clock> SourceTask<T, C> {
         self.snapshot.as_ref()
     }
 
+    /// The table's journal stream, when journal entries are read.
+    pub fn journal(&self) -> Option<&JournalStream> {
+        self.journal.as_ref()
+    }
+
     /// The table's delete stream, when deletes are captured.
     pub fn deletes(&self) -> Option<&DeleteStream> {
         self.deletes.as_ref()
@@ -295,10 +305,8 @@ impl<T: Transport, C: Clock> SourceTask<T, C> {
             self.probe_pending = false;
             return Ok(self.batch(Vec::new(), BatchBytes::default(), 0));
         }
-        if let Some(deletes) = self.deletes.as_mut().filter(|d| d.wants_poll()) {
-            let batch = deletes.poll(&mut self.client, self.sweep.read_up_to(), self.table.poll_interval_ms);
-            self.notes.extend(deletes.take_notes());
-            return batch;
+        if let Some(batch) = self.poll_followers()? {
+            return Ok(batch);
         }
         if let Some(schema) = self.schema_changed()? {
             let mut batch = self.batch(Vec::new(), BatchBytes::default(), 0);
@@ -368,11 +376,38 @@ impl<T: Transport, C: Clock> SourceTask<T, C> {
             self.sweep.restart_from(self.sweep_start());
         }
         // A finished sweep is followed by one of the deletes, which then waits the poll interval.
-        let deletes_follow = observed.done && self.deletes.as_mut().map(DeleteStream::table_sweep_finished).is_some();
-        let next_poll_ms = if observed.done && !deletes_follow { self.table.poll_interval_ms } else { 0 };
+        let followed = observed.done && self.sweep_finished();
+        let next_poll_ms = if observed.done && !followed { self.table.poll_interval_ms } else { 0 };
         let mut batch = self.batch(records, bytes, next_poll_ms);
         batch.value_schema = new_schema;
         Ok(batch)
+    }
+
+    /// The table's sweep finished: the sweeps of its deletes and journal entries follow (true
+    /// when there is one).
+    fn sweep_finished(&mut self) -> bool {
+        let deletes = self.deletes.as_mut().map(DeleteStream::table_sweep_finished).is_some();
+        let journal = self.journal.as_mut().map(JournalStream::table_sweep_finished).is_some();
+        deletes || journal
+    }
+
+    /// A poll of the deletes' or the journal's stream when one is due (its probe, or the sweep
+    /// that follows the table's): the poll interval comes after the last of them.
+    fn poll_followers(&mut self) -> Result<Option<PollBatch>, SnowError> {
+        let interval = self.table.poll_interval_ms;
+        let batch = if let Some(deletes) = self.deletes.as_mut().filter(|d| d.wants_poll()) {
+            let batch = deletes.poll(&mut self.client, self.sweep.read_up_to(), interval);
+            self.notes.extend(deletes.take_notes());
+            batch?
+        } else if let Some(journal) = self.journal.as_mut().filter(|j| j.wants_poll()) {
+            let batch = journal.poll(&mut self.client, interval);
+            self.notes.extend(journal.take_notes());
+            batch?
+        } else {
+            return Ok(None);
+        };
+        let more = self.journal.as_ref().is_some_and(JournalStream::wants_poll);
+        Ok(Some(if more { PollBatch { next_poll_ms: 0, ..batch } } else { batch }))
     }
 
     /// The page's rows with their cursor keys; a row without them is skipped (and counted) or

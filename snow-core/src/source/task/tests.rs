@@ -4,6 +4,7 @@ use crate::config::reader::entries_from_pairs;
 use crate::http::transport::{Request, Response, TransportError};
 
 mod deletes;
+mod journal;
 mod snapshot;
 
 /// One scripted answer: status, body, and the `X-Total-Count` an instance would send when the
