@@ -7,6 +7,9 @@
 //! token endpoint. Under `/__fake/` an admin API seeds rows, moves the clock, injects faults and
 //! reads a request journal with the most requests ever in flight ([`admin`]). Sessions are kept as the
 //! instance keeps them ([`session`]); a latency model makes it as slow as an instance for benchmarks.
+//! Like an instance, a write's `comments` and `work_notes` become rows of `sys_journal_field`
+//! (`name`, `element`, `element_id`, `value`, readable and hideable like any table's rows), and
+//! database views (`PUT /__fake/views/{t}`) carry no system fields.
 //!
 //! Use it as a library ([`FakeSnow::start`] binds 127.0.0.1 on a free port and runs on its own
 //! thread) or as the `fake-snow` binary. It shares no code with snow-connect, so a bug in the

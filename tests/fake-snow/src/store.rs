@@ -13,6 +13,12 @@ use crate::time::format_ts;
 /// A row: field name to value (a string, or a reference object with `value`/`display_value`/`link`).
 pub type Row = Map<String, Value>;
 
+/// The table of journal entries (comments and work notes of every table's rows).
+pub const JOURNAL: &str = "sys_journal_field";
+
+/// The journal fields a write may carry: their text becomes an entry of [`JOURNAL`].
+pub const JOURNAL_FIELDS: [&str; 2] = ["comments", "work_notes"];
+
 /// Fields with an ordered `(value, sys_id)` index: both timestamps, and sys_id itself.
 pub const INDEXED: [&str; 3] = ["sys_updated_on", "sys_created_on", "sys_id"];
 
@@ -359,6 +365,30 @@ impl Store {
         row
     }
 
+    /// Takes the journal fields (`comments`, `work_notes`) out of `row` of `table` (sys_id `id`)
+    /// and records each non-empty one as an entry of `sys_journal_field`, as ServiceNow does: a
+    /// journal field's text is never stored in the row itself.
+    fn journal(&mut self, table: &str, id: &str, row: &mut Row, now: i64, user: &str) {
+        if table == JOURNAL {
+            return;
+        }
+        for field in JOURNAL_FIELDS {
+            let Some(text) = row.remove(field) else { continue };
+            let text = match text {
+                Value::String(t) => t,
+                other => other.to_string(),
+            };
+            if text.is_empty() {
+                continue;
+            }
+            let mut entry = Row::new();
+            for (k, v) in [("name", table), ("element", field), ("element_id", id), ("value", text.as_str())] {
+                entry.insert(k.into(), Value::String(v.to_string()));
+            }
+            self.insert(JOURNAL, entry, now, user);
+        }
+    }
+
     /// Creates `table` if missing.
     pub fn create_table(&mut self, table: &str) {
         self.tables.entry(table.to_string()).or_default();
@@ -397,6 +427,7 @@ impl Store {
             Some(id) if !id.is_empty() => id.to_string(),
             _ => self.new_sys_id(),
         };
+        self.journal(table, &id, &mut row, now, user);
         let ts = format_ts(now);
         row.insert("sys_id".into(), Value::String(id.clone()));
         if self.tables.get(table).is_some_and(|t| t.view) {
@@ -418,8 +449,9 @@ impl Store {
     /// Applies `changes` to row `sys_id` at `now`: `sys_updated_on` moves, `sys_mod_count` grows.
     /// With `replace`, fields not in `changes` (other than system fields) are removed (PUT).
     pub fn update(&mut self, table: &str, sys_id: &str, changes: Row, now: i64, user: &str, replace: bool) -> Option<Row> {
-        let changes = self.known_only(table, changes);
+        let mut changes = self.known_only(table, changes);
         let mut row = self.tables.get(table)?.rows.get(sys_id)?.row.clone();
+        self.journal(table, sys_id, &mut changes, now, user);
         if replace {
             row.retain(|k, _| k.starts_with("sys_"));
         }
@@ -544,6 +576,24 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn journal_fields_become_entries_of_sys_journal_field_and_stay_out_of_the_row() {
+        let mut s = Store::default();
+        let mut row = Row::new();
+        row.insert("comments".into(), Value::String("first".into()));
+        let id = s.insert("incident", row, 100, "ann")["sys_id"].as_str().unwrap().to_string();
+        let mut changes = Row::new();
+        changes.insert("work_notes".into(), Value::String("note".into()));
+        changes.insert("comments".into(), Value::String(String::new()));
+        let updated = s.update("incident", &id, changes, 200, "bob", false).unwrap();
+        assert!(!updated.contains_key("comments") && !updated.contains_key("work_notes"));
+        let entries: Vec<&Row> = s.table(JOURNAL).unwrap().rows_in_order().collect();
+        assert_eq!(entries.len(), 2, "an empty text adds no entry");
+        assert_eq!((entries[0]["element"].as_str(), entries[0]["value"].as_str()), (Some("comments"), Some("first")));
+        assert_eq!((entries[1]["element_id"].as_str(), entries[1]["sys_created_by"].as_str()), (Some(id.as_str()), Some("bob")));
+        assert_eq!(entries[1]["sys_created_on"], format_ts(200));
+    }
 
     #[test]
     fn a_views_rows_carry_no_system_stamps_and_writes_add_none() {
