@@ -1,7 +1,8 @@
 //! Source end to end: the real source component in the real host, reading the fake over HTTP and
-//! producing to a real Kafka broker.
+//! producing to a real Kafka broker. Journal entries are tested in [`journal`], in this binary.
 #![allow(clippy::unwrap_used)] // a panic is how a test fails
 
+mod journal;
 mod support;
 
 use std::collections::{BTreeMap, BTreeSet};

@@ -65,6 +65,31 @@ pub fn check(r: &mut ConfigReader<'_>, dedup: u32, window_rows: u32, window_key:
     }
 }
 
+/// Bytes an attachment of `max` bytes takes while its record is built: the download, its base64
+/// (4/3) and the record's value holding both the base64 and the metadata.
+pub fn attachment_bytes(max: u32) -> u64 {
+    u64::from(max) * 3 + u64::from(max) / 3 * 4
+}
+
+/// Records an error on `attachments.max.bytes` when an attachment of that size cannot fit next
+/// to the table's dedup window and pages under the host's memory cap.
+pub fn check_attachments(r: &mut ConfigReader<'_>, dedup: u32, window_rows: u32, table: &super::TableConfig) {
+    let Some(max) = r.string(MEMORY_KEY).and_then(|v| v.parse::<u64>().ok()) else { return };
+    let need = estimate(dedup, window_rows) + attachment_bytes(table.attachments_max_bytes);
+    if need > max {
+        let fits = max.saturating_sub(estimate(dedup, window_rows)) * 3 / 13;
+        r.error(
+            &format!("snow.table.{}.attachments.max.bytes", table.name),
+            format!(
+                "an attachment of {} bytes needs about {} MB of the component's memory besides the table's pages and dedup window, \
+                 over {MEMORY_KEY}={max}: set it to at most {fits}, or raise {MEMORY_KEY}",
+                table.attachments_max_bytes,
+                attachment_bytes(table.attachments_max_bytes) / 1_000_000
+            ),
+        );
+    }
+}
+
 /// Refuses a snapshot table whose topic holds more keys than the host's memory cap (in
 /// `entries`, when the host passes it) leaves room for, after `base` (its pages and the rest).
 pub fn check_snapshot_keys(entries: &super::Entries, table: &str, keys: usize, base: u64) -> Result<(), crate::error::SnowError> {

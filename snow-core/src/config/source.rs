@@ -143,7 +143,23 @@ pub struct TableConfig {
     pub journal: Vec<String>,
     /// The topic of the journal entries (`journal.topic`, default `<topic>.journal`).
     pub journal_topic: String,
+    /// Whether the table's attachments (`sys_attachment`, content included) are read to their
+    /// own topic (`attachments`).
+    pub attachments: bool,
+    /// The topic of the attachments (`attachments.topic`, default `<topic>.attachments`).
+    pub attachments_topic: String,
+    /// Largest content carried in a record (`attachments.max.bytes`, scoped); a larger one is
+    /// written as a reference with its size.
+    pub attachments_max_bytes: u32,
 }
+
+/// `attachments.max.bytes` unless set: with its base64 and the metadata, a record under Kafka's
+/// default 1 MB message limit.
+pub const DEFAULT_ATTACHMENTS_MAX_BYTES: u32 = 700_000;
+
+/// The largest `attachments.max.bytes`: a download is held whole, with its base64, in the
+/// component's memory.
+pub const MAX_ATTACHMENTS_MAX_BYTES: u32 = 64 << 20;
 
 /// `snapshot.interval.ms` unless set: an hour (a full read of a large view is not free).
 pub const DEFAULT_SNAPSHOT_INTERVAL_MS: u32 = 3_600_000;
@@ -179,9 +195,17 @@ pub fn configured_topics(entries: &Entries) -> std::collections::BTreeSet<String
             let topic = table_topic(value(&format!("snow.table.{t}.topic")), &prefix, t);
             let journal =
                 value(&format!("snow.table.{t}.journal")).map(|_| journal_topic(value(&format!("snow.table.{t}.journal.topic")), &topic));
-            std::iter::once(topic).chain(journal)
+            let attachments = value(&format!("snow.table.{t}.attachments"))
+                .filter(|v| v == "true")
+                .map(|_| attachments_topic(value(&format!("snow.table.{t}.attachments.topic")), &topic));
+            std::iter::once(topic).chain(journal).chain(attachments)
         })
         .collect()
+}
+
+/// A table's attachments topic: as configured, else its topic with `.attachments`.
+fn attachments_topic(configured: Option<String>, table_topic: &str) -> String {
+    configured.map(|t| t.trim().to_string()).filter(|t| !t.is_empty()).unwrap_or_else(|| format!("{table_topic}.attachments"))
 }
 
 /// A table's journal topic: as configured, else its topic with `.journal`.
@@ -293,6 +317,9 @@ impl SourceConfig {
                 (table.batch_size, format!("snow.table.{}.batch.size", table.name))
             };
             super::memory::check(&mut r, dedup_window_size, window, &key);
+            if table.attachments {
+                super::memory::check_attachments(&mut r, dedup_window_size, window, table);
+            }
         }
         r.finish(&["snow."])?;
         let instance = instance.ok_or_else(|| SnowError::config("snow.instance.url", "is invalid"))?;
@@ -400,6 +427,13 @@ impl TableConfig {
             r.error(&key("journal"), "applies to mode=cursor only: a table read by snapshots has no journal to follow");
         }
         let journal_topic = journal_topic(r.string(&key("journal.topic")), &topic);
+        let attachments = r.choice(&key("attachments"), false, &[("false", false), ("true", true)]);
+        if attachments && mode == TableMode::Snapshot {
+            r.error(&key("attachments"), "applies to mode=cursor only");
+        }
+        let attachments_topic = attachments_topic(r.string(&key("attachments.topic")), &topic);
+        let attachments_max_bytes =
+            table_u32(r, name, "attachments.max.bytes", DEFAULT_ATTACHMENTS_MAX_BYTES, 0, MAX_ATTACHMENTS_MAX_BYTES);
         Some(Self {
             name: name.into(),
             topic,
@@ -422,6 +456,9 @@ impl TableConfig {
             snapshot_interval_ms,
             journal,
             journal_topic,
+            attachments,
+            attachments_topic,
+            attachments_max_bytes,
         })
     }
 }

@@ -90,6 +90,11 @@ impl DedupWindow {
         true
     }
 
+    /// Whether a version is held (without recording it).
+    pub fn contains(&self, ts: Timestamp, sys_id: &str, mod_count: &str) -> bool {
+        self.seen.binary_search(&(ts, Compact::id(sys_id), Compact::count(mod_count))).is_ok()
+    }
+
     /// Forgets every version stamped before `ts` (they cannot be read again).
     pub fn forget_before(&mut self, ts: Timestamp) {
         let old = self.seen.partition_point(|(at, _, _)| *at < ts);

@@ -230,6 +230,9 @@ pub const DELETES_STREAM: &str = "deletes";
 /// The [`Partition::stream`] of a table's journal entries (`sys_journal_field`).
 pub const JOURNAL_STREAM: &str = "journal";
 
+/// The [`Partition::stream`] of a table's attachments (`sys_attachment`).
+pub const ATTACHMENTS_STREAM: &str = "attachments";
+
 /// The [`Partition::stream`] of a table read by snapshots (`mode=snapshot`): its positions are
 /// never a cursor's, and switching modes starts the other stream afresh.
 pub const SNAPSHOT_STREAM: &str = "snapshot";
@@ -282,6 +285,18 @@ impl Partition {
         }
     }
 
+    /// The partition of `table`'s attachments on `instance`: `sys_attachment` rows naming the
+    /// table, walked by `sys_updated_on`.
+    pub fn attachments_of(instance: &str, table: &str) -> Self {
+        Self {
+            instance: instance.to_string(),
+            table: table.to_string(),
+            timestamp_field: "sys_updated_on".into(),
+            fingerprint: format!("{:016x}", fnv1a64(format!("sys_attachment\u{0}table_name={table}").as_bytes())),
+            stream: ATTACHMENTS_STREAM.into(),
+        }
+    }
+
     /// The stored key: compact JSON with a fixed member order.
     pub fn key(&self) -> String {
         serde_json::to_string(self).unwrap_or_default()
@@ -331,6 +346,9 @@ mod tests {
             snapshot_interval_ms: crate::config::source::DEFAULT_SNAPSHOT_INTERVAL_MS,
             journal: Vec::new(),
             journal_topic: "snow.incident.journal".into(),
+            attachments: false,
+            attachments_topic: "snow.incident.attachments".into(),
+            attachments_max_bytes: crate::config::source::DEFAULT_ATTACHMENTS_MAX_BYTES,
         }
     }
 

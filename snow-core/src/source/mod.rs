@@ -1,6 +1,7 @@
 //! The source side: [`task::SourceTask`] reads one table along its cursor and turns each page into
 //! Kafka records with their offsets; [`plan()`] splits a connector's tables over tasks.
 
+pub mod attachments;
 pub mod audit_payload;
 mod backfill;
 pub mod deletes;

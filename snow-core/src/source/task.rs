@@ -22,6 +22,7 @@ use crate::time::Timestamp;
 
 pub use super::note::Note;
 
+use super::attachments::AttachmentStream;
 use super::backfill::Backfill;
 use super::deletes::{DeleteSettings, DeleteStream};
 use super::journal::JournalStream;
@@ -68,6 +69,8 @@ pub struct SourceTask<T, C> {
     deletes: Option<DeleteStream>,
     /// The table's journal entries, when read (`snow.table.<t>.journal`).
     journal: Option<JournalStream>,
+    /// The table's attachments, when read (`snow.table.<t>.attachments=true`).
+    attachments: Option<AttachmentStream>,
     /// Where the backfill stands: to be planned, in progress, or done (ADR 0033).
     backfill: Phase,
     /// `snow.safety.lag.seconds`.
@@ -162,6 +165,7 @@ impl<T: Transport, C: Clock> SourceTask<T, C> {
         };
         let deletes = DeleteStream::open(&table, &settings, offsets)?;
         let journal = JournalStream::open(&table, &settings, offsets)?;
+        let attachments = AttachmentStream::open(&table, &settings, &config.instance.base_url, offsets)?;
         let records = RecordBuilder::new(&table, &config.instance.authority, config.value_format);
         let snapshot = match (table.mode, stored.map(|s| Position::parse(&s.position))) {
             (TableMode::Cursor, _) => None,
@@ -201,6 +205,7 @@ impl<T: Transport, C: Clock> SourceTask<T, C> {
             partition_key,
             deletes,
             journal,
+            attachments,
             backfill,
             lag_seconds: config.safety_lag_seconds,
             snapshot,
@@ -252,6 +257,11 @@ impl<T: Transport, C: Clock> SourceTask<T, C> {
     /// The table's snapshots, when it is read by them.
     pub fn snapshots(&self) -> Option<&SnapshotStream> {
         self.snapshot.as_ref()
+    }
+
+    /// The table's attachment stream, when attachments are read.
+    pub fn attachments(&self) -> Option<&AttachmentStream> {
+        self.attachments.as_ref()
     }
 
     /// The table's journal stream, when journal entries are read.
@@ -383,15 +393,16 @@ impl<T: Transport, C: Clock> SourceTask<T, C> {
         Ok(batch)
     }
 
-    /// The table's sweep finished: the sweeps of its deletes and journal entries follow (true
+    /// The table's sweep finished: the sweeps of its deletes, journal entries and attachments follow (true
     /// when there is one).
     fn sweep_finished(&mut self) -> bool {
         let deletes = self.deletes.as_mut().map(DeleteStream::table_sweep_finished).is_some();
         let journal = self.journal.as_mut().map(JournalStream::table_sweep_finished).is_some();
-        deletes || journal
+        let attachments = self.attachments.as_mut().map(AttachmentStream::table_sweep_finished).is_some();
+        deletes || journal || attachments
     }
 
-    /// A poll of the deletes' or the journal's stream when one is due (its probe, or the sweep
+    /// A poll of the deletes', the journal's or the attachments' stream when one is due (its probe, or the sweep
     /// that follows the table's): the poll interval comes after the last of them.
     fn poll_followers(&mut self) -> Result<Option<PollBatch>, SnowError> {
         let interval = self.table.poll_interval_ms;
@@ -403,10 +414,15 @@ impl<T: Transport, C: Clock> SourceTask<T, C> {
             let batch = journal.poll(&mut self.client, interval);
             self.notes.extend(journal.take_notes());
             batch?
+        } else if let Some(attachments) = self.attachments.as_mut().filter(|a| a.wants_poll()) {
+            let batch = attachments.poll(&mut self.client, interval);
+            self.notes.extend(attachments.take_notes());
+            batch?
         } else {
             return Ok(None);
         };
-        let more = self.journal.as_ref().is_some_and(JournalStream::wants_poll);
+        let more = self.journal.as_ref().is_some_and(JournalStream::wants_poll)
+            || self.attachments.as_ref().is_some_and(AttachmentStream::wants_poll);
         Ok(Some(if more { PollBatch { next_poll_ms: 0, ..batch } } else { batch }))
     }
 

@@ -108,6 +108,15 @@ pub struct WriteResponse {
     pub body: Vec<u8>,
 }
 
+/// An attachment's content as downloaded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Download {
+    /// The whole content, and the `Content-Type` it came with.
+    Content(Vec<u8>, Option<String>),
+    /// The content ran past the limit: its reading stopped there (nothing more was held).
+    TooLarge,
+}
+
 /// One Table API endpoint set on one instance.
 pub struct TableClient<T, C> {
     transport: T,
@@ -120,6 +129,11 @@ pub struct TableClient<T, C> {
     rate_limit: Option<RateLimit>,
     /// The list requests started ahead, with their request ids, oldest first.
     ahead: Vec<(Request, String)>,
+    /// Set while a download is sent: the largest answer it takes (instead of
+    /// `max_response_bytes`); it accepts any content type.
+    download_limit: Option<usize>,
+    /// Whether the last call failed on an answer larger than it took.
+    too_large: bool,
 }
 
 impl<T: Transport, C: Clock> TableClient<T, C> {
@@ -140,6 +154,8 @@ impl<T: Transport, C: Clock> TableClient<T, C> {
             ids,
             rate_limit: None,
             ahead: Vec::new(),
+            download_limit: None,
+            too_large: false,
         }
     }
 
@@ -256,6 +272,23 @@ impl<T: Transport, C: Clock> TableClient<T, C> {
         self.write(Method::Get, url, Vec::new(), table, &[200])
     }
 
+    /// `GET /api/now/attachment/{sys_id}/file`: the attachment's content, read no further than
+    /// `max_bytes` (the transport stops reading there, so memory stays bounded); expects 200.
+    pub fn download(&mut self, sys_id: &str, max_bytes: usize) -> Result<Download, SnowError> {
+        let url = format!("{}/api/now/attachment/{}/file", self.base_url, encode(sys_id));
+        self.download_limit = Some(max_bytes);
+        let answer = self.call(Method::Get, &url, Vec::new(), "sys_attachment", &|r: &Response| r.status == 200);
+        self.download_limit = None;
+        match answer {
+            Ok(response) => {
+                let content_type = response.header("content-type").map(str::to_string);
+                Ok(Download::Content(response.body, content_type))
+            }
+            Err(_) if self.too_large => Ok(Download::TooLarge),
+            Err(e) => Err(e),
+        }
+    }
+
     /// `POST /api/now/v1/batch` with a batch request body; expects 200 (each item has its own
     /// status). Not retried after it was sent: its writes may have run (ambiguous).
     pub fn batch(&mut self, body: Vec<u8>) -> Result<WriteResponse, SnowError> {
@@ -306,12 +339,13 @@ impl<T: Transport, C: Clock> TableClient<T, C> {
     /// A request with a new `X-Request-Id` (kept across its retries), and that id.
     fn request(&mut self, method: Method, url: &str, body: Vec<u8>) -> (Request, String) {
         let request_id = self.ids.next_id();
-        let mut headers = vec![("accept".to_string(), "application/json".to_string()), ("x-request-id".to_string(), request_id.clone())];
+        let accept = if self.download_limit.is_some() { "*/*" } else { "application/json" };
+        let mut headers = vec![("accept".to_string(), accept.to_string()), ("x-request-id".to_string(), request_id.clone())];
         if !body.is_empty() {
             headers.push(("content-type".into(), "application/json".into()));
         }
-        let request =
-            Request { method, url: url.to_string(), headers, body, timeouts: self.timeouts, max_response_bytes: self.max_response_bytes };
+        let max_response_bytes = self.download_limit.unwrap_or(self.max_response_bytes);
+        let request = Request { method, url: url.to_string(), headers, body, timeouts: self.timeouts, max_response_bytes };
         (request, request_id)
     }
 
@@ -330,6 +364,7 @@ impl<T: Transport, C: Clock> TableClient<T, C> {
             None => self.request(method, url, body),
         };
         let mut schedule = RetrySchedule::new(self.retry, self.clock.now(), self.clock.seed());
+        self.too_large = false;
         loop {
             let (error, wait) = match self.transport.send(&request) {
                 Ok(response) => {
@@ -344,6 +379,7 @@ impl<T: Transport, C: Clock> TableClient<T, C> {
                     (http_failure(&response, method, table, &request_id), wait)
                 }
                 Err(e) => {
+                    self.too_large = e.kind == crate::http::TransportErrorKind::TooLarge;
                     let verdict = classify_transport(e.kind, method);
                     let message = format!("{method} table {table}: {} ({}) [request id {request_id}]", e.message, verdict.reason);
                     let error = if verdict.class == ErrorClass::Fatal && e.kind == crate::http::TransportErrorKind::Denied {

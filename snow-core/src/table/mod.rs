@@ -7,6 +7,6 @@ pub mod dictionary;
 pub mod page;
 pub mod query;
 
-pub use client::{DisplayValue, ListParams, ListResponse, TableClient, WriteResponse};
+pub use client::{DisplayValue, Download, ListParams, ListResponse, TableClient, WriteResponse};
 pub use page::{PageRow, parse_page};
 pub use query::{BaseQuery, Op, Term};

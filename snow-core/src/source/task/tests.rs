@@ -3,6 +3,7 @@ use crate::clock::ManualClock;
 use crate::config::reader::entries_from_pairs;
 use crate::http::transport::{Request, Response, TransportError};
 
+mod attachments;
 mod deletes;
 mod journal;
 mod snapshot;
@@ -36,6 +37,9 @@ impl Transport for &mut Script {
         self.queries.push(decode(query));
         self.urls.push(request.url.clone());
         let (status, body, total) = self.answers.remove(0);
+        if body.len() > request.max_response_bytes {
+            return Err(TransportError::new(crate::http::TransportErrorKind::TooLarge, "response body exceeds the limit"));
+        }
         let mut headers = vec![("Date".into(), Timestamp(self.now).to_http_date())];
         if let Some(total) = total.filter(|_| !request.url.contains("sysparm_no_count=true")) {
             headers.push(("X-Total-Count".into(), total.to_string()));

@@ -1,0 +1,360 @@
+//! A table's attachments (`snow.table.<t>.attachments=true`): the files attached to its rows,
+//! listed in `sys_attachment` (`table_name` = the table, `table_sys_id` = the row) and fetched
+//! from `/api/now/attachment/{sys_id}/file`. A keyset cursor over `(sys_updated_on, sys_id)`
+//! with the query `table_name=<t>` (the same sweep engine as the table's, its own position, dedup
+//! window and probe) lists them; each is then downloaded in a poll of its own (a poll makes at most
+//! one request) and written to the attachments topic: key = the attachment's sys_id, value = its
+//! metadata as read with the content in base64 (`"content"`), timestamp = its `sys_updated_on`.
+//!
+//! **Bounded memory.** A download is read no further than `attachments.max.bytes` (the transport
+//! stops there). A file listed larger, or one whose body runs past it, is written all the same,
+//! as a reference: `"content": null`, `"content_status": "too_large"`, its `size_bytes` and
+//! `download_link`: never a change skipped silently.
+//!
+//! **Checked content.** The body must have the listed `size_bytes`, and, when the listing carries
+//! a SHA-256 `hash` (64 hex digits), that digest. A mismatch is a transient error (the download
+//! is tried again by the next poll); after [`MISMATCH_ATTEMPTS`] the attachment is written with
+//! `"content_status": "checksum_mismatch"` and a warning, so one bad file cannot stop the table.
+
+use std::collections::VecDeque;
+
+use base64::Engine;
+use serde_json::{Map, Value};
+use sha2::Digest;
+
+use crate::clock::Clock;
+use crate::config::TableConfig;
+use crate::cursor::dedup::DedupWindow;
+use crate::cursor::{Answer, Cursor, Partition, Sweep, WindowSizes};
+use crate::error::{ErrorClass, SnowError};
+use crate::http::Transport;
+use crate::record::{BatchBytes, BatchData, Header, PollBatch, SourceOffset, SourceRecord, Span};
+use crate::table::{BaseQuery, Download, ListParams, TableClient, parse_page};
+use crate::time::Timestamp;
+
+use super::deletes::{DeleteSettings, MAX_SEEN};
+use super::note::Note;
+
+/// The table of attachments.
+pub const ATTACHMENTS: &str = "sys_attachment";
+
+/// The fields of an attachment listed and written.
+const FIELDS: [&str; 10] = [
+    "sys_id",
+    "sys_updated_on",
+    "sys_created_on",
+    "sys_created_by",
+    "table_name",
+    "table_sys_id",
+    "file_name",
+    "content_type",
+    "size_bytes",
+    "hash",
+];
+
+/// Downloads of one attachment whose content disagrees with its listing before it is written
+/// with `"content_status": "checksum_mismatch"`.
+pub const MISMATCH_ATTEMPTS: u32 = 3;
+
+/// Header: `inline` (the content is in the value) or why it is not.
+pub const CONTENT_HEADER: &str = "snow.attachment.content";
+
+/// One attachment listed and not written yet.
+struct Listed {
+    ts: Timestamp,
+    id: String,
+    /// Its metadata as listed.
+    row: Map<String, Value>,
+}
+
+/// The stream of one table's attachments.
+pub struct AttachmentStream {
+    table: String,
+    topic: String,
+    base_url: String,
+    partition_key: String,
+    max_bytes: u32,
+    sweep: Sweep,
+    high: Cursor,
+    start: Timestamp,
+    overlap: i64,
+    dedup: DedupWindow,
+    headers: Vec<Header>,
+    probe_pending: bool,
+    /// A sweep is due: the table's own sweep finished.
+    due: bool,
+    /// The sweep in progress has listed everything: it ends when `listed` is written.
+    listed_all: bool,
+    /// Listed, in cursor order, to download and write one a poll.
+    listed: VecDeque<Listed>,
+    /// Downloads of the first of `listed` whose content disagreed with its listing.
+    mismatches: u32,
+    notes: Vec<Note>,
+}
+
+impl AttachmentStream {
+    /// The attachment stream of `table` when it reads attachments, resuming from its stored
+    /// offset in `offsets`; `base_url` makes the download links.
+    pub fn open(
+        table: &TableConfig,
+        settings: &DeleteSettings<'_>,
+        base_url: &str,
+        offsets: &[SourceOffset],
+    ) -> Result<Option<Self>, SnowError> {
+        if !table.attachments {
+            return Ok(None);
+        }
+        let partition_key = Partition::attachments_of(settings.instance, &table.name).key();
+        let (high, seen) = match offsets.iter().rev().find(|o| o.partition == partition_key) {
+            Some(stored) => Cursor::from_position_with_seen(&stored.position)
+                .map_err(|m| SnowError::config(format!("snow.table.{}.attachments", table.name), format!("the attachments' {m}")))?,
+            None => (Cursor::before(table.start), Vec::new()),
+        };
+        let mut dedup = DedupWindow::new(settings.dedup_window_size as usize);
+        for v in &seen {
+            dedup.insert(v.ts, &v.id, &v.mod_count);
+        }
+        // Listings are small; a page of them is written one download a poll.
+        let sizes = WindowSizes::new(table.batch_size.min(100), table.hidden_window_max_rows, u64::from(table.hidden_scan_max_rows));
+        let mut stream = Self {
+            table: table.name.clone(),
+            topic: table.attachments_topic.clone(),
+            base_url: base_url.trim_end_matches('/').to_string(),
+            partition_key,
+            max_bytes: table.attachments_max_bytes,
+            sweep: Sweep::new(high.clone(), settings.lag_seconds, sizes),
+            high,
+            start: table.start,
+            overlap: i64::from(settings.overlap_seconds),
+            dedup,
+            headers: vec![
+                Header { key: "snow.table".into(), value: table.name.as_bytes().to_vec() },
+                Header { key: "snow.instance".into(), value: settings.instance.as_bytes().to_vec() },
+                Header { key: "snow.source.table".into(), value: ATTACHMENTS.as_bytes().to_vec() },
+                Header { key: "snow.source.operation".into(), value: b"UPSERT".to_vec() },
+            ],
+            probe_pending: settings.probe,
+            due: false,
+            listed_all: false,
+            listed: VecDeque::new(),
+            mismatches: 0,
+            notes: Vec::new(),
+        };
+        stream.sweep.restart_from(stream.high.overlap_start(stream.start, stream.overlap));
+        Ok(Some(stream))
+    }
+
+    /// The partition key the attachments' offsets are stored under.
+    pub fn partition_key(&self) -> &str {
+        &self.partition_key
+    }
+
+    /// The furthest attachment written (or stored, before the first): what a restart resumes from.
+    pub fn cursor(&self) -> &Cursor {
+        &self.high
+    }
+
+    /// Whether the next poll is this stream's: its probe, or a sweep that is due.
+    pub fn wants_poll(&self) -> bool {
+        self.probe_pending || self.due
+    }
+
+    /// The table's own sweep finished: a sweep of attachments follows.
+    pub fn table_sweep_finished(&mut self) {
+        self.due = true;
+    }
+
+    /// Notes gathered since the last call.
+    pub fn take_notes(&mut self) -> Vec<Note> {
+        std::mem::take(&mut self.notes)
+    }
+
+    /// One request: the probe, a page of the listing, or the download of the next attachment
+    /// listed (written as its record); `poll_interval_ms` is the pause after a finished sweep.
+    pub fn poll<T: Transport, C: Clock>(&mut self, client: &mut TableClient<T, C>, poll_interval_ms: u32) -> Result<PollBatch, SnowError> {
+        if self.probe_pending {
+            self.probe(client)?;
+            self.probe_pending = false;
+            return Ok(self.batch(Vec::new(), BatchBytes::default(), 0));
+        }
+        if !self.listed.is_empty() {
+            return self.write_next(client, poll_interval_ms);
+        }
+        let request = self.sweep.next_request("sys_updated_on", "sys_id").map_err(SnowError::data)?;
+        let order: Vec<&str> = request.order.iter().map(String::as_str).collect();
+        let query = self.base_query().with_cursor(&request.terms, &order);
+        let fields = FIELDS.map(String::from).to_vec();
+        let params =
+            ListParams { offset: request.window.offset, count: request.count, ..ListParams::lookup(&query, &fields, request.window.limit) };
+        let page = client.list(ATTACHMENTS, &params)?;
+        let rows = parse_page(&page.body, "sys_id", "sys_updated_on")
+            .map_err(|m| SnowError::transport(format!("table {} attachments: {m}", self.table), ErrorClass::Transient))?;
+        let mut keyed = Vec::with_capacity(rows.len());
+        for row in &rows {
+            let (Some(id), Some(ts)) = (row.id.as_deref(), row.timestamp.as_deref()) else {
+                return Err(SnowError::data(format!("table {}: a {ATTACHMENTS} row without sys_id or sys_updated_on", self.table)));
+            };
+            let ts = Timestamp::parse(ts).map_err(|e| SnowError::data(format!("table {}: {ATTACHMENTS} row {id}: {e}", self.table)))?;
+            keyed.push((ts, id, row.raw));
+        }
+        let keys: Vec<(Timestamp, &str)> = keyed.iter().map(|(ts, id, _)| (*ts, *id)).collect();
+        let answer = Answer { returned: rows.len(), total: page.total, has_next: page.has_next, server_time: page.server_time };
+        let observed = self.sweep.observe(&keys, answer).map_err(|m| SnowError::data(format!("table {} attachments: {m}", self.table)))?;
+        for &(ts, id, raw) in &keyed[..observed.emit] {
+            // Recorded as written only once written: the stored position carries what is.
+            if self.dedup.contains(ts, id, "") {
+                continue;
+            }
+            let row: Map<String, Value> =
+                serde_json::from_slice(raw).map_err(|e| SnowError::data(format!("table {}: {ATTACHMENTS} row {id}: {e}", self.table)))?;
+            self.listed.push_back(Listed { ts, id: id.to_string(), row });
+        }
+        self.listed_all = observed.done;
+        let next = if self.listed.is_empty() && observed.done { self.sweep_done(poll_interval_ms) } else { 0 };
+        Ok(self.batch(Vec::new(), BatchBytes::default(), next))
+    }
+
+    /// Downloads the first attachment listed and writes it.
+    fn write_next<T: Transport, C: Clock>(
+        &mut self,
+        client: &mut TableClient<T, C>,
+        poll_interval_ms: u32,
+    ) -> Result<PollBatch, SnowError> {
+        let Some(first) = self.listed.front() else { return Ok(self.batch(Vec::new(), BatchBytes::default(), 0)) };
+        let listed_size = first.row.get("size_bytes").and_then(number);
+        let too_large = listed_size.is_some_and(|s| s > u64::from(self.max_bytes));
+        let (content, status) = if too_large {
+            (None, "too_large")
+        } else {
+            match client.download(&first.id, self.max_bytes as usize)? {
+                Download::TooLarge => (None, "too_large"),
+                Download::Content(bytes, _) => match self.check(first, &bytes) {
+                    Ok(()) => (Some(bytes), "inline"),
+                    Err(problem) if self.mismatches + 1 < MISMATCH_ATTEMPTS => {
+                        self.mismatches += 1;
+                        return Err(SnowError::transport(problem, ErrorClass::Transient));
+                    }
+                    Err(problem) => {
+                        self.notes.push(Note::warn(format!(
+                            "{problem}; written with content_status checksum_mismatch after {MISMATCH_ATTEMPTS} downloads"
+                        )));
+                        (Some(bytes), "checksum_mismatch")
+                    }
+                },
+            }
+        };
+        self.mismatches = 0;
+        let Some(Listed { ts, id, mut row }) = self.listed.pop_front() else { return Ok(self.batch(Vec::new(), BatchBytes::default(), 0)) };
+        row.insert("download_link".into(), Value::String(format!("{}/api/now/attachment/{id}/file", self.base_url)));
+        row.insert("content".into(), content.map_or(Value::Null, |b| Value::String(base64::engine::general_purpose::STANDARD.encode(b))));
+        row.insert("content_status".into(), Value::String(status.into()));
+        let value = serde_json::to_vec(&row).map_err(|e| SnowError::data(format!("table {}: attachment {id}: {e}", self.table)))?;
+        let mut data = BatchData::new(&[]);
+        let too_big = |e| SnowError::data(format!("table {} attachment {id}: {e}", self.table));
+        let key = data.append(id.as_bytes()).map_err(too_big)?;
+        let value = data.append(&value).map_err(too_big)?;
+        let name = data.append(CONTENT_HEADER.as_bytes()).map_err(too_big)?;
+        let said = data.append(status.as_bytes()).map_err(too_big)?;
+        let at = data.header(name, said).map_err(too_big)?;
+        let mut records = vec![SourceRecord {
+            key: Some(key),
+            value: Some(value),
+            headers: Span { start: at, len: 1 },
+            timestamp_ms: Some(ts.as_millis()),
+        }];
+        self.dedup.insert(ts, &id, "");
+        if (ts, id.as_str()) > (self.high.ts, self.high.id.as_str()) {
+            self.high = Cursor { ts, id };
+        }
+        self.dedup.forget_before(self.high.ts.plus_seconds(-self.overlap));
+        let bytes = data.finish().into_batch_bytes(Vec::new(), &mut records);
+        let next = if self.listed.is_empty() && self.listed_all { self.sweep_done(poll_interval_ms) } else { 0 };
+        Ok(self.batch(records, bytes, next))
+    }
+
+    /// Whether `bytes` are the content `listed` describes: its size, and its SHA-256 when listed.
+    fn check(&self, listed: &Listed, bytes: &[u8]) -> Result<(), String> {
+        let what = || {
+            format!(
+                "table {}: attachment {} ({})",
+                self.table,
+                listed.id,
+                listed.row.get("file_name").and_then(Value::as_str).unwrap_or("")
+            )
+        };
+        if let Some(size) = listed.row.get("size_bytes").and_then(number).filter(|s| *s != bytes.len() as u64) {
+            return Err(format!("{}: {} bytes downloaded, {size} listed", what(), bytes.len()));
+        }
+        let listed_hash = listed.row.get("hash").and_then(Value::as_str).unwrap_or("");
+        if listed_hash.len() == 64 && listed_hash.bytes().all(|b| b.is_ascii_hexdigit()) {
+            let digest: String = sha2::Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect();
+            if !digest.eq_ignore_ascii_case(listed_hash) {
+                return Err(format!("{}: SHA-256 {digest} downloaded, {listed_hash} listed", what()));
+            }
+        }
+        Ok(())
+    }
+
+    /// The sweep is through: the next follows the table's next; the pause.
+    fn sweep_done(&mut self, poll_interval_ms: u32) -> u32 {
+        self.due = false;
+        self.listed_all = false;
+        self.sweep.restart_from(self.high.overlap_start(self.start, self.overlap));
+        poll_interval_ms
+    }
+
+    /// `table_name=<t>`: this table's attachments only.
+    fn base_query(&self) -> BaseQuery {
+        BaseQuery::parse(&format!("table_name={}", self.table)).unwrap_or_default()
+    }
+
+    /// Checks at start that attachments can be listed: `sys_attachment` readable by the
+    /// integration user and, when attachments of the table are counted, one of them visible.
+    fn probe<T: Transport, C: Clock>(&mut self, client: &mut TableClient<T, C>) -> Result<(), SnowError> {
+        let key = format!("snow.table.{}.attachments", self.table);
+        let table = &self.table;
+        let query = format!("table_name={table}^ORDERBYDESCsys_updated_on");
+        let fields = FIELDS.map(String::from).to_vec();
+        let params = ListParams { count: true, ..ListParams::lookup(&query, &fields, 100) };
+        let page = match client.list(ATTACHMENTS, &params) {
+            Err(SnowError::Http(h)) if h.status == 403 => {
+                return Err(SnowError::config(
+                    key,
+                    format!(
+                        "startup probe: the integration user may not read {ATTACHMENTS} (an ACL refused it: {}); the attachments of {table} \
+                         are listed in it. Grant the user read on {ATTACHMENTS}, or set the key to false",
+                        h.message
+                    ),
+                ));
+            }
+            other => other?,
+        };
+        let rows =
+            parse_page(&page.body, "sys_id", "sys_updated_on").map_err(|m| SnowError::data(format!("table {table} attachments: {m}")))?;
+        if rows.is_empty() && page.total.is_some_and(|t| t > 0) {
+            return Err(SnowError::config(
+                key,
+                format!(
+                    "startup probe: {} attachments of {table} are counted in {ATTACHMENTS} but the integration user can read none of the \
+                     newest of them (a read ACL hides them); grant it read on them, or set the key to false",
+                    page.total.unwrap_or_default()
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// A batch of `records`; its offset is the furthest attachment written, when it has records.
+    fn batch(&self, records: Vec<SourceRecord>, bytes: BatchBytes, next_poll_ms: u32) -> PollBatch {
+        let offset = (!records.is_empty()).then(|| SourceOffset {
+            partition: self.partition_key.clone(),
+            position: self.high.to_position_with(&self.dedup.recent(MAX_SEEN)),
+        });
+        PollBatch::new(self.topic.clone(), self.headers.clone(), bytes, records, offset, next_poll_ms)
+    }
+}
+
+/// A listed number: ServiceNow sends numbers as strings.
+fn number(v: &Value) -> Option<u64> {
+    v.as_u64().or_else(|| v.as_str()?.trim().parse().ok())
+}
