@@ -8,6 +8,7 @@
 //! | `PUT /__fake/views/{t}` | | create an empty database view: its rows carry no `sys_created_on`, `sys_updated_on`, `sys_mod_count` or `sys_*_by`, and writes (rows, update, the Table API) stamp none (a table read by snapshots) |
 //! | `POST /__fake/tables/{t}/seed` | `{"count":N,"at":"ts"}` or `{"count":N,"start":"ts","spread_seconds":S}` | incident-shaped rows; without `at`/`start`, spread over the hour before now |
 //! | `POST /__fake/tables/{t}/rows` | `[{...}, ...]` | insert rows as given, system fields filled in at the clock's time |
+//! | `POST /__fake/tables/{t}/attachments` | `{"table_sys_id":..,"file_name":..,"content_type":..,"content_base64":..}` or `{..,"size":N}` | attach a file to a row: a `sys_attachment` row (size, SHA-256 `hash`) and its content at `/api/now/attachment/{sys_id}/file` |
 //! | `POST /__fake/tables/{t}/update` | `{"sys_ids":[...],"changes":{...}}` | update rows at the clock's time |
 //! | `POST /__fake/tables/{t}/hidden` | `{"sys_ids":[...]}` and/or `{"query":"encoded query"}` | hide rows from the API's users (a row-level read ACL: the window is read first, hidden rows dropped after) |
 //! | `DELETE /__fake/tables/{t}/hidden` | | every row readable again |
@@ -57,6 +58,23 @@ struct Seed {
     start: Option<String>,
     #[serde(default)]
     spread_seconds: u64,
+}
+
+#[derive(Deserialize)]
+struct Attach {
+    table_sys_id: String,
+    file_name: String,
+    #[serde(default = "octet_stream")]
+    content_type: String,
+    /// The content, base64; or `size` bytes of a repeated pattern.
+    #[serde(default)]
+    content_base64: Option<String>,
+    #[serde(default)]
+    size: usize,
+}
+
+fn octet_stream() -> String {
+    "application/octet-stream".into()
 }
 
 #[derive(Deserialize)]
@@ -172,6 +190,19 @@ fn try_route(shared: &Shared, method: &str, path: &str, body: &[u8]) -> Result<A
             let ids: Vec<Value> =
                 rows.into_iter().map(|r| store.insert(t, r, now, "admin").get("sys_id").cloned().unwrap_or(Value::Null)).collect();
             ok(json!({ "sys_ids": ids }))
+        }
+        ("POST", ["tables", t, "attachments"]) => {
+            use base64::Engine;
+            let a: Attach = parse(body)?;
+            let content = match &a.content_base64 {
+                Some(b) => base64::engine::general_purpose::STANDARD
+                    .decode(b)
+                    .map_err(|e| Answer::json(400, &json!({ "error": format!("content_base64: {e}") })))?,
+                None => (0..a.size).map(|i| (i % 251) as u8).collect(),
+            };
+            let now = shared.clock.now();
+            let id = shared.store().attach(t, &a.table_sys_id, &a.file_name, &a.content_type, content, now, "admin");
+            ok(json!({ "sys_id": id }))
         }
         ("POST", ["tables", t, "update"]) => {
             let update: Update = parse(body)?;

@@ -9,13 +9,15 @@
 //! instance keeps them ([`session`]); a latency model makes it as slow as an instance for benchmarks.
 //! Like an instance, a write's `comments` and `work_notes` become rows of `sys_journal_field`
 //! (`name`, `element`, `element_id`, `value`, readable and hideable like any table's rows), and
-//! database views (`PUT /__fake/views/{t}`) carry no system fields.
+//! database views (`PUT /__fake/views/{t}`) carry no system fields; attachments are listed in
+//! `sys_attachment` and served by `/api/now/attachment/{sys_id}/file` ([`attachment`]).
 //!
 //! Use it as a library ([`FakeSnow::start`] binds 127.0.0.1 on a free port and runs on its own
 //! thread) or as the `fake-snow` binary. It shares no code with snow-connect, so a bug in the
 //! connector's parsing or time handling cannot hide behind the same bug here.
 
 pub mod admin;
+pub mod attachment;
 pub mod audit;
 pub mod batch;
 pub mod clock;

@@ -683,6 +683,19 @@ pub(crate) fn route(
             Err(error) => Answer::json(401, &serde_json::json!({ "error_description": "access_denied", "error": error })),
         };
     }
+    if let Some(id) = path
+        .strip_prefix("/api/now/attachment/")
+        .or_else(|| path.strip_prefix("/api/now/v1/attachment/"))
+        .and_then(|r| r.strip_suffix("/file"))
+    {
+        if matches!(principal, Principal::Nobody) {
+            return envelope(401, "User Not Authenticated", "Required to provide Auth information");
+        }
+        return match method {
+            "GET" => crate::attachment::serve_file(shared, id),
+            _ => envelope(405, "Method not Supported", &format!("{method} {path}")),
+        };
+    }
     let (version, rest) = if let Some(rest) = path.strip_prefix("/api/now/v2/table/") {
         (Version::V2, rest)
     } else if let Some(rest) = path.strip_prefix("/api/now/v1/table/").or_else(|| path.strip_prefix("/api/now/table/")) {

@@ -192,6 +192,8 @@ pub struct Store {
     superseded: Option<HashMap<(String, String, String), u64>>,
     /// The after-commit business rule that posts notifications, when set ([`crate::push`]).
     pusher: Option<Arc<crate::push::Pusher>>,
+    /// Attachments' contents by their sys_id ([`crate::attachment`]).
+    pub(crate) files: HashMap<String, Vec<u8>>,
 }
 
 /// A new 32-hex-character sys_id, unique in this store.
