@@ -50,6 +50,20 @@ fn comment(fake: &FakeSnow, ids: &[String], round: usize) {
     }
 }
 
+/// The sys_id of the newest entry by `(sys_created_on, sys_id)`.
+fn newest_entry(fake: &FakeSnow) -> String {
+    let rows = fake.rows("sys_journal_field");
+    let key = |r: &Map<String, Value>| (r["sys_created_on"].as_str().unwrap().to_string(), r["sys_id"].as_str().unwrap().to_string());
+    rows.iter().map(key).max().unwrap().1
+}
+
+/// The journal's stored position in the offsets file of `dir`.
+fn journal_position(dir: &std::path::Path) -> Option<String> {
+    let file: Value = serde_json::from_str(&std::fs::read_to_string(dir.join("offsets.json")).ok()?).ok()?;
+    let offsets = file["offsets"].as_object()?.values().next()?.as_object()?;
+    offsets.iter().find(|(k, _)| k.contains(r#""stream":"journal""#)).and_then(|(_, v)| v.as_str().map(str::to_string))
+}
+
 /// The entries of incident's comments and work notes on the instance, by sys_id.
 fn entries(fake: &FakeSnow) -> BTreeSet<String> {
     fake.rows("sys_journal_field")
@@ -74,6 +88,10 @@ fn journal_entries_reach_their_own_topic_each_once_also_across_a_kill() {
     let first = entries(&fake);
     assert_eq!(first.len(), 160, "120 comments and 40 work notes");
     let read = read_until(bootstrap, &notes, long, |r| r.len() >= first.len());
+    // Killed once the journal's stored position has its newest entry (at least once: a kill
+    // before that would have it read again).
+    let newest = newest_entry(&fake);
+    support::wait_until("the journal's position at its newest entry", long, || journal_position(&dir)?.contains(&newest).then_some(()));
     runner.kill();
     let entry = read[0].json();
     assert_eq!(entry["name"], "incident");

@@ -1,7 +1,9 @@
 //! Source end to end: the real source component in the real host, reading the fake over HTTP and
-//! producing to a real Kafka broker. Journal entries are tested in [`journal`], in this binary.
+//! producing to a real Kafka broker. Journal entries and attachments are tested
+//! in [`journal`] and [`attachments`], in this binary.
 #![allow(clippy::unwrap_used)] // a panic is how a test fails
 
+mod attachments;
 mod journal;
 mod support;
 
