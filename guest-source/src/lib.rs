@@ -79,6 +79,14 @@ impl GuestSourceTask for Task {
             let at = deletes.cursor();
             convert::log(Level::Info, &format!("deletes resume after {} {:?}", at.ts, at.id));
         }
+        if let Some(journal) = task.journal() {
+            let at = journal.cursor();
+            convert::log(Level::Info, &format!("journal entries resume after {} {:?}", at.ts, at.id));
+        }
+        if let Some(attachments) = task.attachments() {
+            let at = attachments.cursor();
+            convert::log(Level::Info, &format!("attachments resume after {} {:?}", at.ts, at.id));
+        }
         Ok(api::SourceTask::new(Task { inner: RefCell::new(task) }))
     }
 
