@@ -181,6 +181,12 @@ impl Runner {
         self.prepare(specs).await.map(drop)
     }
 
+    /// The fleet this worker belongs to has `workers` members: each instance's request budget is
+    /// shared among them (ADR 0034).
+    pub fn fleet_workers(&self, workers: u32) {
+        self.budgets.set_workers(workers);
+    }
+
     /// The process is stopping: no request waits for an instance's request budget any more, so
     /// every unit's last call ends.
     pub fn stop_waiting(&self) {

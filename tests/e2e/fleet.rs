@@ -533,6 +533,10 @@ fn a_sink_in_a_fleet_shares_its_lanes_survives_a_kill_and_writes_every_record() 
     assert_eq!(created.status, 201, "{}", created.text);
     let status = wait_status(specs[0].port, &sink, Duration::from_secs(60), "4 lanes on both workers", |s| lanes_spread(s, 4, 2));
     assert_eq!(status["type"], "sink", "{status}");
+    // Each worker counts the group: an instance's request budget is shared by both (ADR 0034).
+    for worker in workers.iter_mut().flatten() {
+        worker.wait_for_log("the fleet has 2 workers: each spends 1/2 of an instance's request budget", Duration::from_secs(60));
+    }
     support::wait_until("writes under way", Duration::from_secs(60), || {
         (fake.journal().entries.iter().filter(|e| e.method == "PATCH").count() >= 300).then_some(())
     });

@@ -89,6 +89,11 @@ impl HostState {
         self.gate.budget_waited().saturating_sub(self.waited_at_call)
     }
 
+    /// The fleet's workers sharing the instance's request budget (1 alone).
+    pub fn budget_workers(&self) -> u32 {
+        self.gate.budget_workers()
+    }
+
     /// How long the instance stays paused after a 429 that said nothing of when to come back.
     pub fn instance_paused_for(&self) -> Option<Duration> {
         self.gate.paused_for()

@@ -7,6 +7,10 @@
 //! (any hour, not only a clock hour) counts more than `n` requests; the minute bucket likewise with
 //! a burst of a sixtieth. Without either key there is no bucket, and only the pause applies.
 //!
+//! In a fleet every worker holds its own budget of each instance: a share of it, the configured
+//! limits divided by the number of workers in the group ([`BudgetRegistry::set_workers`]), so the
+//! fleet together never spends more than the instance allows.
+//!
 //! Waiting requests are grouped by (connector, table) and the next token goes to the group with
 //! the least requests spent per unit of weight (weighted fair queueing): a table of weight 20 gets
 //! twice the requests of one of weight 10 while both wait, and a group that was idle joins at the
@@ -69,6 +73,8 @@ struct Group {
 #[derive(Debug)]
 struct State {
     buckets: Vec<Bucket>,
+    /// Workers sharing the budget (1 outside a fleet): the buckets hold the limits divided by it.
+    workers: u32,
     groups: BTreeMap<(String, String), Group>,
     paused_until: Option<Instant>,
     /// When the current pause was set: a 429 to a request sent before it belongs to the same
@@ -139,20 +145,44 @@ pub struct Spent {
 impl InstanceBudget {
     /// A budget of `per_hour` and `per_minute` requests (either may be absent: no bucket).
     pub fn new(per_hour: Option<u64>, per_minute: Option<u64>) -> Self {
-        let now = Instant::now();
-        let mut buckets = Vec::new();
-        if let Some(n) = per_hour {
-            buckets.push(Bucket::new(n, Duration::from_secs(3600), now));
-        }
-        if let Some(n) = per_minute {
-            buckets.push(Bucket::new(n, Duration::from_secs(60), now));
-        }
+        let buckets = buckets(per_hour, per_minute, 1, Instant::now());
         Self {
             per_hour,
             per_minute,
-            state: Mutex::new(State { buckets, groups: BTreeMap::new(), paused_until: None, paused_at: None, next_pause: FIRST_PAUSE }),
+            state: Mutex::new(State {
+                buckets,
+                workers: 1,
+                groups: BTreeMap::new(),
+                paused_until: None,
+                paused_at: None,
+                next_pause: FIRST_PAUSE,
+            }),
             stopping: AtomicBool::new(false),
         }
+    }
+
+    /// `workers` share the instance's budget (a fleet's members): this process spends at most
+    /// its share, each limit divided by them (rounded up, at least one request a window). Tokens
+    /// saved are kept up to the new burst.
+    pub fn set_workers(&self, workers: u32) {
+        let workers = workers.max(1);
+        let mut state = self.lock();
+        if state.workers == workers {
+            return;
+        }
+        let now = Instant::now();
+        let mut fresh = buckets(self.per_hour, self.per_minute, workers, now);
+        for (new, old) in fresh.iter_mut().zip(state.buckets.iter_mut()) {
+            old.refill(now);
+            new.tokens = old.tokens.min(new.capacity);
+        }
+        state.buckets = fresh;
+        state.workers = workers;
+    }
+
+    /// The share of the limits this process spends: the workers sharing the budget.
+    pub fn workers(&self) -> u32 {
+        self.lock().workers
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
@@ -285,11 +315,26 @@ impl Drop for Waiting<'_> {
     }
 }
 
+/// The buckets of `per_hour` and `per_minute` requests shared by `workers`.
+fn buckets(per_hour: Option<u64>, per_minute: Option<u64>, workers: u32, now: Instant) -> Vec<Bucket> {
+    let share = |n: u64| n.div_ceil(u64::from(workers.max(1))).max(1);
+    let mut out = Vec::new();
+    if let Some(n) = per_hour {
+        out.push(Bucket::new(share(n), Duration::from_secs(3600), now));
+    }
+    if let Some(n) = per_minute {
+        out.push(Bucket::new(share(n), Duration::from_secs(60), now));
+    }
+    out
+}
+
 /// One budget per instance host for the whole process.
 #[derive(Debug, Default)]
 pub struct BudgetRegistry {
     budgets: Mutex<BTreeMap<String, Arc<InstanceBudget>>>,
     stopping: AtomicBool,
+    /// Workers of the fleet sharing every budget (0: not set, a process of its own).
+    workers: std::sync::atomic::AtomicU32,
 }
 
 impl BudgetRegistry {
@@ -301,7 +346,16 @@ impl BudgetRegistry {
         if self.stopping.load(Ordering::SeqCst) {
             budget.stop();
         }
+        budget.set_workers(self.workers.load(Ordering::SeqCst));
         budget
+    }
+
+    /// The fleet has `workers` members: every budget, and every later one, is this worker's share.
+    pub fn set_workers(&self, workers: u32) {
+        self.workers.store(workers, Ordering::SeqCst);
+        for budget in self.budgets.lock().unwrap_or_else(|e| e.into_inner()).values() {
+            budget.set_workers(workers);
+        }
     }
 
     /// The process is stopping: no request waits for a budget any more.
@@ -356,6 +410,29 @@ mod tests {
         assert_eq!(given[1], Duration::ZERO, "the burst goes at once");
         assert!(given[9] >= Duration::from_secs_f64(8.0 * 60.0 / 118.0 - 0.01), "then at the refill rate: {given:?}");
         assert_eq!(budget.spent("c", "t").requests, 10);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_fleet_worker_spends_its_share_and_takes_the_whole_again_alone() {
+        let registry = BudgetRegistry::default();
+        registry.set_workers(4);
+        let budget = registry.budget("acme.service-now.com", None, Some(480));
+        assert_eq!(budget.workers(), 4, "a budget made after the fleet was counted takes its share");
+        let count_in = |budget: Arc<InstanceBudget>, window: Duration| async move {
+            let started = Instant::now();
+            let mut n = 0u32;
+            while started.elapsed() < window {
+                budget.take("c", "t", 10).await;
+                n += 1;
+            }
+            n
+        };
+        // 480 a minute over 4 workers: 120 a minute here (a burst of 2, then 118 a minute).
+        let shared = count_in(budget.clone(), Duration::from_secs(60)).await;
+        assert!((118..=122).contains(&shared), "{shared} requests in a minute");
+        registry.set_workers(1);
+        let alone = count_in(budget.clone(), Duration::from_secs(60)).await;
+        assert!((470..=482).contains(&alone), "{alone} requests in a minute alone");
     }
 
     #[tokio::test(start_paused = true)]

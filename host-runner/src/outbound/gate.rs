@@ -88,6 +88,11 @@ impl Gate {
         Self { unit: Arc::from(unit), waits: Arc::default(), ..self.for_store() }
     }
 
+    /// The fleet's workers sharing the instance's request budget (1 alone).
+    pub fn budget_workers(&self) -> u32 {
+        self.budget.workers()
+    }
+
     /// How long the instance stays paused after a 429 without `Retry-After` or `X-RateLimit-Reset`.
     pub fn paused_for(&self) -> Option<Duration> {
         self.budget.paused_for()

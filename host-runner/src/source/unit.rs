@@ -815,10 +815,13 @@ fn budget_notice(state: &crate::component::state::HostState, poll_time: std::tim
         ));
     }
     let waited = state.budget_waited_in_call();
+    let workers = state.budget_workers();
+    let share =
+        if workers > 1 { format!(" (this worker's share: 1/{workers} of it, the fleet having {workers} workers)") } else { String::new() };
     (waited >= std::time::Duration::from_millis(100)).then(|| {
         format!(
-            "slowed by the instance's request budget (snow.instance.requests.per.hour / .per.minute): the last poll's requests waited \
-             {:.1} s of its {:.1} s for it",
+            "slowed by the instance's request budget (snow.instance.requests.per.hour / .per.minute){share}: the last poll's requests \
+             waited {:.1} s of its {:.1} s for it",
             waited.as_secs_f64(),
             poll_time.as_secs_f64()
         )

@@ -183,6 +183,7 @@ pub async fn run(config: WorkerConfig, compile_cache: Option<&Path>, shutdown: S
             () = stop.wait() => break,
             event = slot_events.recv() => match event {
                 Some(SlotEvent::Assigned(slots)) => worker.assigned(slots).await,
+                Some(SlotEvent::Members(n)) => worker.fleet.runner.fleet_workers(n),
                 Some(SlotEvent::Revoked { slots, lost, done }) => {
                     worker.revoked(&slots, lost).await;
                     let _ = done.send(());

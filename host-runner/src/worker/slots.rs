@@ -46,6 +46,8 @@ fn mix(mut z: u64) -> u64 {
 pub enum SlotEvent {
     /// These slots are now this worker's.
     Assigned(Vec<i32>),
+    /// The group has this many members (when it changed): the instances' budgets are shared.
+    Members(u32),
     /// These slots are being taken away: stop their units, then answer on `done`.
     Revoked {
         /// The slots.
@@ -96,6 +98,15 @@ impl ConsumerContext for SlotContext {
     }
 }
 
+/// How often the group's members are counted.
+const MEMBERS_EVERY: Duration = Duration::from_secs(5);
+
+/// The members of `group`, as its coordinator lists them; none when it cannot be asked now.
+fn group_members(consumer: &BaseConsumer<SlotContext>, group: &str) -> Option<u32> {
+    let list = consumer.fetch_group_list(Some(group), Duration::from_secs(2)).ok()?;
+    list.groups().iter().find(|g| g.name() == group).map(|g| g.members().len() as u32)
+}
+
 /// The worker's membership of the fleet's group; dropping it leaves the group (after its
 /// revocation is handled or its receiver is gone).
 pub struct Membership {
@@ -117,14 +128,25 @@ impl Membership {
             .set("heartbeat.interval.ms", config.heartbeat_interval.as_millis().to_string())
             .set("enable.auto.commit", "false");
         let consumer: BaseConsumer<SlotContext> =
-            client.create_with_context(SlotContext { events: tx }).context("creating the work slot consumer")?;
+            client.create_with_context(SlotContext { events: tx.clone() }).context("creating the work slot consumer")?;
         consumer.subscribe(&[&config.slots.name]).with_context(|| format!("joining group {} on {}", config.group, config.slots.name))?;
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
+        let (group, members_tx) = (config.group.clone(), tx);
         let thread = std::thread::Builder::new().name("work-slots".into()).spawn(move || {
+            let (mut counted, mut members) = (None::<std::time::Instant>, 0u32);
             while !flag.load(Ordering::SeqCst) {
                 if let Some(Err(e)) = consumer.poll(Duration::from_millis(100)) {
                     tracing::warn!("the work slot consumer: {e}");
+                }
+                if counted.is_none_or(|at| at.elapsed() >= MEMBERS_EVERY) {
+                    counted = Some(std::time::Instant::now());
+                    let now = group_members(&consumer, &group);
+                    if now.is_some_and(|n| n > 0 && n != members) {
+                        members = now.unwrap_or(members);
+                        tracing::info!(members, "the fleet has {members} workers: each spends 1/{members} of an instance's request budget");
+                        let _ = members_tx.send(SlotEvent::Members(members));
+                    }
                 }
             }
             // Leaving the group: librdkafka revokes what is held (the callback's receiver may be
