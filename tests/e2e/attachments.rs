@@ -53,6 +53,7 @@ fn attachments_arrive_with_checked_content_and_a_large_one_as_a_reference() {
     );
     c.insert("component.memory.max.bytes".into(), (64u64 << 20).to_string());
     c.insert("snow.dedup.window.size".into(), "10000".into());
+    c.insert("snow.hidden.window.max.rows".into(), "1000".into());
     let file = connector_file(&dir, &name, &c);
     let bootstrap = kafka_harness::shared().bootstrap();
     let long = Duration::from_secs(120);
