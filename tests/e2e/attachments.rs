@@ -22,7 +22,8 @@ const PASSWORD: &str = "Attach-Secret-Pw-9";
 /// Attaches `size` bytes named `name` to row `row`; the attachment's sys_id.
 fn attach(fake: &FakeSnow, row: &str, name: &str, size: usize) -> String {
     let content: Vec<u8> = (0..size).map(|i| (i * 7 + name.len()) as u8).collect();
-    fake.shared().store().attach("incident", row, name, "application/pdf", content, now_secs(), "ann")
+    let file = fake_snow::attachment::File { table: "incident", row, name, content_type: "application/pdf", content };
+    fake.shared().store().attach(file, now_secs(), "ann")
 }
 
 fn by_key(records: &[Read]) -> BTreeMap<String, Value> {

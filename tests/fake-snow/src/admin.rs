@@ -201,7 +201,9 @@ fn try_route(shared: &Shared, method: &str, path: &str, body: &[u8]) -> Result<A
                 None => (0..a.size).map(|i| (i % 251) as u8).collect(),
             };
             let now = shared.clock.now();
-            let id = shared.store().attach(t, &a.table_sys_id, &a.file_name, &a.content_type, content, now, "admin");
+            let file =
+                crate::attachment::File { table: t, row: &a.table_sys_id, name: &a.file_name, content_type: &a.content_type, content };
+            let id = shared.store().attach(file, now, "admin");
             ok(json!({ "sys_id": id }))
         }
         ("POST", ["tables", t, "update"]) => {

@@ -15,19 +15,25 @@ use crate::table_api::envelope;
 /// The table listing attachments.
 pub const ATTACHMENTS: &str = "sys_attachment";
 
+/// A file to attach to a row.
+#[derive(Debug, Clone)]
+pub struct File<'a> {
+    /// The row's table.
+    pub table: &'a str,
+    /// The row's sys_id.
+    pub row: &'a str,
+    /// The file's name.
+    pub name: &'a str,
+    /// Its content type.
+    pub content_type: &'a str,
+    /// Its bytes.
+    pub content: Vec<u8>,
+}
+
 impl Store {
-    /// Attaches `content` named `file_name` to row `table_sys_id` of `table` at `now` by `user`;
-    /// the attachment's sys_id.
-    pub fn attach(
-        &mut self,
-        table: &str,
-        table_sys_id: &str,
-        file_name: &str,
-        content_type: &str,
-        content: Vec<u8>,
-        now: i64,
-        user: &str,
-    ) -> String {
+    /// Attaches `file` at `now` by `user`; the attachment's sys_id.
+    pub fn attach(&mut self, file: File<'_>, now: i64, user: &str) -> String {
+        let File { table, row: table_sys_id, name: file_name, content_type, content } = file;
         let hash: String = sha2::Sha256::digest(&content).iter().map(|b| format!("{b:02x}")).collect();
         let mut row = Row::new();
         for (k, v) in [
@@ -78,7 +84,8 @@ mod tests {
     fn an_attachment_is_listed_with_its_size_and_sha256_and_its_file_is_served_unless_hidden() {
         let fake = crate::FakeSnow::start(crate::FakeOptions::default()).unwrap();
         let shared = fake.shared();
-        let id = shared.store().attach("incident", "r1", "a.txt", "text/plain", b"hello".to_vec(), 100, "ann");
+        let file = File { table: "incident", row: "r1", name: "a.txt", content_type: "text/plain", content: b"hello".to_vec() };
+        let id = shared.store().attach(file, 100, "ann");
         let row = shared.store().table(ATTACHMENTS).unwrap().get(&id).unwrap().clone();
         assert_eq!((row["size_bytes"].as_str(), row["table_sys_id"].as_str()), (Some("5"), Some("r1")));
         assert_eq!(row["hash"], "2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824");
