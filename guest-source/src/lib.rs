@@ -19,6 +19,7 @@ use snow_core::cursor::Hidden;
 use snow_core::http::wasi::WasiTransport;
 use snow_core::record::{SourceOffset, SourceRecord, Span};
 use snow_core::source::SourceTask;
+use snow_core::source::follower::Follows;
 
 pub(crate) struct Component;
 

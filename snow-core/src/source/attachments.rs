@@ -24,15 +24,14 @@ use sha2::Digest;
 
 use crate::clock::Clock;
 use crate::config::TableConfig;
-use crate::cursor::dedup::DedupWindow;
-use crate::cursor::{Answer, Cursor, Partition, Sweep, WindowSizes};
+use crate::cursor::{Answer, Partition, WindowSizes};
 use crate::error::{ErrorClass, SnowError};
 use crate::http::Transport;
-use crate::record::{BatchBytes, BatchData, Header, PollBatch, SourceOffset, SourceRecord, Span};
+use crate::record::{BatchBytes, BatchData, PollBatch, SourceOffset, SourceRecord, Span};
 use crate::table::{BaseQuery, Download, ListParams, TableClient, parse_page};
 use crate::time::Timestamp;
 
-use super::deletes::{DeleteSettings, MAX_SEEN};
+use super::follower::{Follower, FollowerSettings, Follows, Opening};
 use super::note::Note;
 
 /// The table of attachments.
@@ -69,27 +68,24 @@ struct Listed {
 
 /// The stream of one table's attachments.
 pub struct AttachmentStream {
-    table: String,
-    topic: String,
+    core: Follower,
     base_url: String,
-    partition_key: String,
     max_bytes: u32,
-    sweep: Sweep,
-    high: Cursor,
-    start: Timestamp,
-    overlap: i64,
-    dedup: DedupWindow,
-    headers: Vec<Header>,
-    probe_pending: bool,
-    /// A sweep is due: the table's own sweep finished.
-    due: bool,
     /// The sweep in progress has listed everything: it ends when `listed` is written.
     listed_all: bool,
     /// Listed, in cursor order, to download and write one a poll.
     listed: VecDeque<Listed>,
     /// Downloads of the first of `listed` whose content disagreed with its listing.
     mismatches: u32,
-    notes: Vec<Note>,
+}
+
+impl Follows for AttachmentStream {
+    fn core(&self) -> &Follower {
+        &self.core
+    }
+    fn core_mut(&mut self) -> &mut Follower {
+        &mut self.core
+    }
 }
 
 impl AttachmentStream {
@@ -97,90 +93,48 @@ impl AttachmentStream {
     /// offset in `offsets`; `base_url` makes the download links.
     pub fn open(
         table: &TableConfig,
-        settings: &DeleteSettings<'_>,
+        settings: &FollowerSettings<'_>,
         base_url: &str,
         offsets: &[SourceOffset],
     ) -> Result<Option<Self>, SnowError> {
         if !table.attachments {
             return Ok(None);
         }
-        let partition_key = Partition::attachments_of(settings.instance, &table.name).key();
-        let (high, seen) = match offsets.iter().rev().find(|o| o.partition == partition_key) {
-            Some(stored) => Cursor::from_position_with_seen(&stored.position)
-                .map_err(|m| SnowError::config(format!("snow.table.{}.attachments", table.name), format!("the attachments' {m}")))?,
-            None => (Cursor::before(table.start), Vec::new()),
-        };
-        let mut dedup = DedupWindow::new(settings.dedup_window_size as usize);
-        for v in &seen {
-            dedup.insert(v.ts, &v.id, &v.mod_count);
-        }
-        // Listings are small; a page of them is written one download a poll.
-        let sizes = WindowSizes::new(table.batch_size.min(100), table.hidden_window_max_rows, u64::from(table.hidden_scan_max_rows));
-        let mut stream = Self {
-            table: table.name.clone(),
+        let opening = Opening {
+            partition: Partition::attachments_of(settings.instance, &table.name),
+            key: &format!("snow.table.{}.attachments", table.name),
             topic: table.attachments_topic.clone(),
+            headers: Follower::headers(
+                &table.name,
+                settings.instance,
+                &[("snow.source.table", ATTACHMENTS), ("snow.source.operation", "UPSERT")],
+            ),
+            // Listings are small; a page of them is written one download a poll.
+            sizes: WindowSizes::new(table.batch_size.min(100), table.hidden_window_max_rows, u64::from(table.hidden_scan_max_rows)),
+        };
+        Ok(Some(Self {
+            core: Follower::open(table, settings, opening, offsets)?,
             base_url: base_url.trim_end_matches('/').to_string(),
-            partition_key,
             max_bytes: table.attachments_max_bytes,
-            sweep: Sweep::new(high.clone(), settings.lag_seconds, sizes),
-            high,
-            start: table.start,
-            overlap: i64::from(settings.overlap_seconds),
-            dedup,
-            headers: vec![
-                Header { key: "snow.table".into(), value: table.name.as_bytes().to_vec() },
-                Header { key: "snow.instance".into(), value: settings.instance.as_bytes().to_vec() },
-                Header { key: "snow.source.table".into(), value: ATTACHMENTS.as_bytes().to_vec() },
-                Header { key: "snow.source.operation".into(), value: b"UPSERT".to_vec() },
-            ],
-            probe_pending: settings.probe,
-            due: false,
             listed_all: false,
             listed: VecDeque::new(),
             mismatches: 0,
-            notes: Vec::new(),
-        };
-        stream.sweep.restart_from(stream.high.overlap_start(stream.start, stream.overlap));
-        Ok(Some(stream))
-    }
-
-    /// The partition key the attachments' offsets are stored under.
-    pub fn partition_key(&self) -> &str {
-        &self.partition_key
-    }
-
-    /// The furthest attachment written (or stored, before the first): what a restart resumes from.
-    pub fn cursor(&self) -> &Cursor {
-        &self.high
-    }
-
-    /// Whether the next poll is this stream's: its probe, or a sweep that is due.
-    pub fn wants_poll(&self) -> bool {
-        self.probe_pending || self.due
-    }
-
-    /// The table's own sweep finished: a sweep of attachments follows.
-    pub fn table_sweep_finished(&mut self) {
-        self.due = true;
-    }
-
-    /// Notes gathered since the last call.
-    pub fn take_notes(&mut self) -> Vec<Note> {
-        std::mem::take(&mut self.notes)
+        }))
     }
 
     /// One request: the probe, a page of the listing, or the download of the next attachment
     /// listed (written as its record); `poll_interval_ms` is the pause after a finished sweep.
     pub fn poll<T: Transport, C: Clock>(&mut self, client: &mut TableClient<T, C>, poll_interval_ms: u32) -> Result<PollBatch, SnowError> {
-        if self.probe_pending {
+        if self.core.probe_pending {
             self.probe(client)?;
-            self.probe_pending = false;
-            return Ok(self.batch(Vec::new(), BatchBytes::default(), 0));
+            self.core.probe_pending = false;
+            return Ok(self.core.batch(Vec::new(), BatchBytes::default(), 0));
         }
         if !self.listed.is_empty() {
             return self.write_next(client, poll_interval_ms);
         }
-        let request = self.sweep.next_request("sys_updated_on", "sys_id").map_err(SnowError::data)?;
+        let table = self.core.table.clone();
+        let request = self.core.sweep.next_request("sys_updated_on", "sys_id").map_err(SnowError::data)?;
         let order: Vec<&str> = request.order.iter().map(String::as_str).collect();
         let query = self.base_query().with_cursor(&request.terms, &order);
         let fields = FIELDS.map(String::from).to_vec();
@@ -188,30 +142,31 @@ impl AttachmentStream {
             ListParams { offset: request.window.offset, count: request.count, ..ListParams::lookup(&query, &fields, request.window.limit) };
         let page = client.list(ATTACHMENTS, &params)?;
         let rows = parse_page(&page.body, "sys_id", "sys_updated_on")
-            .map_err(|m| SnowError::transport(format!("table {} attachments: {m}", self.table), ErrorClass::Transient))?;
+            .map_err(|m| SnowError::transport(format!("table {table} attachments: {m}"), ErrorClass::Transient))?;
         let mut keyed = Vec::with_capacity(rows.len());
         for row in &rows {
             let (Some(id), Some(ts)) = (row.id.as_deref(), row.timestamp.as_deref()) else {
-                return Err(SnowError::data(format!("table {}: a {ATTACHMENTS} row without sys_id or sys_updated_on", self.table)));
+                return Err(SnowError::data(format!("table {table}: a {ATTACHMENTS} row without sys_id or sys_updated_on")));
             };
-            let ts = Timestamp::parse(ts).map_err(|e| SnowError::data(format!("table {}: {ATTACHMENTS} row {id}: {e}", self.table)))?;
+            let ts = Timestamp::parse(ts).map_err(|e| SnowError::data(format!("table {table}: {ATTACHMENTS} row {id}: {e}")))?;
             keyed.push((ts, id, row.raw));
         }
         let keys: Vec<(Timestamp, &str)> = keyed.iter().map(|(ts, id, _)| (*ts, *id)).collect();
         let answer = Answer { returned: rows.len(), total: page.total, has_next: page.has_next, server_time: page.server_time };
-        let observed = self.sweep.observe(&keys, answer).map_err(|m| SnowError::data(format!("table {} attachments: {m}", self.table)))?;
+        let observed =
+            self.core.sweep.observe(&keys, answer).map_err(|m| SnowError::data(format!("table {} attachments: {m}", self.core.table)))?;
         for &(ts, id, raw) in &keyed[..observed.emit] {
             // Recorded as written only once written: the stored position carries what is.
-            if self.dedup.contains(ts, id, "") {
+            if self.core.dedup.contains(ts, id, "") {
                 continue;
             }
-            let row: Map<String, Value> =
-                serde_json::from_slice(raw).map_err(|e| SnowError::data(format!("table {}: {ATTACHMENTS} row {id}: {e}", self.table)))?;
+            let row: Map<String, Value> = serde_json::from_slice(raw)
+                .map_err(|e| SnowError::data(format!("table {}: {ATTACHMENTS} row {id}: {e}", self.core.table)))?;
             self.listed.push_back(Listed { ts, id: id.to_string(), row });
         }
         self.listed_all = observed.done;
         let next = if self.listed.is_empty() && observed.done { self.sweep_done(poll_interval_ms) } else { 0 };
-        Ok(self.batch(Vec::new(), BatchBytes::default(), next))
+        Ok(self.core.batch(Vec::new(), BatchBytes::default(), next))
     }
 
     /// Downloads the first attachment listed and writes it.
@@ -220,7 +175,7 @@ impl AttachmentStream {
         client: &mut TableClient<T, C>,
         poll_interval_ms: u32,
     ) -> Result<PollBatch, SnowError> {
-        let Some(first) = self.listed.front() else { return Ok(self.batch(Vec::new(), BatchBytes::default(), 0)) };
+        let Some(first) = self.listed.front() else { return Ok(self.core.batch(Vec::new(), BatchBytes::default(), 0)) };
         let listed_size = first.row.get("size_bytes").and_then(number);
         let too_large = listed_size.is_some_and(|s| s > u64::from(self.max_bytes));
         let (content, status) = if too_large {
@@ -235,7 +190,7 @@ impl AttachmentStream {
                         return Err(SnowError::transport(problem, ErrorClass::Transient));
                     }
                     Err(problem) => {
-                        self.notes.push(Note::warn(format!(
+                        self.core.notes.push(Note::warn(format!(
                             "{problem}; written with content_status checksum_mismatch after {MISMATCH_ATTEMPTS} downloads"
                         )));
                         (Some(bytes), "checksum_mismatch")
@@ -244,13 +199,16 @@ impl AttachmentStream {
             }
         };
         self.mismatches = 0;
-        let Some(Listed { ts, id, mut row }) = self.listed.pop_front() else { return Ok(self.batch(Vec::new(), BatchBytes::default(), 0)) };
+        let Some(Listed { ts, id, mut row }) = self.listed.pop_front() else {
+            return Ok(self.core.batch(Vec::new(), BatchBytes::default(), 0));
+        };
+        let table = self.core.table.clone();
         row.insert("download_link".into(), Value::String(format!("{}/api/now/attachment/{id}/file", self.base_url)));
         row.insert("content".into(), content.map_or(Value::Null, |b| Value::String(base64::engine::general_purpose::STANDARD.encode(b))));
         row.insert("content_status".into(), Value::String(status.into()));
-        let value = serde_json::to_vec(&row).map_err(|e| SnowError::data(format!("table {}: attachment {id}: {e}", self.table)))?;
+        let value = serde_json::to_vec(&row).map_err(|e| SnowError::data(format!("table {table}: attachment {id}: {e}")))?;
         let mut data = BatchData::new(&[]);
-        let too_big = |e| SnowError::data(format!("table {} attachment {id}: {e}", self.table));
+        let too_big = |e| SnowError::data(format!("table {table} attachment {id}: {e}"));
         let key = data.append(id.as_bytes()).map_err(too_big)?;
         let value = data.append(&value).map_err(too_big)?;
         let name = data.append(CONTENT_HEADER.as_bytes()).map_err(too_big)?;
@@ -262,14 +220,13 @@ impl AttachmentStream {
             headers: Span { start: at, len: 1 },
             timestamp_ms: Some(ts.as_millis()),
         }];
-        self.dedup.insert(ts, &id, "");
-        if (ts, id.as_str()) > (self.high.ts, self.high.id.as_str()) {
-            self.high = Cursor { ts, id };
-        }
-        self.dedup.forget_before(self.high.ts.plus_seconds(-self.overlap));
+        let core = &mut self.core;
+        core.dedup.insert(ts, &id, "");
+        core.wrote(ts, &id);
+        core.dedup.forget_before(core.high.ts.plus_seconds(-core.overlap));
         let bytes = data.finish().into_batch_bytes(Vec::new(), &mut records);
         let next = if self.listed.is_empty() && self.listed_all { self.sweep_done(poll_interval_ms) } else { 0 };
-        Ok(self.batch(records, bytes, next))
+        Ok(self.core.batch(records, bytes, next))
     }
 
     /// Whether `bytes` are the content `listed` describes: its size, and its SHA-256 when listed.
@@ -277,7 +234,7 @@ impl AttachmentStream {
         let what = || {
             format!(
                 "table {}: attachment {} ({})",
-                self.table,
+                self.core.table,
                 listed.id,
                 listed.row.get("file_name").and_then(Value::as_str).unwrap_or("")
             )
@@ -297,22 +254,20 @@ impl AttachmentStream {
 
     /// The sweep is through: the next follows the table's next; the pause.
     fn sweep_done(&mut self, poll_interval_ms: u32) -> u32 {
-        self.due = false;
         self.listed_all = false;
-        self.sweep.restart_from(self.high.overlap_start(self.start, self.overlap));
-        poll_interval_ms
+        self.core.sweep_done(poll_interval_ms)
     }
 
     /// `table_name=<t>`: this table's attachments only.
     fn base_query(&self) -> BaseQuery {
-        BaseQuery::parse(&format!("table_name={}", self.table)).unwrap_or_default()
+        BaseQuery::parse(&format!("table_name={}", self.core.table)).unwrap_or_default()
     }
 
     /// Checks at start that attachments can be listed: `sys_attachment` readable by the
     /// integration user and, when attachments of the table are counted, one of them visible.
     fn probe<T: Transport, C: Clock>(&mut self, client: &mut TableClient<T, C>) -> Result<(), SnowError> {
-        let key = format!("snow.table.{}.attachments", self.table);
-        let table = &self.table;
+        let key = format!("snow.table.{}.attachments", self.core.table);
+        let table = &self.core.table;
         let query = format!("table_name={table}^ORDERBYDESCsys_updated_on");
         let fields = FIELDS.map(String::from).to_vec();
         let params = ListParams { count: true, ..ListParams::lookup(&query, &fields, 100) };
@@ -342,15 +297,6 @@ impl AttachmentStream {
             ));
         }
         Ok(())
-    }
-
-    /// A batch of `records`; its offset is the furthest attachment written, when it has records.
-    fn batch(&self, records: Vec<SourceRecord>, bytes: BatchBytes, next_poll_ms: u32) -> PollBatch {
-        let offset = (!records.is_empty()).then(|| SourceOffset {
-            partition: self.partition_key.clone(),
-            position: self.high.to_position_with(&self.dedup.recent(MAX_SEEN)),
-        });
-        PollBatch::new(self.topic.clone(), self.headers.clone(), bytes, records, offset, next_poll_ms)
     }
 }
 

@@ -1,6 +1,7 @@
 //! A table's deletes (ADR 0031): a second keyset cursor, over the instance's *Audit Deleted
 //! Records* (`sys_audit_delete`, `tablename=<t>`, walked by `(sys_created_on, sys_id)`), with its
-//! own stored position, dedup window and startup probe; its records go to the table's topic in the
+//! own stored position, dedup window and startup probe (the part every follower of a table shares
+//! is [`super::follower`]); its records go to the table's topic in the
 //! same poll batches as the table's own, so through the same producer and, exactly once, the same
 //! transactions.
 //!
@@ -24,15 +25,15 @@ use serde_json::{Map, Value};
 use crate::clock::Clock;
 use crate::config::TableConfig;
 use crate::config::source::DeleteFormat;
-use crate::cursor::dedup::DedupWindow;
-use crate::cursor::{Answer, Cursor, Partition, Sweep, WindowSizes};
+use crate::cursor::{Answer, Cursor, Partition, WindowSizes};
 use crate::error::{ErrorClass, SnowError};
 use crate::http::Transport;
-use crate::record::{BatchBytes, BatchData, Header, PollBatch, SourceOffset, SourceRecord, Span};
+use crate::record::{BatchBytes, BatchData, PollBatch, SourceOffset, SourceRecord, Span};
 use crate::table::{BaseQuery, ListParams, TableClient, parse_page};
 use crate::time::Timestamp;
 
 use super::audit_payload;
+use super::follower::{Follower, FollowerSettings, Follows, Opening};
 use super::note::Note;
 
 /// The table of audited deletes.
@@ -49,21 +50,10 @@ pub const DELETED_FIELD: &str = "__deleted";
 
 /// The stream of one table's deletes.
 pub struct DeleteStream {
-    table: String,
-    topic: String,
-    partition_key: String,
+    core: Follower,
     format: DeleteFormat,
-    sweep: Sweep,
-    high: Cursor,
-    start: Timestamp,
-    overlap: i64,
+    /// `snow.safety.lag.seconds`, in seconds.
     lag: i64,
-    dedup: DedupWindow,
-    headers: Vec<Header>,
-    probe_pending: bool,
-    /// A sweep of deletes is due: the table's own sweep finished.
-    due: bool,
-    notes: Vec<Note>,
     /// Deletes not written because the row exists again.
     restored: u64,
     /// A notified stamp (push, ADR 0032) the next sweep of deletes may read up to, never past
@@ -71,24 +61,19 @@ pub struct DeleteStream {
     raise: Option<Timestamp>,
 }
 
-/// What [`DeleteStream::open`] needs of the connector's settings.
-pub struct DeleteSettings<'a> {
-    /// The instance host (`acme.service-now.com`).
-    pub instance: &'a str,
-    /// `snow.safety.lag.seconds`.
-    pub lag_seconds: u32,
-    /// `snow.overlap.seconds`.
-    pub overlap_seconds: u32,
-    /// `snow.dedup.window.size`.
-    pub dedup_window_size: u32,
-    /// `snow.startup.probe`.
-    pub probe: bool,
+impl Follows for DeleteStream {
+    fn core(&self) -> &Follower {
+        &self.core
+    }
+    fn core_mut(&mut self) -> &mut Follower {
+        &mut self.core
+    }
 }
 
 impl DeleteStream {
     /// The delete stream of `table` when it captures deletes, resuming from its stored offset in
     /// `offsets`.
-    pub fn open(table: &TableConfig, settings: &DeleteSettings<'_>, offsets: &[SourceOffset]) -> Result<Option<Self>, SnowError> {
+    pub fn open(table: &TableConfig, settings: &FollowerSettings<'_>, offsets: &[SourceOffset]) -> Result<Option<Self>, SnowError> {
         let Some(format) = table.deletes else { return Ok(None) };
         if table.sys_id_field != "sys_id" {
             return Err(SnowError::config(
@@ -99,76 +84,26 @@ impl DeleteStream {
                 ),
             ));
         }
-        let partition_key = Partition::deletes_of(settings.instance, &table.name).key();
-        let stored = offsets.iter().rev().find(|o| o.partition == partition_key);
-        let (high, seen) = match stored {
-            Some(stored) => Cursor::from_position_with_seen(&stored.position)
-                .map_err(|m| SnowError::config(format!("snow.table.{}.deletes", table.name), format!("the deletes' {m}")))?,
-            None => (Cursor::before(table.start), Vec::new()),
-        };
-        let mut dedup = DedupWindow::new(settings.dedup_window_size as usize);
-        for v in &seen {
-            dedup.insert(v.ts, &v.id, &v.mod_count);
-        }
-        let sizes = WindowSizes::new(table.batch_size, table.hidden_window_max_rows, u64::from(table.hidden_scan_max_rows));
-        let mut stream = Self {
-            table: table.name.clone(),
+        let opening = Opening {
+            partition: Partition::deletes_of(settings.instance, &table.name),
+            key: &format!("snow.table.{}.deletes", table.name),
             topic: table.topic.clone(),
-            partition_key,
-            format,
-            sweep: Sweep::new(high.clone(), settings.lag_seconds, sizes),
-            high,
-            start: table.start,
-            overlap: i64::from(settings.overlap_seconds),
-            lag: i64::from(settings.lag_seconds),
-            dedup,
-            raise: None,
-            headers: vec![
-                Header { key: "snow.table".into(), value: table.name.as_bytes().to_vec() },
-                Header { key: "snow.instance".into(), value: settings.instance.as_bytes().to_vec() },
-                Header { key: "snow.source.operation".into(), value: b"DELETE".to_vec() },
-            ],
-            probe_pending: settings.probe,
-            due: false,
-            notes: Vec::new(),
-            restored: 0,
+            headers: Follower::headers(&table.name, settings.instance, &[("snow.source.operation", "DELETE")]),
+            sizes: WindowSizes::new(table.batch_size, table.hidden_window_max_rows, u64::from(table.hidden_scan_max_rows)),
         };
-        stream.sweep.restart_from(stream.sweep_start());
+        let stream = Self {
+            core: Follower::open(table, settings, opening, offsets)?,
+            format,
+            lag: i64::from(settings.lag_seconds),
+            restored: 0,
+            raise: None,
+        };
         Ok(Some(stream))
-    }
-
-    /// The partition key the deletes' offsets are stored under.
-    pub fn partition_key(&self) -> &str {
-        &self.partition_key
-    }
-
-    /// The furthest delete read (or stored, before the first): what a restart resumes from.
-    pub fn cursor(&self) -> &Cursor {
-        &self.high
     }
 
     /// Deletes not written because their row exists again.
     pub fn restored(&self) -> u64 {
         self.restored
-    }
-
-    /// Whether the next poll is this stream's: its probe, or a sweep that is due.
-    pub fn wants_poll(&self) -> bool {
-        self.probe_pending || self.due
-    }
-
-    /// The table's own sweep finished: a sweep of deletes follows.
-    pub fn table_sweep_finished(&mut self) {
-        self.due = true;
-    }
-
-    /// Notes gathered since the last call.
-    pub fn take_notes(&mut self) -> Vec<Note> {
-        std::mem::take(&mut self.notes)
-    }
-
-    fn sweep_start(&self) -> Cursor {
-        self.high.overlap_start(self.start, self.overlap)
     }
 
     /// A push notification stamped `ts` (a delete's notification carries the time of the
@@ -187,22 +122,22 @@ impl DeleteStream {
         read_up_to: Option<Timestamp>,
         poll_interval_ms: u32,
     ) -> Result<PollBatch, SnowError> {
-        if self.probe_pending {
+        if self.core.probe_pending {
             self.probe(client)?;
-            self.probe_pending = false;
-            return Ok(self.batch(Vec::new(), BatchBytes::default(), 0));
+            self.core.probe_pending = false;
+            return Ok(self.core.batch(Vec::new(), BatchBytes::default(), 0));
         }
         // Nothing the table's cursor has not read yet can be deleted after its last upsert.
         let Some(read_up_to) = read_up_to else {
-            self.due = false;
-            return Ok(self.batch(Vec::new(), BatchBytes::default(), poll_interval_ms));
+            self.core.due = false;
+            return Ok(self.core.batch(Vec::new(), BatchBytes::default(), poll_interval_ms));
         };
-        if self.sweep.high_water().is_none()
+        if self.core.sweep.high_water().is_none()
             && let Some(raised) = self.raise.take()
         {
-            self.sweep.raise_next_high_water(raised.min(read_up_to));
+            self.core.sweep.raise_next_high_water(raised.min(read_up_to));
         }
-        let request = self.sweep.next_request("sys_created_on", "sys_id").map_err(SnowError::data)?;
+        let request = self.core.sweep.next_request("sys_created_on", "sys_id").map_err(SnowError::data)?;
         let order: Vec<&str> = request.order.iter().map(String::as_str).collect();
         let query = self.base_query().with_cursor(&request.terms, &order);
         let fields = self.fields();
@@ -210,15 +145,16 @@ impl DeleteStream {
             ListParams { offset: request.window.offset, count: request.count, ..ListParams::lookup(&query, &fields, request.window.limit) };
         let page = client.list(AUDIT_DELETE, &params)?;
         let rows = parse_page(&page.body, "sys_id", "sys_created_on")
-            .map_err(|m| SnowError::transport(format!("table {} deletes: {m}", self.table), ErrorClass::Transient))?;
+            .map_err(|m| SnowError::transport(format!("table {} deletes: {m}", self.core.table), ErrorClass::Transient))?;
         let mut keyed = Vec::with_capacity(rows.len());
         for row in &rows {
             let (Some(id), Some(ts)) = (row.id.as_deref(), row.timestamp.as_deref()) else {
-                return Err(SnowError::data(format!("table {}: a {AUDIT_DELETE} row without sys_id or sys_created_on", self.table)));
+                return Err(SnowError::data(format!("table {}: a {AUDIT_DELETE} row without sys_id or sys_created_on", self.core.table)));
             };
-            let ts = Timestamp::parse(ts).map_err(|e| SnowError::data(format!("table {}: {AUDIT_DELETE} row {id}: {e}", self.table)))?;
+            let ts =
+                Timestamp::parse(ts).map_err(|e| SnowError::data(format!("table {}: {AUDIT_DELETE} row {id}: {e}", self.core.table)))?;
             let audit: AuditRow = serde_json::from_slice(row.raw)
-                .map_err(|e| SnowError::data(format!("table {}: {AUDIT_DELETE} row {id}: {e}", self.table)))?;
+                .map_err(|e| SnowError::data(format!("table {}: {AUDIT_DELETE} row {id}: {e}", self.core.table)))?;
             keyed.push((ts, id, audit, row.raw));
         }
         // Every request of the poll is made before anything moves: a failed one leaves the sweep,
@@ -228,13 +164,14 @@ impl DeleteStream {
         let cap = read_up_to.plus_seconds(self.lag);
         let server_time = Some(page.server_time.map_or(cap, |now| now.min(cap)));
         let answer = Answer { returned: rows.len(), total: page.total, has_next: page.has_next, server_time };
-        let observed = self.sweep.observe(&keys, answer).map_err(|m| SnowError::data(format!("table {} deletes: {m}", self.table)))?;
+        let observed =
+            self.core.sweep.observe(&keys, answer).map_err(|m| SnowError::data(format!("table {} deletes: {m}", self.core.table)))?;
         let emitted = &keyed[..observed.emit];
         let mut data = BatchData::new(&page.body);
         let mut records = Vec::with_capacity(emitted.len());
         let mut names: Option<(Span, Span)> = None;
         for (ts, _, audit, _) in emitted {
-            if audit.documentkey.is_empty() || !self.dedup.insert(*ts, &audit.documentkey, "") {
+            if audit.documentkey.is_empty() || !self.core.dedup.insert(*ts, &audit.documentkey, "") {
                 continue;
             }
             if alive.contains(audit.documentkey.as_str()) {
@@ -244,23 +181,23 @@ impl DeleteStream {
             records.push(self.record(&mut data, &mut names, *ts, audit)?);
         }
         if let Some(&(ts, id, _, _)) = emitted.last()
-            && (ts, id) > (self.high.ts, self.high.id.as_str())
+            && (ts, id) > (self.core.high.ts, self.core.high.id.as_str())
         {
-            self.high = Cursor { ts, id: id.to_string() };
+            self.core.high = Cursor { ts, id: id.to_string() };
         }
         let finished = data.finish();
         let bytes = if records.is_empty() { BatchBytes::default() } else { finished.into_batch_bytes(page.body, &mut records) };
-        self.dedup.forget_before(self.high.ts.plus_seconds(-self.overlap));
+        self.core.dedup.forget_before(self.core.high.ts.plus_seconds(-self.core.overlap));
         if observed.done {
-            self.due = false;
-            self.sweep.restart_from(self.sweep_start());
+            self.core.due = false;
+            self.core.sweep.restart_from(self.core.high.overlap_start(self.core.start, self.core.overlap));
         }
-        Ok(self.batch(records, bytes, if observed.done { poll_interval_ms } else { 0 }))
+        Ok(self.core.batch(records, bytes, if observed.done { poll_interval_ms } else { 0 }))
     }
 
     /// `tablename=<t>`: this table's deletes only (another table's are never read).
     fn base_query(&self) -> BaseQuery {
-        BaseQuery::parse(&format!("tablename={}", self.table)).unwrap_or_default()
+        BaseQuery::parse(&format!("tablename={}", self.core.table)).unwrap_or_default()
     }
 
     fn fields(&self) -> Vec<String> {
@@ -284,9 +221,9 @@ impl DeleteStream {
         let query = format!("sys_idIN{}", ids.join(","));
         let fields = vec!["sys_id".to_string()];
         let params = ListParams::lookup(&query, &fields, ids.len() as u32);
-        let page = client.list(&self.table, &params)?;
+        let page = client.list(&self.core.table, &params)?;
         let rows = parse_page(&page.body, "sys_id", "sys_updated_on")
-            .map_err(|m| SnowError::transport(format!("table {}: {m}", self.table), ErrorClass::Transient))?;
+            .map_err(|m| SnowError::transport(format!("table {}: {m}", self.core.table), ErrorClass::Transient))?;
         Ok(rows.iter().filter_map(|r| r.id.as_deref().map(str::to_string)).collect())
     }
 
@@ -299,7 +236,7 @@ impl DeleteStream {
         ts: Timestamp,
         audit: &AuditRow,
     ) -> Result<SourceRecord, SnowError> {
-        let table = self.table.clone();
+        let table = self.core.table.clone();
         let too_large = |e| SnowError::data(format!("table {table} deletes: {e}; lower snow.batch.size"));
         let key = data.append(audit.documentkey.as_bytes()).map_err(too_large)?;
         let value = match self.format {
@@ -329,10 +266,10 @@ impl DeleteStream {
     /// The deleted row as the audit record kept it, with `"__deleted": true`; only its sys_id when
     /// the payload cannot be read (and a note says so).
     fn deleted_row(&mut self, audit: &AuditRow) -> Value {
-        let mut row = audit_payload::fields(&audit.payload, &self.table).unwrap_or_else(|| {
-            self.notes.push(Note::warn(format!(
+        let mut row = audit_payload::fields(&audit.payload, &self.core.table).unwrap_or_else(|| {
+            self.core.notes.push(Note::warn(format!(
                     "table {}: the audit record of the delete of {} holds no readable row (payload); the delete is written with its sys_id only",
-                    self.table, audit.documentkey
+                    self.core.table, audit.documentkey
                 )));
             Map::new()
         });
@@ -344,10 +281,10 @@ impl DeleteStream {
     /// Checks at start that deletes can be read: `sys_audit_delete` readable by the integration
     /// user, its rows of this table visible, and the table's deletes audited.
     fn probe<T: Transport, C: Clock>(&mut self, client: &mut TableClient<T, C>) -> Result<(), SnowError> {
-        let key = format!("snow.table.{}.deletes", self.table);
-        let table = &self.table;
+        let key = format!("snow.table.{}.deletes", self.core.table);
+        let table = &self.core.table;
         if table.starts_with("sys_") {
-            self.notes.push(Note::warn(format!(
+            self.core.notes.push(Note::warn(format!(
                     "table {table}: deletes of sys_ tables are audited only when the instance lists them in glide.ui.audit_deleted_tables; without it no delete of {table} is recorded"
                 )));
         }
@@ -393,13 +330,13 @@ impl DeleteStream {
     /// Reads the table's collection entry in the dictionary: `no_audit_delete=true` means no
     /// delete is ever recorded.
     fn probe_auditing<T: Transport, C: Clock>(&mut self, client: &mut TableClient<T, C>, key: &str) -> Result<(), SnowError> {
-        let table = &self.table;
+        let table = &self.core.table;
         let query = format!("name={table}^internal_type=collection");
         let fields = vec!["attributes".to_string()];
         let params = ListParams::lookup(&query, &fields, 1);
         let page = match client.list("sys_dictionary", &params) {
             Err(SnowError::Http(h)) if h.status == 403 => {
-                self.notes.push(Note::warn(format!(
+                self.core.notes.push(Note::warn(format!(
                         "table {table}: the integration user cannot read sys_dictionary, so whether deletes of {table} are audited (no_audit_delete) is not checked"
                     )));
                 return Ok(());
@@ -421,26 +358,7 @@ impl DeleteStream {
         }
         Ok(())
     }
-
-    /// A batch of `records` of deletes; its offset is the furthest delete read, when it has records.
-    fn batch(&self, records: Vec<SourceRecord>, bytes: BatchBytes, next_poll_ms: u32) -> PollBatch {
-        let offset = (!records.is_empty()).then(|| SourceOffset { partition: self.partition_key.clone(), position: self.position() });
-        PollBatch::new(self.topic.clone(), self.headers.clone(), bytes, records, offset, next_poll_ms)
-    }
 }
-
-impl DeleteStream {
-    /// The stored position: the furthest delete read, carrying the versions the next sweep's
-    /// overlap re-reads (the newest [`MAX_SEEN`]), so a restart suppresses them without reading
-    /// the topic back (deletes are few; a table's rows are read back instead, ADR 0030).
-    fn position(&self) -> String {
-        self.high.to_position_with(&self.dedup.recent(MAX_SEEN))
-    }
-}
-
-/// Most versions a deletes' position carries (about 60 bytes each: well under Kafka's 1 MB record
-/// limit). More deletes of one table inside one overlap than this can be written twice after a restart.
-pub const MAX_SEEN: usize = 5000;
 
 /// The fields of a `sys_audit_delete` row a delete needs.
 #[derive(serde::Deserialize)]

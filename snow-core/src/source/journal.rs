@@ -14,15 +14,14 @@
 
 use crate::clock::Clock;
 use crate::config::TableConfig;
-use crate::cursor::dedup::DedupWindow;
-use crate::cursor::{Answer, Cursor, Partition, Sweep, WindowSizes};
+use crate::cursor::{Answer, Partition, WindowSizes};
 use crate::error::{ErrorClass, SnowError};
 use crate::http::Transport;
-use crate::record::{BatchBytes, BatchData, Header, PollBatch, SourceOffset, SourceRecord, Span};
+use crate::record::{BatchBytes, BatchData, PollBatch, SourceOffset, SourceRecord, Span};
 use crate::table::{BaseQuery, ListParams, TableClient, parse_page};
 use crate::time::Timestamp;
 
-use super::deletes::{DeleteSettings, MAX_SEEN};
+use super::follower::{Follower, FollowerSettings, Follows, Opening};
 use super::note::Note;
 
 /// The table of journal entries.
@@ -33,98 +32,50 @@ const FIELDS: [&str; 7] = ["sys_id", "sys_created_on", "sys_created_by", "name",
 
 /// The stream of one table's journal entries.
 pub struct JournalStream {
-    table: String,
+    core: Follower,
     elements: Vec<String>,
-    topic: String,
-    partition_key: String,
-    sweep: Sweep,
-    high: Cursor,
-    start: Timestamp,
-    overlap: i64,
-    dedup: DedupWindow,
-    headers: Vec<Header>,
-    probe_pending: bool,
-    /// A sweep of entries is due: the table's own sweep finished.
-    due: bool,
-    notes: Vec<Note>,
+}
+
+impl Follows for JournalStream {
+    fn core(&self) -> &Follower {
+        &self.core
+    }
+    fn core_mut(&mut self) -> &mut Follower {
+        &mut self.core
+    }
 }
 
 impl JournalStream {
     /// The journal stream of `table` when it reads journal fields, resuming from its stored
-    /// offset in `offsets` (`settings` as the deletes take them: the same connector settings).
-    pub fn open(table: &TableConfig, settings: &DeleteSettings<'_>, offsets: &[SourceOffset]) -> Result<Option<Self>, SnowError> {
+    /// offset in `offsets`.
+    pub fn open(table: &TableConfig, settings: &FollowerSettings<'_>, offsets: &[SourceOffset]) -> Result<Option<Self>, SnowError> {
         if table.journal.is_empty() {
             return Ok(None);
         }
-        let partition_key = Partition::journal_of(settings.instance, &table.name, &table.journal).key();
-        let (high, seen) = match offsets.iter().rev().find(|o| o.partition == partition_key) {
-            Some(stored) => Cursor::from_position_with_seen(&stored.position)
-                .map_err(|m| SnowError::config(format!("snow.table.{}.journal", table.name), format!("the journal's {m}")))?,
-            None => (Cursor::before(table.start), Vec::new()),
-        };
-        let mut dedup = DedupWindow::new(settings.dedup_window_size as usize);
-        for v in &seen {
-            dedup.insert(v.ts, &v.id, &v.mod_count);
-        }
-        let sizes = WindowSizes::new(table.batch_size, table.hidden_window_max_rows, u64::from(table.hidden_scan_max_rows));
-        let mut stream = Self {
-            table: table.name.clone(),
-            elements: table.journal.clone(),
+        let opening = Opening {
+            partition: Partition::journal_of(settings.instance, &table.name, &table.journal),
+            key: &format!("snow.table.{}.journal", table.name),
             topic: table.journal_topic.clone(),
-            partition_key,
-            sweep: Sweep::new(high.clone(), settings.lag_seconds, sizes),
-            high,
-            start: table.start,
-            overlap: i64::from(settings.overlap_seconds),
-            dedup,
-            headers: vec![
-                Header { key: "snow.table".into(), value: table.name.as_bytes().to_vec() },
-                Header { key: "snow.instance".into(), value: settings.instance.as_bytes().to_vec() },
-                Header { key: "snow.source.table".into(), value: JOURNAL.as_bytes().to_vec() },
-                Header { key: "snow.source.operation".into(), value: b"INSERT".to_vec() },
-            ],
-            probe_pending: settings.probe,
-            due: false,
-            notes: Vec::new(),
+            headers: Follower::headers(
+                &table.name,
+                settings.instance,
+                &[("snow.source.table", JOURNAL), ("snow.source.operation", "INSERT")],
+            ),
+            sizes: WindowSizes::new(table.batch_size, table.hidden_window_max_rows, u64::from(table.hidden_scan_max_rows)),
         };
-        stream.sweep.restart_from(stream.high.overlap_start(stream.start, stream.overlap));
-        Ok(Some(stream))
-    }
-
-    /// The partition key the entries' offsets are stored under.
-    pub fn partition_key(&self) -> &str {
-        &self.partition_key
-    }
-
-    /// The furthest entry read (or stored, before the first): what a restart resumes from.
-    pub fn cursor(&self) -> &Cursor {
-        &self.high
-    }
-
-    /// Whether the next poll is this stream's: its probe, or a sweep that is due.
-    pub fn wants_poll(&self) -> bool {
-        self.probe_pending || self.due
-    }
-
-    /// The table's own sweep finished: a sweep of entries follows.
-    pub fn table_sweep_finished(&mut self) {
-        self.due = true;
-    }
-
-    /// Notes gathered since the last call.
-    pub fn take_notes(&mut self) -> Vec<Note> {
-        std::mem::take(&mut self.notes)
+        Ok(Some(Self { core: Follower::open(table, settings, opening, offsets)?, elements: table.journal.clone() }))
     }
 
     /// One request of the entries' sweep (or their probe) and its records; `poll_interval_ms` is
     /// the pause after a finished sweep.
     pub fn poll<T: Transport, C: Clock>(&mut self, client: &mut TableClient<T, C>, poll_interval_ms: u32) -> Result<PollBatch, SnowError> {
-        if self.probe_pending {
+        if self.core.probe_pending {
             self.probe(client)?;
-            self.probe_pending = false;
-            return Ok(self.batch(Vec::new(), BatchBytes::default(), 0));
+            self.core.probe_pending = false;
+            return Ok(self.core.batch(Vec::new(), BatchBytes::default(), 0));
         }
-        let request = self.sweep.next_request("sys_created_on", "sys_id").map_err(SnowError::data)?;
+        let table = self.core.table.clone();
+        let request = self.core.sweep.next_request("sys_created_on", "sys_id").map_err(SnowError::data)?;
         let order: Vec<&str> = request.order.iter().map(String::as_str).collect();
         let query = self.base_query().with_cursor(&request.terms, &order);
         let fields = FIELDS.map(String::from).to_vec();
@@ -132,24 +83,24 @@ impl JournalStream {
             ListParams { offset: request.window.offset, count: request.count, ..ListParams::lookup(&query, &fields, request.window.limit) };
         let page = client.list(JOURNAL, &params)?;
         let rows = parse_page(&page.body, "sys_id", "sys_created_on")
-            .map_err(|m| SnowError::transport(format!("table {} journal: {m}", self.table), ErrorClass::Transient))?;
+            .map_err(|m| SnowError::transport(format!("table {table} journal: {m}"), ErrorClass::Transient))?;
         let mut keyed = Vec::with_capacity(rows.len());
         for row in &rows {
             let (Some(id), Some(ts)) = (row.id.as_deref(), row.timestamp.as_deref()) else {
-                return Err(SnowError::data(format!("table {}: a {JOURNAL} row without sys_id or sys_created_on", self.table)));
+                return Err(SnowError::data(format!("table {table}: a {JOURNAL} row without sys_id or sys_created_on")));
             };
-            let ts = Timestamp::parse(ts).map_err(|e| SnowError::data(format!("table {}: {JOURNAL} row {id}: {e}", self.table)))?;
+            let ts = Timestamp::parse(ts).map_err(|e| SnowError::data(format!("table {table}: {JOURNAL} row {id}: {e}")))?;
             keyed.push((ts, id, row.raw));
         }
         let keys: Vec<(Timestamp, &str)> = keyed.iter().map(|(ts, id, _)| (*ts, *id)).collect();
         let answer = Answer { returned: rows.len(), total: page.total, has_next: page.has_next, server_time: page.server_time };
-        let observed = self.sweep.observe(&keys, answer).map_err(|m| SnowError::data(format!("table {} journal: {m}", self.table)))?;
+        let observed = self.core.sweep.observe(&keys, answer).map_err(|m| SnowError::data(format!("table {table} journal: {m}")))?;
         let emitted = &keyed[..observed.emit];
         let mut data = BatchData::new(&page.body);
         let mut records = Vec::with_capacity(emitted.len());
-        let too_large = |e| SnowError::data(format!("table {} journal: {e}; lower snow.batch.size", self.table));
+        let too_large = |e| SnowError::data(format!("table {table} journal: {e}; lower snow.batch.size"));
         for &(ts, id, raw) in emitted {
-            if !self.dedup.insert(ts, id, "") {
+            if !self.core.dedup.insert(ts, id, "") {
                 continue;
             }
             let key = data.span(id.as_bytes()).map_err(too_large)?;
@@ -161,31 +112,27 @@ impl JournalStream {
                 timestamp_ms: Some(ts.as_millis()),
             });
         }
-        if let Some(&(ts, id, _)) = emitted.last()
-            && (ts, id) > (self.high.ts, self.high.id.as_str())
-        {
-            self.high = Cursor { ts, id: id.to_string() };
+        if let Some(&(ts, id, _)) = emitted.last() {
+            self.core.wrote(ts, id);
         }
         let finished = data.finish();
         let bytes = if records.is_empty() { BatchBytes::default() } else { finished.into_batch_bytes(page.body, &mut records) };
-        self.dedup.forget_before(self.high.ts.plus_seconds(-self.overlap));
-        if observed.done {
-            self.due = false;
-            self.sweep.restart_from(self.high.overlap_start(self.start, self.overlap));
-        }
-        Ok(self.batch(records, bytes, if observed.done { poll_interval_ms } else { 0 }))
+        let core = &mut self.core;
+        core.dedup.forget_before(core.high.ts.plus_seconds(-core.overlap));
+        let next = if observed.done { core.sweep_done(poll_interval_ms) } else { 0 };
+        Ok(core.batch(records, bytes, next))
     }
 
     /// `name=<t>^elementIN<fields>`: this table's entries of the chosen fields only.
     fn base_query(&self) -> BaseQuery {
-        BaseQuery::parse(&format!("name={}^elementIN{}", self.table, self.elements.join(","))).unwrap_or_default()
+        BaseQuery::parse(&format!("name={}^elementIN{}", self.core.table, self.elements.join(","))).unwrap_or_default()
     }
 
     /// Checks at start that entries can be read: `sys_journal_field` readable by the integration
     /// user and, when entries of the table are counted, at least one of them visible.
     fn probe<T: Transport, C: Clock>(&mut self, client: &mut TableClient<T, C>) -> Result<(), SnowError> {
-        let key = format!("snow.table.{}.journal", self.table);
-        let table = &self.table;
+        let key = format!("snow.table.{}.journal", self.core.table);
+        let table = &self.core.table.clone();
         let query = format!("{}^ORDERBYDESCsys_created_on", self.base_query().canonical());
         let fields = FIELDS.map(String::from).to_vec();
         let params = ListParams { count: true, ..ListParams::lookup(&query, &fields, 100) };
@@ -206,7 +153,7 @@ impl JournalStream {
             parse_page(&page.body, "sys_id", "sys_created_on").map_err(|m| SnowError::data(format!("table {table} journal: {m}")))?;
         let fields = self.elements.join(", ");
         match (rows.first(), page.total) {
-            (None, Some(0)) => self.notes.push(Note::info(format!(
+            (None, Some(0)) => self.core.notes.push(Note::info(format!(
                 "table {table}: no journal entries ({fields}) yet: the user reads {JOURNAL} and none is counted; entries are read as they come"
             ))),
             (None, Some(total)) => {
@@ -220,7 +167,7 @@ impl JournalStream {
                     ),
                 ));
             }
-            (None, None) => self.notes.push(Note::warn(format!(
+            (None, None) => self.core.notes.push(Note::warn(format!(
                 "table {table}: no journal entries ({fields}) readable, and the instance sends no X-Total-Count: whether there are none \
                  or the journal's read ACL hides them cannot be told"
             ))),
@@ -235,14 +182,5 @@ impl JournalStream {
             }
         }
         Ok(())
-    }
-
-    /// A batch of `records` of entries; its offset is the furthest entry read, when it has records.
-    fn batch(&self, records: Vec<SourceRecord>, bytes: BatchBytes, next_poll_ms: u32) -> PollBatch {
-        let offset = (!records.is_empty()).then(|| SourceOffset {
-            partition: self.partition_key.clone(),
-            position: self.high.to_position_with(&self.dedup.recent(MAX_SEEN)),
-        });
-        PollBatch::new(self.topic.clone(), self.headers.clone(), bytes, records, offset, next_poll_ms)
     }
 }

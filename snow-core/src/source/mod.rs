@@ -5,6 +5,7 @@ pub mod attachments;
 pub mod audit_payload;
 mod backfill;
 pub mod deletes;
+pub mod follower;
 pub mod journal;
 mod note;
 mod probe;

@@ -24,7 +24,8 @@ pub use super::note::Note;
 
 use super::attachments::AttachmentStream;
 use super::backfill::Backfill;
-use super::deletes::{DeleteSettings, DeleteStream};
+use super::deletes::DeleteStream;
+use super::follower::{FollowerSettings, Follows};
 use super::journal::JournalStream;
 use super::record::RecordBuilder;
 use super::snapshot::SnapshotStream;
@@ -156,7 +157,7 @@ impl<T: Transport, C: Clock> SourceTask<T, C> {
             dedup.insert(v.ts, &v.id, &v.mod_count);
         }
         let overlap = i64::from(config.overlap_seconds);
-        let settings = DeleteSettings {
+        let settings = FollowerSettings {
             instance: &config.instance.authority,
             lag_seconds: config.safety_lag_seconds,
             overlap_seconds: config.overlap_seconds,

@@ -3,7 +3,8 @@
 
 use super::*;
 use crate::config::source::DeleteFormat;
-use crate::source::deletes::{DELETED_BY_HEADER, DELETED_ON_HEADER, DeleteSettings, DeleteStream};
+use crate::source::deletes::{DELETED_BY_HEADER, DELETED_ON_HEADER, DeleteStream};
+use crate::source::follower::{FollowerSettings as DeleteSettings, Follows};
 
 fn audit(id: &str, key: &str, ts: i64) -> String {
     format!(r#"{{"sys_id":"{id}","sys_created_on":"{}","sys_created_by":"bob","documentkey":"{key}"}}"#, Timestamp(T0 + ts))
