@@ -195,6 +195,13 @@ impl Backfill {
         &self.slices
     }
 
+    /// The slices a request is kept in flight for: the first `backfill.parallelism` in time order
+    /// (a backfill resumed with a lower parallelism than it stored reads its earliest slices first,
+    /// the others as those finish).
+    pub fn reading(&self) -> &[Slice] {
+        &self.slices[..self.slices.len().min(self.parallelism)]
+    }
+
     /// Slice `i`.
     pub fn slice_mut(&mut self, i: usize) -> &mut Slice {
         &mut self.slices[i]
@@ -321,6 +328,9 @@ mod tests {
         assert_eq!(resumed_tail.position().seen, tailed.seen);
         let wider = Backfill::resume(&position, 4, sizes(), 30, fields());
         assert_eq!(wider.slices().len(), 4, "more parallelism on resume splits at once");
+        let narrower = Backfill::resume(&position, 1, sizes(), 30, fields());
+        assert_eq!((narrower.slices().len(), narrower.reading().len()), (2, 1), "less parallelism: the stored slices read one at a time");
+        assert_eq!(narrower.reading()[0].to(), Timestamp(299), "the earliest first");
     }
 
     #[test]

@@ -63,7 +63,7 @@ impl<T: Transport, C: Clock> SourceTask<T, C> {
         let Phase::Slices(backfill) = &mut self.backfill else { unreachable!("polled as a backfill without one") };
         let table = &self.table;
         let requests = backfill
-            .slices()
+            .reading()
             .iter()
             .map(|s| s.sweep.next_request(&table.timestamp_field, &table.sys_id_field))
             .collect::<Result<Vec<_>, _>>()
@@ -74,8 +74,9 @@ impl<T: Transport, C: Clock> SourceTask<T, C> {
             self.client.start_list(&table.name, p);
         }
         let lists: Vec<(&str, &ListParams<'_>)> = params.iter().map(|p| (table.name.as_str(), p)).collect();
-        let i = self.client.first_ready_list(&lists).unwrap_or(0);
+        // The wait for the first answer is request time too.
         let started = self.client.clock().now();
+        let i = self.client.first_ready_list(&lists).unwrap_or(0);
         let page = self.client.list(&table.name, &params[i])?;
         let fetched = self.client.clock().now();
         let step = backfill.slices()[i].sweep.step();
