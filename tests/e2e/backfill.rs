@@ -120,17 +120,9 @@ fn a_parallel_backfill_killed_mid_way_ends_with_the_single_cursors_final_version
     let done = last.wait_for_log("the single cursor reads on", Duration::from_secs(300));
     let runs: String = (0..KILLS).map(|k| std::fs::read_to_string(dir.join(format!("run{k}.log"))).unwrap_or_default()).collect();
     assert!(format!("{runs}{done}").contains("finished early: the slice"), "slices that finished early split the others");
-    let written = rounds.load(Ordering::SeqCst);
-    wait_until("a second of writes after the backfill", Duration::from_secs(60), || {
-        (rounds.load(Ordering::SeqCst) >= written + 10).then_some(())
-    });
-    writing.store(false, Ordering::SeqCst);
-    writer.join().unwrap();
-    let finals = support::final_versions(&fake, &["incident"]);
+    support::stop_writer_after(&writing, &rounds, writer, 10);
+    let (finals, parallel, _) = support::read_every_final_version(&fake, "incident", &topic, Duration::from_secs(300), last);
     let has_all = |records: &[Read]| finals.is_subset(&records.iter().map(Read::version).collect());
-    let parallel = read_until(bootstrap, &topic, Duration::from_secs(300), has_all);
-    let log = last.stop();
-    assert!(has_all(&parallel), "every final row version is in Kafka; log:\n{}", tail(&log, 20));
     assert_eq!(out_of_order(&parallel), Vec::new(), "no key has an older version after a newer one");
 
     // The same table read by a single cursor from scratch ends with the same final versions.
@@ -214,17 +206,8 @@ fn exactly_once_a_parallel_backfill_killed_during_it_and_after_the_hand_over_has
     fake.clear_faults();
     let mut last = Runner::start(&dir, "final", &[&file]);
     last.wait_for_log("opened at cursor", Duration::from_secs(60));
-    let written = rounds.load(Ordering::SeqCst);
-    wait_until("a second of writes during the final run", Duration::from_secs(60), || {
-        (rounds.load(Ordering::SeqCst) >= written + 10).then_some(())
-    });
-    writing.store(false, Ordering::SeqCst);
-    writer.join().unwrap();
-    let finals = support::final_versions(&fake, &["incident"]);
-    let has_all = |records: &[Read]| finals.is_subset(&records.iter().map(Read::version).collect());
-    let records = read_until(bootstrap, &topic, Duration::from_secs(300), has_all);
-    let log = last.stop();
-    assert!(has_all(&records), "every final row version is in Kafka; log:\n{}", tail(&log, 20));
+    support::stop_writer_after(&writing, &rounds, writer, 10);
+    let (_, records, _) = support::read_every_final_version(&fake, "incident", &topic, Duration::from_secs(300), last);
     let mut seen = BTreeSet::new();
     let twice: Vec<(String, String)> = records.iter().map(Read::version).filter(|v| !seen.insert(v.clone())).collect();
     let where_twice: Vec<String> = twice

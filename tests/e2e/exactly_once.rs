@@ -164,17 +164,8 @@ fn a_backfill_with_writers_killed_ten_times_with_a_transaction_open_has_every_fi
         }
     }
     let last = Runner::start(&dir, "final", &[&file]);
-    let written = rounds.load(Ordering::SeqCst);
-    wait_until("a second of writes during the final run", Duration::from_secs(60), || {
-        (rounds.load(Ordering::SeqCst) >= written + 10).then_some(())
-    });
-    writing.store(false, Ordering::SeqCst);
-    writer.join().unwrap();
-    let finals = support::final_versions(&fake, &["incident"]);
-    let has_all = |records: &[Read]| finals.is_subset(&records.iter().map(Read::version).collect());
-    let records = read_until(bootstrap, &topic, Duration::from_secs(600), has_all);
-    let log = last.stop();
-    assert!(has_all(&records), "every final row version is in Kafka; log:\n{}", tail(&log, 20));
+    support::stop_writer_after(&writing, &rounds, writer, 10);
+    let (finals, records, log) = support::read_every_final_version(&fake, "incident", &topic, Duration::from_secs(600), last);
     assert!(finals.len() > 100_000 && finals.iter().any(|(_, m)| m != "0"), "rows were inserted and updated during the runs");
     assert_eq!(duplicates(&records), Vec::<(String, String)>::new(), "no version twice; log:\n{}", tail(&log, 20));
     let passed = versions_the_cursor_passed(&fake, &dir, &file, &name, &records);

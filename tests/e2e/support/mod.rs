@@ -415,6 +415,41 @@ pub fn final_versions(fake: &fake_snow::FakeSnow, tables: &[&str]) -> BTreeSet<(
         .collect()
 }
 
+/// Lets a writer thread (switched by `writing`, counting its `rounds`) write `more` rounds more,
+/// then stops it and waits for it: the final run read while rows changed under it.
+#[allow(dead_code)] // not every test binary needs it
+pub fn stop_writer_after(
+    writing: &std::sync::atomic::AtomicBool,
+    rounds: &std::sync::atomic::AtomicUsize,
+    writer: std::thread::JoinHandle<()>,
+    more: usize,
+) {
+    let written = rounds.load(Ordering::SeqCst);
+    wait_until("more writes during the final run", Duration::from_secs(60), || {
+        (rounds.load(Ordering::SeqCst) >= written + more).then_some(())
+    });
+    writing.store(false, Ordering::SeqCst);
+    writer.join().unwrap();
+}
+
+/// Reads `topic` until it holds every final version of `table` on `fake` (within `timeout`),
+/// stops `runner` and asserts every one arrived: the final versions, the records and the log.
+#[allow(dead_code)] // not every test binary needs it
+pub fn read_every_final_version(
+    fake: &fake_snow::FakeSnow,
+    table: &str,
+    topic: &str,
+    timeout: Duration,
+    runner: Runner,
+) -> (BTreeSet<(String, String)>, Vec<kafka::Read>, String) {
+    let finals = final_versions(fake, &[table]);
+    let has_all = |records: &[kafka::Read]| finals.is_subset(&records.iter().map(kafka::Read::version).collect());
+    let records = kafka::read_until(kafka_harness::shared().bootstrap(), topic, timeout, has_all);
+    let log = runner.stop();
+    assert!(has_all(&records), "every final row version is in Kafka; log:\n{}", tail(&log, 20));
+    (finals, records, log)
+}
+
 /// A random number generator for kill points (xorshift), seeded from the clock and the process
 /// id; the seed is printed under `label` so a failing run can be told apart.
 #[allow(dead_code)] // not every test binary needs it
