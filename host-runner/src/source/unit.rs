@@ -447,6 +447,11 @@ impl UnitRunner {
             // request) now rather than when the next poll waits for its answer.
             tokio::task::yield_now().await;
             let budget = budget_notice(opened.store.data(), poll_time);
+            self.ctx.metrics.gauge_set(
+                "snow_component_memory_bytes",
+                opened.store.data().memory_bytes() as f64,
+                &labels(&[("connector", &connector), ("table", &table)]),
+            );
             let notice: Vec<&str> = [batch.notice.as_deref(), budget.as_deref()].into_iter().flatten().collect();
             self.state(UnitState::Running, (!notice.is_empty()).then(|| notice.join("; ")).as_deref());
             if let Err(broken) = check(&batch) {
