@@ -48,6 +48,17 @@ impl Fake {
         format!("http://{}", self.addr)
     }
 
+    /// Deletes row `id` of `table` through the Table API (the fake runs without users).
+    pub fn delete_row(&self, table: &str, id: &str) -> Result<()> {
+        let mut stream = TcpStream::connect(&self.addr)?;
+        write!(stream, "DELETE /api/now/table/{table}/{id} HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: 0\r\n\r\n")?;
+        let mut answer = Vec::new();
+        stream.read_to_end(&mut answer)?;
+        let head = String::from_utf8_lossy(&answer[..answer.len().min(20)]).to_string();
+        anyhow::ensure!(head.contains(" 204") || head.contains(" 200"), "deleting {table}/{id}: {head}");
+        Ok(())
+    }
+
     /// One admin call; the JSON answer.
     pub fn admin(&self, method: &str, path: &str, body: &str) -> Result<Value> {
         let mut stream = TcpStream::connect(&self.addr)?;

@@ -29,6 +29,7 @@ mod orchestrate;
 mod paths;
 mod push;
 mod sink;
+mod snapshot;
 mod startup;
 mod swap;
 mod transforms;
@@ -53,6 +54,7 @@ fn main() -> Result<()> {
         Some("formats") => formats::run(),
         Some("transforms") => transforms::run(),
         Some("push") => push::run(),
+        Some("snapshot") => snapshot::run(),
         Some(mode @ ("native" | "bare")) => {
             let fake = opt("--fake").unwrap_or_default();
             let bootstrap = opt("--bootstrap").unwrap_or_default();

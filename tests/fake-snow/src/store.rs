@@ -367,15 +367,15 @@ impl Store {
         row
     }
 
-    /// Takes the journal fields (`comments`, `work_notes`) out of `row` of `table` (sys_id `id`)
-    /// and records each non-empty one as an entry of `sys_journal_field`, as ServiceNow does: a
-    /// journal field's text is never stored in the row itself.
+    /// Takes the text of the journal fields (`comments`, `work_notes`) out of `row` of `table`
+    /// (sys_id `id`) and records each non-empty one as an entry of `sys_journal_field`, as
+    /// ServiceNow does: the row keeps the field, empty (its raw value as the Table API reads it).
     fn journal(&mut self, table: &str, id: &str, row: &mut Row, now: i64, user: &str) {
         if table == JOURNAL {
             return;
         }
         for field in JOURNAL_FIELDS {
-            let Some(text) = row.remove(field) else { continue };
+            let Some(text) = row.get_mut(field).map(|v| std::mem::replace(v, Value::String(String::new()))) else { continue };
             let text = match text {
                 Value::String(t) => t,
                 other => other.to_string(),
@@ -589,7 +589,7 @@ mod tests {
         changes.insert("work_notes".into(), Value::String("note".into()));
         changes.insert("comments".into(), Value::String(String::new()));
         let updated = s.update("incident", &id, changes, 200, "bob", false).unwrap();
-        assert!(!updated.contains_key("comments") && !updated.contains_key("work_notes"));
+        assert_eq!((updated["comments"].as_str(), updated["work_notes"].as_str()), (Some(""), Some("")), "the text is not in the row");
         let entries: Vec<&Row> = s.table(JOURNAL).unwrap().rows_in_order().collect();
         assert_eq!(entries.len(), 2, "an empty text adds no entry");
         assert_eq!((entries[0]["element"].as_str(), entries[0]["value"].as_str()), (Some("comments"), Some("first")));
