@@ -200,14 +200,27 @@ impl SnapshotStream {
         client: &mut TableClient<T, C>,
         records: &RecordBuilder,
     ) -> Result<PollBatch, SnowError> {
+        // A failed poll leaves the snapshot where it was: the host polls again.
         match std::mem::replace(&mut self.run, Run::Due { check: false }) {
             Run::Due { check } => {
+                let (counts, started) = (self.counts, self.started);
                 self.number += 1;
                 self.counts = SnapshotCounts::default();
                 self.started = (None, client.clock().now());
-                self.read(client, records, None, 0, check)
+                let batch = self.read(client, records, None, 0, check);
+                if batch.is_err() {
+                    self.number -= 1;
+                    (self.counts, self.started, self.run) = (counts, started, Run::Due { check });
+                }
+                batch
             }
-            Run::Reading { after, skip } => self.read(client, records, after, skip, false),
+            Run::Reading { after, skip } => {
+                let batch = self.read(client, records, after.clone(), skip, false);
+                if batch.is_err() {
+                    self.run = Run::Reading { after, skip };
+                }
+                batch
+            }
             Run::Deleting { gone } => self.delete(gone, client.clock().now()),
         }
     }
@@ -260,6 +273,10 @@ impl SnapshotStream {
             .map_err(|m| SnowError::transport(format!("table {}: {m}", table.name), ErrorClass::Transient))?;
         let mut out = records.page(&page.body);
         let mut last: Option<&str> = None;
+        // What the topic will hold once this page's records are built: applied only then, so a
+        // failed poll reads the page again with nothing taken as written.
+        let mut read: Vec<(&str, u64)> = Vec::with_capacity(rows.len());
+        let mut emitted = 0u64;
         for (i, row) in rows.iter().enumerate() {
             let Some(id) = row.id.as_deref().filter(|id| !id.is_empty()) else {
                 let problem = format!("table {}: row {i} of a snapshot page has no {id_field}", table.name);
@@ -270,20 +287,22 @@ impl SnapshotStream {
                 return Err(SnowError::data(format!("{problem} (snow.bad.row.behavior=skip would skip it)")));
             };
             last = Some(id);
-            self.counts.read += 1;
             let hash = content_hash(row.raw);
+            read.push((id, hash));
+            if self.held.get(id).is_none_or(|held| held.hash != hash) {
+                out.push_snapshot(row, self.started.0, id, hash)?;
+                emitted += 1;
+            }
+        }
+        self.counts.read += read.len() as u64;
+        self.counts.emitted += emitted;
+        for (id, hash) in read {
             match self.held.get_mut(id) {
-                Some(held) if held.hash == hash => {
-                    held.read_by = self.number;
-                    continue;
-                }
                 Some(held) => *held = Held { hash, read_by: self.number },
                 None => {
                     self.held.insert(Box::from(id), Held { hash, read_by: self.number });
                 }
             }
-            out.push_snapshot(row, self.started.0, id, hash)?;
-            self.counts.emitted += 1;
         }
         let returned = rows.len();
         let limit = table.batch_size;
@@ -307,8 +326,8 @@ impl SnapshotStream {
         };
         let (mut records, finished) = out.finish();
         let bytes = if records.is_empty() { BatchBytes::default() } else { finished.into_batch_bytes(page.body, &mut records) };
-        let emitted = !records.is_empty();
-        Ok(self.batch(records, bytes, 0, emitted))
+        let with_offset = !records.is_empty();
+        Ok(self.batch(records, bytes, 0, with_offset))
     }
 
     /// Emits tombstones for up to a page of `gone` keys; the snapshot ends with the last.
@@ -323,6 +342,8 @@ impl SnapshotStream {
             let at = data.header(name, key).map_err(too_large)?;
             let timestamp_ms = self.started.0.map(Timestamp::as_millis);
             records.push(SourceRecord { key: Some(key), value: None, headers: Span { start: at, len: 1 }, timestamp_ms });
+        }
+        for id in &gone {
             self.held.remove(id);
         }
         self.counts.deleted += gone.len() as u64;

@@ -147,3 +147,23 @@ fn a_topic_holding_more_keys_than_the_memory_cap_allows_is_refused_naming_the_ca
     let roomy = snapshot_entries(&[small[0], small[1], ("component.memory.max.bytes", "268435456")]);
     assert!(SourceTask::open(&roomy, &[seed(&rows)], &mut s, ManualClock::default()).is_ok());
 }
+
+#[test]
+fn a_failed_poll_mid_snapshot_reads_the_same_page_again_and_loses_no_change() {
+    let (a, b) = (view_row("a", "x"), view_row("b", "new"));
+    let held = seed(&[("a", &a), ("b", r#"{"sys_id":"b","name":"old"}"#)]);
+    let broken = (200, r#"{"result":[{"sys_id":"c""#.to_string(), Some(1));
+    let mut s = script(vec![page(&[a.clone()]), broken, page(&[b.clone()]), page(&[])]);
+    let config = snapshot_entries(&[("snow.batch.size", "1")]);
+    let mut task = SourceTask::open(&config, &[held], &mut s, ManualClock::default()).unwrap();
+    assert!(task.poll().unwrap().records.is_empty(), "a is unchanged");
+    assert_eq!(task.poll().unwrap_err().class(), ErrorClass::Transient, "a page cut short");
+    let again = task.poll().unwrap();
+    assert_eq!(again.key_text(0), Some("b"), "the same page asked again, its change emitted");
+    assert!(task.poll().unwrap().records.is_empty());
+    let done = task.poll().unwrap();
+    assert_eq!(done.offset.map(|o| o.position), Some(crate::cursor::position::snapshot_position(Some(Timestamp(T0 + 100)))));
+    assert_eq!(task.snapshots().unwrap().counts().read, 2, "each row counted once");
+    drop(task);
+    assert_eq!(s.queries[1], s.queries[2], "the failed page's request made again");
+}
