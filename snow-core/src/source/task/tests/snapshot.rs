@@ -153,7 +153,7 @@ fn a_failed_poll_mid_snapshot_reads_the_same_page_again_and_loses_no_change() {
     let (a, b) = (view_row("a", "x"), view_row("b", "new"));
     let held = seed(&[("a", &a), ("b", r#"{"sys_id":"b","name":"old"}"#)]);
     let broken = (200, r#"{"result":[{"sys_id":"c""#.to_string(), Some(1));
-    let mut s = script(vec![page(&[a.clone()]), broken, page(&[b.clone()]), page(&[])]);
+    let mut s = script(vec![page(std::slice::from_ref(&a)), broken, page(std::slice::from_ref(&b)), page(&[])]);
     let config = snapshot_entries(&[("snow.batch.size", "1")]);
     let mut task = SourceTask::open(&config, &[held], &mut s, ManualClock::default()).unwrap();
     assert!(task.poll().unwrap().records.is_empty(), "a is unchanged");
