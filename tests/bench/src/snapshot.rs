@@ -164,7 +164,7 @@ pub fn run() -> Result<()> {
         ROWS as f64 / first_seconds.max(0.001),
         first_memory / 1e6,
         read_back.split("its topic holds ").nth(1).unwrap_or("").split(" connector=").next().unwrap_or(""),
-        done.split(": ").nth(1).unwrap_or("").split(" unit=").next().unwrap_or(""),
+        done.split_once("u_bench_view: ").map_or("", |(_, r)| r).split(" unit=").next().unwrap_or(""),
         ROWS - CHANGED,
         memory / 1e6
     );
