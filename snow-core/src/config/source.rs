@@ -339,6 +339,12 @@ impl SourceConfig {
 }
 
 impl TableConfig {
+    /// The `sysparm_display_value` the table's rows are read with: display values are read with
+    /// `all`, so the cursor fields keep their raw values.
+    pub fn read_display_value(&self) -> DisplayValue {
+        if self.display_value == DisplayValue::Display { DisplayValue::All } else { self.display_value }
+    }
+
     fn read(r: &mut ConfigReader<'_>, name: &str, topic_prefix: &str) -> Option<Self> {
         let key = |k: &str| format!("snow.table.{name}.{k}");
         // A per-table key wins over the connector-wide `snow.<k>`.

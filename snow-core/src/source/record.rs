@@ -14,6 +14,16 @@ use crate::record::{BatchData, BatchTooLarge, Finished, Header, SourceRecord, Sp
 use crate::table::{DisplayValue, PageRow};
 use crate::time::Timestamp;
 
+/// The header naming the row a snapshot record is of (its id field's value, ADR 0035).
+pub const ID_HEADER: &str = "snow.snapshot.id";
+/// The header carrying a snapshot record's content hash (16 hex digits).
+pub const HASH_HEADER: &str = "snow.snapshot.hash";
+
+/// A content hash as its header carries it.
+pub fn hash_text(hash: u64) -> String {
+    format!("{hash:016x}")
+}
+
 /// Builds the records of one table.
 pub struct RecordBuilder {
     topic: String,
@@ -156,11 +166,11 @@ impl PageRecords<'_, '_> {
         let (id_name, hash_name) = match self.snapshot_keys {
             Some(names) => names,
             None => *self.snapshot_keys.insert((
-                self.data.append(super::snapshot::ID_HEADER.as_bytes()).map_err(|e| b.too_large(e))?,
-                self.data.append(super::snapshot::HASH_HEADER.as_bytes()).map_err(|e| b.too_large(e))?,
+                self.data.append(ID_HEADER.as_bytes()).map_err(|e| b.too_large(e))?,
+                self.data.append(HASH_HEADER.as_bytes()).map_err(|e| b.too_large(e))?,
             )),
         };
-        let hash = self.data.append(super::snapshot::hash_text(hash).as_bytes()).map_err(|e| b.too_large(e))?;
+        let hash = self.data.append(hash_text(hash).as_bytes()).map_err(|e| b.too_large(e))?;
         let at = self.data.header(id_name, key).map_err(|e| b.too_large(e))?;
         self.data.header(hash_name, hash).map_err(|e| b.too_large(e))?;
         self.records.push(SourceRecord {

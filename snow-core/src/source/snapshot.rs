@@ -30,19 +30,11 @@ use crate::time::Timestamp;
 use super::note::Note;
 use super::record::RecordBuilder;
 
-/// The header naming the row a snapshot record is of (its id field's value).
-pub const ID_HEADER: &str = "snow.snapshot.id";
-/// The header carrying a snapshot record's content hash (16 hex digits).
-pub const HASH_HEADER: &str = "snow.snapshot.hash";
+pub use super::record::{HASH_HEADER, ID_HEADER, hash_text};
 
 /// The partition a host hands a snapshot table's seed under: the table's own key with `#topic`.
 pub fn seed_partition(partition_key: &str) -> String {
     format!("{partition_key}#topic")
-}
-
-/// A content hash as its header carries it.
-pub fn hash_text(hash: u64) -> String {
-    format!("{hash:016x}")
 }
 
 /// The content hash of a row as ServiceNow sent it.
@@ -249,7 +241,7 @@ impl SnapshotStream {
             limit: table.batch_size,
             offset: skip,
             count: true,
-            display_value: super::task::row_display_value(table),
+            display_value: table.read_display_value(),
             exclude_reference_link: table.exclude_reference_link,
             no_domain: table.query_domain == crate::config::source::QueryDomain::All,
             category: table.query_category.as_deref(),

@@ -554,17 +554,11 @@ fn list_params<'a>(table: &'a TableConfig, keys: &'a [String; 2], request: &Swee
         limit: request.window.limit,
         offset: request.window.offset,
         count: request.count,
-        display_value: if request.keys_only { DisplayValue::Raw } else { row_display_value(table) },
+        display_value: if request.keys_only { DisplayValue::Raw } else { table.read_display_value() },
         exclude_reference_link: table.exclude_reference_link,
         no_domain: table.query_domain == crate::config::source::QueryDomain::All,
         category: table.query_category.as_deref(),
     }
-}
-
-/// The `sysparm_display_value` rows of `table` are read with: display values are read with `all`
-/// so the cursor fields keep their raw values.
-pub(super) fn row_display_value(table: &TableConfig) -> DisplayValue {
-    if table.display_value == DisplayValue::Display { DisplayValue::All } else { table.display_value }
 }
 
 /// The row's cursor key, or what is wrong with it.
