@@ -24,7 +24,7 @@ use sha2::Digest;
 
 use crate::clock::Clock;
 use crate::config::TableConfig;
-use crate::cursor::{Answer, Partition, WindowSizes};
+use crate::cursor::{Partition, WindowSizes};
 use crate::error::{ErrorClass, SnowError};
 use crate::http::Transport;
 use crate::record::{BatchBytes, BatchData, PollBatch, SourceOffset, SourceRecord, Span};
@@ -111,6 +111,9 @@ impl AttachmentStream {
             ),
             // Listings are small; a page of them is written one download a poll.
             sizes: WindowSizes::new(table.batch_size.min(100), table.hidden_window_max_rows, u64::from(table.hidden_scan_max_rows)),
+            what: "attachments",
+            source: ATTACHMENTS,
+            ts_field: "sys_updated_on",
         };
         Ok(Some(Self {
             core: Follower::open(table, settings, opening, offsets)?,
@@ -133,28 +136,12 @@ impl AttachmentStream {
         if !self.listed.is_empty() {
             return self.write_next(client, poll_interval_ms);
         }
-        let table = self.core.table.clone();
-        let request = self.core.sweep.next_request("sys_updated_on", "sys_id").map_err(SnowError::data)?;
-        let order: Vec<&str> = request.order.iter().map(String::as_str).collect();
-        let query = self.base_query().with_cursor(&request.terms, &order);
         let fields = FIELDS.map(String::from).to_vec();
-        let params =
-            ListParams { offset: request.window.offset, count: request.count, ..ListParams::lookup(&query, &fields, request.window.limit) };
-        let page = client.list(ATTACHMENTS, &params)?;
-        let rows = parse_page(&page.body, "sys_id", "sys_updated_on")
-            .map_err(|m| SnowError::transport(format!("table {table} attachments: {m}"), ErrorClass::Transient))?;
-        let mut keyed = Vec::with_capacity(rows.len());
-        for row in &rows {
-            let (Some(id), Some(ts)) = (row.id.as_deref(), row.timestamp.as_deref()) else {
-                return Err(SnowError::data(format!("table {table}: a {ATTACHMENTS} row without sys_id or sys_updated_on")));
-            };
-            let ts = Timestamp::parse(ts).map_err(|e| SnowError::data(format!("table {table}: {ATTACHMENTS} row {id}: {e}")))?;
-            keyed.push((ts, id, row.raw));
-        }
+        let page = self.core.list_next(client, &self.base_query(), &fields)?;
+        let rows = self.core.rows(&page.body)?;
+        let keyed = self.core.keyed(&rows)?;
         let keys: Vec<(Timestamp, &str)> = keyed.iter().map(|(ts, id, _)| (*ts, *id)).collect();
-        let answer = Answer { returned: rows.len(), total: page.total, has_next: page.has_next, server_time: page.server_time };
-        let observed =
-            self.core.sweep.observe(&keys, answer).map_err(|m| SnowError::data(format!("table {} attachments: {m}", self.core.table)))?;
+        let observed = self.core.observe(&keys, &page, page.server_time)?;
         for &(ts, id, raw) in &keyed[..observed.emit] {
             // Recorded as written only once written: the stored position carries what is.
             if self.core.dedup.contains(ts, id, "") {

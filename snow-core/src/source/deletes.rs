@@ -25,7 +25,7 @@ use serde_json::{Map, Value};
 use crate::clock::Clock;
 use crate::config::TableConfig;
 use crate::config::source::DeleteFormat;
-use crate::cursor::{Answer, Cursor, Partition, WindowSizes};
+use crate::cursor::{Partition, WindowSizes};
 use crate::error::{ErrorClass, SnowError};
 use crate::http::Transport;
 use crate::record::{BatchBytes, BatchData, PollBatch, SourceOffset, SourceRecord, Span};
@@ -90,6 +90,9 @@ impl DeleteStream {
             topic: table.topic.clone(),
             headers: Follower::headers(&table.name, settings.instance, &[("snow.source.operation", "DELETE")]),
             sizes: WindowSizes::new(table.batch_size, table.hidden_window_max_rows, u64::from(table.hidden_scan_max_rows)),
+            what: "deletes",
+            source: AUDIT_DELETE,
+            ts_field: "sys_created_on",
         };
         let stream = Self {
             core: Follower::open(table, settings, opening, offsets)?,
@@ -137,35 +140,25 @@ impl DeleteStream {
         {
             self.core.sweep.raise_next_high_water(raised.min(read_up_to));
         }
-        let request = self.core.sweep.next_request("sys_created_on", "sys_id").map_err(SnowError::data)?;
-        let order: Vec<&str> = request.order.iter().map(String::as_str).collect();
-        let query = self.base_query().with_cursor(&request.terms, &order);
-        let fields = self.fields();
-        let params =
-            ListParams { offset: request.window.offset, count: request.count, ..ListParams::lookup(&query, &fields, request.window.limit) };
-        let page = client.list(AUDIT_DELETE, &params)?;
-        let rows = parse_page(&page.body, "sys_id", "sys_created_on")
-            .map_err(|m| SnowError::transport(format!("table {} deletes: {m}", self.core.table), ErrorClass::Transient))?;
-        let mut keyed = Vec::with_capacity(rows.len());
-        for row in &rows {
-            let (Some(id), Some(ts)) = (row.id.as_deref(), row.timestamp.as_deref()) else {
-                return Err(SnowError::data(format!("table {}: a {AUDIT_DELETE} row without sys_id or sys_created_on", self.core.table)));
-            };
-            let ts =
-                Timestamp::parse(ts).map_err(|e| SnowError::data(format!("table {}: {AUDIT_DELETE} row {id}: {e}", self.core.table)))?;
-            let audit: AuditRow = serde_json::from_slice(row.raw)
-                .map_err(|e| SnowError::data(format!("table {}: {AUDIT_DELETE} row {id}: {e}", self.core.table)))?;
-            keyed.push((ts, id, audit, row.raw));
-        }
+        let page = self.core.list_next(client, &self.base_query(), &self.fields())?;
+        let rows = self.core.rows(&page.body)?;
+        let keyed = self
+            .core
+            .keyed(&rows)?
+            .into_iter()
+            .map(|(ts, id, raw)| {
+                let audit: AuditRow = serde_json::from_slice(raw)
+                    .map_err(|e| SnowError::data(format!("table {}: {AUDIT_DELETE} row {id}: {e}", self.core.table)))?;
+                Ok((ts, id, audit, raw))
+            })
+            .collect::<Result<Vec<_>, SnowError>>()?;
         // Every request of the poll is made before anything moves: a failed one leaves the sweep,
         // the dedup window and the position as they were, so the poll is simply made again.
         let alive = self.alive(client, keyed.iter().map(|(_, _, audit, _)| audit.documentkey.as_str()).filter(|k| !k.is_empty()))?;
         let keys: Vec<(Timestamp, &str)> = keyed.iter().map(|(ts, id, _, _)| (*ts, *id)).collect();
         let cap = read_up_to.plus_seconds(self.lag);
         let server_time = Some(page.server_time.map_or(cap, |now| now.min(cap)));
-        let answer = Answer { returned: rows.len(), total: page.total, has_next: page.has_next, server_time };
-        let observed =
-            self.core.sweep.observe(&keys, answer).map_err(|m| SnowError::data(format!("table {} deletes: {m}", self.core.table)))?;
+        let observed = self.core.observe(&keys, &page, server_time)?;
         let emitted = &keyed[..observed.emit];
         let mut data = BatchData::new(&page.body);
         let mut records = Vec::with_capacity(emitted.len());
@@ -180,19 +173,14 @@ impl DeleteStream {
             }
             records.push(self.record(&mut data, &mut names, *ts, audit)?);
         }
-        if let Some(&(ts, id, _, _)) = emitted.last()
-            && (ts, id) > (self.core.high.ts, self.core.high.id.as_str())
-        {
-            self.core.high = Cursor { ts, id: id.to_string() };
+        if let Some(&(ts, id, _, _)) = emitted.last() {
+            self.core.wrote(ts, id);
         }
         let finished = data.finish();
         let bytes = if records.is_empty() { BatchBytes::default() } else { finished.into_batch_bytes(page.body, &mut records) };
         self.core.dedup.forget_before(self.core.high.ts.plus_seconds(-self.core.overlap));
-        if observed.done {
-            self.core.due = false;
-            self.core.sweep.restart_from(self.core.high.overlap_start(self.core.start, self.core.overlap));
-        }
-        Ok(self.core.batch(records, bytes, if observed.done { poll_interval_ms } else { 0 }))
+        let next = if observed.done { self.core.sweep_done(poll_interval_ms) } else { 0 };
+        Ok(self.core.batch(records, bytes, next))
     }
 
     /// `tablename=<t>`: this table's deletes only (another table's are never read).

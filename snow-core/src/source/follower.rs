@@ -4,11 +4,15 @@
 //! topic, whether their probe or a sweep is due, and notes. Each stream adds its query, its
 //! records and its probe.
 
+use crate::clock::Clock;
 use crate::config::TableConfig;
 use crate::cursor::dedup::DedupWindow;
-use crate::cursor::{Cursor, Partition, Sweep, WindowSizes};
-use crate::error::SnowError;
+use crate::cursor::sweep::Observed;
+use crate::cursor::{Answer, Cursor, Partition, Sweep, WindowSizes};
+use crate::error::{ErrorClass, SnowError};
+use crate::http::Transport;
 use crate::record::{BatchBytes, Header, PollBatch, SourceOffset, SourceRecord};
+use crate::table::{BaseQuery, ListParams, ListResponse, PageRow, TableClient, parse_page};
 use crate::time::Timestamp;
 
 use super::note::Note;
@@ -32,10 +36,19 @@ pub struct FollowerSettings<'a> {
 /// after a restart.
 pub const MAX_SEEN: usize = 5000;
 
+/// A row with its cursor key: `(timestamp, sys_id, the row's bytes)`.
+pub type Keyed<'r> = (Timestamp, &'r str, &'r [u8]);
+
 /// The cursor, window and state every follower has.
 pub struct Follower {
     /// The table followed.
     pub table: String,
+    /// What the stream is of the table (`deletes`, `journal`, `attachments`), for messages.
+    pub what: &'static str,
+    /// The table the stream reads (`sys_audit_delete`, ...).
+    pub source: &'static str,
+    /// The timestamp field its cursor walks (with `sys_id`).
+    pub ts_field: &'static str,
     /// Where the records go.
     pub topic: String,
     /// The follower's stored positions' key.
@@ -62,6 +75,12 @@ pub struct Follower {
 
 /// How a follower opens.
 pub struct Opening<'a> {
+    /// What the stream is of the table (`deletes`, ...), for messages.
+    pub what: &'static str,
+    /// The table it reads.
+    pub source: &'static str,
+    /// The timestamp field its cursor walks (with `sys_id`).
+    pub ts_field: &'static str,
     /// Its partition.
     pub partition: Partition,
     /// The configuration key that turns it on (named when its stored position is unreadable).
@@ -94,6 +113,9 @@ impl Follower {
         }
         let mut follower = Self {
             table: table.name.clone(),
+            what: opening.what,
+            source: opening.source,
+            ts_field: opening.ts_field,
             topic: opening.topic,
             partition_key,
             sweep: Sweep::new(high.clone(), settings.lag_seconds, opening.sizes),
@@ -108,6 +130,55 @@ impl Follower {
         };
         follower.restart();
         Ok(follower)
+    }
+
+    /// The next request of the sweep: the rows of [`Self::source`] that `base` matches, `fields`
+    /// read, after the cursor.
+    pub fn list_next<T: Transport, C: Clock>(
+        &mut self,
+        client: &mut TableClient<T, C>,
+        base: &BaseQuery,
+        fields: &[String],
+    ) -> Result<ListResponse, SnowError> {
+        let request = self.sweep.next_request(self.ts_field, "sys_id").map_err(SnowError::data)?;
+        let order: Vec<&str> = request.order.iter().map(String::as_str).collect();
+        let query = base.with_cursor(&request.terms, &order);
+        let params =
+            ListParams { offset: request.window.offset, count: request.count, ..ListParams::lookup(&query, fields, request.window.limit) };
+        client.list(self.source, &params)
+    }
+
+    /// The rows of a page's `body`.
+    pub fn rows<'p>(&self, body: &'p [u8]) -> Result<Vec<PageRow<'p>>, SnowError> {
+        parse_page(body, "sys_id", self.ts_field)
+            .map_err(|m| SnowError::transport(format!("table {} {}: {m}", self.table, self.what), ErrorClass::Transient))
+    }
+
+    /// `rows` with their cursor keys `(timestamp, sys_id)` and their bytes; a row without them
+    /// fails the poll, naming the table it came from.
+    pub fn keyed<'r>(&self, rows: &'r [PageRow<'_>]) -> Result<Vec<Keyed<'r>>, SnowError> {
+        let (table, source, ts_field) = (&self.table, self.source, self.ts_field);
+        rows.iter()
+            .map(|row| {
+                let (Some(id), Some(ts)) = (row.id.as_deref(), row.timestamp.as_deref()) else {
+                    return Err(SnowError::data(format!("table {table}: a {source} row without sys_id or {ts_field}")));
+                };
+                let ts = Timestamp::parse(ts).map_err(|e| SnowError::data(format!("table {table}: {source} row {id}: {e}")))?;
+                Ok((ts, id, row.raw))
+            })
+            .collect()
+    }
+
+    /// The sweep takes the page's `keys` (of `returned` rows, answered in `page`), reading no
+    /// further than `server_time`: how many to emit and whether the sweep is through.
+    pub fn observe(
+        &mut self,
+        keys: &[(Timestamp, &str)],
+        page: &ListResponse,
+        server_time: Option<Timestamp>,
+    ) -> Result<Observed, SnowError> {
+        let answer = Answer { returned: keys.len(), total: page.total, has_next: page.has_next, server_time };
+        self.sweep.observe(keys, answer).map_err(|m| SnowError::data(format!("table {} {}: {m}", self.table, self.what)))
     }
 
     /// The next sweep starts `overlap` before the furthest record written.

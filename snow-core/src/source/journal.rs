@@ -14,8 +14,8 @@
 
 use crate::clock::Clock;
 use crate::config::TableConfig;
-use crate::cursor::{Answer, Partition, WindowSizes};
-use crate::error::{ErrorClass, SnowError};
+use crate::cursor::{Partition, WindowSizes};
+use crate::error::SnowError;
 use crate::http::Transport;
 use crate::record::{BatchBytes, BatchData, PollBatch, SourceOffset, SourceRecord, Span};
 use crate::table::{BaseQuery, ListParams, TableClient, parse_page};
@@ -62,6 +62,9 @@ impl JournalStream {
                 &[("snow.source.table", JOURNAL), ("snow.source.operation", "INSERT")],
             ),
             sizes: WindowSizes::new(table.batch_size, table.hidden_window_max_rows, u64::from(table.hidden_scan_max_rows)),
+            what: "journal",
+            source: JOURNAL,
+            ts_field: "sys_created_on",
         };
         Ok(Some(Self { core: Follower::open(table, settings, opening, offsets)?, elements: table.journal.clone() }))
     }
@@ -74,27 +77,13 @@ impl JournalStream {
             self.core.probe_pending = false;
             return Ok(self.core.batch(Vec::new(), BatchBytes::default(), 0));
         }
-        let table = self.core.table.clone();
-        let request = self.core.sweep.next_request("sys_created_on", "sys_id").map_err(SnowError::data)?;
-        let order: Vec<&str> = request.order.iter().map(String::as_str).collect();
-        let query = self.base_query().with_cursor(&request.terms, &order);
         let fields = FIELDS.map(String::from).to_vec();
-        let params =
-            ListParams { offset: request.window.offset, count: request.count, ..ListParams::lookup(&query, &fields, request.window.limit) };
-        let page = client.list(JOURNAL, &params)?;
-        let rows = parse_page(&page.body, "sys_id", "sys_created_on")
-            .map_err(|m| SnowError::transport(format!("table {table} journal: {m}"), ErrorClass::Transient))?;
-        let mut keyed = Vec::with_capacity(rows.len());
-        for row in &rows {
-            let (Some(id), Some(ts)) = (row.id.as_deref(), row.timestamp.as_deref()) else {
-                return Err(SnowError::data(format!("table {table}: a {JOURNAL} row without sys_id or sys_created_on")));
-            };
-            let ts = Timestamp::parse(ts).map_err(|e| SnowError::data(format!("table {table}: {JOURNAL} row {id}: {e}")))?;
-            keyed.push((ts, id, row.raw));
-        }
+        let page = self.core.list_next(client, &self.base_query(), &fields)?;
+        let rows = self.core.rows(&page.body)?;
+        let keyed = self.core.keyed(&rows)?;
         let keys: Vec<(Timestamp, &str)> = keyed.iter().map(|(ts, id, _)| (*ts, *id)).collect();
-        let answer = Answer { returned: rows.len(), total: page.total, has_next: page.has_next, server_time: page.server_time };
-        let observed = self.core.sweep.observe(&keys, answer).map_err(|m| SnowError::data(format!("table {table} journal: {m}")))?;
+        let observed = self.core.observe(&keys, &page, page.server_time)?;
+        let table = &self.core.table;
         let emitted = &keyed[..observed.emit];
         let mut data = BatchData::new(&page.body);
         let mut records = Vec::with_capacity(emitted.len());
