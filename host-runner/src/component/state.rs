@@ -74,8 +74,7 @@ impl HostState {
         // Time its requests waited for the instance's request budget is not the guest's doing.
         store.epoch_deadline_callback(|ctx| {
             let state = ctx.data();
-            let waited = state.gate.budget_waited().saturating_sub(state.waited_at_call);
-            if state.call_started.elapsed().saturating_sub(waited) > state.call_timeout {
+            if state.call_started.elapsed().saturating_sub(state.budget_waited_in_call()) > state.call_timeout {
                 Ok(UpdateDeadline::Interrupt)
             } else {
                 Ok(UpdateDeadline::Yield(1))

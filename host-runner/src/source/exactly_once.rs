@@ -11,12 +11,11 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use rdkafka::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::error::KafkaError;
-use rdkafka::message::{Headers, Message};
-use rdkafka::{Offset, TopicPartitionList};
+use rdkafka::message::Message;
 use snow_core::config::SourceConfig;
 use snow_core::cursor::position::Position;
 use snow_core::cursor::{Cursor, Partition, SeenVersion};
@@ -219,48 +218,24 @@ impl ReadBack {
         deadline: Instant,
         found: &mut Vec<SeenVersion>,
     ) -> Result<(bool, u64)> {
-        {
-            let mut assignment = TopicPartitionList::new();
-            assignment.add_partition_offset(&self.topic, p, Offset::Offset(start))?;
-            consumer.assign(&assignment)?;
-        }
-        let (mut older, mut read) = (false, 0u64);
-        loop {
-            if Instant::now() > deadline {
-                bail!("reading back topic {} took longer than {READ_BACK_LIMIT:?} ({read} records read)", self.topic);
+        let mut older = false;
+        let read = topic_read::read_range(consumer, &self.topic, (p, start, end), deadline, |message| {
+            if let Some((ts, version)) = self.stamp(message) {
+                older |= ts < self.floor;
+                found.extend(version);
             }
-            match consumer.poll(Duration::from_millis(200)) {
-                Some(Ok(message)) if message.offset() < end => {
-                    read += 1;
-                    match self.stamp(&message) {
-                        Some((ts, version)) => {
-                            older |= ts < self.floor;
-                            found.extend(version);
-                        }
-                        None => continue,
-                    }
-                }
-                Some(Ok(_)) | Some(Err(KafkaError::PartitionEOF(_))) => return Ok((older, read)),
-                Some(Err(e)) => return Err(e).context("reading back the table's topic"),
-                None => {
-                    // Aborted records and markers are skipped without a message: done once past `end`.
-                    let position = consumer.position()?.find_partition(&self.topic, p).and_then(|e| e.offset().to_raw());
-                    if position.is_some_and(|at| at >= end) {
-                        return Ok((older, read));
-                    }
-                }
-            }
-        }
+        })
+        .with_context(|| format!("the read-back may take {READ_BACK_LIMIT:?}"))?;
+        Ok((older, read))
     }
 
     /// When `message` is one of this table's records: its stamp, and its version when that lies in
     /// `[since, until]`.
     fn stamp(&self, message: &rdkafka::message::BorrowedMessage<'_>) -> Option<(Timestamp, Option<SeenVersion>)> {
-        let headers = message.headers()?;
-        let header = |name: &str| headers.iter().find(|h| h.key == name).and_then(|h| h.value);
-        if header("snow.table")? != self.table.as_bytes() || header("snow.instance")? != self.instance.as_bytes() {
+        if !topic_read::of_table(message, &self.table, &self.instance) {
             return None;
         }
+        let header = |name: &str| topic_read::header(message, name);
         // A delete is stamped with its own time, not by the table's cursor: its stamp says nothing
         // about where the table's records are (the deletes' own position carries their versions).
         if header("snow.source.operation") == Some(b"DELETE".as_slice()) {

@@ -12,12 +12,10 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use rdkafka::ClientConfig;
-use rdkafka::consumer::{BaseConsumer, Consumer};
-use rdkafka::error::KafkaError;
-use rdkafka::message::{Headers, Message};
-use rdkafka::{Offset, TopicPartitionList};
+use rdkafka::consumer::Consumer;
+use rdkafka::message::Message;
 use snow_core::config::SourceConfig;
 use snow_core::config::source::TableMode;
 use snow_core::cursor::Partition;
@@ -26,7 +24,7 @@ use snow_core::source::snapshot::{HASH_HEADER, ID_HEADER, seed_partition, seed_t
 use crate::component::bindings::types::{SourceOffset, WorkUnit};
 use crate::config::ConnectorSpec;
 
-use super::topic_read::{self, Quiet};
+use super::topic_read;
 
 /// Longest a read-back of a snapshot table's topic may take.
 const READ_LIMIT: Duration = Duration::from_secs(30 * 60);
@@ -97,10 +95,8 @@ impl TopicKeys {
             if high <= low {
                 continue;
             }
-            let mut assignment = TopicPartitionList::new();
-            assignment.add_partition_offset(&self.topic, p, Offset::Offset(low))?;
-            consumer.assign(&assignment)?;
-            self.partition(&consumer, p, high, deadline, |said| {
+            topic_read::read_range(&consumer, &self.topic, (p, low, high), deadline, |message| {
+                let Some(said) = self.said(message) else { return };
                 records += 1;
                 match said {
                     Said::Holds(id, hash) => {
@@ -111,43 +107,18 @@ impl TopicKeys {
                     }
                     Said::Unmarked => unmarked += 1,
                 }
-            })?;
+            })
+            .with_context(|| format!("a snapshot table's read-back may take {READ_LIMIT:?}"))?;
         }
         Ok((held, records, unmarked))
     }
 
-    /// Reads partition `p` up to `end` (or its last stable offset, when that comes first).
-    fn partition(&self, consumer: &BaseConsumer<Quiet>, p: i32, end: i64, deadline: Instant, mut each: impl FnMut(Said)) -> Result<()> {
-        loop {
-            if Instant::now() > deadline {
-                bail!("reading back topic {} took longer than {READ_LIMIT:?}", self.topic);
-            }
-            match consumer.poll(Duration::from_millis(200)) {
-                Some(Ok(message)) if message.offset() < end => {
-                    if let Some(said) = self.said(&message) {
-                        each(said);
-                    }
-                }
-                Some(Ok(_)) | Some(Err(KafkaError::PartitionEOF(_))) => return Ok(()),
-                Some(Err(e)) => return Err(e).context("reading back the table's topic"),
-                None => {
-                    // Aborted records and markers are skipped without a message: done once past `end`.
-                    let position = consumer.position()?.find_partition(&self.topic, p).and_then(|e| e.offset().to_raw());
-                    if position.is_some_and(|at| at >= end) {
-                        return Ok(());
-                    }
-                }
-            }
-        }
-    }
-
     /// What `message` says, when it is one of this table's records.
     fn said(&self, message: &rdkafka::message::BorrowedMessage<'_>) -> Option<Said> {
-        let headers = message.headers()?;
-        let header = |name: &str| headers.iter().find(|h| h.key == name).and_then(|h| h.value);
-        if header("snow.table")? != self.table.as_bytes() || header("snow.instance")? != self.instance.as_bytes() {
+        if !topic_read::of_table(message, &self.table, &self.instance) {
             return None;
         }
+        let header = |name: &str| topic_read::header(message, name);
         let Some(id) = header(ID_HEADER).and_then(|v| std::str::from_utf8(v).ok()) else { return Some(Said::Unmarked) };
         if message.payload().is_none() {
             return Some(Said::Gone(id.to_string()));

@@ -3,12 +3,13 @@
 //! partitions of a topic. Used to rebuild an exactly-once table's dedup window and a snapshot
 //! table's keys.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result};
-use rdkafka::ClientConfig;
+use anyhow::{Context, Result, bail};
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::error::KafkaError;
+use rdkafka::message::{BorrowedMessage, Headers, Message};
+use rdkafka::{ClientConfig, Offset, TopicPartitionList};
 
 /// A consumer context that does not log the ends of partitions it was asked to report.
 pub struct Quiet;
@@ -44,4 +45,49 @@ pub fn partitions(consumer: &BaseConsumer<Quiet>, topic: &str) -> Result<Vec<i32
         .filter(|t| t.name() == topic && t.error().is_none())
         .flat_map(|t| t.partitions().iter().map(|p| p.id()))
         .collect())
+}
+
+/// Reads `[start, end)` of partition `p` of `topic` (or up to its last stable offset, when that
+/// comes first), handing each message to `each`; how many it read. Fails once `deadline` passed.
+pub fn read_range(
+    consumer: &BaseConsumer<Quiet>,
+    topic: &str,
+    (p, start, end): (i32, i64, i64),
+    deadline: Instant,
+    mut each: impl FnMut(&BorrowedMessage<'_>),
+) -> Result<u64> {
+    let mut assignment = TopicPartitionList::new();
+    assignment.add_partition_offset(topic, p, Offset::Offset(start))?;
+    consumer.assign(&assignment)?;
+    let mut read = 0u64;
+    loop {
+        if Instant::now() > deadline {
+            bail!("reading back topic {topic} took too long ({read} records read)");
+        }
+        match consumer.poll(Duration::from_millis(200)) {
+            Some(Ok(message)) if message.offset() < end => {
+                read += 1;
+                each(&message);
+            }
+            Some(Ok(_)) | Some(Err(KafkaError::PartitionEOF(_))) => return Ok(read),
+            Some(Err(e)) => return Err(e).context("reading back the table's topic"),
+            None => {
+                // Aborted records and markers are skipped without a message: done once past `end`.
+                let position = consumer.position()?.find_partition(topic, p).and_then(|e| e.offset().to_raw());
+                if position.is_some_and(|at| at >= end) {
+                    return Ok(read);
+                }
+            }
+        }
+    }
+}
+
+/// The value of header `name` of `message`, when it has one.
+pub fn header<'m>(message: &'m BorrowedMessage<'_>, name: &str) -> Option<&'m [u8]> {
+    message.headers()?.iter().find(|h| h.key == name).and_then(|h| h.value)
+}
+
+/// Whether `message` is a record of `table` on `instance` (its `snow.table`/`snow.instance`).
+pub fn of_table(message: &BorrowedMessage<'_>, table: &str, instance: &str) -> bool {
+    header(message, "snow.table") == Some(table.as_bytes()) && header(message, "snow.instance") == Some(instance.as_bytes())
 }
