@@ -128,7 +128,16 @@ impl<T: Transport, C: Clock> SourceTask<T, C> {
         let sizes = WindowSizes::new(table.batch_size, table.hidden_window_max_rows, u64::from(table.hidden_scan_max_rows));
         let fields = (table.timestamp_field.clone(), table.sys_id_field.clone());
         let cursor_phase = Phase::Cursor { carried: Vec::new(), until: Timestamp::EPOCH };
-        let ((high, seen), backfill) = match stored.map(|s| Position::parse(&s.position)) {
+        let parsed = stored.map(|s| Position::parse(&s.position));
+        let snapshot_finished = match (table.mode, parsed.as_ref()) {
+            (TableMode::Cursor, _) => None,
+            (TableMode::Snapshot, None) => Some(None),
+            (TableMode::Snapshot, Some(Ok(Position::Snapshot(finished)))) => Some(*finished),
+            (TableMode::Snapshot, Some(Ok(_))) => return Err(unreadable("the stored position is not a snapshot's".into())),
+            // Unreadable: refused below, naming what is wrong with it.
+            (TableMode::Snapshot, Some(Err(_))) => None,
+        };
+        let ((high, seen), backfill) = match parsed {
             Some(Ok(Position::Cursor(cursor, seen))) => {
                 // Versions a restart's re-read could reach (a parallel backfill's tail, a cutover's
                 // seed, a read-back's finds) stay in the stored position until the re-read has
@@ -168,14 +177,9 @@ impl<T: Transport, C: Clock> SourceTask<T, C> {
         let journal = JournalStream::open(&table, &settings, offsets)?;
         let attachments = AttachmentStream::open(&table, &settings, &config.instance.base_url, offsets)?;
         let records = RecordBuilder::new(&table, &config.instance.authority, config.value_format);
-        let snapshot = match (table.mode, stored.map(|s| Position::parse(&s.position))) {
-            (TableMode::Cursor, _) => None,
-            (TableMode::Snapshot, None) => Some(None),
-            (TableMode::Snapshot, Some(Ok(Position::Snapshot(finished)))) => Some(finished),
-            (TableMode::Snapshot, Some(_)) => return Err(unreadable("the stored position is not a snapshot's".into())),
-        }
-        .map(|finished| SnapshotStream::open(&table, &partition_key, &records, finished, offsets, config.bad_row_behavior))
-        .transpose()?;
+        let snapshot = snapshot_finished
+            .map(|finished| SnapshotStream::open(&table, &partition_key, &records, finished, offsets, config.bad_row_behavior))
+            .transpose()?;
         if let Some(s) = &snapshot {
             let pages = crate::config::memory::estimate(0, table.batch_size);
             crate::config::memory::check_snapshot_keys(entries, &table.name, s.held(), pages)?;
