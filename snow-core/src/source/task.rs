@@ -143,7 +143,9 @@ impl<T: Transport, C: Clock> SourceTask<T, C> {
                 // seed, a read-back's finds) stay in the stored position until the re-read has
                 // passed them, whichever run wrote them.
                 let until = seen.iter().map(|v| v.ts).max().unwrap_or(Timestamp::EPOCH);
-                let phase = Phase::Cursor { carried: seen.clone(), until };
+                let mut carried = seen.clone();
+                carried.sort_by_key(|v| v.ts);
+                let phase = Phase::Cursor { carried, until };
                 ((cursor, seen), phase)
             }
             Some(Ok(Position::Backfill(position))) => {
@@ -506,9 +508,14 @@ impl<T: Transport, C: Clock> SourceTask<T, C> {
             // A restart's re-read could still reach versions emitted before (by an earlier run, a
             // backfill's slices or another connector): they go with the position.
             Phase::Cursor { carried, until } if !carried.is_empty() && self.high.ts.plus_seconds(-self.overlap) <= *until => {
+                // At most the newest MAX_SEEN, as every position carries: a read-back of a busy
+                // overlap (exactly once) found more than an offset record may hold, and such a
+                // table's next open reads them back again anyway.
                 let from = self.high.ts.plus_seconds(-self.overlap);
-                let reachable: Vec<_> = carried.iter().filter(|v| v.ts >= from).cloned().collect();
-                self.high.to_position_with(&reachable)
+                let reachable: Vec<_> = carried.iter().filter(|v| v.ts >= from).collect();
+                let newest: Vec<_> =
+                    reachable[reachable.len().saturating_sub(super::follower::MAX_SEEN)..].iter().map(|v| (*v).clone()).collect();
+                self.high.to_position_with(&newest)
             }
             _ => self.high.to_position(),
         };

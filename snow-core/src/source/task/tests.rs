@@ -355,3 +355,24 @@ fn a_wake_lets_the_next_sweep_read_up_to_the_notified_stamp_never_past_the_serve
     let err = task.wake("yesterday").unwrap_err().to_string();
     assert!(err.contains("table incident: a wake-up's sys_updated_on"), "{err}");
 }
+
+#[test]
+fn a_position_carries_at_most_the_newest_max_seen_versions_it_was_opened_with() {
+    // A read-back of a busy overlap handed over more versions than an offset record may hold.
+    let seen: Vec<crate::cursor::SeenVersion> = (0..6_000)
+        .map(|i| crate::cursor::SeenVersion { ts: Timestamp(T0 + 10 + i % 50), id: format!("r{i:05}"), mod_count: "1".into() })
+        .collect();
+    let stored = Cursor { ts: Timestamp(T0 + 60), id: "z".into() }.to_position_with(&seen);
+    let key = Partition::of("acme.service-now.com", &SourceConfig::parse(&entries(&[])).unwrap().tables[0]).key();
+    let offsets = [SourceOffset { partition: key, position: stored }];
+    let mut s = script(vec![page(&[]), page(&[row("n", 61, 0)])]);
+    let config = entries(&[("snow.overlap.seconds", "60")]);
+    let mut task = SourceTask::open(&config, &offsets, &mut s, ManualClock::default()).unwrap();
+    task.poll().unwrap();
+    let batch = task.poll().unwrap();
+    let (_, carried) = Cursor::from_position_with_seen(&batch.offset.unwrap().position).unwrap();
+    assert_eq!(carried.len(), crate::source::follower::MAX_SEEN, "capped");
+    let oldest = carried.iter().map(|v| v.ts).min().unwrap();
+    let dropped = seen.iter().filter(|v| v.ts < oldest).count();
+    assert!(dropped >= 1_000 - 120, "the oldest went first ({dropped} older than the oldest kept)");
+}
