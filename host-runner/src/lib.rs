@@ -19,6 +19,7 @@ pub mod component;
 pub mod config;
 pub mod connector;
 pub mod convert;
+pub mod executor;
 pub mod files;
 pub mod herder;
 pub mod kafka;

@@ -38,6 +38,7 @@ const USAGE: &str = "usage:
      prints the duplicate bound; KAFKA defaults to the connector's own cluster)
   snow-connect migrate verify <our connector file> --from 'YYYY-MM-DD HH:MM:SS' [--until TS] [KAFKA] [--json]
     (the instance's current rows in the window against the topic: missing versions (exit 1) and duplicates by who wrote them)
+  snow-connect task-executor --plugin-dir DIR          (the Kafka Connect plugin's child process: framed requests on stdin, docs/kafka-connect.md)
   snow-connect version
 
 Connector files are Java properties or JSON (Kafka Connect style); see docs/configuration.md.
@@ -78,6 +79,7 @@ fn dispatch(args: &[String]) -> Result<()> {
         Some("inspect") => inspect(&args[1..]),
         Some("artefact") => artefact(&args[1..]),
         Some("offsets") => offsets(&args[1..]),
+        Some("task-executor") => task_executor(&args[1..]),
         Some("version") => {
             println!("snow-connect {}", env!("CARGO_PKG_VERSION"));
             Ok(())
@@ -88,6 +90,17 @@ fn dispatch(args: &[String]) -> Result<()> {
         }
         Some(other) => bail!("unknown command {other:?}\n{USAGE}"),
     }
+}
+
+/// `snow-connect task-executor --plugin-dir DIR`: serves the Kafka Connect plugin on stdin/stdout
+/// until it says stop or closes stdin ([`host_runner::executor`]).
+fn task_executor(args: &[String]) -> Result<()> {
+    let parsed = Args::parse("task-executor", args, &["plugin-dir"])?;
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let served = rt.block_on(host_runner::executor::serve(parsed.option("plugin-dir")));
+    // Units still in a call are not waited for: Connect has what was handed over.
+    rt.shutdown_timeout(std::time::Duration::from_secs(1));
+    served
 }
 
 /// `snow-connect migrate …` (the binary's side: arguments and what is printed).

@@ -12,6 +12,8 @@ mod snapshot_seed;
 mod topic_read;
 mod unit;
 
+pub(crate) use unit::budget_notice;
+
 use std::sync::Arc;
 
 use anyhow::{Result, anyhow, bail};
@@ -26,6 +28,12 @@ use crate::shutdown::Shutdown;
 
 /// Asks the guest to validate the configuration and plan its units.
 pub async fn plan(ctx: &SharedContext, pre: &SourcePre<HostState>) -> Result<Vec<WorkUnit>> {
+    Ok(plan_tasks(ctx, pre, ctx.spec.tasks_max).await?.into_iter().flatten().collect())
+}
+
+/// Asks the guest to validate the configuration and plan its units over at most `max_tasks`
+/// tasks, as it groups them.
+pub async fn plan_tasks(ctx: &SharedContext, pre: &SourcePre<HostState>, max_tasks: u32) -> Result<Vec<Vec<WorkUnit>>> {
     let mut store = ctx.new_store("plan");
     let instance = pre.instantiate_async(&mut store).await.map_err(|e| anyhow!("instantiating the source component: {e:#}"))?;
     let api = instance.snow_connector_source_api();
@@ -36,7 +44,7 @@ pub async fn plan(ctx: &SharedContext, pre: &SourcePre<HostState>) -> Result<Vec
     }
     store.data_mut().begin_call();
     let tasks = api
-        .call_plan(&mut store, &config, ctx.spec.tasks_max)
+        .call_plan(&mut store, &config, max_tasks)
         .await
         .map_err(|e| anyhow!("the component trapped in plan: {e:#}"))?
         .map_err(|e| anyhow!("connector {}: {}", ctx.name(), describe(&e).1))?;
@@ -46,7 +54,7 @@ pub async fn plan(ctx: &SharedContext, pre: &SourcePre<HostState>) -> Result<Vec
         tasks.iter().map(|t| t.units.len()).sum::<usize>(),
         tasks.len()
     );
-    Ok(tasks.into_iter().flat_map(|t| t.units).collect())
+    Ok(tasks.into_iter().map(|t| t.units).collect())
 }
 
 /// Runs every unit until shutdown; a unit that fails for good is parked and the others go on.

@@ -811,7 +811,7 @@ impl UnitRunner {
 
 /// What the status says when the instance's request budget (ADR 0034) slowed the poll that took
 /// `poll_time`: how long its requests waited, or the pause a header-less 429 set.
-fn budget_notice(state: &crate::component::state::HostState, poll_time: std::time::Duration) -> Option<String> {
+pub(crate) fn budget_notice(state: &crate::component::state::HostState, poll_time: std::time::Duration) -> Option<String> {
     if let Some(pause) = state.instance_paused_for() {
         return Some(format!(
             "the instance answered 429 without Retry-After or X-RateLimit-Reset: every request to it waits {:.0} s more (the pause doubles \

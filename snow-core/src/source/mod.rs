@@ -56,3 +56,26 @@ pub fn plan(entries: &Entries, max_tasks: u32) -> Result<Vec<Vec<PlannedUnit>>, 
         })
         .collect())
 }
+
+/// Every partition key a task opened with `entries` (one table) may read a stored position
+/// under: the table's own stream and its followers' (deletes, journal, attachments). A host that
+/// cannot list a connector's stored offsets (Kafka Connect's `OffsetStorageReader` answers only
+/// for partitions it is asked about) asks for these before it opens the task.
+pub fn stored_partitions(entries: &Entries) -> Result<Vec<String>, SnowError> {
+    let config = SourceConfig::parse(entries)?;
+    let instance = &config.instance.authority;
+    let mut keys = Vec::new();
+    for table in &config.tables {
+        keys.push(Partition::of(instance, table).key());
+        if table.deletes.is_some() {
+            keys.push(Partition::deletes_of(instance, &table.name).key());
+        }
+        if !table.journal.is_empty() {
+            keys.push(Partition::journal_of(instance, &table.name, &table.journal).key());
+        }
+        if table.attachments {
+            keys.push(Partition::attachments_of(instance, &table.name).key());
+        }
+    }
+    Ok(keys)
+}

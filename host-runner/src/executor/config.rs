@@ -1,0 +1,146 @@
+//! What a connector runs with inside Kafka Connect: the operator's settings of the plugin (its
+//! installation's `snow-connect.properties`: the signing policy, the component files connectors
+//! may name, the compile cache) and a connector configuration as Connect hands it over, narrowed
+//! to what the executor owns.
+//!
+//! A Connect connector configuration is a caller's ([`crate::config::caller`]): it cannot set the
+//! signing policy or name a file outside the plugin's allowed component paths. Connect owns the
+//! Kafka side — converters, transforms, `errors.*`, topic creation, exactly-once, client
+//! overrides — so those keys are left to it and never reach the executor's spec.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+
+use crate::config::ConnectorSpec;
+use crate::config::caller::CallerRules;
+use crate::config::providers::ProviderPolicy;
+
+/// The operator's file in the plugin directory.
+pub const OPERATOR_FILE: &str = "snow-connect.properties";
+
+/// Keys the operator's file may hold.
+const OPERATOR_KEYS: [&str; 5] = [
+    "component.trusted.keys",
+    "component.trusted.root",
+    "component.allow.unsigned",
+    "component.paths",
+    "component.cache",
+];
+
+/// The Kafka cluster the executor's spec names: none is ever connected to (Connect does Kafka I/O).
+const NO_KAFKA: &str = "connect.invalid:9092";
+
+/// Whether `key` is Kafka Connect's to apply (the executor never sees it).
+pub fn is_connect_key(key: &str) -> bool {
+    const PREFIXES: [&str; 12] = [
+        "key.converter",
+        "value.converter",
+        "header.converter",
+        "transforms",
+        "predicates",
+        "errors.",
+        "topic.creation.",
+        "transaction.boundary",
+        "producer.override.",
+        "consumer.override.",
+        "admin.override.",
+        "offsets.storage.topic",
+    ];
+    PREFIXES.iter().any(|p| key.starts_with(p)) || matches!(key, "exactly.once.support" | "config.action.reload")
+}
+
+/// The plugin installation's settings.
+#[derive(Debug, Clone)]
+pub struct Plugin {
+    /// The plugin directory (`components/`, `bin/`, the operator's file).
+    pub dir: PathBuf,
+    /// The operator's connector keys (the signing policy), added to every connector's.
+    defaults: BTreeMap<String, String>,
+    /// Component files (or directories of them) a connector may name.
+    component_paths: Vec<PathBuf>,
+    /// Where compiled components are kept (`None`: not kept).
+    pub cache: Option<PathBuf>,
+}
+
+impl Plugin {
+    /// Reads `dir`'s operator file (absent: the defaults). Unknown keys are refused by name.
+    pub fn load(dir: &Path) -> Result<Self> {
+        let file = dir.join(OPERATOR_FILE);
+        let entries = if file.is_file() { crate::config::read_operator_properties(&file)? } else { BTreeMap::new() };
+        if let Some(unknown) = entries.keys().find(|k| !OPERATOR_KEYS.contains(&k.as_str())) {
+            anyhow::bail!("{}: {unknown}: unknown key (known: {})", file.display(), OPERATOR_KEYS.join(", "));
+        }
+        let get = |k: &str| entries.get(k).map(|v| v.trim().to_string()).filter(|v| !v.is_empty());
+        let relative = |p: &str| if Path::new(p).is_absolute() { PathBuf::from(p) } else { dir.join(p) };
+        let component_paths = get("component.paths")
+            .map(|list| list.split(',').map(str::trim).filter(|p| !p.is_empty()).map(relative).collect())
+            .unwrap_or_else(|| vec![dir.join("components")]);
+        let mut defaults = BTreeMap::new();
+        for key in crate::config::TRUST_KEYS.iter().filter(|k| **k != "component.bundle.path") {
+            if let Some(value) = get(key) {
+                let value = match *key {
+                    "component.trusted.keys" => value.split(',').map(|p| relative(p.trim()).display().to_string()).collect::<Vec<_>>().join(","),
+                    "component.trusted.root" => relative(&value).display().to_string(),
+                    _ => value,
+                };
+                defaults.insert(key.to_string(), value);
+            }
+        }
+        defaults.insert("kafka.bootstrap.servers".into(), NO_KAFKA.into());
+        let cache = match get("component.cache").as_deref() {
+            Some("off") => None,
+            Some(path) => Some(relative(path)),
+            None => crate::component::cache::CompileCache::default_dir(),
+        };
+        Ok(Self { dir: dir.to_path_buf(), defaults, component_paths, cache })
+    }
+
+    /// The component a connector of `kind` (`source`, `sink`) runs when it names none.
+    fn default_component(&self, kind: &str) -> PathBuf {
+        self.dir.join("components").join(format!("guest_{kind}.wasm"))
+    }
+
+    /// The spec a Connect connector configuration `config` of `kind` runs with: Connect's keys
+    /// left out, the default component filled in, then the caller's rules applied. Errors name
+    /// the key (and never a value a reference resolved to).
+    pub fn spec(&self, kind: &str, config: &BTreeMap<String, String>) -> Result<ConnectorSpec, Vec<String>> {
+        let mut properties: BTreeMap<String, String> =
+            config.iter().filter(|(k, _)| !is_connect_key(k)).map(|(k, v)| (k.clone(), v.clone())).collect();
+        if !properties.contains_key("component.path") {
+            properties.insert("component.path".into(), self.default_component(kind).display().to_string());
+        }
+        let rules = CallerRules {
+            providers: ProviderPolicy::caller(Vec::new(), Vec::new(), Vec::new()),
+            component_paths: self.component_paths.clone(),
+            defaults: self.defaults.clone(),
+            converters: BTreeMap::new(),
+        };
+        let applied = rules.apply(&properties)?;
+        ConnectorSpec::from_entries(applied.entries.clone()).map_err(|e| {
+            format!("{e:#}").lines().map(|l| applied.scrub(l.trim())).filter(|l| !l.is_empty() && !l.ends_with("invalid configuration:")).collect()
+        })
+    }
+}
+
+/// `errors` (each `key: message`) as the plugin's JSON: `[{"key", "message"}]`.
+pub fn keyed(errors: &[String]) -> serde_json::Value {
+    serde_json::Value::Array(
+        errors
+            .iter()
+            .map(|e| {
+                let (key, message) = e.split_once(": ").unwrap_or(("", e.as_str()));
+                let key = if key.contains(' ') { "" } else { key };
+                let message = if key.is_empty() { e.as_str() } else { message };
+                serde_json::json!({"key": key, "message": message})
+            })
+            .collect(),
+    )
+}
+
+/// Reads the plugin directory given on the command line.
+pub fn plugin_dir(arg: Option<&str>) -> Result<PathBuf> {
+    let dir = arg.context("task-executor needs --plugin-dir DIR (the plugin's directory)")?;
+    PathBuf::from(dir).canonicalize().with_context(|| format!("--plugin-dir {dir}"))
+}

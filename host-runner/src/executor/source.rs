@@ -1,0 +1,267 @@
+//! A Connect source task's tables inside the executor: each unit runs in its own guest instance
+//! (as [`crate::source`]'s units do), polled in a loop, and hands its batches — encoded for the
+//! plugin — to the task's queue; the plugin takes them one `NEXT` at a time. Connect stores the
+//! offsets: a unit reopened after a trap resumes from the last position it handed over (what
+//! Connect holds or will hold), and a restarted task from what Connect stored.
+//!
+//! Each record's value travels as Kafka Connect's JSON envelope (`{"schema": …, "payload": …}`,
+//! what `JsonConverter` reads with `schemas.enable=true`): typed by the table's schema when the
+//! component sends one (`snow.value.schema=dictionary`), schemaless otherwise. The plugin turns
+//! it into Connect data with Connect's own `JsonConverter`, so the user's converters see exactly
+//! what our host's typed records hold.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::mpsc;
+use wasmtime::Store;
+use wasmtime::component::ResourceAny;
+
+use super::frame::Writer;
+use crate::backoff::Backoff;
+use crate::component::HostState;
+use crate::component::bindings::source::{Source, SourcePre};
+use crate::component::bindings::types::{ErrorClass, PollBatch, SourceOffset, WorkUnit};
+use crate::component::trap::{TrapBudget, one_line};
+use crate::connector::{SharedContext, describe, to_entries};
+use crate::shutdown::Shutdown;
+use crate::source::produce::{bytes, check, record_headers};
+use snow_data::{Schema, connect_json, snow_text};
+
+/// What a unit hands the task's queue.
+pub enum Handed {
+    /// A batch, encoded for the plugin.
+    Batch(Vec<u8>),
+    /// The unit stopped for good, with why (the task fails with it).
+    Parked(String),
+}
+
+/// Runs `unit` until `shutdown` or it parks, handing its batches to `queue`.
+pub async fn run_unit(
+    ctx: SharedContext,
+    pre: SourcePre<HostState>,
+    unit: WorkUnit,
+    mut offsets: Vec<SourceOffset>,
+    queue: mpsc::Sender<Handed>,
+    mut shutdown: Shutdown,
+) {
+    let topics = crate::source::allowed_topics(&ctx);
+    let mut backoff = Backoff::new(Duration::from_millis(500), Duration::from_secs(30));
+    let mut traps = TrapBudget::new(ctx.spec.trap_budget);
+    let mut typed: Option<Schema> = None;
+    let park = |why: String| {
+        tracing::error!(connector = %ctx.name(), unit = %unit.name, "unit parked: {why}");
+        Handed::Parked(format!("table {}: {why}", unit.name))
+    };
+    'open: while !shutdown.is_stopping() {
+        let (mut store, instance, task) = match open(&ctx, &pre, &unit, &offsets).await {
+            Ok(opened) => opened,
+            Err((ErrorClass::Transient, why)) => {
+                tracing::warn!(connector = %ctx.name(), unit = %unit.name, "opening failed, retrying: {why}");
+                if !shutdown.sleep(backoff.next_delay()).await {
+                    return;
+                }
+                continue;
+            }
+            Err((_, why)) => {
+                if let Some(why) = traps.trapped(&why).or_else(|| (!why.starts_with("the component trapped")).then_some(why)) {
+                    let _ = queue.send(park(why)).await;
+                    return;
+                }
+                if !shutdown.sleep(backoff.next_delay()).await {
+                    return;
+                }
+                continue;
+            }
+        };
+        let api = instance.snow_connector_source_api();
+        while !shutdown.is_stopping() {
+            store.data_mut().begin_call();
+            let polled = std::time::Instant::now();
+            let batch = match api.source_task().call_poll(&mut store, task).await {
+                Ok(Ok(batch)) => batch,
+                Ok(Err(error)) => {
+                    let (class, message) = describe(&error);
+                    if class != ErrorClass::Transient {
+                        let _ = queue.send(park(message)).await;
+                        return;
+                    }
+                    tracing::warn!(connector = %ctx.name(), unit = %unit.name, "poll failed, retrying: {message}");
+                    if !shutdown.sleep(backoff.next_delay()).await {
+                        return;
+                    }
+                    continue;
+                }
+                Err(trap) => {
+                    let message = format!("the component trapped in poll: {}", one_line(&trap));
+                    tracing::error!(connector = %ctx.name(), unit = %unit.name, "{message}; reopening at the last position handed over");
+                    if let Some(why) = traps.trapped(&message) {
+                        let _ = queue.send(park(why)).await;
+                        return;
+                    }
+                    if !shutdown.sleep(backoff.next_delay()).await {
+                        return;
+                    }
+                    continue 'open;
+                }
+            };
+            traps.succeeded();
+            backoff.reset();
+            let budget = crate::source::budget_notice(store.data(), polled.elapsed());
+            let encoded = match encode(&ctx, &unit, &topics, &batch, &mut typed, budget.as_deref()) {
+                Ok(encoded) => encoded,
+                Err(why) => {
+                    let _ = queue.send(park(why)).await;
+                    return;
+                }
+            };
+            if let Some(encoded) = encoded {
+                if queue.send(Handed::Batch(encoded)).await.is_err() {
+                    return;
+                }
+                if let Some(offset) = batch.offset {
+                    offsets.retain(|o| o.partition != offset.partition);
+                    offsets.push(offset);
+                }
+            }
+            if batch.next_poll_ms > 0 && !shutdown.sleep(Duration::from_millis(u64::from(batch.next_poll_ms))).await {
+                return;
+            }
+        }
+    }
+}
+
+/// A fresh instance of the unit's component, its task open at `offsets`.
+async fn open(
+    ctx: &SharedContext,
+    pre: &SourcePre<HostState>,
+    unit: &WorkUnit,
+    offsets: &[SourceOffset],
+) -> Result<(Store<HostState>, Source, ResourceAny), (ErrorClass, String)> {
+    let mut store = ctx.new_store(&unit.name);
+    let instance = pre.instantiate_async(&mut store).await.map_err(|e| (ErrorClass::Fatal, format!("instantiating: {e:#}")))?;
+    let config = to_entries(unit.config.iter().map(|e| (&e.key, &e.value)));
+    store.data_mut().begin_call();
+    let task = instance
+        .snow_connector_source_api()
+        .source_task()
+        .call_open(&mut store, &config, offsets)
+        .await
+        .map_err(|trap| (ErrorClass::Fatal, format!("the component trapped in open: {}", one_line(&trap))))?
+        .map_err(|e| describe(&e))?;
+    Ok((store, instance, task))
+}
+
+/// The batch as the plugin reads it (`None`: nothing to hand over — no record, no new position,
+/// no notice). Refuses a broken batch and a topic the configuration does not name.
+///
+/// Layout: unit, partition, position (nullable), topic, notice (nullable), the batch's headers
+/// (count, then name and nullable value each), the records (count, then per record: key and
+/// value nullable, timestamp or `i64::MIN`, its own headers as the batch's).
+fn encode(
+    ctx: &SharedContext,
+    unit: &WorkUnit,
+    topics: &Arc<BTreeSet<String>>,
+    batch: &PollBatch,
+    typed: &mut Option<Schema>,
+    budget: Option<&str>,
+) -> Result<Option<Vec<u8>>, String> {
+    check(batch).map_err(|broken| format!("the component returned a broken batch: {broken}"))?;
+    if !batch.records.is_empty() && !topics.contains(&batch.topic) {
+        return Err(format!(
+            "the component asked to produce {} records to topic {:?}, which the connector's configuration does not name; nothing of the \
+             batch was handed to Connect",
+            batch.records.len(),
+            batch.topic
+        ));
+    }
+    let notice: Vec<&str> = [batch.notice.as_deref(), budget].into_iter().flatten().collect();
+    if batch.records.is_empty() && notice.is_empty() {
+        // A position with no record cannot be stored by Connect (no record carries it): it goes
+        // with the next batch's records, and a restart before them re-reads an empty range.
+        return Ok(None);
+    }
+    if let Some(text) = &batch.value_schema {
+        *typed = connect_json::schema_from_text(text).map_err(|e| format!("the component sent a value schema Connect cannot read: {e}"))?;
+    }
+    let skip = ctx.spec.guest_config.get("snow.bad.row.behavior").is_some_and(|b| b.trim() == "skip");
+    let mut w = Writer::default();
+    w.str(&unit.name);
+    w.str(batch.offset.as_ref().map_or("", |o| o.partition.as_str()));
+    w.opt(batch.offset.as_ref().map(|o| o.position.as_bytes()));
+    w.str(&batch.topic);
+    let notice = notice.join("; ");
+    w.opt((!notice.is_empty()).then_some(notice.as_bytes()));
+    w.u16(batch.headers.len() as u16);
+    for h in &batch.headers {
+        w.str(&h.key);
+        w.opt(Some(&h.value));
+    }
+    let mut kept = Vec::with_capacity(batch.records.len());
+    for r in &batch.records {
+        let (key, value) = (r.key.and_then(|k| bytes(batch, k)), r.value.and_then(|v| bytes(batch, v)));
+        match envelope(value, typed.as_ref()) {
+            Ok(envelope) => kept.push((r, key, envelope)),
+            Err(why) => {
+                let id = key.map(String::from_utf8_lossy).unwrap_or_default();
+                if !skip {
+                    return Err(format!("row {id} does not fit its schema: {why} (snow.bad.row.behavior=skip would skip it)"));
+                }
+                tracing::warn!(connector = %ctx.name(), unit = %unit.name, "skipped row {id}: {why}");
+            }
+        }
+    }
+    w.u32(kept.len() as u32);
+    for (r, key, envelope) in kept {
+        w.opt(key);
+        w.opt(envelope.as_deref());
+        w.i64(r.timestamp_ms.unwrap_or(i64::MIN));
+        let headers = record_headers(batch, r);
+        w.u16(headers.len() as u16);
+        for (name, value) in headers {
+            w.str(&name);
+            w.opt(value);
+        }
+    }
+    Ok(Some(w.bytes))
+}
+
+/// A row as Connect's JSON envelope: typed by `schema`, or schemaless; a tombstone stays null.
+fn envelope(value: Option<&[u8]>, schema: Option<&Schema>) -> Result<Option<Vec<u8>>, String> {
+    let Some(row) = value else { return Ok(None) };
+    match schema {
+        None => {
+            let mut out = Vec::with_capacity(row.len() + 32);
+            out.extend_from_slice(br#"{"schema":null,"payload":"#);
+            out.extend_from_slice(row);
+            out.push(b'}');
+            Ok(Some(out))
+        }
+        Some(schema) => {
+            let (typed, _dropped) = snow_text::row(row, schema).map_err(|e| e.to_string())?;
+            connect_json::encode(Some(schema), &typed, true).map_err(|e| e.to_string())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_row_travels_as_connects_json_envelope_typed_or_schemaless() {
+        let row = br#"{"sys_id":"a1","n":"7"}"#;
+        let plain = envelope(Some(row), None).unwrap().unwrap();
+        assert_eq!(plain, br#"{"schema":null,"payload":{"sys_id":"a1","n":"7"}}"#.to_vec());
+        let schema = connect_json::schema_from_text(
+            r#"{"type":"struct","optional":false,"fields":[{"field":"sys_id","type":"string","optional":false},{"field":"n","type":"int64","optional":true}]}"#,
+        )
+        .unwrap()
+        .unwrap();
+        let typed: serde_json::Value = serde_json::from_slice(&envelope(Some(row), Some(&schema)).unwrap().unwrap()).unwrap();
+        assert_eq!(typed["payload"], serde_json::json!({"sys_id": "a1", "n": 7}));
+        assert_eq!(typed["schema"]["fields"][1]["type"], "int64");
+        assert_eq!(envelope(None, Some(&schema)).unwrap(), None, "a tombstone stays null");
+    }
+}
