@@ -21,13 +21,8 @@ use crate::config::providers::ProviderPolicy;
 pub const OPERATOR_FILE: &str = "snow-connect.properties";
 
 /// Keys the operator's file may hold.
-const OPERATOR_KEYS: [&str; 5] = [
-    "component.trusted.keys",
-    "component.trusted.root",
-    "component.allow.unsigned",
-    "component.paths",
-    "component.cache",
-];
+const OPERATOR_KEYS: [&str; 5] =
+    ["component.trusted.keys", "component.trusted.root", "component.allow.unsigned", "component.paths", "component.cache"];
 
 /// The Kafka cluster the executor's spec names: none is ever connected to (Connect does Kafka I/O).
 const NO_KAFKA: &str = "connect.invalid:9092";
@@ -48,7 +43,7 @@ pub fn is_connect_key(key: &str) -> bool {
         "admin.override.",
         "offsets.storage.topic",
     ];
-    PREFIXES.iter().any(|p| key.starts_with(p)) || matches!(key, "exactly.once.support" | "config.action.reload")
+    PREFIXES.iter().any(|p| key.starts_with(p)) || matches!(key, "exactly.once.support" | "config.action.reload" | "task.class")
 }
 
 /// The plugin installation's settings.
@@ -81,7 +76,9 @@ impl Plugin {
         for key in crate::config::TRUST_KEYS.iter().filter(|k| **k != "component.bundle.path") {
             if let Some(value) = get(key) {
                 let value = match *key {
-                    "component.trusted.keys" => value.split(',').map(|p| relative(p.trim()).display().to_string()).collect::<Vec<_>>().join(","),
+                    "component.trusted.keys" => {
+                        value.split(',').map(|p| relative(p.trim()).display().to_string()).collect::<Vec<_>>().join(",")
+                    }
                     "component.trusted.root" => relative(&value).display().to_string(),
                     _ => value,
                 };
@@ -119,7 +116,11 @@ impl Plugin {
         };
         let applied = rules.apply(&properties)?;
         ConnectorSpec::from_entries(applied.entries.clone()).map_err(|e| {
-            format!("{e:#}").lines().map(|l| applied.scrub(l.trim())).filter(|l| !l.is_empty() && !l.ends_with("invalid configuration:")).collect()
+            format!("{e:#}")
+                .lines()
+                .map(|l| applied.scrub(l.trim()))
+                .filter(|l| !l.is_empty() && !l.ends_with("invalid configuration:"))
+                .collect()
         })
     }
 }

@@ -97,7 +97,10 @@ public class ServiceNowSourceConnector extends SourceConnector {
     static byte[] planRequest(String kind, Map<String, String> config, int maxTasks) {
         Map<String, Object> request = new LinkedHashMap<>();
         request.put("kind", kind);
-        request.put("config", config);
+        // Connect's validate may come before the connector has a name.
+        Map<String, String> named = new HashMap<>(config);
+        named.putIfAbsent("name", "validate");
+        request.put("config", named);
         request.put("max_tasks", maxTasks);
         return Json.bytes(request);
     }

@@ -35,22 +35,13 @@ public class ServiceNowSourceTask extends SourceTask {
         JsonNode units = Json.parse(props.getOrDefault(ServiceNowSourceConnector.UNITS, "[]").getBytes(java.nio.charset.StandardCharsets.UTF_8));
         Map<String, String> config = new HashMap<>(props);
         config.remove(ServiceNowSourceConnector.UNITS);
-        List<Map<String, Object>> partitions = new ArrayList<>();
-        Map<Map<String, Object>, String> keys = new HashMap<>();
+        List<String> keys = new ArrayList<>();
         for (JsonNode unit : units) {
             for (JsonNode key : unit.path("partitions")) {
-                Map<String, Object> partition = Offsets.partition(key.asText());
-                partitions.add(partition);
-                keys.put(partition, key.asText());
+                keys.add(key.asText());
             }
         }
-        Map<String, String> positions = new LinkedHashMap<>();
-        Map<Map<String, Object>, Map<String, Object>> stored = context.offsetStorageReader().offsets(partitions);
-        stored.forEach((partition, offset) -> {
-            if (offset != null && keys.containsKey(partition)) {
-                positions.put(keys.get(partition), Offsets.position(offset));
-            }
-        });
+        Map<String, String> positions = storedPositions(keys);
         Map<String, Object> open = new LinkedHashMap<>();
         open.put("config", config);
         open.put("units", units);
@@ -64,6 +55,34 @@ public class ServiceNowSourceTask extends SourceTask {
         }
         reader = new BatchReader(new HashMap<>(positions));
         LOG.info("snow-connect task of {} opened: {} tables, {} stored positions", name, units.size(), positions.size());
+    }
+
+    /**
+     * The positions Connect holds for {@code keys}: stored under Connect's own map order, or else
+     * under the order our own worker writes (a connector moved from it keeps its place).
+     */
+    private Map<String, String> storedPositions(List<String> keys) {
+        Map<String, String> positions = new LinkedHashMap<>();
+        var reader = context.offsetStorageReader();
+        for (boolean legacy : new boolean[] {false, true}) {
+            List<Map<String, Object>> asked = new ArrayList<>();
+            for (String key : keys) {
+                if (!positions.containsKey(key)) {
+                    asked.add(legacy ? Offsets.legacyPartition(key) : Offsets.partition(key));
+                }
+            }
+            if (asked.isEmpty()) {
+                break;
+            }
+            Map<Map<String, Object>, Map<String, Object>> stored = reader.offsets(asked);
+            for (String key : keys) {
+                Map<String, Object> offset = stored.get(Offsets.partition(key));
+                if (offset != null && !positions.containsKey(key)) {
+                    positions.put(key, Offsets.position(offset));
+                }
+            }
+        }
+        return positions;
     }
 
     @Override
