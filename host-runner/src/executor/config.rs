@@ -29,13 +29,15 @@ const NO_KAFKA: &str = "connect.invalid:9092";
 
 /// Whether `key` is Kafka Connect's to apply (the executor never sees it).
 pub fn is_connect_key(key: &str) -> bool {
-    const PREFIXES: [&str; 12] = [
+    const PREFIXES: [&str; 14] = [
         "key.converter",
         "value.converter",
         "header.converter",
         "transforms",
         "predicates",
-        "errors.",
+        "errors.deadletterqueue.",
+        "errors.retry.",
+        "errors.log.",
         "topic.creation.",
         "transaction.boundary",
         "producer.override.",

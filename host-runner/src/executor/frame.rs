@@ -16,6 +16,10 @@ pub mod request {
     pub const OPEN_SOURCE: u8 = b'O';
     /// The next source batch, waiting a little for one (empty body).
     pub const NEXT: u8 = b'N';
+    /// Open a sink task (JSON).
+    pub const OPEN_SINK: u8 = b'K';
+    /// Write a sink batch (binary: `executor::sink`).
+    pub const PUT: u8 = b'W';
     /// Stop: answer, then end (empty body).
     pub const STOP: u8 = b'S';
 }
@@ -28,6 +32,8 @@ pub mod answer {
     pub const BATCH: u8 = b'B';
     /// No batch was ready in time (empty body).
     pub const EMPTY: u8 = b'E';
+    /// A sink batch's outcomes (binary: a count, then a status byte and a message per record).
+    pub const OUTCOMES: u8 = b'R';
     /// The request failed for good: JSON `{"message": …, "errors": [{"key", "message"}]}`.
     pub const FAILED: u8 = b'F';
 }

@@ -7,12 +7,13 @@
 //!
 //! One request at a time ([`frame`]): `PLAN` (validate a configuration and plan its tasks),
 //! `OPEN_SOURCE` (start a task's tables at the offsets Connect read), `NEXT` (the next batch, or
-//! none within [`NEXT_WAIT`]), `STOP`. The executor ends when its input ends, so a plugin that
+//! none within [`NEXT_WAIT`]), `OPEN_SINK`, `PUT` (write records, answer their outcomes), `STOP`. The executor ends when its input ends, so a plugin that
 //! dies leaves no executor behind. Its log goes to stderr (redacted as ever); the plugin forwards
 //! it to Connect's log.
 
 mod config;
 pub mod frame;
+mod sink;
 mod source;
 
 use std::collections::BTreeMap;
@@ -36,7 +37,7 @@ pub const NEXT_WAIT: Duration = Duration::from_millis(500);
 /// Serves the plugin on stdin/stdout until it says `STOP` or closes stdin.
 pub async fn serve(plugin_dir: Option<&str>) -> Result<()> {
     let plugin = config::Plugin::load(&config::plugin_dir(plugin_dir)?)?;
-    let mut executor = Executor { runner: Runner::new(plugin.cache.as_deref())?, plugin, task: None };
+    let mut executor = Executor { runner: Runner::new(plugin.cache.as_deref())?, plugin, task: None, sink: None };
     let mut frames = read_frames();
     let mut out = std::io::stdout().lock();
     while let Some(frame) = frames.recv().await {
@@ -79,6 +80,8 @@ struct Executor {
     plugin: config::Plugin,
     /// The open source task: its units' queue and their shutdown.
     task: Option<OpenTask>,
+    /// The open sink task.
+    sink: Option<sink::SinkRun>,
 }
 
 struct OpenTask {
@@ -108,6 +111,11 @@ impl Executor {
             request::PLAN => self.plan(&frame.body).await.map(|j| (answer::JSON, j.to_string().into_bytes())),
             request::OPEN_SOURCE => self.open_source(&frame.body).await.map(|j| (answer::JSON, j.to_string().into_bytes())),
             request::NEXT => self.next().await,
+            request::OPEN_SINK => self.open_sink(&frame.body).await.map(|j| (answer::JSON, j.to_string().into_bytes())),
+            request::PUT => match self.sink.as_mut() {
+                None => Err(Failure::of("PUT before OPEN_SINK")),
+                Some(sink) => sink.put(&frame.body).await.map(|b| (answer::OUTCOMES, b)).map_err(Failure::of),
+            },
             request::STOP => {
                 self.stop();
                 Ok((answer::JSON, b"{}".to_vec()))
@@ -164,6 +172,16 @@ impl Executor {
         tracing::info!(connector = ctx.name(), "task opened: {} tables, {} stored positions", units.len(), offsets.len());
         self.task = Some(OpenTask { batches, trigger });
         Ok(json!({"units": units.len()}))
+    }
+
+    /// `OPEN_SINK {"config"}`: a sink task, its lanes opened with their partitions' first records.
+    async fn open_sink(&mut self, body: &[u8]) -> Result<Json, Failure> {
+        let request: Json = serde_json::from_slice(body).map_err(|e| Failure::of(format!("an OPEN_SINK that is not JSON: {e}")))?;
+        let (ctx, loaded) = self.prepare(&json!({"kind": "sink", "config": request["config"]})).await?;
+        let Loaded::Sink(pre) = loaded else { return Err(Failure::of("the connector's component is not a sink")) };
+        tracing::info!(connector = ctx.name(), "sink task opened");
+        self.sink = Some(sink::SinkRun::new(ctx, pre));
+        Ok(json!({}))
     }
 
     /// `NEXT`: the next batch of any unit, `EMPTY` when none came within [`NEXT_WAIT`].

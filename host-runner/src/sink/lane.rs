@@ -220,7 +220,7 @@ impl Lane {
             let facts = LaneFacts {
                 takeover_below: self.takeover_below,
                 unknown_through: self.singly_until,
-                put_budget: super::rebalance::QUIESCE_LIMIT / 3,
+                put_budget: super::rebalance_put_budget(),
             };
             match Instance::open(&self.shared.ctx, &self.version.current().pre, &self.topic, self.partition, &facts).await {
                 Ok(instance) => self.instance = Some(instance),

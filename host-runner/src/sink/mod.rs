@@ -4,11 +4,11 @@
 //! ([`report`]); a partition's offset advances only past records with a final outcome whose
 //! reports Kafka acknowledged. Rebalances are followed ([`rebalance`]).
 
-mod instance;
+pub(crate) mod instance;
 mod lane;
 mod rebalance;
 mod report;
-mod verdict;
+pub(crate) mod verdict;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -32,9 +32,16 @@ use crate::connector::{SharedContext, config_errors_text};
 use crate::convert::sink::SinkConverters;
 use crate::shutdown::{Shutdown, ShutdownTrigger};
 use crate::status::UnitState;
-use lane::{Lane, LaneIo, LaneShared, MAX_BATCH};
+pub(crate) use lane::MAX_BATCH;
+use lane::{Lane, LaneIo, LaneShared};
 use rebalance::{Change, SinkContext};
 use report::Reporter;
+
+/// How long one put may go on starting writes: well inside the wait of a revocation, so a
+/// partition is never written by two workers at once.
+pub(crate) fn rebalance_put_budget() -> Duration {
+    rebalance::QUIESCE_LIMIT / 3
+}
 
 /// Asks the guest to validate the configuration.
 pub async fn validate(ctx: &SharedContext, pre: &SinkPre<HostState>) -> Result<()> {

@@ -24,7 +24,8 @@ import org.slf4j.LoggerFactory;
  */
 final class Executor implements AutoCloseable {
     static final byte PLAN = 'P', OPEN_SOURCE = 'O', NEXT = 'N', STOP = 'S';
-    static final byte JSON = 'J', BATCH = 'B', EMPTY = 'E', FAILED = 'F';
+    static final byte OPEN_SINK = 'K', PUT = 'W';
+    static final byte JSON = 'J', BATCH = 'B', EMPTY = 'E', FAILED = 'F', OUTCOMES = 'R';
 
     private static final Logger LOG = LoggerFactory.getLogger(Executor.class);
 

@@ -9,7 +9,6 @@ import java.util.Map;
 import com.fasterxml.jackson.databind.JsonNode;
 import org.apache.kafka.common.config.Config;
 import org.apache.kafka.common.config.ConfigDef;
-import org.apache.kafka.common.config.ConfigValue;
 import org.apache.kafka.connect.connector.Task;
 import org.apache.kafka.connect.errors.ConnectException;
 import org.apache.kafka.connect.source.ExactlyOnceSupport;
@@ -69,23 +68,7 @@ public class ServiceNowSourceConnector extends SourceConnector {
     /** Connect's validation, with the component's own errors attached to their keys. */
     @Override
     public Config validate(Map<String, String> connectorConfigs) {
-        Config config = super.validate(connectorConfigs);
-        Map<String, ConfigValue> byKey = new LinkedHashMap<>();
-        config.configValues().forEach(v -> byKey.put(v.name(), v));
-        try (Executor executor = Executor.start(PluginHome.locate(), "validate")) {
-            Executor.Answer answer = executor.request(Executor.PLAN, planRequest("source", connectorConfigs, 1));
-            if (answer.kind() == Executor.FAILED) {
-                List<String[]> errors = Executor.errors(answer);
-                if (errors.isEmpty()) {
-                    errors = List.<String[]>of(new String[] {"component.path", Executor.message(answer)});
-                }
-                for (String[] e : errors) {
-                    String key = e[0].isEmpty() ? "snow.instance.url" : e[0];
-                    byKey.computeIfAbsent(key, k -> new ConfigValue(k)).addErrorMessage(e[1]);
-                }
-            }
-        }
-        return new Config(new ArrayList<>(byKey.values()));
+        return Validation.withComponent(super.validate(connectorConfigs), "source", connectorConfigs);
     }
 
     @Override
