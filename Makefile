@@ -6,7 +6,7 @@ GUESTS := -p guest-source -p guest-sink -p rogue-guest -p rogue-sink -p http-ada
 # The same command tests/guest-artifacts runs, so both share one build in target/guests.
 WASM_BUILD := $(CARGO) build --target wasm32-wasip2 --profile wasm-release --target-dir target/guests $(GUESTS)
 
-.PHONY: setup demo test bench hosts soak fuzz wasm build kafka-up kafka-down lint fmt clean
+.PHONY: setup demo test bench hosts soak fuzz wasm build kafka-up kafka-down lint fmt clean connect-plugin
 
 ## What every target needs on a fresh machine: the pinned toolchain with its wasm32-wasip2 target,
 ## rustfmt and clippy (installed through rustup); missing system packages are named, not guessed.
@@ -50,8 +50,33 @@ TRANSFORM_JS := target/transforms/transform_label.wasm
 $(TRANSFORM_JS): examples/transform-js/label.js examples/transform-js/build.mjs wit/transform.wit wit/types.wit wit/host.wit $(JCO_HOST)/node_modules/.package-lock.json
 	node examples/transform-js/build.mjs $@ --modules $(JCO_HOST)/node_modules
 
+## The Kafka Connect plugin (connect-plugin/, ADR 0037): its jar, compiled against Apache Kafka Connect
+## 4.1.1's jars, fetched once from Maven Central into target/connect/jars-4.1.1 (also the distributed
+## worker tests/e2e/connect.rs starts). Nothing of Connect's own goes into the plugin.
+CONNECT_JARS := target/connect/jars-4.1.1/.complete
+CONNECT_JAR := target/connect/snow-connect-plugin.jar
+CONNECT_SOURCES := $(wildcard connect-plugin/src/main/java/io/snowconnect/*.java) $(wildcard connect-plugin/src/main/resources/META-INF/services/*)
+$(CONNECT_JARS): connect-plugin/pom-worker.xml
+	@bash tests/setup.sh --tests
+	rm -rf target/connect/jars-4.1.1
+	mvn -q -B -Dstyle.color=never -f connect-plugin/pom-worker.xml dependency:copy-dependencies \
+	  -DoutputDirectory=$(CURDIR)/target/connect/jars-4.1.1 -DincludeScope=runtime
+	touch $@
+$(CONNECT_JAR): $(CONNECT_JARS) $(CONNECT_SOURCES)
+	rm -rf target/connect/classes && mkdir -p target/connect/classes
+	javac --release 17 -Xlint:all -Werror -d target/connect/classes -cp 'target/connect/jars-4.1.1/*' connect-plugin/src/main/java/io/snowconnect/*.java
+	cp -r connect-plugin/src/main/resources/META-INF target/connect/classes/
+	jar --create --file $@ -C target/connect/classes .
+
+## The plugin as Connect's plugin.path takes it: target/connect/snow-connect-servicenow.zip (the jar, the
+## release executor for this platform, the components signed with the DEVELOPMENT key and an operator
+## file trusting it: for trying it out; a release signs with its own key). docs/kafka-connect.md.
+connect-plugin: wasm $(CONNECT_JAR)
+	$(CARGO) build --release -p host-runner
+	bash connect-plugin/package.sh target/release/snow-connect target/connect/snow-connect-servicenow
+
 ## Every test: unit, fake, harness, and end to end with real components and a real broker.
-test: $(JCO_HOST)/node_modules/.package-lock.json $(PYTHON_ENV)/.installed $(TRANSFORM_JS)
+test: $(JCO_HOST)/node_modules/.package-lock.json $(PYTHON_ENV)/.installed $(TRANSFORM_JS) $(CONNECT_JAR)
 	@bash tests/setup.sh --tests
 	$(CARGO) build -p snow-core --target wasm32-wasip2
 	$(CARGO) test

@@ -2,6 +2,7 @@
 //! binary as a child process, connector files, and Kafka helpers that wait for what a topic holds.
 #![allow(dead_code)] // each test binary uses a different subset
 
+pub mod connect;
 pub mod cosign;
 pub mod fleet;
 pub mod idp;

@@ -1,0 +1,185 @@
+//! The same signed components inside Apache Kafka Connect (issue 23, ADR 0037): a real Connect
+//! 4.1.1 distributed worker with our plugin on its plugin.path, connectors created through
+//! Connect's REST API. A source delivers every row, also when the worker is SIGKILLed mid-backfill
+//! and started again (duplicates only where the stated bound allows them); a sink writes a topic
+//! with per-key order and one write per record; a tampered component is refused; the password
+//! stays a reference in Connect's config topic.
+
+mod support;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+use fake_snow::{FakeOptions, FakeSnow, Fault, FaultAction};
+use serde_json::{Value, json};
+
+use support::connect::{ConnectWorker, connect_config, executors, plugin_path};
+use support::kafka::read_until;
+use support::{now_secs, unique, wait_until, work_dir};
+
+const USER: &str = "connect-user";
+const PASSWORD: &str = "Connect-Secret-Pw-31";
+const PASSWORD_VARIABLE: &str = "SNOW_E2E_CONNECT_PASSWORD";
+const SOURCE: &str = "io.snowconnect.ServiceNowSourceConnector";
+const SINK: &str = "io.snowconnect.ServiceNowSinkConnector";
+
+fn fake() -> FakeSnow {
+    FakeSnow::start(FakeOptions { users: vec![(USER.into(), PASSWORD.into())], ..Default::default() }).unwrap()
+}
+
+/// The last position Connect stored for `connector` in its offsets topic: the last of those
+/// written by the time one is there while the worker runs, or the last of all once it stopped
+/// (`settled`).
+fn stored_position(group: &str, connector: &str, settled: bool) -> Option<Value> {
+    let prefix = format!("[\"{connector}\",");
+    let ours = |r: &support::kafka::Read| r.key.starts_with(&prefix) && !r.value.is_empty();
+    let topic = format!("{group}-offsets");
+    let records = read_until(kafka_harness::shared().bootstrap(), &topic, Duration::from_secs(30), |r| settled || r.iter().any(ours));
+    records.iter().filter(|r| ours(r)).last().map(|r| r.json())
+}
+
+#[test]
+fn a_source_connector_in_kafka_connect_delivers_every_row_also_across_a_sigkill_of_the_worker() {
+    let now = now_secs();
+    let fake = fake();
+    let ids = fake.shared().seed("incident", 3000, now - 7200, 6000);
+    // Slow reads down so the kill lands in the middle of the backfill.
+    fake.add_fault(Fault::always(FaultAction::Latency { ms: 300 }).on_method("GET").on_path("/api/now/table/incident"));
+    let dir = work_dir("connect-source");
+    let plugins = plugin_path(&dir);
+    let group = unique("connect-src");
+    let mut worker = ConnectWorker::start(&dir, "connect", &group, &plugins, &[(PASSWORD_VARIABLE, PASSWORD)]);
+    let (name, topic) = (unique("snow-src"), unique("incident"));
+    let entries = support::source_entries(
+        &fake.url(),
+        &name,
+        &topic,
+        &["incident"],
+        &[("snow.auth.username", USER), ("snow.batch.size", "100"), ("tasks.max", "1")],
+    );
+    let mut config = connect_config(&entries, SOURCE);
+    config.insert("snow.auth.password".into(), json!(format!("${{env:{PASSWORD_VARIABLE}}}")));
+    let created = worker.rest("POST", "/connectors", Some(&json!({"name": name, "config": config})));
+    assert_eq!(created.status, 201, "created: {}", created.text);
+    worker.wait_status(&name, "a running task", Duration::from_secs(120), |s| s["tasks"][0]["state"] == "RUNNING");
+
+    // Kill the worker once Connect stored a position and a third of the rows are in Kafka.
+    let bootstrap = kafka_harness::shared().bootstrap();
+    wait_until("a stored position", Duration::from_secs(120), || stored_position(&group, &name, false));
+    read_until(bootstrap, &topic, Duration::from_secs(120), |r| r.len() >= ids.len() / 3);
+    let executor_pids = executors(&plugins);
+    assert_eq!(executor_pids.len(), 1, "one executor for the one task");
+    worker.kill();
+    let stored = stored_position(&group, &name, true).expect("a stored position");
+    let before = read_until(bootstrap, &topic, Duration::from_secs(30), |_| true);
+    assert!(before.len() < ids.len(), "the kill landed mid-backfill ({} of {} records)", before.len(), ids.len());
+    // The executor ends with its plugin (its stdin closed): no orphan keeps reading.
+    wait_until("the executor to end with the killed worker", Duration::from_secs(30), || executors(&plugins).is_empty().then_some(()));
+
+    worker.restart();
+    let records = read_until(bootstrap, &topic, Duration::from_secs(300), |r| {
+        r.iter().map(|x| x.key.as_str()).collect::<BTreeSet<_>>().len() >= ids.len()
+    });
+    let keys: BTreeSet<&str> = records.iter().map(|r| r.key.as_str()).collect();
+    assert_eq!(keys, ids.iter().map(String::as_str).collect::<BTreeSet<_>>(), "no row is lost across the kill");
+    assert!(worker.log().contains("1 stored positions"), "the restarted task opened at Connect's stored offset");
+
+    // Duplicates only where the restart may make them: rows at or after the stored position less
+    // the overlap (30 s) are read again; every other row arrived exactly once, and none more than twice.
+    let stored_ts = stored["ts"].as_str().expect("a cursor position").to_string();
+    let from = snow_core::time::Timestamp::parse(&stored_ts).unwrap().plus_seconds(-30).to_string();
+    let rows: BTreeMap<String, String> = fake
+        .rows("incident")
+        .iter()
+        .map(|r| (r["sys_id"].as_str().unwrap().to_string(), r["sys_updated_on"].as_str().unwrap().to_string()))
+        .collect();
+    let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
+    for r in &records {
+        *counts.entry(r.key.as_str()).or_default() += 1;
+    }
+    for (key, count) in &counts {
+        let ts = &rows[*key];
+        if ts.as_str() < from.as_str() {
+            assert_eq!(*count, 1, "row {key} ({ts}) lies before the restart's re-read ({from}): exactly once");
+        } else {
+            assert!(*count <= 2, "row {key} ({ts}) arrived {count} times");
+        }
+    }
+    let duplicates = records.len() - keys.len();
+    assert!(duplicates > 0, "the restart re-read its overlap (the kill landed where it matters)");
+
+    // Records as Connect's converters made them: the row as JSON, the headers as ours.
+    let value = records[0].json();
+    assert!(value["sys_id"].is_string() && value["sys_updated_on"].is_string(), "a row: {value}");
+    assert_eq!(records[0].headers.get("snow.table").map(String::as_str), Some("incident"));
+
+    // Connect's config topic holds the reference, never the password.
+    let configs = read_until(bootstrap, &format!("{group}-configs"), Duration::from_secs(30), |_| true);
+    assert!(configs.iter().any(|r| String::from_utf8_lossy(&r.value).contains(PASSWORD_VARIABLE)), "the connector's config is stored");
+    assert!(!configs.iter().any(|r| String::from_utf8_lossy(&r.value).contains(PASSWORD)), "no password in Connect's config topic");
+    assert!(!worker.log().contains(PASSWORD), "no password in Connect's log");
+}
+
+#[test]
+fn a_sink_connector_in_kafka_connect_writes_each_record_once_in_per_key_order() {
+    let now = now_secs();
+    let fake = fake();
+    let ids = fake.shared().seed("incident", 40, now - 600, 300);
+    let dir = work_dir("connect-sink");
+    let plugins = plugin_path(&dir);
+    let group = unique("connect-sink");
+    let worker = ConnectWorker::start(&dir, "connect", &group, &plugins, &[(PASSWORD_VARIABLE, PASSWORD)]);
+    let bootstrap = kafka_harness::shared().bootstrap();
+    let (name, topic) = (unique("snow-sink"), unique("updates"));
+    support::kafka::create_topic_blocking(bootstrap, &topic, 3);
+    let records = support::keyed_updates(&ids, 400, 7);
+    support::kafka::produce_blocking(bootstrap, &topic, &records);
+    let entries = support::sink_entries(&fake.url(), &name, &topic, "incident", &[("snow.auth.username", USER), ("tasks.max", "2")]);
+    let mut config = connect_config(&entries, SINK);
+    config.insert("snow.auth.password".into(), json!(format!("${{env:{PASSWORD_VARIABLE}}}")));
+    let created = worker.rest("POST", "/connectors", Some(&json!({"name": name, "config": config})));
+    assert_eq!(created.status, 201, "created: {}", created.text);
+
+    let patches = || fake.journal().entries.iter().filter(|e| e.method == "PATCH" && e.status == 200).count();
+    wait_until("every record written", Duration::from_secs(180), || (patches() >= records.len()).then_some(()));
+    support::kafka::wait_committed(&format!("connect-{name}"), &topic, 3, records.len() as i64, Duration::from_secs(60));
+    assert_eq!(patches(), records.len(), "one write per record: {} records, {} PATCHes", records.len(), patches());
+    support::assert_last_updates(&fake, "incident", &records);
+    let status = worker.rest("GET", &format!("/connectors/{name}/status"), None).body;
+    assert_eq!(status["tasks"].as_array().map(Vec::len), Some(2), "tasks.max spreads the partitions: {status}");
+}
+
+#[test]
+fn a_tampered_component_is_refused_by_the_plugin_as_by_our_host() {
+    let fake = fake();
+    let dir = work_dir("connect-tampered");
+    let plugins = plugin_path(&dir);
+    let group = unique("connect-tampered");
+    let worker = ConnectWorker::start(&dir, "connect", &group, &plugins, &[]);
+    // One byte changed after signing, its bundle beside it, inside the plugin's components.
+    let components = plugins.join("snow-connect-servicenow/components");
+    let mut bytes = std::fs::read(components.join("guest_source.wasm")).unwrap();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 1;
+    let tampered = components.join("tampered.wasm");
+    std::fs::write(&tampered, bytes).unwrap();
+    std::fs::copy(components.join("guest_source.wasm.sigstore.json"), components.join("tampered.wasm.sigstore.json")).unwrap();
+    let name = unique("snow-tampered");
+    let entries = support::source_entries(&fake.url(), &name, "t", &["incident"], &[("snow.auth.username", USER)]);
+    let mut config = connect_config(&entries, SOURCE);
+    config.insert("component.path".into(), json!(tampered.display().to_string()));
+    config.insert("snow.auth.password".into(), json!(PASSWORD));
+
+    let validated = worker.rest("PUT", &format!("/connector-plugins/{SOURCE}/config/validate"), Some(&Value::Object(config.clone())));
+    assert_eq!(validated.status, 200, "{}", validated.text);
+    let errors = support::fleet::validation_errors(&validated.body, "component.path");
+    assert!(errors.iter().any(|e| e.contains("refused") && e.contains("changed after it was signed")), "component.path: {errors:?}");
+    let created = worker.rest("POST", "/connectors", Some(&json!({"name": name, "config": config})));
+    assert_eq!(created.status, 400, "a tampered component is not created: {}", created.text);
+    // A component outside the plugin's component paths is refused without being read.
+    config.insert("component.path".into(), json!("/etc/passwd"));
+    let validated = worker.rest("PUT", &format!("/connector-plugins/{SOURCE}/config/validate"), Some(&Value::Object(config)));
+    let errors = support::fleet::validation_errors(&validated.body, "component.path");
+    assert!(errors.iter().any(|e| e.contains("is not a component this worker lets")), "component.path: {errors:?}");
+    assert!(fake.journal().entries.is_empty(), "nothing reached the instance");
+}
