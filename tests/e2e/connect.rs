@@ -5,6 +5,8 @@
 //! with per-key order and one write per record; a tampered component is refused; the password
 //! stays a reference in Connect's config topic.
 
+#![allow(clippy::unwrap_used)] // a panic is how a test fails
+
 mod support;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -35,7 +37,7 @@ fn stored_position(group: &str, connector: &str, settled: bool) -> Option<Value>
     let ours = |r: &support::kafka::Read| r.key.starts_with(&prefix) && !r.value.is_empty();
     let topic = format!("{group}-offsets");
     let records = read_until(kafka_harness::shared().bootstrap(), &topic, Duration::from_secs(30), |r| settled || r.iter().any(ours));
-    records.iter().filter(|r| ours(r)).last().map(|r| r.json())
+    records.iter().rev().find(|r| ours(r)).map(|r| r.json())
 }
 
 #[test]
@@ -118,6 +120,53 @@ fn a_source_connector_in_kafka_connect_delivers_every_row_also_across_a_sigkill_
     assert!(configs.iter().any(|r| String::from_utf8_lossy(&r.value).contains(PASSWORD_VARIABLE)), "the connector's config is stored");
     assert!(!configs.iter().any(|r| String::from_utf8_lossy(&r.value).contains(PASSWORD)), "no password in Connect's config topic");
     assert!(!worker.log().contains(PASSWORD), "no password in Connect's log");
+}
+
+#[test]
+fn one_connector_configuration_runs_unchanged_under_our_worker_and_under_kafka_connect() {
+    let now = now_secs();
+    let fake = fake();
+    let ids = fake.shared().seed("incident", 500, now - 3600, 3000);
+    let dir = work_dir("connect-same");
+    let plugins = plugin_path(&dir);
+    let env = [(PASSWORD_VARIABLE, PASSWORD)];
+    let connect = ConnectWorker::start(&dir, "connect", &unique("connect-same"), &plugins, &env);
+    let spec = support::fleet::worker_properties(&dir, "fleet", &unique("fleet-same"), &[]);
+    let _ours = support::fleet::start_worker(&dir, "fleet", &spec, &env);
+    // One configuration, as a user writes it once: posted as it is to both REST APIs (each
+    // runtime keeps its own offsets), both writing to the same topic.
+    let (name, topic) = (unique("snow-same"), unique("same"));
+    let body = json!({"name": name, "config": {
+        "connector.class": SOURCE,
+        "tasks.max": "1",
+        "component.path": support::signed(guest_artifacts::GUEST_SOURCE),
+        "snow.instance.url": fake.url(),
+        "snow.auth.username": USER,
+        "snow.auth.password": format!("${{env:{PASSWORD_VARIABLE}}}"),
+        "snow.tables": "incident",
+        "snow.table.incident.topic": topic,
+        "snow.poll.interval.ms": "200",
+        "snow.safety.lag.seconds": "2",
+    }});
+    let created = connect.rest("POST", "/connectors", Some(&body));
+    assert_eq!(created.status, 201, "Connect: {}", created.text);
+    let created = support::fleet::curl(spec.port, "POST", "/connectors", Some(&body));
+    assert_eq!(created.status, 201, "our worker: {}", created.text);
+
+    // Each runtime writes every row once: each version twice in the topic, the two copies alike.
+    let bootstrap = kafka_harness::shared().bootstrap();
+    let records = read_until(bootstrap, &topic, Duration::from_secs(240), |r| r.len() >= 2 * ids.len());
+    let mut copies: BTreeMap<(String, String), Vec<&support::kafka::Read>> = BTreeMap::new();
+    for r in &records {
+        copies.entry(r.version()).or_default().push(r);
+    }
+    assert_eq!(copies.len(), ids.len(), "every row, and only the rows");
+    for (version, pair) in &copies {
+        assert_eq!(pair.len(), 2, "{version:?} was written once by each runtime");
+        assert_eq!(pair[0].json(), pair[1].json(), "{version:?}: the same value under both runtimes");
+        assert_eq!(pair[0].headers, pair[1].headers, "{version:?}: the same headers under both runtimes");
+        assert_eq!(pair[0].timestamp_ms, pair[1].timestamp_ms, "{version:?}: the same timestamp under both runtimes");
+    }
 }
 
 #[test]

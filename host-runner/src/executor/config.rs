@@ -133,9 +133,11 @@ pub fn keyed(errors: &[String]) -> serde_json::Value {
         errors
             .iter()
             .map(|e| {
-                let (key, message) = e.split_once(": ").unwrap_or(("", e.as_str()));
-                let key = if key.contains(' ') { "" } else { key };
-                let message = if key.is_empty() { e.as_str() } else { message };
+                // `key: message`, or `key, other: message` (attached to the first key).
+                let (head, message) = e.split_once(": ").unwrap_or(("", e.as_str()));
+                let key = head.split(", ").next().unwrap_or_default();
+                let (key, message) = if key.is_empty() || key.contains(' ') { ("", e.as_str()) } else { (key, message) };
+                let message = if head.contains(", ") { e.as_str() } else { message };
                 serde_json::json!({"key": key, "message": message})
             })
             .collect(),
@@ -146,4 +148,79 @@ pub fn keyed(errors: &[String]) -> serde_json::Value {
 pub fn plugin_dir(arg: Option<&str>) -> Result<PathBuf> {
     let dir = arg.context("task-executor needs --plugin-dir DIR (the plugin's directory)")?;
     PathBuf::from(dir).canonicalize().with_context(|| format!("--plugin-dir {dir}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn map(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    }
+
+    fn plugin_dir(name: &str, operator: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("snow-plugin-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("components")).unwrap();
+        std::fs::write(dir.join("components/guest_source.wasm"), b"x").unwrap();
+        std::fs::write(dir.join(OPERATOR_FILE), operator).unwrap();
+        dir
+    }
+
+    #[test]
+    fn a_connect_configuration_leaves_connects_keys_to_it_and_cannot_reach_the_plugins_policy() {
+        let dir = plugin_dir("rules", "component.allow.unsigned=true\ncomponent.cache=off\n");
+        let plugin = Plugin::load(&dir).unwrap();
+        assert_eq!(plugin.cache, None);
+        let base = [
+            ("name", "c"),
+            ("connector.class", "io.snowconnect.ServiceNowSourceConnector"),
+            ("task.class", "io.snowconnect.ServiceNowSourceTask"),
+            ("snow.instance.url", "https://acme.service-now.com"),
+            ("snow.tables", "incident"),
+            ("snow.auth.type", "none"),
+            ("value.converter", "io.confluent.connect.avro.AvroConverter"),
+            ("transforms", "mask"),
+            ("transforms.mask.type", "org.apache.kafka.connect.transforms.MaskField$Value"),
+            ("errors.deadletterqueue.topic.name", "dlq"),
+            ("errors.tolerance", "all"),
+            ("exactly.once.support", "required"),
+        ];
+        let spec = plugin.spec("source", &map(&base)).unwrap();
+        assert_eq!(spec.component_path, dir.join("components/guest_source.wasm"), "the plugin's own component by default");
+        assert!(spec.transforms.is_none() && !spec.convert.spec.typed_value(), "transforms and converters are Connect's");
+        assert!(spec.sink.dlq_topic.is_none() && spec.sink.tolerate_record_errors, "the DLQ is Connect's, the tolerance read by both");
+        assert_eq!(spec.exactly_once, crate::config::exactly_once::ExactlyOnce::Off, "exactly-once is Connect's");
+        for (key, value, expected) in [
+            ("component.allow.unsigned", "false", "signing policy is the worker's"),
+            ("component.trusted.keys", "/tmp/mine.pub", "signing policy is the worker's"),
+            ("component.path", "/etc/passwd", "is not a component this worker lets"),
+        ] {
+            let mut config = map(&base);
+            config.insert(key.into(), value.into());
+            let errors = plugin.spec("source", &config).unwrap_err();
+            assert!(errors.iter().any(|e| e.starts_with(&format!("{key}: ")) && e.contains(expected)), "{key}={value}: {errors:?}");
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn the_operators_file_is_checked_by_key_and_its_paths_are_the_plugins() {
+        let dir = plugin_dir("operator", "component.trusted.key=keys/release.pub\n");
+        let err = format!("{:#}", Plugin::load(&dir).unwrap_err());
+        assert!(err.contains("component.trusted.key: unknown key"), "{err}");
+        let dir = plugin_dir("paths", "component.trusted.keys=keys/release.pub\ncomponent.paths=components,/opt/more\n");
+        let plugin = Plugin::load(&dir).unwrap();
+        assert_eq!(plugin.component_paths, vec![dir.join("components"), PathBuf::from("/opt/more")]);
+        assert_eq!(plugin.defaults["component.trusted.keys"], dir.join("keys/release.pub").display().to_string());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn errors_are_attached_to_their_keys() {
+        let keyed = keyed(&["snow.tables: is required".into(), "the component trapped: x".into(), "a.b, c.d: go together".into()]);
+        assert_eq!(keyed[0], serde_json::json!({"key": "snow.tables", "message": "is required"}));
+        assert_eq!(keyed[1]["key"], "", "a message whose head is not a key");
+        assert_eq!(keyed[2], serde_json::json!({"key": "a.b", "message": "a.b, c.d: go together"}));
+    }
 }

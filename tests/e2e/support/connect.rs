@@ -25,11 +25,7 @@ pub fn plugin_path(dir: &Path) -> PathBuf {
     let jar = connect_dir().join("snow-connect-plugin.jar");
     assert!(jar.is_file(), "{} is missing: `make test` builds it (javac, connect-plugin/)", jar.display());
     let plugin = dir.join("plugins/snow-connect-servicenow");
-    let arch = match std::env::consts::ARCH {
-        "x86_64" => "x86_64",
-        "aarch64" => "aarch64",
-        other => other,
-    };
+    let arch = std::env::consts::ARCH;
     fs::create_dir_all(plugin.join(format!("bin/linux-{arch}"))).unwrap();
     fs::create_dir_all(plugin.join("components")).unwrap();
     fs::copy(&jar, plugin.join("snow-connect-plugin.jar")).unwrap();
@@ -39,7 +35,14 @@ pub fn plugin_path(dir: &Path) -> PathBuf {
         fs::copy(component, plugin.join("components").join(&name)).unwrap();
         fs::copy(format!("{component}.sigstore.json"), plugin.join("components").join(format!("{name}.sigstore.json"))).unwrap();
     }
-    fs::write(plugin.join("snow-connect.properties"), format!("component.trusted.keys={}\n", super::DEV_PUB)).unwrap();
+    // Connectors may name the plugin's own components and those built for the tests (as a fleet
+    // worker of the tests may: support::fleet::worker_properties), nothing else on the machine.
+    let guests = Path::new(guest_artifacts::GUEST_SOURCE).parent().unwrap().display().to_string();
+    fs::write(
+        plugin.join("snow-connect.properties"),
+        format!("component.trusted.keys={}\ncomponent.paths=components,{guests}\n", super::DEV_PUB),
+    )
+    .unwrap();
     dir.join("plugins")
 }
 
