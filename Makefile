@@ -62,10 +62,11 @@ $(CONNECT_JARS): connect-plugin/pom-worker.xml
 	mvn -q -B -Dstyle.color=never -f connect-plugin/pom-worker.xml dependency:copy-dependencies \
 	  -DoutputDirectory=$(CURDIR)/target/connect/jars-4.1.1 -DincludeScope=runtime
 	touch $@
-$(CONNECT_JAR): $(CONNECT_JARS) $(CONNECT_SOURCES)
+$(CONNECT_JAR): $(CONNECT_JARS) $(CONNECT_SOURCES) connect-plugin/keys.py docs/configuration.md
 	rm -rf target/connect/classes && mkdir -p target/connect/classes
 	javac --release 17 -Xlint:all -Werror -d target/connect/classes -cp 'target/connect/jars-4.1.1/*' connect-plugin/src/main/java/io/snowconnect/*.java
 	cp -r connect-plugin/src/main/resources/META-INF target/connect/classes/
+	python3 connect-plugin/keys.py docs/configuration.md > target/connect/classes/io/snowconnect/keys.tsv
 	jar --create --file $@ -C target/connect/classes .
 
 ## The plugin as Connect's plugin.path takes it: target/connect/snow-connect-servicenow.zip (the jar, the

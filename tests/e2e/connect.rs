@@ -231,4 +231,29 @@ fn a_tampered_component_is_refused_by_the_plugin_as_by_our_host() {
     let errors = support::fleet::validation_errors(&validated.body, "component.path");
     assert!(errors.iter().any(|e| e.contains("is not a component this worker lets")), "component.path: {errors:?}");
     assert!(fake.journal().entries.is_empty(), "nothing reached the instance");
+
+    // Connect shows the keys the host documents (less Connect's own and ours that have no place
+    // in it), and the component's own errors come back attached to their keys.
+    let keys = worker.rest("GET", &format!("/connector-plugins/{SOURCE}/config"), None).body;
+    let names: BTreeSet<&str> = keys.as_array().unwrap().iter().filter_map(|k| k["name"].as_str()).collect();
+    for key in ["snow.tables", "snow.batch.size", "snow.instance.url", "snow.auth.password", "snow.value.schema"] {
+        assert!(names.contains(key), "{key} is shown: {names:?}");
+    }
+    for key in ["kafka.bootstrap.servers", "component.trusted.keys", "reporter.result.topic.name", "snow.sink.table"] {
+        assert!(!names.contains(key), "{key} is not a source key inside Connect");
+    }
+    let mut bad = connect_config(&entries, SOURCE);
+    bad.insert("snow.batch.size".into(), json!("0"));
+    bad.insert("snow.auth.password".into(), json!(PASSWORD));
+    bad.insert("reporter.result.topic.name".into(), json!("results"));
+    let validated = worker.rest("PUT", &format!("/connector-plugins/{SOURCE}/config/validate"), Some(&Value::Object(bad)));
+    let errors = support::fleet::validation_errors(&validated.body, "reporter.result.topic.name");
+    assert!(errors.iter().any(|e| e.contains("dead letter queue")), "reporter.result.topic.name: {errors:?}");
+    let mut bad = connect_config(&entries, SOURCE);
+    bad.insert("snow.batch.size".into(), json!("0"));
+    bad.insert("snow.auth.password".into(), json!(PASSWORD));
+    let validated = worker.rest("PUT", &format!("/connector-plugins/{SOURCE}/config/validate"), Some(&Value::Object(bad)));
+    let errors = support::fleet::validation_errors(&validated.body, "snow.batch.size");
+    assert!(!errors.is_empty(), "the component's error is on snow.batch.size: {}", validated.text);
+    assert!(!validated.text.contains(PASSWORD), "no password in a validation answer");
 }

@@ -48,6 +48,33 @@ pub fn is_connect_key(key: &str) -> bool {
     PREFIXES.iter().any(|p| key.starts_with(p)) || matches!(key, "exactly.once.support" | "config.action.reload" | "task.class")
 }
 
+/// Why our runtime's `key` (set to `value`) has no place inside Kafka Connect, if it has none.
+fn not_in_connect(key: &str, value: &str) -> Option<&'static str> {
+    if key.starts_with("kafka.") || key.starts_with("offset.storage.") {
+        return Some(
+            "Connect's worker owns the Kafka clients and the offsets (producer.override.*, consumer.override.* where its policy allows)",
+        );
+    }
+    if key.starts_with("reporter.") {
+        return Some(
+            "our runtime's success and error topics; inside Connect a failed record goes to Connect's dead letter queue \
+             (errors.tolerance=all, errors.deadletterqueue.topic.name)",
+        );
+    }
+    if key.starts_with("snow.push.") {
+        return Some("push notifications are taken on our runtime's listener; inside Connect tables are polled (snow.poll.interval.ms)");
+    }
+    let mode = key == "snow.mode" || key.strip_prefix("snow.table.").is_some_and(|k| k.ends_with(".mode"));
+    let snapshot = mode && value.trim() == "snapshot";
+    if snapshot {
+        return Some(
+            "a snapshot table reads its keys back from its topic at every start, which only our runtime does (snow-connect \
+             run or worker, ADR 0035); inside Connect a table is read along its cursor",
+        );
+    }
+    None
+}
+
 /// The plugin installation's settings.
 #[derive(Debug, Clone)]
 pub struct Plugin {
@@ -105,6 +132,11 @@ impl Plugin {
     /// left out, the default component filled in, then the caller's rules applied. Errors name
     /// the key (and never a value a reference resolved to).
     pub fn spec(&self, kind: &str, config: &BTreeMap<String, String>) -> Result<ConnectorSpec, Vec<String>> {
+        let refused: Vec<String> =
+            config.iter().filter_map(|(k, v)| not_in_connect(k, v).map(|why| format!("{k}: not inside Kafka Connect: {why}"))).collect();
+        if !refused.is_empty() {
+            return Err(refused);
+        }
         let mut properties: BTreeMap<String, String> =
             config.iter().filter(|(k, _)| !is_connect_key(k)).map(|(k, v)| (k.clone(), v.clone())).collect();
         if !properties.contains_key("component.path") {
@@ -195,6 +227,10 @@ mod tests {
             ("component.allow.unsigned", "false", "signing policy is the worker's"),
             ("component.trusted.keys", "/tmp/mine.pub", "signing policy is the worker's"),
             ("component.path", "/etc/passwd", "is not a component this worker lets"),
+            ("kafka.bootstrap.servers", "evil:9092", "Connect's worker owns the Kafka clients"),
+            ("reporter.result.topic.name", "results", "Connect's dead letter queue"),
+            ("snow.push.secret", "s", "tables are polled"),
+            ("snow.table.incident.mode", "snapshot", "only our runtime does"),
         ] {
             let mut config = map(&base);
             config.insert(key.into(), value.into());

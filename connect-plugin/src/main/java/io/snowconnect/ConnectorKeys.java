@@ -1,39 +1,56 @@
 package io.snowconnect;
 
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.InputStreamReader;
+import java.nio.charset.StandardCharsets;
+
 import org.apache.kafka.common.config.ConfigDef;
 import org.apache.kafka.common.config.ConfigDef.Importance;
 import org.apache.kafka.common.config.ConfigDef.Type;
+import org.apache.kafka.connect.errors.ConnectException;
 
 /**
- * The keys Connect shows for our connectors. Every other {@code snow.*} key of
- * docs/configuration.md is passed through as written and checked by the component itself
- * (its errors come back attached to their keys in {@code validate}).
+ * The keys Connect shows for our connectors: the list the host documents (docs/configuration.md,
+ * turned into {@code keys.tsv} when the plugin is built by connect-plugin/keys.py), less the keys
+ * Connect owns and those with no place inside it. Keys of one table ({@code snow.table.<t>.*})
+ * pass through as written; the component checks every key itself, and its errors come back
+ * attached to their keys in {@code validate}.
  */
 final class ConnectorKeys {
     private ConnectorKeys() {}
 
     static ConfigDef source() {
-        return common()
-            .define("snow.tables", Type.STRING, ConfigDef.NO_DEFAULT_VALUE, Importance.HIGH,
-                "The tables (or views) to read, comma-separated; each may be configured under snow.table.<name>.*")
-            .define("snow.topic.prefix", Type.STRING, null, Importance.MEDIUM,
-                "The prefix of each table's topic (<prefix><table>, default snow.) unless snow.table.<name>.topic names it");
+        return of("source");
     }
 
     static ConfigDef sink() {
-        return common();
+        return of("sink");
     }
 
-    private static ConfigDef common() {
-        return new ConfigDef()
-            .define("snow.instance.url", Type.STRING, ConfigDef.NO_DEFAULT_VALUE, Importance.HIGH,
-                "The instance URL, e.g. https://acme.service-now.com")
-            .define("snow.auth.type", Type.STRING, null, Importance.HIGH, "basic or oauth")
-            .define("snow.auth.username", Type.STRING, null, Importance.HIGH, "The integration user (basic)")
-            .define("snow.auth.password", Type.PASSWORD, null, Importance.HIGH,
-                "The integration user's password; give it through one of Connect's config providers")
-            .define("component.path", Type.STRING, null, Importance.LOW,
-                "The component to run: the plugin's own (components/) unless set; only files under the plugin's "
-                    + "component.paths are allowed, and each must be signed by a key the plugin trusts");
+    private static ConfigDef of(String kind) {
+        ConfigDef def = new ConfigDef();
+        try (InputStream in = ConnectorKeys.class.getResourceAsStream("keys.tsv")) {
+            if (in == null) {
+                throw new ConnectException("the plugin jar has no keys.tsv (built by connect-plugin/keys.py)");
+            }
+            BufferedReader lines = new BufferedReader(new InputStreamReader(in, StandardCharsets.UTF_8));
+            String line;
+            while ((line = lines.readLine()) != null) {
+                String[] cells = line.split("\t", 4);
+                if (cells.length < 4 || !(cells[0].equals("both") || cells[0].equals(kind))) {
+                    continue;
+                }
+                String key = cells[1];
+                boolean secret = key.endsWith("password") || key.endsWith("secret");
+                boolean required = cells[2].startsWith("required");
+                String doc = cells[3] + (cells[2].isEmpty() ? "" : " (default: " + cells[2] + ")");
+                def.define(key, secret ? Type.PASSWORD : Type.STRING, null, required ? Importance.HIGH : Importance.MEDIUM, doc);
+            }
+        } catch (IOException e) {
+            throw new ConnectException("reading the plugin's key list: " + e.getMessage(), e);
+        }
+        return def;
     }
 }
