@@ -82,8 +82,8 @@ test: $(JCO_HOST)/node_modules/.package-lock.json $(PYTHON_ENV)/.installed $(TRA
 	$(CARGO) build -p snow-core --target wasm32-wasip2
 	$(CARGO) test
 
-## Benchmarks: the source backfill three ways, through rows hidden by ACLs, a parallel backfill at 300 ms a request, component costs, the sink's write paths, value formats, transforms, push, a 100,000-row snapshot table (results in docs/benchmarks.md).
-bench: wasm $(TRANSFORM_JS)
+## Benchmarks: the source backfill three ways, through rows hidden by ACLs, a parallel backfill at 300 ms a request, component costs, the sink's write paths, value formats, transforms, push, a 100,000-row snapshot table, the backfill inside Kafka Connect (results in docs/benchmarks.md).
+bench: wasm $(TRANSFORM_JS) $(CONNECT_JAR)
 	$(CARGO) build --release -p host-runner -p fake-snow -p snow-bench
 	target/release/snow-bench run --rows $(BENCH_ROWS)
 	target/release/snow-bench hidden
@@ -96,6 +96,7 @@ bench: wasm $(TRANSFORM_JS)
 	target/release/snow-bench transforms
 	target/release/snow-bench push
 	target/release/snow-bench snapshot
+	target/release/snow-bench connect
 	@for w in guest_source guest_sink; do target/release/snow-connect inspect target/guests/wasm32-wasip2/wasm-release/$$w.wasm --instantiations 1000; done
 
 ## The fleet test at the issue's full size: three workers, 50 tables x 10,000 rows and a sink, a worker

@@ -4,11 +4,11 @@
 //! offsets: a unit reopened after a trap resumes from the last position it handed over (what
 //! Connect holds or will hold), and a restarted task from what Connect stored.
 //!
-//! Each record's value travels as Kafka Connect's JSON envelope (`{"schema": …, "payload": …}`,
-//! what `JsonConverter` reads with `schemas.enable=true`): typed by the table's schema when the
-//! component sends one (`snow.value.schema=dictionary`), schemaless otherwise. The plugin turns
-//! it into Connect data with Connect's own `JsonConverter`, so the user's converters see exactly
-//! what our host's typed records hold.
+//! A record's value travels typed when the component sends the table's schema
+//! (`snow.value.schema=dictionary`): as Kafka Connect's JSON envelope (`{"schema": …, "payload": …}`,
+//! what `JsonConverter` reads with `schemas.enable=true`), which the plugin reads with Connect's
+//! own `JsonConverter`, so the user's converters see exactly what our host's typed records hold.
+//! Without a schema it travels as the row's JSON, which the plugin reads into a schemaless map.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -157,8 +157,9 @@ async fn open(
 /// no notice). Refuses a broken batch and a topic the configuration does not name.
 ///
 /// Layout: unit, partition, position (nullable), topic, notice (nullable), the batch's headers
-/// (count, then name and nullable value each), the records (count, then per record: key and
-/// value nullable, timestamp or `i64::MIN`, its own headers as the batch's).
+/// (count, then name and nullable value each), the records (count, then per record: the key
+/// nullable, the value as it travels ([`Travels`]), timestamp or `i64::MIN`, its own headers as
+/// the batch's).
 fn encode(
     ctx: &SharedContext,
     unit: &WorkUnit,
@@ -215,7 +216,7 @@ fn encode(
     w.u32(kept.len() as u32);
     for (r, key, envelope) in kept {
         w.opt(key);
-        w.opt(envelope.as_deref());
+        envelope.write(&mut w);
         w.i64(r.timestamp_ms.unwrap_or(i64::MIN));
         let headers = record_headers(batch, r);
         w.u16(headers.len() as u16);
@@ -227,20 +228,43 @@ fn encode(
     Ok(Some(w.bytes))
 }
 
-/// A row as Connect's JSON envelope: typed by `schema`, or schemaless; a tombstone stays null.
-fn envelope(value: Option<&[u8]>, schema: Option<&Schema>) -> Result<Option<Vec<u8>>, String> {
-    let Some(row) = value else { return Ok(None) };
-    match schema {
-        None => {
-            let mut out = Vec::with_capacity(row.len() + 32);
-            out.extend_from_slice(br#"{"schema":null,"payload":"#);
-            out.extend_from_slice(row);
-            out.push(b'}');
-            Ok(Some(out))
+/// How a record's value travels to the plugin.
+#[derive(Debug, PartialEq, Eq)]
+enum Travels<'a> {
+    /// A tombstone.
+    Null,
+    /// The row as the component wrote it: schemaless JSON, read straight into a map.
+    Plain(&'a [u8]),
+    /// Connect's JSON envelope of the row typed by its schema, read by Connect's `JsonConverter`.
+    Typed(Vec<u8>),
+}
+
+impl Travels<'_> {
+    /// Its tag and bytes in a batch (0 null, 1 plain JSON, 2 Connect's envelope).
+    fn write(&self, w: &mut Writer) {
+        match self {
+            Travels::Null => w.bytes.push(0),
+            Travels::Plain(row) => {
+                w.bytes.push(1);
+                w.opt(Some(row));
+            }
+            Travels::Typed(envelope) => {
+                w.bytes.push(2);
+                w.opt(Some(envelope));
+            }
         }
+    }
+}
+
+/// A row as it travels: typed by `schema` into Connect's JSON envelope, or as it is.
+fn envelope<'a>(value: Option<&'a [u8]>, schema: Option<&Schema>) -> Result<Travels<'a>, String> {
+    let Some(row) = value else { return Ok(Travels::Null) };
+    match schema {
+        None => Ok(Travels::Plain(row)),
         Some(schema) => {
             let (typed, _dropped) = snow_text::row(row, schema).map_err(|e| e.to_string())?;
-            connect_json::encode(Some(schema), &typed, true).map_err(|e| e.to_string())
+            let envelope = connect_json::encode(Some(schema), &typed, true).map_err(|e| e.to_string())?;
+            Ok(envelope.map_or(Travels::Null, Travels::Typed))
         }
     }
 }
@@ -250,18 +274,18 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_row_travels_as_connects_json_envelope_typed_or_schemaless() {
+    fn a_row_travels_typed_as_connects_json_envelope_or_as_it_is() {
         let row = br#"{"sys_id":"a1","n":"7"}"#;
-        let plain = envelope(Some(row), None).unwrap().unwrap();
-        assert_eq!(plain, br#"{"schema":null,"payload":{"sys_id":"a1","n":"7"}}"#.to_vec());
+        assert_eq!(envelope(Some(row), None).unwrap(), Travels::Plain(row));
         let schema = connect_json::schema_from_text(
             r#"{"type":"struct","optional":false,"fields":[{"field":"sys_id","type":"string","optional":false},{"field":"n","type":"int64","optional":true}]}"#,
         )
         .unwrap()
         .unwrap();
-        let typed: serde_json::Value = serde_json::from_slice(&envelope(Some(row), Some(&schema)).unwrap().unwrap()).unwrap();
+        let Travels::Typed(bytes) = envelope(Some(row), Some(&schema)).unwrap() else { panic!("typed") };
+        let typed: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
         assert_eq!(typed["payload"], serde_json::json!({"sys_id": "a1", "n": 7}));
         assert_eq!(typed["schema"]["fields"][1]["type"], "int64");
-        assert_eq!(envelope(None, Some(&schema)).unwrap(), None, "a tombstone stays null");
+        assert_eq!(envelope(None, Some(&schema)).unwrap(), Travels::Null, "a tombstone stays null");
     }
 }

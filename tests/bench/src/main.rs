@@ -14,11 +14,13 @@
 //! the pause of a hot-swap per unit ([`swap`]); `snow-bench formats` what each value converter
 //! costs per row ([`formats`]); `snow-bench transforms` what built-in transforms and transform
 //! components cost per record ([`transforms`]); `snow-bench push` change → record in Kafka with
-//! push notifications against polling ([`push`]). `snow-bench eos` runs only (a) and its
+//! push notifications against polling ([`push`]); `snow-bench connect` the backfill inside Kafka
+//! Connect through our plugin against `snow-connect run` ([`connect`]). `snow-bench eos` runs only (a) and its
 //! exactly-once twin (a′) in turns and prints a′/a per round (for tuning; nothing written).
 
 mod backfill;
 mod bare;
+mod connect;
 mod fake;
 mod fleet;
 mod formats;
@@ -55,6 +57,7 @@ fn main() -> Result<()> {
         Some("transforms") => transforms::run(),
         Some("push") => push::run(),
         Some("snapshot") => snapshot::run(),
+        Some("connect") => connect::run(),
         Some(mode @ ("native" | "bare")) => {
             let fake = opt("--fake").unwrap_or_default();
             let bootstrap = opt("--bootstrap").unwrap_or_default();
@@ -72,7 +75,7 @@ fn main() -> Result<()> {
             Ok(())
         }
         _ => bail!(
-            "usage: snow-bench run [--rows N] | eos [--rows N] [--rounds R] | hidden | backfill | sink | startup | swap | fleet | formats | transforms | push | native|bare --fake URL --bootstrap B --topic T --rows N"
+            "usage: snow-bench run [--rows N] | eos [--rows N] [--rounds R] | hidden | backfill | sink | startup | swap | fleet | formats | transforms | push | snapshot | connect | native|bare --fake URL --bootstrap B --topic T --rows N"
         ),
     }
 }

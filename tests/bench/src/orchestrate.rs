@@ -75,7 +75,7 @@ pub fn run(rows: u64) -> Result<()> {
 }
 
 /// A fake-snow process seeded with `rows` incident rows over one day, once it serves; its URL.
-fn seeded_fake(dir: &Path, rows: u64) -> Result<(std::process::Child, String)> {
+pub(crate) fn seeded_fake(dir: &Path, rows: u64) -> Result<(std::process::Child, String)> {
     let port_file = dir.join("fake.port");
     let fake = Command::new(release_bin("fake-snow"))
         .args(["--port", "0", "--port-file"])

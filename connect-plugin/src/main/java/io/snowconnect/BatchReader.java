@@ -14,8 +14,9 @@ import org.apache.kafka.connect.json.JsonConverter;
 import org.apache.kafka.connect.source.SourceRecord;
 
 /**
- * A source batch from the executor as Connect records. Every record's value is Connect's JSON
- * envelope, read by Connect's own {@link JsonConverter}; the key is the row's sys_id as a string;
+ * A source batch from the executor as Connect records. A typed value is Connect's JSON envelope,
+ * read by Connect's own {@link JsonConverter}; a schemaless one the row's JSON, read into a map
+ * (what that converter makes of it, without the detour through its tree); the key is the row's sys_id as a string;
  * the batch's headers then the record's own are string headers. The batch's last record carries
  * the batch's new position; earlier ones the position before the batch (Connect may commit any
  * acknowledged record's offset, and a restart from one re-reads the batch: at-least-once).
@@ -52,7 +53,7 @@ final class BatchReader {
         Map<String, Object> after = position == null ? before : Offsets.offset(position);
         for (int i = 0; i < count; i++) {
             String key = opt(b);
-            byte[] value = optBytes(b);
+            SchemaAndValue typed = value(b, topic);
             long ts = b.getLong();
             ConnectHeaders headers = new ConnectHeaders();
             for (String[] h : shared) {
@@ -62,7 +63,6 @@ final class BatchReader {
             for (int h = 0; h < own; h++) {
                 headers.add(str(b), opt(b), Schema.OPTIONAL_STRING_SCHEMA);
             }
-            SchemaAndValue typed = value == null ? SchemaAndValue.NULL : values.toConnectData(topic, value);
             Map<String, Object> offset = i == count - 1 ? after : before;
             records.add(new SourceRecord(partition, offset, topic, null, key == null ? null : Schema.STRING_SCHEMA, key,
                 typed.schema(), typed.value(), ts == Long.MIN_VALUE ? null : ts, headers));
@@ -74,6 +74,29 @@ final class BatchReader {
             positions.put(partitionKey, position);
         }
         return new Batch(unit, records, notice);
+    }
+
+    /** A value as it travels: null, the row's JSON (read into a schemaless map), or Connect's envelope of the typed row. */
+    private SchemaAndValue value(ByteBuffer b, String topic) {
+        byte tag = b.get();
+        switch (tag) {
+            case 0:
+                return SchemaAndValue.NULL;
+            case 1: {
+                int n = b.getInt();
+                try {
+                    Object row = Json.MAPPER.readValue(b.array(), b.position(), n, Object.class);
+                    b.position(b.position() + n);
+                    return new SchemaAndValue(null, row);
+                } catch (java.io.IOException e) {
+                    throw new ConnectException("a row from the executor is not JSON: " + e.getMessage(), e);
+                }
+            }
+            case 2:
+                return values.toConnectData(topic, optBytes(b));
+            default:
+                throw new ConnectException("a value of unknown kind " + tag + " from the executor");
+        }
     }
 
     private static String str(ByteBuffer b) {
