@@ -1,9 +1,12 @@
 //! The same signed components inside Apache Kafka Connect (issue 23, ADR 0037): a real Connect
 //! 4.1.1 distributed worker with our plugin on its plugin.path, connectors created through
-//! Connect's REST API. A source delivers every row, also when the worker is SIGKILLed mid-backfill
-//! and started again (duplicates only where the stated bound allows them); a sink writes a topic
-//! with per-key order and one write per record; a tampered component is refused; the password
-//! stays a reference in Connect's config topic.
+//! Connect's REST API (found by `plugin.discovery=service_load`). A source delivers every row,
+//! also when the worker is SIGKILLed mid-backfill and started again (duplicates only where the
+//! stated bound allows them), and under Connect's exactly-once with its tables spread over tasks;
+//! one configuration gives the same records under our worker and under Connect; a sink writes a
+//! topic with per-key order and one write per record, through Connect's transforms, its refused
+//! record in Connect's dead letter queue; a tampered component is refused; the password stays a
+//! reference in Connect's config topic.
 
 #![allow(clippy::unwrap_used)] // a panic is how a test fails
 
@@ -170,7 +173,7 @@ fn one_connector_configuration_runs_unchanged_under_our_worker_and_under_kafka_c
 }
 
 #[test]
-fn a_sink_connector_in_kafka_connect_writes_each_record_once_in_per_key_order() {
+fn a_sink_connector_in_kafka_connect_writes_each_record_once_in_per_key_order_with_connects_transforms_and_dlq() {
     let now = now_secs();
     let fake = fake();
     let ids = fake.shared().seed("incident", 40, now - 600, 300);
@@ -179,23 +182,101 @@ fn a_sink_connector_in_kafka_connect_writes_each_record_once_in_per_key_order() 
     let group = unique("connect-sink");
     let worker = ConnectWorker::start(&dir, "connect", &group, &plugins, &[(PASSWORD_VARIABLE, PASSWORD)]);
     let bootstrap = kafka_harness::shared().bootstrap();
-    let (name, topic) = (unique("snow-sink"), unique("updates"));
+    let (name, topic, dlq) = (unique("snow-sink"), unique("updates"), unique("dlq"));
     support::kafka::create_topic_blocking(bootstrap, &topic, 3);
-    let records = support::keyed_updates(&ids, 400, 7);
+    let mut records = support::keyed_updates(&ids, 400, 7);
+    // A record the component cannot make a write of (a JSON array, not a row), amid the others.
+    records.insert(200, (Some(ids[3].clone()), "[1,2]".to_string()));
     support::kafka::produce_blocking(bootstrap, &topic, &records);
     let entries = support::sink_entries(&fake.url(), &name, &topic, "incident", &[("snow.auth.username", USER), ("tasks.max", "2")]);
     let mut config = connect_config(&entries, SINK);
     config.insert("snow.auth.password".into(), json!(format!("${{env:{PASSWORD_VARIABLE}}}")));
+    // Connect's own transform and dead letter queue, as for any Connect connector.
+    for (k, v) in [
+        ("transforms", "origin"),
+        ("transforms.origin.type", "org.apache.kafka.connect.transforms.InsertField$Value"),
+        ("transforms.origin.static.field", "u_origin"),
+        ("transforms.origin.static.value", "kafka-connect"),
+        ("errors.tolerance", "all"),
+        ("errors.deadletterqueue.topic.name", dlq.as_str()),
+        ("errors.deadletterqueue.topic.replication.factor", "1"),
+        ("errors.deadletterqueue.context.headers.enable", "true"),
+    ] {
+        config.insert(k.into(), json!(v));
+    }
     let created = worker.rest("POST", "/connectors", Some(&json!({"name": name, "config": config})));
     assert_eq!(created.status, 201, "created: {}", created.text);
 
+    let updates = records.len() - 1;
     let patches = || fake.journal().entries.iter().filter(|e| e.method == "PATCH" && e.status == 200).count();
-    wait_until("every record written", Duration::from_secs(180), || (patches() >= records.len()).then_some(()));
+    wait_until("every update written", Duration::from_secs(180), || (patches() >= updates).then_some(()));
     support::kafka::wait_committed(&format!("connect-{name}"), &topic, 3, records.len() as i64, Duration::from_secs(60));
-    assert_eq!(patches(), records.len(), "one write per record: {} records, {} PATCHes", records.len(), patches());
+    assert_eq!(patches(), updates, "one write per record: {updates} updates, {} PATCHes", patches());
     support::assert_last_updates(&fake, "incident", &records);
+    let row = fake.rows("incident").into_iter().find(|r| r["sys_id"] == json!(ids[0])).unwrap();
+    assert_eq!(row["u_origin"], json!("kafka-connect"), "Connect's InsertField reached the write");
+    let dead = read_until(bootstrap, &dlq, Duration::from_secs(60), |r| !r.is_empty());
+    assert_eq!(dead.len(), 1, "the one record the component refused is in Connect's dead letter queue");
+    assert_eq!((dead[0].key.as_str(), dead[0].value.as_slice()), (ids[3].as_str(), &b"[1,2]"[..]));
+    let why = dead[0].headers.get("__connect.errors.exception.message").cloned().unwrap_or_default();
+    assert!(!why.is_empty() && !why.contains(PASSWORD), "Connect's error context says why: {:?}", dead[0].headers);
     let status = worker.rest("GET", &format!("/connectors/{name}/status"), None).body;
     assert_eq!(status["tasks"].as_array().map(Vec::len), Some(2), "tasks.max spreads the partitions: {status}");
+    assert!(status["tasks"].as_array().unwrap().iter().all(|t| t["state"] == "RUNNING"), "{status}");
+}
+
+#[test]
+fn exactly_once_inside_kafka_connect_commits_each_poll_with_its_offset() {
+    let now = now_secs();
+    let fake = fake();
+    // Tables the component's plan puts in two tasks (rendezvous hashing decides; the first pair
+    // that splits is taken, so the test shows the spread whatever the hash).
+    let candidates = ["incident", "problem", "change_request", "sc_task", "sc_req_item", "kb_knowledge"];
+    let tables: Vec<&str> = (2..=candidates.len())
+        .map(|n| candidates[..n].to_vec())
+        .find(|tables| {
+            let mut entries = support::entries(&[("snow.instance.url", "https://x.service-now.com")]);
+            entries.insert("snow.tables".into(), tables.join(","));
+            snow_core::source::plan(&entries, 2).unwrap().iter().filter(|t| !t.is_empty()).count() == 2
+        })
+        .expect("some tables the plan splits over two tasks");
+    let mut ids = Vec::new();
+    for table in &tables {
+        ids.extend(fake.shared().seed(table, 150, now - 3600, 3000));
+    }
+    let dir = work_dir("connect-eos");
+    let plugins = plugin_path(&dir);
+    let group = unique("connect-eos");
+    let env = [(PASSWORD_VARIABLE, PASSWORD)];
+    let worker = ConnectWorker::start_with(&dir, "connect", &group, &plugins, &env, &[("exactly.once.source.support", "enabled")]);
+    let (name, topic) = (unique("snow-eos"), unique("incident"));
+    let entries = support::source_entries(
+        &fake.url(),
+        &name,
+        &topic,
+        &tables,
+        &[("snow.auth.username", USER), ("snow.batch.size", "100"), ("tasks.max", "2")],
+    );
+    let mut config = connect_config(&entries, SOURCE);
+    config.insert("snow.auth.password".into(), json!(format!("${{env:{PASSWORD_VARIABLE}}}")));
+    config.insert("exactly.once.support".into(), json!("required"));
+    let created = worker.rest("POST", "/connectors", Some(&json!({"name": name, "config": config})));
+    assert_eq!(created.status, 201, "Connect takes the connector's exactly-once support: {}", created.text);
+    let bootstrap = kafka_harness::shared().bootstrap();
+    let records = read_until(bootstrap, &topic, Duration::from_secs(180), |r| r.len() >= ids.len());
+    let keys: BTreeSet<&str> = records.iter().map(|r| r.key.as_str()).collect();
+    assert_eq!(keys.len(), ids.len(), "every row");
+    assert_eq!(records.len(), ids.len(), "each once");
+    // Transactions leave their commit markers in the log: the topic's end lies past its records.
+    let end = support::kafka::Ends::new(bootstrap, &topic).stable();
+    assert!(end > records.len() as i64, "the records were written in transactions (end {end}, {} records)", records.len());
+    assert!(stored_position(&group, &name, false).is_some(), "the offsets committed with them");
+    // tasks.max spreads the tables as Connect tasks, as the component plans them.
+    let status = worker.rest("GET", &format!("/connectors/{name}/status"), None).body;
+    assert_eq!(status["tasks"].as_array().map(Vec::len), Some(2), "the tables over two tasks: {status}");
+    assert!(status["tasks"].as_array().unwrap().iter().all(|t| t["state"] == "RUNNING"), "{status}");
+    let written: BTreeSet<&str> = records.iter().filter_map(|r| r.headers.get("snow.table").map(String::as_str)).collect();
+    assert_eq!(written, tables.iter().copied().collect::<BTreeSet<_>>());
 }
 
 #[test]

@@ -101,7 +101,8 @@ impl Failure {
     }
 
     fn body(&self) -> Vec<u8> {
-        json!({"message": crate::redact::clean(&self.message), "errors": config::keyed(&self.errors)}).to_string().into_bytes()
+        let errors: Vec<String> = self.errors.iter().map(|e| crate::redact::clean(e)).collect();
+        json!({"message": crate::redact::clean(&self.message), "errors": config::keyed(&errors)}).to_string().into_bytes()
     }
 }
 

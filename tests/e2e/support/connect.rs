@@ -62,6 +62,11 @@ impl ConnectWorker {
     /// `dir` (log in `dir/<label>.log`), with `env` (what its `${env:…}` config provider reads);
     /// returns once its REST API lists our connectors.
     pub fn start(dir: &Path, label: &str, group: &str, plugin_path: &Path, env: &[(&str, &str)]) -> Self {
+        Self::start_with(dir, label, group, plugin_path, env, &[])
+    }
+
+    /// [`Self::start`] with `extra` worker properties.
+    pub fn start_with(dir: &Path, label: &str, group: &str, plugin_path: &Path, env: &[(&str, &str)], extra: &[(&str, &str)]) -> Self {
         let port = free_port();
         let properties = dir.join(format!("{label}.properties"));
         let keys = [
@@ -80,6 +85,8 @@ impl ConnectWorker {
             ("value.converter.schemas.enable", "false".into()),
             ("listeners", format!("http://127.0.0.1:{port}")),
             ("plugin.path", plugin_path.display().to_string()),
+            // Connect finds plugins by their ServiceLoader manifests only: the plugin must carry its own.
+            ("plugin.discovery", "service_load".into()),
             ("offset.flush.interval.ms", "500".into()),
             // A restarted worker takes its tasks back at once (not after the default 5 minutes).
             ("scheduled.rebalance.max.delay.ms", "0".into()),
@@ -87,7 +94,8 @@ impl ConnectWorker {
             ("config.providers", "env".into()),
             ("config.providers.env.class", "org.apache.kafka.common.config.provider.EnvVarConfigProvider".into()),
         ];
-        fs::write(&properties, keys.iter().map(|(k, v)| format!("{k}={v}\n")).collect::<String>()).unwrap();
+        let lines: String = keys.iter().map(|(k, v)| format!("{k}={v}\n")).chain(extra.iter().map(|(k, v)| format!("{k}={v}\n"))).collect();
+        fs::write(&properties, lines).unwrap();
         let log4j = dir.join("log4j2.properties");
         fs::write(
             &log4j,

@@ -101,6 +101,10 @@ final class Executor implements AutoCloseable {
             out.readFully(answerBody);
             return new Answer(answer, answerBody);
         } catch (EOFException e) {
+            if (closing) {
+                // Stopped while a request was out (Connect stops a task from another thread).
+                return new Answer(EMPTY, new byte[0]);
+            }
             throw new ConnectException("the snow-connect executor ended" + exitStatus() + " (its log above says why)", e);
         } catch (IOException e) {
             if (closing) {
