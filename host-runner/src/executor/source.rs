@@ -26,6 +26,7 @@ use crate::component::bindings::types::{ErrorClass, PollBatch, SourceOffset, Wor
 use crate::component::trap::{TrapBudget, one_line};
 use crate::connector::{SharedContext, describe, to_entries};
 use crate::shutdown::Shutdown;
+use crate::source::OpenFailure;
 use crate::source::produce::{bytes, check, record_headers};
 use snow_data::{Schema, connect_json, snow_text};
 
@@ -57,15 +58,20 @@ pub async fn run_unit(
     'open: while !shutdown.is_stopping() {
         let (mut store, instance, task) = match open(&ctx, &pre, &unit, &offsets).await {
             Ok(opened) => opened,
-            Err((ErrorClass::Transient, why)) => {
+            Err(OpenFailure::Refused(ErrorClass::Transient, why)) => {
                 tracing::warn!(connector = %ctx.name(), unit = %unit.name, "opening failed, retrying: {why}");
                 if !shutdown.sleep(backoff.next_delay()).await {
                     return;
                 }
                 continue;
             }
-            Err((_, why)) => {
-                if let Some(why) = traps.trapped(&why).or_else(|| (!why.starts_with("the component trapped")).then_some(why)) {
+            Err(OpenFailure::Refused(_, why)) => {
+                let _ = queue.send(park(why)).await;
+                return;
+            }
+            Err(OpenFailure::Trapped(trap)) => {
+                let why = format!("the component trapped in open: {trap}");
+                if let Some(why) = traps.trapped(&why) {
                     let _ = queue.send(park(why)).await;
                     return;
                 }
@@ -138,9 +144,10 @@ async fn open(
     pre: &SourcePre<HostState>,
     unit: &WorkUnit,
     offsets: &[SourceOffset],
-) -> Result<(Store<HostState>, Source, ResourceAny), (ErrorClass, String)> {
+) -> Result<(Store<HostState>, Source, ResourceAny), OpenFailure> {
     let mut store = ctx.new_store(&unit.name);
-    let instance = pre.instantiate_async(&mut store).await.map_err(|e| (ErrorClass::Fatal, format!("instantiating: {e:#}")))?;
+    let instance =
+        pre.instantiate_async(&mut store).await.map_err(|e| OpenFailure::Refused(ErrorClass::Fatal, format!("instantiating: {e:#}")))?;
     let config = to_entries(unit.config.iter().map(|e| (&e.key, &e.value)));
     store.data_mut().begin_call();
     let task = instance
@@ -148,8 +155,11 @@ async fn open(
         .source_task()
         .call_open(&mut store, &config, offsets)
         .await
-        .map_err(|trap| (ErrorClass::Fatal, format!("the component trapped in open: {}", one_line(&trap))))?
-        .map_err(|e| describe(&e))?;
+        .map_err(|trap| OpenFailure::Trapped(one_line(&trap)))?
+        .map_err(|e| {
+            let (class, message) = describe(&e);
+            OpenFailure::Refused(class, message)
+        })?;
     Ok((store, instance, task))
 }
 

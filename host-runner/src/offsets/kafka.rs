@@ -56,18 +56,35 @@ impl KafkaOffsetStore {
         &self.topic
     }
 
-    /// Every `(connector, partition, position)` stored.
+    /// Every `(connector, partition, position)` stored, a table's partition in our member order
+    /// whatever order its record key has ([`canonical`]); where one partition is stored under
+    /// two keys, the further position.
     pub fn entries(&self) -> Vec<(String, String, String)> {
-        self.topic.entries().into_iter().filter_map(|(k, v)| decode_key(&k).map(|(c, p)| (c, p, decode_value(&v)))).collect()
+        let mut out: Vec<(String, String, String)> = Vec::new();
+        for (_, connector, partition, position) in self.stored() {
+            match out.iter_mut().find(|(c, p, _)| *c == connector && *p == partition) {
+                Some(entry) if further(&position, &entry.2) => entry.2 = position,
+                Some(_) => {}
+                None => out.push((connector, partition, position)),
+            }
+        }
+        out
     }
 
-    /// Removes the offsets of `connector` whose partition passes `matches` (tombstones); returns how many.
+    /// Every stored record: its key, and its connector, canonical partition and position.
+    fn stored(&self) -> Vec<(Vec<u8>, String, String, String)> {
+        self.topic.entries().into_iter().filter_map(|(k, v)| decode_key(&k).map(|(c, p)| (k, c, canonical(&p), decode_value(&v)))).collect()
+    }
+
+    /// Removes the offsets of `connector` whose partition passes `matches` (tombstones, every key
+    /// the partition is stored under); returns how many partitions.
     pub fn remove(&self, connector: &str, matches: impl Fn(&str) -> bool) -> Result<usize> {
-        let doomed: Vec<String> = self.entries().into_iter().filter(|(c, p, _)| c == connector && matches(p)).map(|(_, p, _)| p).collect();
-        for partition in &doomed {
-            self.writer.write(key(connector, partition), None)?;
+        let doomed: Vec<(Vec<u8>, String)> =
+            self.stored().into_iter().filter(|(_, c, p, _)| c == connector && matches(p)).map(|(k, _, p, _)| (k, p)).collect();
+        for (key, _) in &doomed {
+            self.writer.write(key.clone(), None)?;
         }
-        Ok(doomed.len())
+        Ok(doomed.iter().map(|(_, p)| p).collect::<std::collections::BTreeSet<_>>().len())
     }
 }
 
@@ -84,6 +101,25 @@ impl OffsetStore for KafkaOffsetStore {
         self.writer
             .write(key(connector, partition), Some(encode(position).into_bytes()))
             .with_context(|| format!("storing the offset of {connector} in offset.storage.topic {}", self.topic.name()))
+    }
+}
+
+/// A table's partition key in our member order (what the component compares), however a writer
+/// ordered its members: Kafka Connect's converter writes a map's members in its own order, so a
+/// connector that ran inside Connect (docs/kafka-connect.md) stored its partitions that way. Any
+/// other partition text is kept byte for byte.
+fn canonical(partition: &str) -> String {
+    snow_core::cursor::Partition::from_key(partition).map_or_else(|| partition.to_string(), |p| p.key())
+}
+
+/// Whether position `a` is further than `b` (one partition stored under two keys): a cursor past
+/// the other's, or a cursor against a parallel backfill (which a cursor follows); else `b` stays.
+fn further(a: &str, b: &str) -> bool {
+    use snow_core::cursor::position::Position;
+    match (Position::parse(a), Position::parse(b)) {
+        (Ok(Position::Cursor(a, _)), Ok(Position::Cursor(b, _))) => (a.ts, &a.id) > (b.ts, &b.id),
+        (Ok(Position::Cursor(..)), Ok(Position::Backfill(_))) => true,
+        _ => false,
     }
 }
 
@@ -155,6 +191,17 @@ mod tests {
         assert_eq!(decode_value(encode("plain").as_bytes()), "plain");
     }
 
+    #[test]
+    fn a_partition_stored_in_connects_member_order_is_ours_and_the_further_position_wins() {
+        let ours = r#"{"instance":"acme.service-now.com","table":"incident","timestamp_field":"sys_updated_on","fingerprint":"ab"}"#;
+        let connects = r#"{"instance":"acme.service-now.com","fingerprint":"ab","timestamp_field":"sys_updated_on","table":"incident"}"#;
+        assert_eq!(canonical(connects), ours);
+        assert_eq!(canonical("plain"), "plain");
+        let (early, late) = (r#"{"v":1,"ts":"2024-01-01 00:00:00","id":"a"}"#, r#"{"id":"b","ts":"2024-01-01 00:00:00","v":1}"#);
+        assert!(further(late, early) && !further(early, late) && !further(early, early));
+        assert!(!further("plain", early) && !further(early, "plain"), "what is not a cursor never replaces");
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn commits_are_read_by_a_new_store_and_removals_are_tombstones() {
         let clients = Clients { bootstrap: kafka_harness::shared().bootstrap().to_string(), common: Default::default() };
@@ -171,9 +218,28 @@ mod tests {
         })
         .await
         .unwrap();
-        let again = KafkaOffsetStore::new(Arc::new(StateTopic::open(&clients, spec, true).await.unwrap()));
+        let again = KafkaOffsetStore::new(Arc::new(StateTopic::open(&clients, spec.clone(), true).await.unwrap()));
         assert_eq!(again.load("c"), vec![("p1".to_string(), "b".to_string())]);
         assert_eq!(again.load("d"), vec![("p3".to_string(), "x".to_string())]);
         assert!(again.load("none").is_empty());
+
+        // A table that ran inside Kafka Connect stored its partition in Connect's member order,
+        // further than ours: our worker reads it as its own, and a reset removes both records.
+        let ours = r#"{"instance":"acme.service-now.com","table":"incident","timestamp_field":"sys_updated_on","fingerprint":"ab"}"#;
+        let connects = r#"{"instance":"acme.service-now.com","fingerprint":"ab","timestamp_field":"sys_updated_on","table":"incident"}"#;
+        let (early, late) = (r#"{"v":1,"ts":"2024-01-01 00:00:00","id":"a"}"#, r#"{"v":1,"ts":"2024-01-02 00:00:00","id":"b"}"#);
+        let s = again.clone();
+        tokio::task::spawn_blocking(move || {
+            s.commit("e", ours, early).unwrap();
+            s.commit("e", connects, late).unwrap();
+        })
+        .await
+        .unwrap();
+        let third = KafkaOffsetStore::new(Arc::new(StateTopic::open(&clients, spec.clone(), true).await.unwrap()));
+        assert_eq!(third.load("e"), vec![(ours.to_string(), late.to_string())], "one partition, the further position");
+        let s = third.clone();
+        assert_eq!(tokio::task::spawn_blocking(move || s.remove("e", |_| true).unwrap()).await.unwrap(), 1);
+        let fourth = KafkaOffsetStore::new(Arc::new(StateTopic::open(&clients, spec, true).await.unwrap()));
+        assert!(fourth.load("e").is_empty(), "both records are tombstoned");
     }
 }

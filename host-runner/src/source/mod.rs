@@ -12,7 +12,7 @@ mod snapshot_seed;
 mod topic_read;
 mod unit;
 
-pub(crate) use unit::budget_notice;
+pub(crate) use unit::{OpenFailure, budget_notice};
 
 use std::sync::Arc;
 

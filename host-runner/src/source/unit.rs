@@ -84,7 +84,7 @@ struct Opened {
 }
 
 /// Why opening an instance failed.
-enum OpenFailure {
+pub(crate) enum OpenFailure {
     /// The component trapped (counted against the trap budget).
     Trapped(String),
     /// The component refused, with the class of its error.
