@@ -303,15 +303,7 @@ impl Runner {
                 );
             }
         }
-        let ctx = Arc::new(ConnectorContext {
-            spec: spec.clone(),
-            engine: self.runtime.engine().clone(),
-            gate: self.gate(spec)?,
-            metrics: self.metrics.clone(),
-            status: self.status.clone(),
-            transforms,
-            wakes: self.wakes.clone(),
-        });
+        let ctx = self.context(spec, transforms)?;
         let digest = artefact.digest().to_string();
         let ready = match loaded {
             Loaded::Source(pre) => {
@@ -390,6 +382,20 @@ impl Runner {
         let mut bound = spec.clone();
         bound.transforms = Some(Arc::new(chain.bind(|alias| stages[alias].clone())));
         Ok((bound, stages))
+    }
+
+    /// The context a connector of `spec` runs in: this process's engine, metrics, status board
+    /// and wake-ups, its own gate, and its bound transform components.
+    pub(crate) fn context(&self, spec: &ConnectorSpec, transforms: HashMap<String, Arc<TransformComponent>>) -> Result<SharedContext> {
+        Ok(Arc::new(ConnectorContext {
+            spec: spec.clone(),
+            engine: self.runtime.engine().clone(),
+            gate: self.gate(spec)?,
+            metrics: self.metrics.clone(),
+            status: self.status.clone(),
+            transforms,
+            wakes: self.wakes.clone(),
+        }))
     }
 
     pub(crate) fn gate(&self, spec: &ConnectorSpec) -> Result<Gate> {

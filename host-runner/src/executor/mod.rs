@@ -7,9 +7,9 @@
 //!
 //! One request at a time ([`frame`]): `PLAN` (validate a configuration and plan its tasks),
 //! `OPEN_SOURCE` (start a task's tables at the offsets Connect read), `NEXT` (the next batch, or
-//! none within [`NEXT_WAIT`]), `OPEN_SINK`, `PUT` (write records, answer their outcomes), `STOP`. The executor ends when its input ends, so a plugin that
-//! dies leaves no executor behind. Its log goes to stderr (redacted as ever); the plugin forwards
-//! it to Connect's log.
+//! none within [`NEXT_WAIT`]), `OPEN_SINK`, `PUT` (write records, answer their outcomes), `STOP`.
+//! The executor ends when its input ends, so a plugin that dies leaves no executor behind. Its log
+//! goes to stderr (redacted as ever); the plugin forwards it to Connect's log.
 
 mod config;
 pub mod frame;
@@ -25,7 +25,7 @@ use tokio::sync::mpsc;
 
 use crate::component::Loaded;
 use crate::component::bindings::types::{ConfigEntry, SourceOffset, WorkUnit};
-use crate::connector::{ConnectorContext, SharedContext};
+use crate::connector::SharedContext;
 use crate::runner::Runner;
 use crate::shutdown::ShutdownTrigger;
 use frame::{Frame, answer, request};
@@ -215,16 +215,8 @@ impl Executor {
         spec.register_secrets();
         let artefact = spec.component().map_err(|e| Failure::of(format!("{e:#}")))?;
         let loaded = self.runner.runtime().load(&artefact).await.map_err(|e| Failure::of(format!("loading the component: {e:#}")))?;
-        let gate = self.runner.gate(&spec).map_err(|e| Failure::of(format!("{e:#}")))?;
-        let ctx = std::sync::Arc::new(ConnectorContext {
-            engine: self.runner.runtime().engine().clone(),
-            gate,
-            metrics: self.runner.metrics().clone(),
-            status: self.runner.status().clone(),
-            transforms: Default::default(),
-            wakes: self.runner.wakes().clone(),
-            spec,
-        });
+        // Transforms are Connect's: none of ours is bound.
+        let ctx = self.runner.context(&spec, Default::default()).map_err(|e| Failure::of(format!("{e:#}")))?;
         Ok((ctx, loaded))
     }
 }
@@ -242,9 +234,8 @@ fn invalid(e: anyhow::Error) -> Failure {
 }
 
 fn unit_json(unit: &WorkUnit) -> Json {
-    let config: BTreeMap<&str, &str> = unit.config.iter().map(|e| (e.key.as_str(), e.value.as_str())).collect();
-    let entries: BTreeMap<String, String> = config.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
-    let partitions = snow_core::source::stored_partitions(&entries).unwrap_or_else(|_| vec![unit.partition.clone()]);
+    let config: BTreeMap<String, String> = unit.config.iter().map(|e| (e.key.clone(), e.value.clone())).collect();
+    let partitions = snow_core::source::stored_partitions(&config).unwrap_or_else(|_| vec![unit.partition.clone()]);
     json!({"name": unit.name, "partition": unit.partition, "config": config, "partitions": partitions})
 }
 

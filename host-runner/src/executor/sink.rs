@@ -69,13 +69,16 @@ impl SinkRun {
     /// Writes a `PUT`'s records; the answer holds one status and message per record, in order.
     pub async fn put(&mut self, body: &[u8]) -> Result<Vec<u8>, String> {
         let records = read_records(body)?;
-        let mut by_partition: BTreeMap<(String, i32), Vec<usize>> = BTreeMap::new();
-        for (i, r) in records.iter().enumerate() {
-            by_partition.entry((r.topic.clone(), r.partition)).or_default().push(i);
+        let total = records.len();
+        // Each partition's records, moved out in the order they came (offset order), with their places.
+        let mut by_partition: BTreeMap<(String, i32), (Vec<usize>, Vec<SinkRecord>)> = BTreeMap::new();
+        for (i, r) in records.into_iter().enumerate() {
+            let (places, records) = by_partition.entry((r.topic.clone(), r.partition)).or_default();
+            places.push(i);
+            records.push(r);
         }
-        let records = Arc::new(records);
         let mut writes = tokio::task::JoinSet::new();
-        for (key, indexes) in by_partition {
+        for (key, (places, records)) in by_partition {
             let lane = self.lanes.entry(key.clone()).or_insert_with(|| {
                 Arc::new(Mutex::new(Lane {
                     instance: None,
@@ -84,15 +87,14 @@ impl SinkRun {
                     traps: TrapBudget::new(self.ctx.spec.trap_budget),
                 }))
             });
-            let (lane, ctx, pre, writers, records) =
-                (lane.clone(), self.ctx.clone(), self.pre.clone(), self.writers.clone(), records.clone());
+            let (lane, ctx, pre, writers) = (lane.clone(), self.ctx.clone(), self.pre.clone(), self.writers.clone());
             writes.spawn(async move {
                 let mut lane = lane.lock().await;
-                let statuses = write_partition(&ctx, &pre, &writers, &mut lane, &key, &records, &indexes).await;
-                indexes.into_iter().zip(statuses).collect::<Vec<_>>()
+                let statuses = write_partition(&ctx, &pre, &writers, &mut lane, &key, &records).await;
+                places.into_iter().zip(statuses).collect::<Vec<_>>()
             });
         }
-        let mut statuses = vec![(Status::Held, String::new()); records.len()];
+        let mut statuses = vec![(Status::Held, String::new()); total];
         while let Some(done) = writes.join_next().await {
             for (i, status) in done.map_err(|e| format!("a partition's writer failed: {e}"))? {
                 statuses[i] = status;
@@ -108,7 +110,7 @@ impl SinkRun {
     }
 }
 
-/// Writes one partition's records (`indexes` into `records`, in offset order) and judges them.
+/// Writes one partition's `records` (in offset order) and judges them; their statuses in order.
 async fn write_partition(
     ctx: &SharedContext,
     pre: &SinkPre<HostState>,
@@ -116,19 +118,12 @@ async fn write_partition(
     lane: &mut Lane,
     key: &(String, i32),
     records: &[SinkRecord],
-    indexes: &[usize],
 ) -> Vec<(Status, String)> {
-    let mut out = Vec::with_capacity(indexes.len());
-    let mut todo: Vec<&SinkRecord> = Vec::new();
-    for &i in indexes {
-        if lane.done_through.is_some_and(|done| records[i].offset <= done) {
-            out.push((Status::Done, String::new()));
-        } else {
-            todo.push(&records[i]);
-        }
-    }
+    // What an earlier put finished (Connect hands it again after a retryable failure) is done.
+    let finished = records.iter().take_while(|r| lane.done_through.is_some_and(|done| r.offset <= done)).count();
+    let mut out = vec![(Status::Done, String::new()); finished];
     let unit = format!("{}-{}", key.0, key.1);
-    for chunk in todo.chunks(crate::sink::MAX_BATCH) {
+    for chunk in records[finished..].chunks(crate::sink::MAX_BATCH) {
         if lane.instance.is_none() {
             let facts = LaneFacts {
                 takeover_below: Some(i64::MAX),
@@ -140,13 +135,12 @@ async fn write_partition(
                 Err(e) => {
                     let why = format!("opening the lane of {unit} failed: {e:#}");
                     tracing::warn!(connector = ctx.name(), "{why}");
-                    return hold_rest(out, indexes.len(), &why);
+                    return hold_rest(out, records.len(), &why);
                 }
             }
         }
-        let owned: Vec<SinkRecord> = chunk.iter().map(|r| (*r).clone()).collect();
         let permit = writers.acquire().await;
-        let result = lane.instance.as_mut().expect("opened above").put(&owned).await;
+        let result = lane.instance.as_mut().expect("opened above").put(chunk).await;
         drop(permit);
         let outcomes = match result {
             Ok(outcomes) => {
@@ -155,16 +149,16 @@ async fn write_partition(
             }
             Err(trap) => {
                 lane.instance = None;
-                lane.unknown_through = owned.last().map(|r| r.offset);
+                lane.unknown_through = chunk.last().map(|r| r.offset);
                 let line = one_line(&trap);
                 tracing::error!(connector = ctx.name(), "the component trapped in put for {unit}: {line}");
                 return match lane.traps.trapped(&line) {
-                    Some(why) => stop_rest(out, indexes.len(), &why),
-                    None => hold_rest(out, indexes.len(), &format!("the component trapped in put: {line}")),
+                    Some(why) => stop_rest(out, records.len(), &why),
+                    None => hold_rest(out, records.len(), &format!("the component trapped in put: {line}")),
                 };
             }
         };
-        for (record, outcome) in owned.iter().zip(&outcomes) {
+        for (record, outcome) in chunk.iter().zip(&outcomes) {
             match judge(&ctx.spec.sink, outcome) {
                 Verdict::Final(Final::Failed { message, log, .. }) => {
                     if log {
@@ -175,15 +169,15 @@ async fn write_partition(
                 Verdict::Final(_) => out.push((Status::Done, String::new())),
                 Verdict::Hold(why) => {
                     let why = format!("a retryable failure holds {unit} at offset {}: {why}", record.offset);
-                    return hold_rest(out, indexes.len(), &why);
+                    return hold_rest(out, records.len(), &why);
                 }
-                Verdict::Stop(why) => return stop_rest(out, indexes.len(), &format!("record {unit}@{} failed: {why}", record.offset)),
+                Verdict::Stop(why) => return stop_rest(out, records.len(), &format!("record {unit}@{} failed: {why}", record.offset)),
             }
             lane.done_through = Some(record.offset);
         }
-        if outcomes.len() < owned.len() {
+        if outcomes.len() < chunk.len() {
             // The put's time budget ran out: the rest is handed again.
-            return hold_rest(out, indexes.len(), "the put's time budget ran out");
+            return hold_rest(out, records.len(), "the put's time budget ran out");
         }
     }
     out

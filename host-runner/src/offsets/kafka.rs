@@ -60,15 +60,20 @@ impl KafkaOffsetStore {
     /// whatever order its record key has ([`canonical`]); where one partition is stored under
     /// two keys, the further position.
     pub fn entries(&self) -> Vec<(String, String, String)> {
-        let mut out: Vec<(String, String, String)> = Vec::new();
+        let mut out: std::collections::BTreeMap<(String, String), String> = std::collections::BTreeMap::new();
         for (_, connector, partition, position) in self.stored() {
-            match out.iter_mut().find(|(c, p, _)| *c == connector && *p == partition) {
-                Some(entry) if further(&position, &entry.2) => entry.2 = position,
-                Some(_) => {}
-                None => out.push((connector, partition, position)),
+            match out.entry((connector, partition)) {
+                std::collections::btree_map::Entry::Occupied(mut held) => {
+                    if further(&position, held.get()) {
+                        held.insert(position);
+                    }
+                }
+                std::collections::btree_map::Entry::Vacant(free) => {
+                    free.insert(position);
+                }
             }
         }
-        out
+        out.into_iter().map(|((c, p), v)| (c, p, v)).collect()
     }
 
     /// Every stored record: its key, and its connector, canonical partition and position.
