@@ -29,6 +29,8 @@ use crate::connector::SharedContext;
 use crate::runner::Runner;
 use crate::shutdown::ShutdownTrigger;
 use frame::{Frame, answer, request};
+/// A `PUT` body's records (for the fuzz target of the protocol).
+pub use sink::read_records as read_put_records;
 use source::Handed;
 
 /// How long a `NEXT` waits for a batch before answering `EMPTY`.

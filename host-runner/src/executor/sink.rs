@@ -195,7 +195,7 @@ fn stop_rest(mut out: Vec<(Status, String)>, total: usize, why: &str) -> Vec<(St
 
 /// A `PUT` body: a count, then per record its topic, partition, offset, key and value (nullable),
 /// timestamp (`i64::MIN`: none) and headers (count, then name and nullable value each).
-fn read_records(body: &[u8]) -> Result<Vec<SinkRecord>, String> {
+pub fn read_records(body: &[u8]) -> Result<Vec<SinkRecord>, String> {
     let mut r = Reader::new(body);
     let count = r.u32("the record count")? as usize;
     let mut records = Vec::with_capacity(count.min(100_000));
@@ -216,4 +216,34 @@ fn read_records(body: &[u8]) -> Result<Vec<SinkRecord>, String> {
         records.push(SinkRecord { topic, partition, offset, key, value, headers, timestamp_ms: (ts != i64::MIN).then_some(ts) });
     }
     Ok(records)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_put_body_is_read_record_by_record_and_a_cut_one_is_named() {
+        let mut w = Writer::default();
+        w.u32(2);
+        for (offset, key, value, ts) in [(41i64, Some(&b"a1"[..]), Some(&br#"{"u_seq":"1"}"#[..]), 7i64), (42, None, None, i64::MIN)] {
+            w.str("updates");
+            w.u32(3);
+            w.i64(offset);
+            w.opt(key);
+            w.opt(value);
+            w.i64(ts);
+            w.u16(1);
+            w.str("snow.operation");
+            w.opt(Some(b"patch"));
+        }
+        let records = read_records(&w.bytes).unwrap();
+        assert_eq!(records.len(), 2);
+        assert_eq!((records[0].topic.as_str(), records[0].partition, records[0].offset), ("updates", 3, 41));
+        assert_eq!((records[0].key.as_deref(), records[0].timestamp_ms), (Some(&b"a1"[..]), Some(7)));
+        assert_eq!((records[1].value.as_deref(), records[1].timestamp_ms), (None, None), "a tombstone without a timestamp");
+        assert_eq!(records[1].headers[0].value, b"patch");
+        let cut = read_records(&w.bytes[..w.bytes.len() - 3]).unwrap_err();
+        assert!(cut.contains("a header's value"), "{cut}");
+    }
 }
