@@ -1,5 +1,6 @@
 //! What every running connector shares: its spec, the engine, its outbound gate, metrics and store
-//! limits; plus the conversions of guest errors into log text and classes.
+//! limits; the plugin classes that name a connector's kind; plus the conversions of guest errors
+//! into log text and classes.
 
 use std::sync::Arc;
 
@@ -12,6 +13,11 @@ use crate::config::ConnectorSpec;
 use crate::metrics::Metrics;
 use crate::outbound::Gate;
 use crate::status::StatusBoard;
+
+/// The plugin classes a connector's `connector.class` may name (with their short aliases).
+pub const SOURCE_CLASS: &str = "io.snowconnect.ServiceNowSourceConnector";
+/// See [`SOURCE_CLASS`].
+pub const SINK_CLASS: &str = "io.snowconnect.ServiceNowSinkConnector";
 
 /// A running connector's shared parts.
 pub struct ConnectorContext {

@@ -1,20 +1,14 @@
-//! The vocabulary the REST API, the fleet and the runner share, below all three: the plugin class
-//! names, a connector as the configuration topic stores it (its properties, target state and the
-//! latest restart asked for), a unit's published status, and the REST listener's TLS files. What
+//! The vocabulary the REST API and the fleet share, below both: a connector as the configuration
+//! topic stores it (its properties, target state and the latest restart asked for) and a unit's
+//! published status. What
 //! reads or writes them lives elsewhere (the fleet in [`crate::worker`], the API in
 //! [`crate::rest`]); this module imports none of them, so the arrows between them point one way.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
 use crate::status::UnitState;
-
-/// The plugin classes a connector's `connector.class` may name (with their short aliases).
-pub const SOURCE_CLASS: &str = "io.snowconnect.ServiceNowSourceConnector";
-/// See [`SOURCE_CLASS`].
-pub const SINK_CLASS: &str = "io.snowconnect.ServiceNowSinkConnector";
 
 /// What a connector should be doing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -80,13 +74,4 @@ pub fn connect_state(state: UnitState) -> &'static str {
         UnitState::Parked => "FAILED",
         UnitState::Stopped => "UNASSIGNED",
     }
-}
-
-/// `rest.tls.certificate.file` and `rest.tls.key.file` (PEM).
-#[derive(Debug, Clone)]
-pub struct TlsFiles {
-    /// The certificate chain.
-    pub certificate: PathBuf,
-    /// The private key.
-    pub key: PathBuf,
 }

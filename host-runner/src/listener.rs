@@ -9,6 +9,7 @@
 use std::convert::Infallible;
 use std::future::Future;
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -24,6 +25,16 @@ use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 
 use crate::shutdown::Shutdown;
+
+/// A listener's certificate and key files (PEM): `rest.tls.certificate.file` and
+/// `rest.tls.key.file`, or a push listener's.
+#[derive(Debug, Clone)]
+pub struct TlsFiles {
+    /// The certificate chain.
+    pub certificate: PathBuf,
+    /// The private key.
+    pub key: PathBuf,
+}
 
 /// A request's answer, built by the caller's handler.
 pub type Answer = Pin<Box<dyn Future<Output = Response<Full<Bytes>>> + Send>>;

@@ -292,8 +292,8 @@ impl Runner {
         let spec = &spec;
         if let Some(class) = &spec.connector_class {
             let (expected, short) = match kind {
-                ComponentKind::Source => (crate::herder::SOURCE_CLASS, "ServiceNowSourceConnector"),
-                ComponentKind::Sink | ComponentKind::Transform => (crate::herder::SINK_CLASS, "ServiceNowSinkConnector"),
+                ComponentKind::Source => (crate::connector::SOURCE_CLASS, "ServiceNowSourceConnector"),
+                ComponentKind::Sink | ComponentKind::Transform => (crate::connector::SINK_CLASS, "ServiceNowSinkConnector"),
             };
             if class != expected && class != short {
                 bail!(

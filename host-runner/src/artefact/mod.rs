@@ -1,5 +1,6 @@
 //! Signed artefacts: the keys ([`keys`]), signing a component into a detached Sigstore bundle
-//! ([`sign`]) and checking one before the component is compiled ([`verify`]).
+//! ([`sign`]), checking one before the component is compiled ([`verify`]), and naming a component
+//! by its digest ([`reference`]).
 //!
 //! The format is the Sigstore bundle v0.3 (`application/vnd.dev.sigstore.bundle.v0.3+json`) that
 //! `cosign sign-blob --bundle` writes for a managed key: a `messageSignature` (the SHA-256 of the
@@ -12,10 +13,12 @@
 
 pub mod checked;
 pub mod keys;
+pub mod reference;
 pub mod sign;
 pub mod verify;
 
 pub use checked::Checked;
 pub use keys::{SigningKey, TrustedKey};
+pub use reference::parse_ref;
 pub use sign::{default_bundle_path, sign_file};
 pub use verify::{Refusal, Signature, TrustPolicy, verify};

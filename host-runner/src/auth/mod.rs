@@ -1,8 +1,11 @@
 //! Credentials the host attaches to guest requests: nothing, HTTP Basic, or an OAuth bearer token
 //! from a [`tokens::TokenProvider`] shared by every connector of the process that uses the same
-//! client on the same token endpoint.
+//! client on the same token endpoint; made from a connector's [`AuthSpec`].
 
+mod spec;
 pub mod tokens;
+
+pub use spec::{AuthSpec, OAuthSpec};
 
 use std::sync::Arc;
 
@@ -10,7 +13,6 @@ use anyhow::{Context, Result};
 use http::HeaderValue;
 use snow_core::error::SnowError;
 
-use crate::config::AuthSpec;
 use tokens::{TokenProvider, TokenRegistry};
 
 /// What a connector's gate attaches.

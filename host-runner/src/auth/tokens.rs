@@ -18,9 +18,9 @@ use snow_core::error::{ErrorClass, Failure, SnowError};
 use snow_core::http::Timeouts;
 use snow_core::http::retry::{RetryPolicy, RetrySchedule, classify_transport};
 
-use crate::config::OAuthSpec;
+use super::OAuthSpec;
 use crate::metrics::{Metrics, labels};
-use crate::outbound::plain as plain_http;
+use crate::transport::plain as plain_http;
 
 /// Token requests are retried for at most a minute before the caller sees the error.
 const TOKEN_RETRY: RetryPolicy = RetryPolicy {

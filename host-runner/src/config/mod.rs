@@ -26,7 +26,7 @@ pub use file::{load_files, load_files_with_entries, read_entries, string_entries
 pub use properties::parse as parse_properties;
 pub use sink::{OnFailure, OnRefused, SinkSpec};
 pub use snow_core::auth::Secret;
-pub use spec::{AuthSpec, ConnectorSpec, DEFAULT_PRIORITY, KafkaSpec, OAuthSpec, is_host_only_snow_key};
+pub use spec::{ConnectorSpec, is_host_only_snow_key};
 
 /// Replaces the `${env:…}` and `${file:…}` references in the operator's own `entries` (a
 /// connector or worker file): anywhere, files capped. Errors name the key.

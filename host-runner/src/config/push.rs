@@ -29,7 +29,7 @@ pub struct PushSpec {
     /// listener and refuses this key).
     pub listen: Option<String>,
     /// `snow.push.tls.certificate.file` and `.key.file` (PEM): the standalone listener speaks TLS.
-    pub tls: Option<crate::herder::TlsFiles>,
+    pub tls: Option<crate::listener::TlsFiles>,
     /// `snow.push.max.skew.seconds`: how far a notification's timestamp may be from the host clock.
     pub max_skew_seconds: i64,
     /// `snow.push.max.per.second`: notifications a table takes a second; more are refused (429).
@@ -79,7 +79,7 @@ pub fn read(entries: &BTreeMap<String, String>, is_sink: bool, errors: &mut Vec<
     }
     let tls = match (get("snow.push.tls.certificate.file"), get("snow.push.tls.key.file")) {
         (None, None) => None,
-        (Some(certificate), Some(key)) => Some(crate::herder::TlsFiles { certificate: certificate.into(), key: key.into() }),
+        (Some(certificate), Some(key)) => Some(crate::listener::TlsFiles { certificate: certificate.into(), key: key.into() }),
         _ => {
             errors.push("snow.push.tls.certificate.file, snow.push.tls.key.file: give both (PEM) or neither".into());
             None

@@ -10,71 +10,10 @@ use snow_core::auth::oauth::Grant;
 use snow_core::config::instance::{INSTANCE_URL_KEY, parse_base_url};
 
 use super::sink::SinkSpec;
+use crate::auth::{AuthSpec, OAuthSpec};
+use crate::kafka::KafkaSpec;
 use crate::kafka::keys::Client;
-
-/// Kafka client settings of a connector.
-#[derive(Clone, Default)]
-pub struct KafkaSpec {
-    /// `kafka.bootstrap.servers`.
-    pub bootstrap_servers: String,
-    /// The connection's security (`kafka.security.protocol`, `kafka.sasl.*`, `kafka.ssl.*`, as
-    /// librdkafka names them without `kafka.`), for every client of the connector.
-    pub security: BTreeMap<String, String>,
-    /// `kafka.producer.<librdkafka key>` overrides (tuning only: [`crate::kafka::keys`]).
-    pub producer: BTreeMap<String, String>,
-    /// `kafka.consumer.<librdkafka key>` overrides (tuning only).
-    pub consumer: BTreeMap<String, String>,
-    /// `kafka.producer.unsafe=true`: the user accepts producer settings that can lose records.
-    pub unsafe_producer: bool,
-}
-
-impl std::fmt::Debug for KafkaSpec {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let security: BTreeMap<&str, &str> = self
-            .security
-            .iter()
-            .map(|(k, v)| (k.as_str(), if crate::kafka::keys::SECURITY_SECRETS.contains(&k.as_str()) { "[hidden]" } else { v.as_str() }))
-            .collect();
-        f.debug_struct("KafkaSpec")
-            .field("bootstrap_servers", &self.bootstrap_servers)
-            .field("security", &security)
-            .field("producer", &self.producer)
-            .field("consumer", &self.consumer)
-            .field("unsafe_producer", &self.unsafe_producer)
-            .finish()
-    }
-}
-
-/// How the host authenticates to the instance.
-#[derive(Debug, Clone)]
-pub enum AuthSpec {
-    /// No `Authorization` header (only for test instances).
-    None,
-    /// HTTP Basic with a user and password.
-    Basic {
-        /// User name.
-        username: String,
-        /// Password.
-        password: Secret,
-    },
-    /// OAuth 2.0 bearer tokens from the token endpoint.
-    OAuth(OAuthSpec),
-}
-
-/// An OAuth client.
-#[derive(Debug, Clone)]
-pub struct OAuthSpec {
-    /// `snow.auth.token.url` (default `<instance>/oauth_token.do`).
-    pub token_url: String,
-    /// `snow.auth.client.id`.
-    pub client_id: String,
-    /// `snow.auth.client.secret`.
-    pub client_secret: Secret,
-    /// The primary grant: `client_credentials`, or `password` with the user's credentials.
-    pub grant: Grant,
-    /// `snow.auth.token.refresh.margin.seconds`.
-    pub refresh_margin: Duration,
-}
+use crate::outbound::DEFAULT_PRIORITY;
 
 /// A connector as the host runs it.
 #[derive(Debug, Clone)]
@@ -193,9 +132,6 @@ const HOST_ONLY_SNOW_KEYS: [&str; 13] = [
 /// The request budget's keys (ADR 0034).
 const BUDGET_KEYS: [&str; 2] = ["snow.instance.requests.per.hour", "snow.instance.requests.per.minute"];
 
-/// A table's weight in the request budget when `snow.table.<t>.priority` is not set.
-pub const DEFAULT_PRIORITY: u32 = 10;
-
 /// The table `key` sets the budget priority of (`snow.table.<t>.priority`).
 fn priority_table(key: &str) -> Option<&str> {
     key.strip_prefix("snow.table.")?.strip_suffix(".priority").filter(|t| !t.is_empty() && !t.contains('.'))
@@ -230,7 +166,7 @@ impl ConnectorSpec {
             errors.push(format!("kafka.bootstrap.servers: {bad:?} is not host:port (a comma-separated list, e.g. 127.0.0.1:9092)"));
         }
         let tasks_max = number("tasks.max", 1, 1, 1024, &mut errors) as u32;
-        let component_digest = get("component.digest").and_then(|d| match crate::worker::components::parse_ref(&d) {
+        let component_digest = get("component.digest").and_then(|d| match crate::artefact::parse_ref(&d) {
             Ok(hex) => Some(hex),
             Err(e) => {
                 errors.push(format!("component.digest: {e:#}"));

@@ -64,7 +64,7 @@ pub fn read(chain: &snow_data::transform::Chain, errors: &mut Vec<String>) -> Ve
             errors.push(format!("{}: is required: the transform component's .wasm file", key("component.path")));
             continue;
         };
-        let digest = get("component.digest").and_then(|d| match crate::worker::components::parse_ref(&d) {
+        let digest = get("component.digest").and_then(|d| match crate::artefact::parse_ref(&d) {
             Ok(hex) => Some(hex),
             Err(e) => {
                 errors.push(format!("{}: {e:#}", key("component.digest")));

@@ -10,7 +10,7 @@ use std::path::Path;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 
-use crate::outbound::pool::TlsProfile;
+use crate::transport::pool::TlsProfile;
 
 /// The TLS keys read here (after `schema.registry.ssl.`).
 pub const KEYS: [&str; 11] = [

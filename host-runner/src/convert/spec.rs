@@ -92,7 +92,7 @@ pub struct ConverterSpec {
     /// `ProtobufConverter`'s `optional.for.nullables`.
     pub protobuf: snow_data::protobuf::Options,
     /// `schema.registry.ssl.*`: the registry's trust store and client certificate, when set.
-    pub registry_tls: Option<crate::outbound::pool::TlsProfile>,
+    pub registry_tls: Option<crate::transport::pool::TlsProfile>,
     /// `schema.registry.ssl.keystore.key` given inline, for scrubbing.
     registry_key: Option<Secret>,
 }

@@ -11,8 +11,10 @@
 pub mod keys;
 pub mod preflight;
 pub mod security;
+mod spec;
 pub mod tools;
-pub mod transactions;
+
+pub use spec::KafkaSpec;
 
 use std::collections::BTreeMap;
 
@@ -21,8 +23,6 @@ use rdkafka::ClientConfig;
 use rdkafka::consumer::{ConsumerContext, StreamConsumer};
 use rdkafka::error::KafkaError;
 use rdkafka::producer::FutureProducer;
-
-use crate::config::KafkaSpec;
 
 /// The settings of a client of `spec`'s cluster: its brokers and security, `defaults`, then
 /// `overrides`.

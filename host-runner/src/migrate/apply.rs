@@ -68,7 +68,7 @@ impl Fleet {
             timeouts: TIMEOUTS,
             max_response_bytes: 16 << 20,
         };
-        let response = crate::outbound::plain::send(&request, None).await.map_err(|e| format!("{method} {path}: {e}"))?;
+        let response = crate::transport::plain::send(&request, None).await.map_err(|e| format!("{method} {path}: {e}"))?;
         let answer = serde_json::from_slice(&response.body).unwrap_or(Value::Null);
         Ok((response.status, answer))
     }

@@ -12,7 +12,7 @@ use anyhow::{Context as _, Result};
 use super::fold::Group;
 use super::translate::{Row, Setting};
 use super::{DEFAULT_SINK_COMPONENT, DEFAULT_SOURCE_COMPONENT, Options, Product};
-use crate::herder::{SINK_CLASS, SOURCE_CLASS};
+use crate::connector::{SINK_CLASS, SOURCE_CLASS};
 
 /// An environment variable a translated configuration reads a credential from.
 #[derive(Clone, Debug, serde::Serialize)]

@@ -49,7 +49,7 @@ impl Transport for NativeTransport {
             if let Some(a) = authorization {
                 request.headers.push(("authorization".into(), a.value.to_str().unwrap_or_default().to_string()));
             }
-            crate::outbound::plain::send(&request, None).await
+            crate::transport::plain::send(&request, None).await
         })
     }
 }

@@ -25,6 +25,9 @@ use std::time::Duration;
 use tokio::sync::oneshot;
 use tokio::time::Instant;
 
+/// A table's weight in the request budget when `snow.table.<t>.priority` is not set.
+pub const DEFAULT_PRIORITY: u32 = 10;
+
 /// The first pause after a 429 without `Retry-After` or `X-RateLimit-Reset`.
 pub const FIRST_PAUSE: Duration = Duration::from_secs(10);
 /// The longest pause: an hourly window has reset by then.

@@ -12,10 +12,10 @@ use wasmtime_wasi_http::{DEFAULT_FORBIDDEN_HEADERS, Error as HttpError, Forbidde
 
 use super::budget::{InstanceBudget, Waits};
 use super::limiter::InstanceLimiter;
-use super::pool::ConnectionPool;
 use super::session::SessionPool;
 use crate::auth::Credentials;
 use crate::metrics::{Metrics, labels};
+use crate::transport::pool::ConnectionPool;
 
 /// Longest connect wait a guest may ask for.
 const MAX_CONNECT: Duration = Duration::from_secs(60);
@@ -181,7 +181,7 @@ impl Gate {
                 .body(Full::new(body.clone()).map_err(|never| match never {}).boxed_unsync())
                 .map_err(|e| HttpError::InternalError(Some(format!("rebuilding the request: {e}"))))?;
             {
-                let weight = self.settings.priorities.get(&*self.unit).copied().unwrap_or(crate::config::DEFAULT_PRIORITY);
+                let weight = self.settings.priorities.get(&*self.unit).copied().unwrap_or(super::DEFAULT_PRIORITY);
                 let _waiting = self.waits.enter();
                 let waited = self.budget.take(&connector, &self.unit, weight).await;
                 let table = labels(&[("connector", &connector), ("table", &self.unit)]);

@@ -1,6 +1,6 @@
 //! The outbound gate: every HTTP request a guest makes passes here, and goes out on the
-//! process's keep-alive connection [`pool`]; the host's own requests (OAuth tokens, the schema
-//! registry) go out on the same pool through [`plain`].
+//! process's keep-alive connection pool ([`crate::transport`]), where the host's own requests
+//! (OAuth tokens, the schema registry) go out too.
 //!
 //! It allows only the connector's configured instance (scheme and authority), attaches the
 //! credentials the host holds (guests may not set `Authorization` or `Cookie` themselves), caps
@@ -11,10 +11,8 @@
 mod budget;
 mod gate;
 mod limiter;
-pub mod plain;
-pub mod pool;
 mod session;
 
-pub use budget::{BudgetRegistry, InstanceBudget};
+pub use budget::{BudgetRegistry, DEFAULT_PRIORITY, InstanceBudget};
 pub use gate::{Gate, GateSettings, MAX_REQUEST_BODY};
 pub use limiter::{InstanceLimiter, LimiterRegistry};

@@ -19,7 +19,7 @@ use crate::shutdown::Shutdown;
 /// A standalone run's connectors that take notifications each say where (`snow.push.listen`), and
 /// connectors sharing an address agree on its TLS.
 pub fn check_standalone(specs: &[ConnectorSpec]) -> Result<()> {
-    let mut tls_of: BTreeMap<&str, (&str, Option<&crate::herder::TlsFiles>)> = BTreeMap::new();
+    let mut tls_of: BTreeMap<&str, (&str, Option<&crate::listener::TlsFiles>)> = BTreeMap::new();
     for spec in specs {
         let Some(push) = &spec.push else { continue };
         let Some(listen) = push.listen.as_deref() else {

@@ -15,7 +15,8 @@ use serde_json::{Value, json};
 
 use super::validate;
 use super::view::View;
-use crate::herder::{Published, SINK_CLASS, SOURCE_CLASS, TargetState};
+use crate::connector::{SINK_CLASS, SOURCE_CLASS};
+use crate::herder::{Published, TargetState};
 
 /// The plugins' version, as Connect 4.x reports it in statuses (KIP-891).
 const VERSION: &str = env!("CARGO_PKG_VERSION");

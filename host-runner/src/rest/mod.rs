@@ -38,7 +38,7 @@ pub struct Listener {
     /// `HOST:PORT`.
     pub address: String,
     /// PEM certificate and key: TLS only.
-    pub tls: Option<crate::herder::TlsFiles>,
+    pub tls: Option<crate::listener::TlsFiles>,
     /// A properties file of `user=password`: HTTP Basic required.
     pub basic_auth_file: Option<std::path::PathBuf>,
 }

@@ -9,8 +9,8 @@ use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::DefaultClientContext;
 use rdkafka::types::RDKafkaErrorCode;
 
-use crate::config::KafkaSpec;
 use crate::config::topic_creation::Group;
+use crate::kafka::KafkaSpec;
 
 /// How long one creation may take.
 const TIMEOUT: Duration = Duration::from_secs(30);

@@ -9,7 +9,7 @@ pub mod exactly_once;
 pub mod pipeline;
 pub mod produce;
 mod snapshot_seed;
-mod topic_read;
+pub(crate) mod topic_read;
 mod unit;
 
 pub(crate) use unit::{OpenFailure, budget_notice};
@@ -92,13 +92,15 @@ pub fn spawn_unit(
     offsets: Arc<dyn OffsetStore>,
     producer: &rdkafka::producer::FutureProducer,
     topics: &Arc<std::collections::BTreeSet<String>>,
-    fence: Option<Arc<crate::kafka::transactions::Transactions>>,
+    fence: Option<Arc<crate::source::exactly_once::transactions::Transactions>>,
     shutdown: Shutdown,
 ) -> tokio::task::JoinHandle<()> {
     let exactly_once = match (ctx.spec.exactly_once.wanted(), fence, offsets.offsets_topic()) {
         (false, _, _) | (true, _, None) => None,
-        (true, Some(fence), Some(topic)) => Some(exactly_once::ExactlyOnce { fence: exactly_once::Fence::Slot(fence), offsets: topic }),
-        (true, None, Some(topic)) => Some(exactly_once::ExactlyOnce::own(&ctx.spec, &unit.name, topic)),
+        (true, Some(fence), Some(topic)) => {
+            Some(exactly_once::table::ExactlyOnce { fence: exactly_once::table::Fence::Slot(fence), offsets: topic })
+        }
+        (true, None, Some(topic)) => Some(exactly_once::table::ExactlyOnce::own(&ctx.spec, &unit.name, topic)),
     };
     let table = unit.name.clone();
     let runner = unit::UnitRunner {

@@ -44,7 +44,7 @@ pub enum Acks {
     Deliveries(Vec<DeliveryFuture>),
     /// The answer of the transaction that wrote them with their offset (exactly-once): nothing
     /// is left to store.
-    Committed(tokio::sync::oneshot::Receiver<crate::kafka::transactions::Outcome>),
+    Committed(tokio::sync::oneshot::Receiver<crate::source::exactly_once::transactions::Outcome>),
 }
 
 /// One poll's records on their way.

@@ -18,7 +18,7 @@ use wasmtime::Store;
 use wasmtime::component::ResourceAny;
 
 use super::budget::RefusalBudget;
-use super::exactly_once::{ExactlyOnce, Unavailable};
+use super::exactly_once::table::{ExactlyOnce, Unavailable};
 use super::pipeline::{Acks, Owner, Pending, Pipeline};
 use super::produce::{Converted, Made, ProduceFailure, bytes, check, enqueue};
 use crate::backoff::Backoff;
@@ -30,10 +30,10 @@ use crate::component::trap::TrapBudget;
 use crate::component::trap::one_line;
 use crate::connector::{SharedContext, class_label, describe, to_entries};
 use crate::convert::source::{RowProblem, SourceConverters};
-use crate::kafka::transactions::{OffsetRecord, Records, Transactions};
 use crate::metrics::labels;
 use crate::offsets::OffsetStore;
 use crate::shutdown::Shutdown;
+use crate::source::exactly_once::transactions::{OffsetRecord, Records, Transactions};
 use crate::status::UnitState;
 use snow_data::transform::{Chain, Header, Record};
 use snow_data::{Kind, Schema, Value};
@@ -317,7 +317,7 @@ impl UnitRunner {
     /// The stored offsets with this table's position carrying the versions its topic already
     /// holds over the overlap (ADR 0030).
     async fn rebuilt(&self, offsets: Vec<SourceOffset>) -> Result<Vec<SourceOffset>, OpenFailure> {
-        match super::exactly_once::seeded(&self.ctx.spec, &self.unit, offsets).await {
+        match super::exactly_once::table::seeded(&self.ctx.spec, &self.unit, offsets).await {
             Ok((offsets, rebuilt)) => {
                 if let Some(r) = rebuilt {
                     tracing::info!(

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 
-pub use crate::herder::TlsFiles;
+pub use crate::listener::TlsFiles;
 use crate::state::{Clients, TopicSpec};
 
 /// A worker's settings.

@@ -19,7 +19,7 @@ use crate::config::ConnectorSpec;
 use crate::connector::SharedContext;
 use crate::shutdown::ShutdownTrigger;
 
-pub use crate::herder::{SINK_CLASS, SOURCE_CLASS};
+pub use crate::connector::{SINK_CLASS, SOURCE_CLASS};
 
 /// A connector loaded and checked on this worker.
 pub enum Live {
@@ -104,7 +104,7 @@ pub async fn fleet_spec(fleet: &super::Fleet, name: &str, properties: &BTreeMap<
                 return Err(invalid(format!("{key}: a connector names its component by component.ref or by component.path, not both")));
             }
         }
-        let hex = super::components::parse_ref(&reference).map_err(|e| invalid(format!("component.ref: {e:#}")))?;
+        let hex = crate::artefact::parse_ref(&reference).map_err(|e| invalid(format!("component.ref: {e:#}")))?;
         let path = fleet.components.resolve(&hex, &fleet.resolved).await.map_err(|e| invalid(format!("{e:#}")))?;
         rules.component_paths.push(path.clone());
         properties.insert("component.path".into(), path.display().to_string());
@@ -119,7 +119,7 @@ pub async fn fleet_spec(fleet: &super::Fleet, name: &str, properties: &BTreeMap<
         if properties.contains_key(&format!("{prefix}path")) {
             return Err(invalid(format!("{prefix}path: a transform names its component by {key} or by {prefix}path, not both")));
         }
-        let hex = super::components::parse_ref(&reference).map_err(|e| invalid(format!("{key}: {e:#}")))?;
+        let hex = crate::artefact::parse_ref(&reference).map_err(|e| invalid(format!("{key}: {e:#}")))?;
         let path = fleet.components.resolve(&hex, &fleet.resolved).await.map_err(|e| invalid(format!("{key}: {e:#}")))?;
         rules.component_paths.push(path.clone());
         properties.insert(format!("{prefix}path"), path.display().to_string());

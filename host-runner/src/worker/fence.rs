@@ -4,7 +4,7 @@
 //! aborts an open transaction of the previous owner and refuses that owner's every later commit
 //! (`ProducerFenced`). Each offset write of an at-least-once unit of slot n is a transaction of
 //! this producer, and an exactly-once unit's polls join its transactions with their offsets
-//! (ADR 0030, [`crate::kafka::transactions`]); the offsets topic is read `read_committed`, so a
+//! (ADR 0030, [`crate::source::exactly_once::transactions`]); the offsets topic is read `read_committed`, so a
 //! worker that lost the slot can no longer store an offset or a record, whatever its clock or
 //! network says. When a commit finds the producer fenced, the slot's units are stopped at once
 //! (its `stop` trigger).
@@ -13,9 +13,9 @@ use std::sync::Arc;
 
 use anyhow::{Result, bail};
 
-use crate::kafka::transactions::Transactions;
 use crate::offsets::kafka::OffsetWriter;
 use crate::shutdown::ShutdownTrigger;
+use crate::source::exactly_once::transactions::Transactions;
 use crate::state::{Clients, StateTopic};
 
 /// A slot's fenced writer.
@@ -31,7 +31,7 @@ impl SlotWriter {
     pub fn open(clients: &Clients, group: &str, slot: i32, offsets: Arc<StateTopic>, stop: ShutdownTrigger) -> Result<Self> {
         let id = format!("{group}-slot-{slot}");
         // A source's producer settings, on the worker's connection.
-        let spec = crate::config::KafkaSpec {
+        let spec = crate::kafka::KafkaSpec {
             bootstrap_servers: clients.bootstrap.clone(),
             security: clients.common.clone(),
             ..Default::default()

@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use anyhow::{Result, anyhow, bail};
 use host_runner::component::bindings::types::{PollBatch, SourceRecord, Span};
-use host_runner::config::KafkaSpec;
+use host_runner::kafka::KafkaSpec;
 use host_runner::metrics::Metrics;
 use host_runner::offsets::OffsetStore;
 use host_runner::source::pipeline::{Acks, Owner, Pending, Pipeline};

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Result, anyhow};
 use host_runner::component::bindings::types::{Header, HeaderSpan, PollBatch, SourceOffset, SourceRecord, Span};
-use host_runner::config::KafkaSpec;
+use host_runner::kafka::KafkaSpec;
 use host_runner::metrics::Metrics;
 use host_runner::offsets::FileOffsetStore;
 use host_runner::source::pipeline::{Acks, Owner, Pending, Pipeline};

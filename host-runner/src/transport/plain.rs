@@ -33,7 +33,7 @@ pub async fn send(request: &Request, profile: Option<&TlsProfile>) -> Result<Res
     };
     // Only idempotent requests come through here (asking for a token, registering the same schema,
     // reading a schema by id): every failure counts as "nothing sent" so that it is retried.
-    let response = crate::outbound::pool::ConnectionPool::shared()
+    let response = super::pool::ConnectionPool::shared()
         .send_with(http_request, options, profile)
         .await
         .map_err(|e| TransportError::new(TransportErrorKind::Connect, format!("{e}")))?;

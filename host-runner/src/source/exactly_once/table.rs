@@ -21,12 +21,12 @@ use snow_core::cursor::position::Position;
 use snow_core::cursor::{Cursor, Partition, SeenVersion};
 use snow_core::time::Timestamp;
 
+use super::transactions::Transactions;
 use crate::component::bindings::types::{SourceOffset, WorkUnit};
 use crate::config::ConnectorSpec;
-use crate::kafka::transactions::Transactions;
 use crate::state::StateTopic;
 
-use super::topic_read::{self, Quiet};
+use crate::source::topic_read::{self, Quiet};
 
 /// Longest a read-back of a table's topic may take.
 const READ_BACK_LIMIT: Duration = Duration::from_secs(120);
@@ -241,7 +241,7 @@ impl ReadBack {
         if header("snow.source.operation") == Some(b"DELETE".as_slice()) {
             return None;
         }
-        match header(super::produce::VERSION_HEADER).and_then(super::produce::parse_version) {
+        match header(crate::source::produce::VERSION_HEADER).and_then(crate::source::produce::parse_version) {
             Some((ts, id, mod_count)) => Some((ts, (self.since..=self.until).contains(&ts).then_some(SeenVersion { ts, id, mod_count }))),
             // A record written at least once (before exactly-once was on) carries no version.
             None => Some((Timestamp(message.timestamp().to_millis()?.div_euclid(1000)), None)),
