@@ -103,8 +103,8 @@ bench: wasm $(TRANSFORM_JS) $(CONNECT_JAR)
 ## SIGKILLed during the backfill, a fourth joining (tests/e2e/fleet.rs; `make test` runs it at 1,000 rows a table).
 soak: $(JCO_HOST)/node_modules/.package-lock.json
 	@bash tests/setup.sh --tests
-	SNOW_FLEET_ROWS=10000 $(CARGO) test -p host-runner --test e2e_fleet three_workers -- --nocapture
-	$(CARGO) test -p host-runner --test e2e_exactly_once -- --ignored --nocapture
+	SNOW_FLEET_ROWS=10000 $(CARGO) test -p host-runner --test e2e fleet::three_workers -- --nocapture
+	$(CARGO) test -p host-runner --test e2e exactly_once:: -- --ignored --nocapture
 
 ## The composed HTTP connector under `wasmtime serve`: builds wasmtime-cli 48 once into target/tools (a long
 ## build, so it is not part of `make test`), then runs the tests that need it (tests/e2e/hosts.rs).
@@ -113,7 +113,7 @@ $(WASMTIME_CLI): | setup
 	$(CARGO) install wasmtime-cli --version 48.0.8 --locked --root target/tools/wasmtime-48.0.8
 
 hosts: $(JCO_HOST)/node_modules/.package-lock.json $(WASMTIME_CLI)
-	$(CARGO) test -p host-runner --test e2e_hosts -- --include-ignored
+	$(CARGO) test -p host-runner --test e2e hosts:: -- --include-ignored
 
 ## Fuzzing (cargo fuzz, libFuzzer, nightly): each target of tests/fuzz runs FUZZ_SECONDS from its committed
 ## seeds (tests/fuzz/seeds/<target>); what it finds grows target/fuzz/corpus/<target>, a crash is kept in

@@ -2,9 +2,8 @@
 //! host refusing what does not verify before compiling it (one line naming the file and the
 //! reason), `component.allow.unsigned` warning at every start, `inspect` reporting the signature,
 //! and interoperability with the `cosign` CLI both ways.
-#![allow(clippy::unwrap_used)] // a panic is how a test fails
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

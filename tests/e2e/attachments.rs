@@ -3,18 +3,17 @@
 //! `attachments.max.bytes` as a reference with its size, never downloaded; files attached later
 //! follow.
 //!
-//! Part of the `e2e_source` test binary.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
 use base64::Engine;
-use fake_snow::{FakeOptions, FakeSnow};
+use fake_snow::FakeSnow;
 use serde_json::Value;
 use sha2::Digest;
 
-use super::support::kafka::{Read, read_until};
-use super::support::{self, Runner, connector_file, now_secs, unique, work_dir};
+use crate::support::kafka::{Read, read_until};
+use crate::support::{self, Runner, connector_file, now_secs, unique, work_dir};
 
 const USER: &str = "attach-user";
 const PASSWORD: &str = "Attach-Secret-Pw-9";
@@ -32,7 +31,7 @@ fn by_key(records: &[Read]) -> BTreeMap<String, Value> {
 
 #[test]
 fn attachments_arrive_with_checked_content_and_a_large_one_as_a_reference() {
-    let fake = FakeSnow::start(FakeOptions { users: vec![(USER.into(), PASSWORD.into())], ..Default::default() }).unwrap();
+    let fake = support::fake_with_user(USER, PASSWORD, None);
     let rows = fake.shared().seed("incident", 30, now_secs() - 3600, 3000);
     let mut small: Vec<String> = (0..12).map(|i| attach(&fake, &rows[i], &format!("doc{i}.pdf"), 1000 + i * 5000)).collect();
     // 30 MB: over the limit, and over what the component's 64 MiB could hold with its base64.

@@ -1,14 +1,13 @@
 //! Credentials and resilience end to end: OAuth tokens obtained once for many tasks, refreshed
 //! once when they expire, rate limits waited out within the in-flight cap, 5xx bursts retried and
 //! then surfaced, and no secret in the log at the most verbose level.
-#![allow(clippy::unwrap_used)] // a panic is how a test fails
 
-mod support;
+use crate::support;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use fake_snow::{FakeOptions, FakeSnow, Fault, FaultAction, JournalEntry};
+use fake_snow::{FakeSnow, Fault, FaultAction, JournalEntry};
 use support::kafka::read_until;
 use support::{Runner, connector_file, entries, now_secs, tail, unique, work_dir};
 
@@ -18,8 +17,7 @@ const CLIENT: &str = "snow-client";
 const CLIENT_SECRET: &str = "Client-Secret-77ab";
 
 fn oauth_fake(now: i64) -> FakeSnow {
-    let fake =
-        FakeSnow::start(FakeOptions { users: vec![(USER.into(), PASSWORD.into())], frozen_at: Some(now), ..Default::default() }).unwrap();
+    let fake = support::fake_with_user(USER, PASSWORD, Some(now));
     fake.add_oauth_client(CLIENT, CLIENT_SECRET, Some(1800));
     fake
 }

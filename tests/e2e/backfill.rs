@@ -1,16 +1,15 @@
 //! Parallel backfill end to end (issue 22, ADR 0033): the real source component in the real host
 //! reads a table in time slices at once from the fake, while a writer inserts, updates and adds
 //! late rows, and the host is SIGKILLed in the middle of the backfill.
-#![allow(clippy::unwrap_used)] // a panic is how a test fails
 
-mod support;
+use crate::support;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
-use fake_snow::{FakeOptions, FakeSnow, Fault, FaultAction};
+use fake_snow::{FakeSnow, Fault, FaultAction};
 use serde_json::Value;
 use support::kafka::{Read, read_until};
 use support::{Runner, connector_file, now_secs, stored_position, tail, unique, wait_until, work_dir};
@@ -76,7 +75,7 @@ fn out_of_order(records: &[Read]) -> Vec<(String, u64, u64)> {
 #[test]
 fn a_parallel_backfill_killed_mid_way_ends_with_the_single_cursors_final_versions_and_each_keys_versions_in_order() {
     const KILLS: usize = 3;
-    let fake = Arc::new(FakeSnow::start(FakeOptions { users: vec![(USER.into(), PASSWORD.into())], ..Default::default() }).unwrap());
+    let fake = Arc::new(support::fake_with_user(USER, PASSWORD, None));
     let now = now_secs();
     let seeded = Arc::new(fake.shared().seed("incident", 14_000, now - 86_400, 80_000));
     // Skewed, as real tables are (most rows recent): the slices finish at different times and
@@ -151,7 +150,7 @@ fn a_parallel_backfill_killed_mid_way_ends_with_the_single_cursors_final_version
 /// version once.
 #[test]
 fn exactly_once_a_parallel_backfill_killed_during_it_and_after_the_hand_over_has_every_final_version_once() {
-    let fake = Arc::new(FakeSnow::start(FakeOptions { users: vec![(USER.into(), PASSWORD.into())], ..Default::default() }).unwrap());
+    let fake = Arc::new(support::fake_with_user(USER, PASSWORD, None));
     let now = now_secs();
     let mut seeded = fake.shared().seed("incident", 14_000, now - 86_400, 80_000);
     seeded.extend(fake.shared().seed("incident", 6_000, now - 600, 560));

@@ -3,9 +3,8 @@
 //! lose records), unknown options are errors with the usage, two spellings of one offsets file are
 //! one store, and a failing sink consumer or a connector that ended with an error is shown at once
 //! whatever the order of the connectors.
-#![allow(clippy::unwrap_used)] // a panic is how a test fails
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeMap;
 use std::path::Path;

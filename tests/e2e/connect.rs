@@ -8,14 +8,12 @@
 //! record in Connect's dead letter queue; a tampered component is refused; the password stays a
 //! reference in Connect's config topic.
 
-#![allow(clippy::unwrap_used)] // a panic is how a test fails
-
-mod support;
+use crate::support;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use fake_snow::{FakeOptions, FakeSnow, Fault, FaultAction};
+use fake_snow::{FakeSnow, Fault, FaultAction};
 use serde_json::{Value, json};
 
 use support::connect::{ConnectWorker, connect_config, executors, plugin_path};
@@ -29,7 +27,7 @@ const SOURCE: &str = "io.snowconnect.ServiceNowSourceConnector";
 const SINK: &str = "io.snowconnect.ServiceNowSinkConnector";
 
 fn fake() -> FakeSnow {
-    FakeSnow::start(FakeOptions { users: vec![(USER.into(), PASSWORD.into())], ..Default::default() }).unwrap()
+    support::fake_with_user(USER, PASSWORD, None)
 }
 
 /// The last position Connect stored for `connector` in its offsets topic: the last of those

@@ -1,8 +1,7 @@
 //! The keyset cursor end to end: the one-second boundary, restarts and kills, rows that change
 //! while they are read, the safety lag, many tables, and the startup probe.
-#![allow(clippy::unwrap_used)] // a panic is how a test fails
 
-mod support;
+use crate::support;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -19,7 +18,7 @@ const USER: &str = "cursor-user";
 const PASSWORD: &str = "Cursor-Pw-31";
 
 fn fake(frozen_at: Option<i64>) -> FakeSnow {
-    FakeSnow::start(FakeOptions { users: vec![(USER.into(), PASSWORD.into())], frozen_at, ..Default::default() }).unwrap()
+    support::fake_with_user(USER, PASSWORD, frozen_at)
 }
 
 fn config(fake: &FakeSnow, name: &str, topic: &str, tables: &[&str], extra: &[(&str, &str)]) -> BTreeMap<String, String> {
@@ -319,8 +318,7 @@ fn each_startup_probe_failure_gives_its_message() {
 #[test]
 fn a_failing_table_is_parked_and_shown_in_status_while_the_others_deliver() {
     let now = now_secs();
-    let fake =
-        FakeSnow::start(FakeOptions { users: vec![(USER.into(), PASSWORD.into())], frozen_at: Some(now), ..Default::default() }).unwrap();
+    let fake = support::fake_with_user(USER, PASSWORD, Some(now));
     let good: BTreeSet<String> = fake.shared().seed("good_t", 1500, now - 600, 300).into_iter().collect();
     fake.shared().seed("acl_t", 10, now - 600, 10);
     fake.add_fault(Fault::always(FaultAction::Status { status: 403, retry_after: None }).on_path("/api/now/table/acl_t"));

@@ -2,17 +2,15 @@
 //! from `sys_audit_delete` behind the table's own cursor; through SIGKILLs, exactly once, the
 //! topic compacted (folded key by key) equals the table. Snapshot tables' tombstones are tested in
 //! [`snapshot`], in this binary.
-#![allow(clippy::unwrap_used)] // a panic is how a test fails
 
-mod snapshot;
-mod support;
+use crate::support;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
-use fake_snow::{FakeOptions, FakeSnow, Fault, FaultAction};
+use fake_snow::{FakeSnow, Fault, FaultAction};
 use support::kafka::{Read, read_until};
 use support::{Runner, connector_file, now_secs, tail, unique, wait_until, work_dir};
 
@@ -20,7 +18,7 @@ const USER: &str = "deletes-user";
 const PASSWORD: &str = "Deletes-Secret-Pw-3";
 
 fn fake() -> FakeSnow {
-    FakeSnow::start(FakeOptions { users: vec![(USER.into(), PASSWORD.into())], ..Default::default() }).unwrap()
+    support::fake_with_user(USER, PASSWORD, None)
 }
 
 fn config(fake: &FakeSnow, name: &str, topic: &str, extra: &[(&str, &str)]) -> BTreeMap<String, String> {

@@ -1,16 +1,15 @@
 //! Exactly-once sources (ADR 0030): a table's polls and positions go through Kafka transactions,
 //! a restart rebuilds the dedup window from the topic, and a `read_committed` consumer sees every
 //! final version once, through SIGKILLs with a transaction open.
-#![allow(clippy::unwrap_used)] // a panic is how a test fails
 
-mod support;
+use crate::support;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use fake_snow::{FakeOptions, FakeSnow, Fault, FaultAction};
+use fake_snow::{FakeSnow, Fault, FaultAction};
 use support::kafka::{Read, read_until};
 use support::{Runner, connector_file, now_secs, tail, unique, wait_until, work_dir};
 
@@ -20,7 +19,7 @@ const PASSWORD: &str = "Eos-Secret-Pw-7";
 const EOS_WORKER: (&str, &str) = ("exactly.once.source.support", "enabled");
 
 fn fake(frozen_at: Option<i64>) -> FakeSnow {
-    FakeSnow::start(FakeOptions { users: vec![(USER.into(), PASSWORD.into())], frozen_at, ..Default::default() }).unwrap()
+    support::fake_with_user(USER, PASSWORD, frozen_at)
 }
 
 /// An exactly-once source of `tables` into `topic`, offsets in the topic `offsets`.

@@ -1,14 +1,13 @@
 //! A fleet end to end: `snow-connect worker` processes of one group, connectors created and run
 //! through Kafka Connect's REST API with curl, state in Kafka topics, units shared by Kafka's group
 //! protocol, the real components reading the fake over HTTP and a real broker.
-#![allow(clippy::unwrap_used)] // a panic is how a test fails
 
-mod support;
+use crate::support;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use fake_snow::{FakeOptions, FakeSnow};
+use fake_snow::FakeSnow;
 use serde_json::{Value, json};
 use support::fleet::{curl, start_worker, tasks_in, wait_status, worker_properties};
 use support::kafka::read_until;
@@ -19,7 +18,7 @@ const PASSWORD: &str = "fleet-Secret-Pw-77";
 const PASSWORD_ENV: (&str, &str) = ("SNOW_FLEET_PASSWORD", PASSWORD);
 
 fn fake(now: i64) -> FakeSnow {
-    FakeSnow::start(FakeOptions { users: vec![(USER.into(), PASSWORD.into())], frozen_at: Some(now), ..Default::default() }).unwrap()
+    support::fake_with_user(USER, PASSWORD, Some(now))
 }
 
 /// A source connector's configuration for the fleet: the password as a reference, no offsets file.

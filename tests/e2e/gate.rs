@@ -3,9 +3,8 @@
 //! never sees the instance's session cookies, it cannot produce to a topic its configuration does
 //! not name, it cannot leak a secret in any encoding through logs, status or metrics, and it
 //! cannot make the host hold an unbounded request body or create unbounded metric series.
-#![allow(clippy::unwrap_used)] // a panic is how a test fails
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

@@ -2,14 +2,13 @@
 //! end to end: the fake reads each window before it drops hidden rows, as ServiceNow does, and
 //! the cursor still delivers every readable row exactly once — with the instance's
 //! `X-Total-Count`/`Link` and without them — and says so when nothing readable remains.
-#![allow(clippy::unwrap_used)] // a panic is how a test fails
 
-mod support;
+use crate::support;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use fake_snow::{FakeOptions, FakeSnow, JournalEntry};
+use fake_snow::{FakeSnow, JournalEntry};
 use support::kafka::{Read, read_until};
 use support::{Runner, connector_file, now_secs, tail, unique, wait_until, work_dir};
 
@@ -17,8 +16,7 @@ const USER: &str = "acl-user";
 const PASSWORD: &str = "Acl-Pw-77";
 
 fn fake(now: i64, pagination_headers: bool) -> FakeSnow {
-    let fake =
-        FakeSnow::start(FakeOptions { users: vec![(USER.into(), PASSWORD.into())], frozen_at: Some(now), ..Default::default() }).unwrap();
+    let fake = support::fake_with_user(USER, PASSWORD, Some(now));
     fake.shared().set_pagination_headers(pagination_headers);
     fake
 }

@@ -3,9 +3,8 @@
 //! against the fake over loopback, compared byte for byte with what snow-connect produces and
 //! writes on the same data. And the connectors composed with the HTTP adapter (`wac plug`), served
 //! by `jco serve`: `POST /poll` and `/put` give the same bytes again.
-#![allow(clippy::unwrap_used)] // a panic is how a test fails
 
-mod support;
+use crate::support;
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};

@@ -2,22 +2,21 @@
 //! topic, keyed by the entry, each once, also across a SIGKILL with entries written while the
 //! runner was down; a journal the read ACL hides stops the table with the reason.
 //!
-//! Part of the `e2e_source` test binary.
 
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use fake_snow::{FakeOptions, FakeSnow};
+use fake_snow::FakeSnow;
 use serde_json::{Map, Value, json};
 
-use super::support::kafka::read_until;
-use super::support::{self, Runner, connector_file, now_secs, unique, work_dir};
+use crate::support::kafka::read_until;
+use crate::support::{self, Runner, connector_file, now_secs, unique, work_dir};
 
 const USER: &str = "journal-user";
 const PASSWORD: &str = "Journal-Secret-Pw-8";
 
 fn fake() -> FakeSnow {
-    FakeSnow::start(FakeOptions { users: vec![(USER.into(), PASSWORD.into())], ..Default::default() }).unwrap()
+    support::fake_with_user(USER, PASSWORD, None)
 }
 
 fn config(fake: &FakeSnow, name: &str, topic: &str) -> std::collections::BTreeMap<String, String> {

@@ -2,15 +2,14 @@
 //! (nothing lost, the stored offset never passes what Kafka acknowledged, the status says what the
 //! table waits for), and a record the broker or the client always refuses (the table is parked
 //! naming the record, after a bounded number of attempts).
-#![allow(clippy::unwrap_used)] // a panic is how a test fails
 
-mod support;
+use crate::support;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use fake_snow::{FakeOptions, FakeSnow, Fault, FaultAction};
+use fake_snow::{FakeSnow, Fault, FaultAction};
 use kafka_harness::KafkaBroker;
 use serde_json::Value;
 use support::kafka::{Read, create_topic_with, read_until};
@@ -48,8 +47,7 @@ fn a_broker_stopped_mid_backfill_loses_nothing_and_the_stored_offset_never_passe
     let mut broker = KafkaBroker::start().unwrap();
     let bootstrap = broker.bootstrap().to_string();
     let now = now_secs();
-    let fake =
-        FakeSnow::start(FakeOptions { users: vec![(USER.into(), PASSWORD.into())], frozen_at: Some(now), ..Default::default() }).unwrap();
+    let fake = support::fake_with_user(USER, PASSWORD, Some(now));
     let ids: BTreeSet<String> = fake.shared().seed("incident", 60_000, now - 86_400, 80_000).into_iter().collect();
     // Slow pages, so that the outage lands in the middle of the backfill.
     fake.add_fault(Fault::always(FaultAction::Latency { ms: 40 }).on_method("GET").on_path("/api/now/table/incident"));
@@ -142,8 +140,7 @@ fn huge_row(fake: &FakeSnow, ts: i64, size: usize) -> String {
 #[test]
 fn a_record_kafka_always_refuses_parks_the_table_naming_it_after_a_bounded_number_of_attempts() {
     let now = now_secs();
-    let fake =
-        FakeSnow::start(FakeOptions { users: vec![(USER.into(), PASSWORD.into())], frozen_at: Some(now), ..Default::default() }).unwrap();
+    let fake = support::fake_with_user(USER, PASSWORD, Some(now));
     let early: BTreeSet<String> = fake.shared().seed("incident", 1_000, now - 3_000, 1_000).into_iter().collect();
     // 3 MB: above librdkafka's message.max.bytes (1,000,000) and, compressed, the broker's (1,048,588).
     let big = huge_row(&fake, now - 1_500, 3_000_000);

@@ -5,9 +5,8 @@
 //! — every row version in the topic, what the old connector skipped and we recovered, the
 //! duplicates against the printed bound — is written to `target/evidence/cutover.json`
 //! (schema in docs/migration.md) and checked here.
-#![allow(clippy::unwrap_used)] // a panic is how a test fails
 
-mod support;
+use crate::support;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -79,7 +78,7 @@ fn ours(read: &Read) -> bool {
 fn a_cutover_from_confluents_source_loses_nothing_and_counts_its_duplicates() {
     let dir = work_dir("cutover");
     let bootstrap = kafka_harness::shared().bootstrap().to_string();
-    let fake = FakeSnow::start(FakeOptions { users: vec![(USER.into(), PASSWORD.into())], ..Default::default() }).unwrap();
+    let fake = support::fake_with_user(USER, PASSWORD, None);
     let now = now_secs();
     // The old connector starts at 00:00 UTC of its day (servicenow.since); the seed lies after it.
     let day_start = now - now.rem_euclid(86_400);

@@ -6,16 +6,15 @@
 //! flood neither crashes the host nor storms the instance. In a fleet, a worker that does not run
 //! the table takes the notification on its REST listener and the owner is woken through the
 //! fleet's wake topic.
-#![allow(clippy::unwrap_used)] // a panic is how a test fails
 
-mod support;
+use crate::support;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{Read as _, Write as _};
 use std::time::{Duration, Instant};
 
+use fake_snow::FakeSnow;
 use fake_snow::push::PushRule;
-use fake_snow::{FakeOptions, FakeSnow};
 use support::kafka::{create_topic_with, read_until};
 use support::{DEFAULT_LOG, Runner, connector_file, now_secs, status_address, sweep_starts, tail, unique, work_dir};
 
@@ -68,7 +67,7 @@ fn version_of(fake: &FakeSnow, id: &str) -> (String, String) {
 
 #[test]
 fn notifications_bring_changes_long_before_the_poll_and_bad_ones_are_refused() {
-    let fake = FakeSnow::start(FakeOptions { users: vec![(USER.into(), PASSWORD.into())], ..Default::default() }).unwrap();
+    let fake = support::fake_with_user(USER, PASSWORD, None);
     let ids = fake.shared().seed("incident", 200, now_secs() - 600, 200);
     let (name, topic) = (unique("push"), unique("push"));
     let bootstrap = kafka_harness::shared().bootstrap();
@@ -255,7 +254,7 @@ fn in_a_fleet_any_worker_takes_the_notification_and_the_tables_owner_sweeps() {
     use serde_json::json;
     use support::fleet::{curl, start_worker, tasks_in, wait_status, worker_properties};
 
-    let fake = FakeSnow::start(FakeOptions { users: vec![(USER.into(), PASSWORD.into())], ..Default::default() }).unwrap();
+    let fake = support::fake_with_user(USER, PASSWORD, None);
     let ids = fake.shared().seed("incident", 100, now_secs() - 600, 100);
     let dir = work_dir("push-fleet");
     let group = unique("push-fleet");

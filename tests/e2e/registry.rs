@@ -1,9 +1,8 @@
 //! Typed values with a real schema registry (Apicurio Registry's Confluent-compatible API, from
 //! Maven Central): the source types rows by their table's dictionary, registers the schema and
 //! writes Confluent's wire format, and Confluent's own Python client reads what we wrote.
-#![allow(clippy::unwrap_used)] // a panic is how a test fails
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;

@@ -8,15 +8,14 @@
 //! OAUTHBEARER, a PEM trust store) — and the clear errors a wrong password, a wrong client secret,
 //! a token for another audience or a principal without ACLs gets. What the tests read back goes
 //! through the harness's own listener; what is tested goes through `SASL_SSL` only.
-#![allow(clippy::unwrap_used)] // a panic is how a test fails
 
-mod support;
+use crate::support;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use fake_snow::{FakeOptions, FakeSnow};
+use fake_snow::FakeSnow;
 use kafka_harness::secure::{Oidc, Request, SecureBroker};
 use serde_json::json;
 use support::fleet::{curl, tasks_in, wait_status, worker_properties};
@@ -100,7 +99,7 @@ fn broker() -> &'static SecureBroker {
 }
 
 fn fake(now: i64) -> FakeSnow {
-    FakeSnow::start(FakeOptions { users: vec![(USER.into(), PASSWORD.into())], frozen_at: Some(now), ..Default::default() }).unwrap()
+    support::fake_with_user(USER, PASSWORD, Some(now))
 }
 
 /// A connector file's security keys: `mechanism` as `user`, the password by reference.

@@ -1,8 +1,7 @@
 //! Sink end to end: records in a real Kafka topic, consumed by the real host, written to the fake
 //! by the real sink component.
-#![allow(clippy::unwrap_used)] // a panic is how a test fails
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

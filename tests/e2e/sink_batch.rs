@@ -2,9 +2,8 @@
 //! partition order, items left unserviced by the quota and a batch answer lost after it ran both
 //! recovered without a lost or doubled write, and an instance without the Batch API written
 //! through the Table API.
-#![allow(clippy::unwrap_used)] // a panic is how a test fails
 
-mod support;
+use crate::support;
 
 use std::collections::{HashMap, HashSet};
 use std::time::Duration;

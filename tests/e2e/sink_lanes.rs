@@ -2,9 +2,8 @@
 //! offset order, each lane in its own ServiceNow session, every record with exactly one outcome on
 //! the reporter topics; poison records to the dead letter queue with Kafka Connect's headers while
 //! their partition goes on; and a partition stopped by the default policy while the others go on.
-#![allow(clippy::unwrap_used)] // a panic is how a test fails
 
-mod support;
+use crate::support;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::Duration;

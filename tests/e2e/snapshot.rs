@@ -2,16 +2,14 @@
 //! Only new and changed rows are emitted, rows gone become tombstones, unchanged rows are never
 //! emitted again — also after a SIGKILL, with changes made while the runner was down: the runner
 //! reads back what the topic holds. The topic folded key by key equals the view.
-//!
-//! Part of the `e2e_deletes` test binary (tombstones both: one binary links once).
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use super::support;
-use super::support::kafka::{Read, read_until};
-use super::support::{Runner, connector_file, unique, wait_until, work_dir};
-use fake_snow::{FakeOptions, FakeSnow};
+use crate::support;
+use crate::support::kafka::{Read, read_until};
+use crate::support::{Runner, connector_file, unique, wait_until, work_dir};
+use fake_snow::FakeSnow;
 use serde_json::{Value, json};
 
 const USER: &str = "snapshot-user";
@@ -87,7 +85,7 @@ fn exactly_once_a_view_is_read_by_snapshots_in_transactions_and_read_back_commit
 /// Snapshots of a view through changes, a SIGKILL and changes while down; with `exactly_once`
 /// in transactions, offsets in a topic.
 fn snapshots_through_a_kill(exactly_once: bool) {
-    let fake = FakeSnow::start(FakeOptions { users: vec![(USER.into(), PASSWORD.into())], ..Default::default() }).unwrap();
+    let fake = support::fake_with_user(USER, PASSWORD, None);
     fake.shared().store().create_view(VIEW);
     let ids = insert(&fake, 0..450);
     let (name, topic) = (unique("snapshot"), unique("snapshot"));

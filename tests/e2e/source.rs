@@ -1,17 +1,14 @@
 //! Source end to end: the real source component in the real host, reading the fake over HTTP and
 //! producing to a real Kafka broker. Journal entries and attachments are tested
-//! in [`journal`] and [`attachments`], in this binary.
-#![allow(clippy::unwrap_used)] // a panic is how a test fails
+//! in [`crate::journal`] and [`crate::attachments`].
 
-mod attachments;
-mod journal;
-mod support;
+use crate::support;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::time::Duration;
 
-use fake_snow::{FakeOptions, FakeSnow, Fault, FaultAction};
+use fake_snow::{FakeSnow, Fault, FaultAction};
 use serde_json::Value;
 use support::kafka::read_until;
 use support::{Runner, connector_file, now_secs, stored_position, tail, unique, wait_until, work_dir};
@@ -20,7 +17,7 @@ const USER: &str = "snow-e2e";
 const PASSWORD: &str = "e2e-Secret-Pw-42";
 
 fn fake(now: i64) -> FakeSnow {
-    FakeSnow::start(FakeOptions { users: vec![(USER.into(), PASSWORD.into())], frozen_at: Some(now), ..Default::default() }).unwrap()
+    support::fake_with_user(USER, PASSWORD, Some(now))
 }
 
 fn source_config(fake: &FakeSnow, name: &str, topic: &str, batch: &str) -> BTreeMap<String, String> {

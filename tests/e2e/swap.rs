@@ -4,9 +4,8 @@
 //! stored offset gives. A new version that traps in its first calls is rolled back; one that fails
 //! to verify, is of another kind or is not the digest the configuration pins keeps the old one
 //! running.
-#![allow(clippy::unwrap_used)] // a panic is how a test fails
 
-mod support;
+use crate::support;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};

@@ -4,14 +4,12 @@
 //! leaves a mark proves nothing was loaded), no worker file or variable through a provider, no
 //! weaker signing policy, no component file the operator did not offer, no resolved value echoed,
 //! and a worker that stays up whatever it is sent.
-#![allow(clippy::unwrap_used)] // a panic is how a test fails
 
-mod support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use fake_snow::{FakeOptions, FakeSnow};
 use serde_json::{Value, json};
 use support::fleet::{curl, start_worker, worker_properties};
 use support::{Runner, now_secs, unique, work_dir};
@@ -83,8 +81,7 @@ fn create_with(port: u16, base: &Value, changes: &[(&str, Option<&str>)]) -> sup
 #[test]
 fn a_fleet_connector_gets_no_more_than_a_connector() {
     let now = now_secs();
-    let fake =
-        FakeSnow::start(FakeOptions { users: vec![(USER.into(), PASSWORD.into())], frozen_at: Some(now), ..Default::default() }).unwrap();
+    let fake = support::fake_with_user(USER, PASSWORD, Some(now));
     let dir = work_dir("trust-fleet");
     let marker = dir.join("plugin-was-loaded");
     let library = marking_library(&dir, &marker);
@@ -194,8 +191,7 @@ fn a_fleet_connector_gets_no_more_than_a_connector() {
 #[test]
 fn a_standalone_runs_validate_route_runs_nothing_a_start_would_not() {
     let now = now_secs();
-    let fake =
-        FakeSnow::start(FakeOptions { users: vec![(USER.into(), PASSWORD.into())], frozen_at: Some(now), ..Default::default() }).unwrap();
+    let fake = support::fake_with_user(USER, PASSWORD, Some(now));
     fake.shared().seed("incident", 5, now - 3600, 60);
     let dir = work_dir("trust-standalone");
     let marker = dir.join("plugin-was-loaded");

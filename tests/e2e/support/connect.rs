@@ -3,7 +3,6 @@
 //! laid out as an operator installs it: the plugin jar `make test` built, this build's
 //! `snow-connect` as the executor, the signed components and the operator's file trusting the
 //! development key.
-#![allow(dead_code)] // each test binary uses part of it
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -141,11 +140,6 @@ impl ConnectWorker {
             let plugins = curl(port, "GET", "/connector-plugins", None);
             (plugins.status == 200 && plugins.body.to_string().contains("io.snowconnect.ServiceNowSourceConnector")).then_some(())
         });
-    }
-
-    /// The worker's process id.
-    pub fn pid(&self) -> u32 {
-        self.child.as_ref().expect("running").id()
     }
 
     /// Kills the worker at once (SIGKILL): nothing flushed, nothing committed on the way out.

@@ -1,6 +1,5 @@
 //! A fleet for tests: `snow-connect worker` processes of one group on the shared broker, and
 //! Kafka Connect REST calls made with `curl`, as an operator makes them.
-#![allow(dead_code)] // each test binary uses part of it
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -37,8 +37,6 @@ pub struct Idp {
     server: MockServer,
     runtime: tokio::runtime::Runtime,
     issued: Arc<Mutex<BTreeMap<String, Vec<Instant>>>>,
-    /// How long a token is valid.
-    pub lifetime: Duration,
     /// The `aud` its tokens carry by default (what the broker expects).
     pub audience: String,
 }
@@ -118,7 +116,7 @@ impl Idp {
                 .mount(&server)
                 .await;
         });
-        Idp { server, runtime, issued, lifetime, audience: audience.to_string() }
+        Idp { server, runtime, issued, audience: audience.to_string() }
     }
 
     /// The token endpoint clients ask.

@@ -35,7 +35,6 @@ impl Read {
     }
 
     /// The value as JSON (a report, for example).
-    #[allow(dead_code)] // not every test binary reads reports
     pub fn json(&self) -> serde_json::Value {
         serde_json::from_slice(&self.value).unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&self.value)))
     }
@@ -195,7 +194,6 @@ pub fn read_until(bootstrap: &str, topic: &str, timeout: Duration, mut done: imp
 
 /// Reads `topic` from the beginning until `count` records were read, and returns at once (not at
 /// the topic's end, unlike [`read_until`]): for acting while records still flow.
-#[allow(dead_code)] // not every test binary needs it
 pub fn read_at_least(bootstrap: &str, topic: &str, timeout: Duration, count: usize) -> Vec<String> {
     let consumer: BaseConsumer = ClientConfig::new()
         .set("bootstrap.servers", bootstrap)
@@ -218,7 +216,6 @@ pub fn read_at_least(bootstrap: &str, topic: &str, timeout: Duration, count: usi
 }
 
 /// Waits until `group` has committed `expected` records of `topic` in all (its `partitions`).
-#[allow(dead_code)] // not every test binary has a sink
 pub fn wait_committed(group: &str, topic: &str, partitions: i32, expected: i64, timeout: Duration) {
     let bootstrap = kafka_harness::shared().bootstrap();
     super::wait_until(&format!("{group} committed {expected} records of {topic}"), timeout, || {
@@ -250,27 +247,22 @@ pub fn try_committed(bootstrap: &str, group: &str, topic: &str, partitions: i32)
 }
 
 /// [`create_topic`] from a test thread without a runtime.
-#[allow(dead_code)] // not every test binary creates topics this way
 pub fn create_topic_blocking(bootstrap: &str, topic: &str, partitions: i32) {
     tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(create_topic(bootstrap, topic, partitions));
 }
 
 /// [`produce`] from a test thread without a runtime.
-#[allow(dead_code)] // not every test binary produces this way
 pub fn produce_blocking(bootstrap: &str, topic: &str, records: &[(Option<String>, String)]) {
     tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(produce(bootstrap, topic, records));
 }
 
 /// Watches the ends of a topic's partitions: the last stable offset (a `read_committed` reader's
 /// end, held back by an open transaction) against the high watermark.
-#[allow(dead_code)] // not every test binary needs it
 pub struct Ends {
     topic: String,
     stable: BaseConsumer,
     high: BaseConsumer,
 }
-
-#[allow(dead_code)] // not every test binary needs it
 impl Ends {
     /// A watch on `topic`.
     pub fn new(bootstrap: &str, topic: &str) -> Self {

@@ -1,6 +1,5 @@
 //! Shared pieces of the end-to-end tests: a work directory per test, the real `snow-connect`
 //! binary as a child process, connector files, and Kafka helpers that wait for what a topic holds.
-#![allow(dead_code)] // each test binary uses a different subset
 
 pub mod connect;
 pub mod cosign;
@@ -122,6 +121,13 @@ pub fn connector_json(dir: &Path, name: &str, entries: &BTreeMap<String, String>
     path
 }
 
+/// The fake ServiceNow with one Basic user, its clock frozen at `frozen_at` (Unix seconds) when
+/// given: what most tests start from (their own user and password, so a leaked secret names its test).
+pub fn fake_with_user(user: &str, password: &str, frozen_at: Option<i64>) -> fake_snow::FakeSnow {
+    fake_snow::FakeSnow::start(fake_snow::FakeOptions { users: vec![(user.into(), password.into())], frozen_at, ..Default::default() })
+        .unwrap()
+}
+
 /// A source connector on the fake at `fake_url` reading `tables` into `topic`, through the shared
 /// broker, polling every 200 ms with a 2 s safety lag; `extra` (credentials, overrides) last.
 pub fn source_entries(fake_url: &str, name: &str, topic: &str, tables: &[&str], extra: &[(&str, &str)]) -> BTreeMap<String, String> {
@@ -163,14 +169,12 @@ pub fn sink_entries(fake_url: &str, name: &str, topic: &str, table: &str, extra:
 
 /// `count` updates of the rows `ids`: record `i` patches `ids[(i * stride) % ids.len()]` with
 /// `u_seq` = `i` (and a `short_description`), so a row's updates are spread over the whole run.
-#[allow(dead_code)] // not every test binary has a sink
 pub fn keyed_updates(ids: &[String], count: usize, stride: usize) -> Vec<(Option<String>, String)> {
     (0..count).map(|i| (Some(ids[(i * stride) % ids.len()].clone()), format!(r#"{{"u_seq":"{i}","short_description":"v{i}"}}"#))).collect()
 }
 
 /// Asserts that every row a record of `records` patches (keyed by its sys_id, `u_seq` in its
 /// value) holds the `u_seq` of the last such record: no record of a row was lost or overtaken.
-#[allow(dead_code)] // not every test binary has a sink
 pub fn assert_last_updates(fake: &fake_snow::FakeSnow, table: &str, records: &[(Option<String>, String)]) {
     let mut last: std::collections::HashMap<&str, String> = std::collections::HashMap::new();
     for (key, value) in records {
@@ -254,7 +258,6 @@ impl Runner {
     }
 
     /// The process id.
-    #[allow(dead_code)] // not every test binary signals by pid
     pub fn pid(&self) -> u32 {
         self.child.id()
     }
@@ -322,7 +325,6 @@ pub fn restart_duplicate_bound(stamps: &[String], stored_ts: &str, overlap_secon
 
 /// The single stored position of `connector` in the offset file `offsets.json` of `dir`, once
 /// there is one.
-#[allow(dead_code)] // not every test binary needs it
 pub fn stored_position(dir: &Path, connector: &str) -> Option<serde_json::Value> {
     let text = fs::read_to_string(dir.join("offsets.json")).ok()?;
     let file: serde_json::Value = serde_json::from_str(&text).ok()?;
@@ -406,7 +408,6 @@ pub fn wait_until<T>(what: &str, timeout: Duration, mut check: impl FnMut() -> O
 }
 
 /// Every final row version `(sys_id, sys_mod_count)` the fake's `tables` hold now.
-#[allow(dead_code)] // not every test binary needs it
 pub fn final_versions(fake: &fake_snow::FakeSnow, tables: &[&str]) -> BTreeSet<(String, String)> {
     tables
         .iter()
@@ -418,7 +419,6 @@ pub fn final_versions(fake: &fake_snow::FakeSnow, tables: &[&str]) -> BTreeSet<(
 
 /// Lets a writer thread (switched by `writing`, counting its `rounds`) write `more` rounds more,
 /// then stops it and waits for it: the final run read while rows changed under it.
-#[allow(dead_code)] // not every test binary needs it
 pub fn stop_writer_after(
     writing: &std::sync::atomic::AtomicBool,
     rounds: &std::sync::atomic::AtomicUsize,
@@ -435,7 +435,6 @@ pub fn stop_writer_after(
 
 /// Reads `topic` until it holds every final version of `table` on `fake` (within `timeout`),
 /// stops `runner` and asserts every one arrived: the final versions, the records and the log.
-#[allow(dead_code)] // not every test binary needs it
 pub fn read_every_final_version(
     fake: &fake_snow::FakeSnow,
     table: &str,
@@ -453,7 +452,6 @@ pub fn read_every_final_version(
 
 /// A random number generator for kill points (xorshift), seeded from the clock and the process
 /// id; the seed is printed under `label` so a failing run can be told apart.
-#[allow(dead_code)] // not every test binary needs it
 pub fn kill_points(label: &str) -> impl FnMut() -> u64 {
     let seed = now_secs() as u64 ^ u64::from(std::process::id());
     eprintln!("{label} seed {seed}");
