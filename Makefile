@@ -17,13 +17,13 @@ setup:
 ## DEVELOPMENT key in tests/keys (a Sigstore bundle beside it, <file>.sigstore.json): for tests and demos only.
 wasm: setup
 	$(WASM_BUILD)
-	$(CARGO) build -p host-runner
+	$(CARGO) build -p snow-connect
 	@for w in guest_source guest_sink rogue_guest rogue_sink; do \
 	  target/debug/snow-connect artefact sign target/guests/wasm32-wasip2/wasm-release/$$w.wasm --key tests/keys/development-only.key; done
 
 ## Build the host, the fake ServiceNow and the Kafka harness.
 build: wasm
-	$(CARGO) build -p host-runner -p fake-snow -p kafka-harness
+	$(CARGO) build -p snow-connect -p fake-snow -p kafka-harness
 
 ## Fake ServiceNow + local Kafka + a source and a sink for DEMO_SECONDS, then a summary.
 demo: build
@@ -73,7 +73,7 @@ $(CONNECT_JAR): $(CONNECT_JARS) $(CONNECT_SOURCES) connect-plugin/keys.py docs/c
 ## release executor for this platform, the components signed with the DEVELOPMENT key and an operator
 ## file trusting it: for trying it out; a release signs with its own key). docs/kafka-connect.md.
 connect-plugin: wasm $(CONNECT_JAR)
-	$(CARGO) build --release -p host-runner
+	$(CARGO) build --release -p snow-connect
 	bash connect-plugin/package.sh target/release/snow-connect target/connect/snow-connect-servicenow
 
 ## Every test: unit, fake, harness, and end to end with real components and a real broker.
@@ -84,7 +84,7 @@ test: $(JCO_HOST)/node_modules/.package-lock.json $(PYTHON_ENV)/.installed $(TRA
 
 ## Benchmarks: the source backfill three ways, through rows hidden by ACLs, a parallel backfill at 300 ms a request, component costs, the sink's write paths, value formats, transforms, push, a 100,000-row snapshot table, the backfill inside Kafka Connect (results in docs/benchmarks.md).
 bench: wasm $(TRANSFORM_JS) $(CONNECT_JAR)
-	$(CARGO) build --release -p host-runner -p fake-snow -p snow-bench
+	$(CARGO) build --release -p snow-connect -p fake-snow -p snow-bench
 	target/release/snow-bench run --rows $(BENCH_ROWS)
 	target/release/snow-bench hidden
 	target/release/snow-bench backfill
@@ -103,8 +103,8 @@ bench: wasm $(TRANSFORM_JS) $(CONNECT_JAR)
 ## SIGKILLed during the backfill, a fourth joining (tests/e2e/fleet.rs; `make test` runs it at 1,000 rows a table).
 soak: $(JCO_HOST)/node_modules/.package-lock.json
 	@bash tests/setup.sh --tests
-	SNOW_FLEET_ROWS=10000 $(CARGO) test -p host-runner --test e2e fleet::three_workers -- --nocapture
-	$(CARGO) test -p host-runner --test e2e exactly_once:: -- --ignored --nocapture
+	SNOW_FLEET_ROWS=10000 $(CARGO) test -p snow-connect --test e2e fleet::three_workers -- --nocapture
+	$(CARGO) test -p snow-connect --test e2e exactly_once:: -- --ignored --nocapture
 
 ## The composed HTTP connector under `wasmtime serve`: builds wasmtime-cli 48 once into target/tools (a long
 ## build, so it is not part of `make test`), then runs the tests that need it (tests/e2e/hosts.rs).
@@ -113,7 +113,7 @@ $(WASMTIME_CLI): | setup
 	$(CARGO) install wasmtime-cli --version 48.0.8 --locked --root target/tools/wasmtime-48.0.8
 
 hosts: $(JCO_HOST)/node_modules/.package-lock.json $(WASMTIME_CLI)
-	$(CARGO) test -p host-runner --test e2e hosts:: -- --include-ignored
+	$(CARGO) test -p snow-connect --test e2e hosts:: -- --include-ignored
 
 ## Fuzzing (cargo fuzz, libFuzzer, nightly): each target of tests/fuzz runs FUZZ_SECONDS from its committed
 ## seeds (tests/fuzz/seeds/<target>); what it finds grows target/fuzz/corpus/<target>, a crash is kept in

@@ -106,12 +106,12 @@ fn a_connector_created_over_rest_runs_and_answers_in_connects_shapes() {
     // Log levels at run time (KIP-495), for this worker and for the fleet (KIP-976).
     let loggers = curl(spec.port, "GET", "/admin/loggers", None);
     assert!(loggers.body["root"]["level"].is_string(), "{}", loggers.text);
-    let set = curl(spec.port, "PUT", "/admin/loggers/host_runner::outbound", Some(&json!({ "level": "WARN" })));
-    assert_eq!((set.status, set.body.clone()), (200, json!(["host_runner::outbound"])), "{}", set.text);
-    assert_eq!(curl(spec.port, "GET", "/admin/loggers/host_runner::outbound", None).body["level"], "WARN");
+    let set = curl(spec.port, "PUT", "/admin/loggers/snow_runtime::outbound", Some(&json!({ "level": "WARN" })));
+    assert_eq!((set.status, set.body.clone()), (200, json!(["snow_runtime::outbound"])), "{}", set.text);
+    assert_eq!(curl(spec.port, "GET", "/admin/loggers/snow_runtime::outbound", None).body["level"], "WARN");
     let bad = curl(spec.port, "PUT", "/admin/loggers/x", Some(&json!({ "level": "LOUD" })));
     assert_eq!(bad.status, 400, "{}", bad.text);
-    let cluster = curl(spec.port, "PUT", "/admin/loggers/host_runner::gate?scope=cluster", Some(&json!({ "level": "DEBUG" })));
+    let cluster = curl(spec.port, "PUT", "/admin/loggers/snow_runtime::outbound?scope=cluster", Some(&json!({ "level": "DEBUG" })));
     assert_eq!(cluster.status, 204, "{}", cluster.text);
     worker.wait_for_log("log level set for the fleet", Duration::from_secs(30));
 
@@ -482,7 +482,7 @@ fn three_workers_share_fifty_tables_and_a_sink_survive_a_kill_and_take_in_a_four
             .filter_map(|r| snow_core::time::Timestamp::parse(r["sys_updated_on"].as_str()?).ok().map(|t| t.as_millis() / 1000))
             .collect();
         let window = densest_window(&mut stamps, 30);
-        let bound = moves[table] * (window + host_runner::source::pipeline::MAX_UNACKNOWLEDGED * batch);
+        let bound = moves[table] * (window + snow_runtime::source::pipeline::MAX_UNACKNOWLEDGED * batch);
         let table_ids: BTreeSet<&str> = ids[table].iter().map(String::as_str).collect();
         let of_table: Vec<&support::kafka::Read> = records.iter().filter(|r| table_ids.contains(r.key.as_str())).collect();
         let distinct: BTreeSet<(&str, &str)> = of_table

@@ -189,7 +189,7 @@ fn a_request_body_is_refused_as_soon_as_it_passes_the_cap() {
     let (log, unit, _) = run_rogue("bigbody", &allowed, &[("snow.rogue.post.bytes", &gib)]);
     let message = unit["message"].as_str().unwrap();
     let took: u64 = message.split("the host took ").nth(1).and_then(|r| r.split(' ').next()).unwrap().parse().unwrap();
-    let cap = host_runner::outbound::MAX_REQUEST_BODY as u64;
+    let cap = snow_runtime::outbound::MAX_REQUEST_BODY as u64;
     eprintln!("a 1 GiB request body: the host took {took} bytes ({:.2} MiB) before refusing it", took as f64 / 1048576.0);
     assert!(took >= cap && took <= cap + (4 << 20), "the host stopped taking the 1 GiB body right after its {cap}-byte cap: took {took}");
     assert!(log.contains("refused a guest request whose body passed"), "{log}");
@@ -199,11 +199,11 @@ fn a_request_body_is_refused_as_soon_as_it_passes_the_cap() {
 #[test]
 fn the_metric_series_a_component_can_create_are_capped() {
     let allowed = FakeSnow::start(FakeOptions::default()).unwrap();
-    let wanted = host_runner::metrics::GUEST_SERIES_PER_CONNECTOR + 5_000;
+    let wanted = snow_runtime::metrics::GUEST_SERIES_PER_CONNECTOR + 5_000;
     let (log, _, metrics) = run_rogue("series", &allowed, &[("snow.rogue.series", &wanted.to_string())]);
     let series = metrics.lines().filter(|l| l.starts_with("rogue_series_total{")).count();
-    assert!(series <= host_runner::metrics::GUEST_SERIES_PER_CONNECTOR, "{series} series");
-    assert!(series > host_runner::metrics::GUEST_SERIES_PER_CONNECTOR - 100, "up to the cap: {series}");
+    assert!(series <= snow_runtime::metrics::GUEST_SERIES_PER_CONNECTOR, "{series} series");
+    assert!(series > snow_runtime::metrics::GUEST_SERIES_PER_CONNECTOR - 100, "up to the cap: {series}");
     let dropped = metrics.lines().find(|l| l.starts_with("snow_guest_metric_series_dropped_total{")).unwrap();
     assert!(dropped.ends_with(" 5000") || dropped.split(' ').nth(1).unwrap().parse::<f64>().unwrap() >= 5000.0, "{dropped}");
     assert_eq!(log.matches("dropped a metric a guest reported").count(), 1, "logged once, then only counted");

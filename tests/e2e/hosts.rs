@@ -20,7 +20,7 @@ use support::{Runner, connector_file, now_secs, signed, unique, work_dir};
 
 /// `tests/hosts/jco`: the Node host (its packages installed by `make test`).
 fn jco_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/hosts/jco")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/hosts/jco")
 }
 
 fn sha256(bytes: &[u8]) -> String {
@@ -76,7 +76,7 @@ impl Served {
 
     /// Under `wasmtime serve` (wasmtime-cli 48, which `make hosts` builds into target/tools).
     fn wasmtime(component: &Path, dir: &Path) -> Self {
-        let wasmtime = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/tools/wasmtime-48.0.8/bin/wasmtime");
+        let wasmtime = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/tools/wasmtime-48.0.8/bin/wasmtime");
         assert!(wasmtime.is_file(), "{} is missing: `make hosts` builds it", wasmtime.display());
         Self::spawn("wasmtime serve", dir, |port| {
             let mut cmd = Command::new(&wasmtime);

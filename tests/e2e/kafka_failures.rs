@@ -74,7 +74,7 @@ fn a_broker_stopped_mid_backfill_loses_nothing_and_the_stored_offset_never_passe
     let gauge = format!("snow_source_unacknowledged_polls{{connector=\"{name}\",table=\"incident\"}}");
     let unacknowledged =
         wait_until("a full pipeline", Duration::from_secs(30), || support::metric(&addr, &gauge).filter(|n| *n >= 4.0)) as usize;
-    assert_eq!(unacknowledged, host_runner::source::pipeline::MAX_UNACKNOWLEDGED, "polls produced and not acknowledged at most");
+    assert_eq!(unacknowledged, snow_runtime::source::pipeline::MAX_UNACKNOWLEDGED, "polls produced and not acknowledged at most");
     let during = stored(&dir, &name).unwrap();
     std::thread::sleep(outage().saturating_sub(down.elapsed())); // the outage itself: a fault's duration, not a synchronisation
     assert_eq!(stored(&dir, &name).unwrap(), during, "no offset is stored while Kafka acknowledges nothing");

@@ -5,7 +5,7 @@
 //! the components signed once ([`support::signed`]); a test that must own its broker (stopping it,
 //! securing it) starts its own. Each test works in its own directory ([`support::work_dir`]),
 //! topics and connector names made unique ([`support::unique`]), so tests run at once without
-//! seeing each other. Run one area with `cargo test -p host-runner --test e2e <module>::`.
+//! seeing each other. Run one area with `cargo test -p snow-connect --test e2e <module>::`.
 #![allow(clippy::unwrap_used)] // a panic is how a test fails
 
 mod support;

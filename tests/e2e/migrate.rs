@@ -345,7 +345,7 @@ fn a_cutover_from_confluents_source_loses_nothing_and_counts_its_duplicates() {
         "lost": lost.iter().map(|(ts, id, count)| json!({"sys_id": id, "sys_updated_on": ts, "sys_mod_count": count})).collect::<Vec<_>>(),
         "checks": checks,
     });
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/evidence/cutover.json");
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/evidence/cutover.json");
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
     std::fs::write(&path, format!("{evidence:#}\n")).unwrap();
     eprintln!("cutover evidence ({}): {}", path.display(), evidence["counts"]);

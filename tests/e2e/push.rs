@@ -34,7 +34,7 @@ fn post(addr: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> u16 {
     stream.write_all(request.as_bytes()).unwrap();
     // A body past the endpoint's cap is refused from its Content-Length, unread: not sending it
     // keeps the refusal from being lost to a reset of a socket closed with unread bytes.
-    if body.len() <= host_runner::push::notification::MAX_BODY_BYTES {
+    if body.len() <= snow_runtime::push::notification::MAX_BODY_BYTES {
         stream.write_all(body).unwrap();
     }
     let mut answer = Vec::new();
@@ -44,7 +44,7 @@ fn post(addr: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> u16 {
 
 /// A notification for `table` stamped now, signed with `secret` at `at` (Unix seconds).
 fn signed(secret: &str, at: i64, body: &str) -> (String, String) {
-    (at.to_string(), host_runner::push::signature::sign(secret.as_bytes(), at, body.as_bytes()))
+    (at.to_string(), snow_runtime::push::signature::sign(secret.as_bytes(), at, body.as_bytes()))
 }
 
 /// The sum of the `/metrics` series `name` whose labels include each of `labels` (`k="v"`).

@@ -16,7 +16,7 @@ use support::{Runner, connector_file, now_secs, unique, work_dir};
 
 /// The Python environment `make test` sets up (tests/python/requirements.txt).
 fn python() -> PathBuf {
-    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/python/bin/python");
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/python/bin/python");
     assert!(p.exists(), "{} is missing: `make test` sets it up (tests/python/requirements.txt)", p.display());
     p
 }
@@ -29,7 +29,7 @@ fn avro_consume(topic: &str, registry: &str, count: usize) -> Result<Vec<Value>,
 
 /// Reads `count` records of `topic` with Confluent's deserializer of `format` (`avro`, `json`).
 fn registry_consume(topic: &str, registry: &str, count: usize, format: &str) -> Result<Vec<Value>, String> {
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/python/registry_consume.py");
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/python/registry_consume.py");
     let out = Command::new(python())
         .arg(script)
         .args([kafka_harness::shared().bootstrap(), topic, registry, &count.to_string(), "120", format])
@@ -185,7 +185,7 @@ fn registry_produce(topic: &str, registry: &str, format: &str, schema: &str, lin
     let dir = work_dir("registry-produce");
     let schema_file = dir.join(format!("{topic}.avsc"));
     std::fs::write(&schema_file, schema).unwrap();
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/python/registry_produce.py");
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/python/registry_produce.py");
     let mut child = Command::new(python())
         .arg(script)
         .args([kafka_harness::shared().bootstrap(), topic, registry, schema_file.to_str().unwrap(), format])

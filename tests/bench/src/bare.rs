@@ -7,13 +7,13 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::{Result, anyhow, bail};
-use host_runner::component::bindings::types::{PollBatch, SourceRecord, Span};
-use host_runner::kafka::KafkaSpec;
-use host_runner::metrics::Metrics;
-use host_runner::offsets::OffsetStore;
-use host_runner::source::pipeline::{Acks, Owner, Pending, Pipeline};
-use host_runner::source::produce::enqueue;
-use host_runner::status::StatusBoard;
+use snow_runtime::component::bindings::types::{PollBatch, SourceRecord, Span};
+use snow_runtime::kafka::KafkaSpec;
+use snow_runtime::metrics::Metrics;
+use snow_runtime::offsets::OffsetStore;
+use snow_runtime::source::pipeline::{Acks, Owner, Pending, Pipeline};
+use snow_runtime::source::produce::enqueue;
+use snow_runtime::status::StatusBoard;
 use snow_core::http::native::NativeTransport;
 use snow_core::http::transport::Timeouts;
 use snow_core::http::url::encode;
@@ -38,7 +38,7 @@ impl OffsetStore for NoOffsets {
 pub async fn run(fake: &str, bootstrap: &str, topic: &str, rows: u64) -> Result<Outcome> {
     let started = Instant::now();
     let spec = KafkaSpec { bootstrap_servers: bootstrap.to_string(), ..Default::default() };
-    let producer = host_runner::kafka::producer(&spec)?;
+    let producer = snow_runtime::kafka::producer(&spec)?;
     let mut pipeline = Pipeline::start(Owner {
         connector: "bench-bare".into(),
         table: "incident".into(),

@@ -9,11 +9,11 @@
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
-use host_runner::component::bindings::types::SinkRecord;
-use host_runner::convert::Converters;
-use host_runner::convert::sink::SinkConverters;
-use host_runner::convert::source::SourceConverters;
-use host_runner::convert::spec::ConvertSpec;
+use snow_runtime::component::bindings::types::SinkRecord;
+use snow_runtime::convert::Converters;
+use snow_runtime::convert::sink::SinkConverters;
+use snow_runtime::convert::source::SourceConverters;
+use snow_runtime::convert::spec::ConvertSpec;
 use snow_data::{Field, Kind, Schema, connect_json};
 
 use crate::measure::median;

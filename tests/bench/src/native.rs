@@ -5,13 +5,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Result, anyhow};
-use host_runner::component::bindings::types::{Header, HeaderSpan, PollBatch, SourceOffset, SourceRecord, Span};
-use host_runner::kafka::KafkaSpec;
-use host_runner::metrics::Metrics;
-use host_runner::offsets::FileOffsetStore;
-use host_runner::source::pipeline::{Acks, Owner, Pending, Pipeline};
-use host_runner::source::produce::enqueue;
-use host_runner::status::StatusBoard;
+use snow_runtime::component::bindings::types::{Header, HeaderSpan, PollBatch, SourceOffset, SourceRecord, Span};
+use snow_runtime::kafka::KafkaSpec;
+use snow_runtime::metrics::Metrics;
+use snow_runtime::offsets::FileOffsetStore;
+use snow_runtime::source::pipeline::{Acks, Owner, Pending, Pipeline};
+use snow_runtime::source::produce::enqueue;
+use snow_runtime::status::StatusBoard;
 use snow_core::clock::SystemClock;
 use snow_core::config::reader::entries_from_pairs;
 use snow_core::http::native::NativeTransport;
@@ -58,7 +58,7 @@ pub async fn run(fake: &str, bootstrap: &str, topic: &str, rows: u64) -> Result<
     .map_err(|e| anyhow!("{e}"))?;
     let mut task = SourceTask::open(&entries, &[], NativeTransport::default(), SystemClock::default()).map_err(|e| anyhow!("{e}"))?;
     let spec = KafkaSpec { bootstrap_servers: bootstrap.to_string(), ..Default::default() };
-    let producer = host_runner::kafka::producer(&spec)?;
+    let producer = snow_runtime::kafka::producer(&spec)?;
     let offsets_file = std::env::temp_dir().join(format!("snow-bench-native-{}.json", std::process::id()));
     let offsets = Arc::new(FileOffsetStore::open(&offsets_file)?);
     let mut pipeline = Pipeline::start(Owner {

@@ -215,7 +215,7 @@ pub(crate) fn wasm_with(
     let mut child = Command::new(release_bin("snow-connect"))
         .arg("run")
         .arg(&config)
-        .env("SNOW_LOG", "info,host_runner::source=trace,host_runner::source::exactly_once::transactions=debug")
+        .env("SNOW_LOG", "info,snow_runtime::source=trace,snow_runtime::source::exactly_once::transactions=debug")
         .stdout(std::fs::File::create(&summary)?)
         .stderr(std::fs::File::create(&log)?)
         .spawn()?;

@@ -52,13 +52,13 @@ pub fn run() -> Result<()> {
 
 /// Five signed new builds of `component` in `dir`, compiled into `cache` by `snow-connect validate`.
 fn builds(dir: &Path, component: &Path, cache: &Path, config_for: impl Fn(&Path) -> String) -> Result<Vec<PathBuf>> {
-    let key = host_runner::artefact::SigningKey::from_pem_file(&workspace().join("tests/keys/development-only.key"))?;
+    let key = snow_runtime::artefact::SigningKey::from_pem_file(&workspace().join("tests/keys/development-only.key"))?;
     let stem = component.file_stem().context("component name")?.to_string_lossy().into_owned();
     let mut builds = Vec::new();
     for build in 1..=SWAPS {
         let path = dir.join(format!("{stem}-build{build}.wasm"));
         std::fs::write(&path, guest_artifacts::new_build(&std::fs::read(component)?, build))?;
-        host_runner::artefact::sign_file(&path, &key, None)?;
+        snow_runtime::artefact::sign_file(&path, &key, None)?;
         let config = dir.join(format!("{stem}-build{build}.properties"));
         std::fs::write(&config, config_for(&path))?;
         let out = Command::new(release_bin("snow-connect")).arg("validate").arg(&config).arg("--component-cache").arg(cache).output()?;

@@ -11,10 +11,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
-use host_runner::artefact::{Checked, TrustPolicy};
-use host_runner::component::transform::{Stage, TransformComponent};
-use host_runner::component::{ComponentRuntime, Loaded, StoreOptions};
-use host_runner::metrics::Metrics;
+use snow_runtime::artefact::{Checked, TrustPolicy};
+use snow_runtime::component::transform::{Stage, TransformComponent};
+use snow_runtime::component::{ComponentRuntime, Loaded, StoreOptions};
+use snow_runtime::metrics::Metrics;
 use snow_data::transform::{Chain, External, Record};
 use snow_data::{Kind, Schema, Value};
 
@@ -58,7 +58,7 @@ async fn component(runtime: &ComponentRuntime, path: &str, alias: &str, own: &BT
     let config = own
         .iter()
         .filter(|(k, _)| !k.starts_with("component."))
-        .map(|(k, v)| host_runner::component::bindings::types::ConfigEntry { key: k.clone(), value: v.clone() })
+        .map(|(k, v)| snow_runtime::component::bindings::types::ConfigEntry { key: k.clone(), value: v.clone() })
         .collect();
     let options = StoreOptions { memory_max_bytes: 256 << 20, call_timeout: Duration::from_secs(5) };
     let stage = Stage { connector: "bench".into(), alias: alias.to_string(), config, options };

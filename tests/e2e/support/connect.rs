@@ -16,7 +16,7 @@ use super::{tail, wait_until};
 
 /// Where `make test` put Connect's jars and the plugin jar.
 fn connect_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/connect")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/connect")
 }
 
 /// The plugin laid out under `dir/plugins/snow-connect-servicenow`; returns the plugin.path (`dir/plugins`).

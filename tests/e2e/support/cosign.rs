@@ -14,7 +14,7 @@ pub const VERSION: &str = "v3.1.3";
 pub fn binary() -> &'static Path {
     static BUILT: OnceLock<PathBuf> = OnceLock::new();
     BUILT.get_or_init(|| {
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../target/tools/cosign-{VERSION}"));
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../../target/tools/cosign-{VERSION}"));
         let bin = dir.join("cosign");
         if bin.is_file() {
             return bin;

@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 /// A fresh directory under `target/e2e/` for one test.
 pub fn work_dir(test: &str) -> PathBuf {
     static N: AtomicU32 = AtomicU32::new(0);
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/e2e").join(format!(
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/e2e").join(format!(
         "{test}-{}-{}",
         std::process::id(),
         N.fetch_add(1, Ordering::SeqCst)
@@ -32,9 +32,9 @@ pub fn work_dir(test: &str) -> PathBuf {
 }
 
 /// The development public key (tests/keys): what every test connector trusts.
-pub const DEV_PUB: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/keys/development-only.pub");
+pub const DEV_PUB: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/keys/development-only.pub");
 /// The development private key: signs the test components. Never trusted outside tests and demos.
-pub const DEV_KEY: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/keys/development-only.key");
+pub const DEV_KEY: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/keys/development-only.key");
 /// The connector entry that trusts the development key.
 pub const TRUSTED_KEYS: (&str, &str) = ("component.trusted.keys", DEV_PUB);
 
@@ -44,8 +44,8 @@ pub fn signed(component: &'static str) -> &'static str {
     static SIGNED: std::sync::Mutex<Vec<&'static str>> = std::sync::Mutex::new(Vec::new());
     let mut signed = SIGNED.lock().unwrap_or_else(|e| e.into_inner());
     if !signed.contains(&component) {
-        let key = host_runner::artefact::SigningKey::from_pem_file(Path::new(DEV_KEY)).unwrap();
-        host_runner::artefact::sign_file(Path::new(component), &key, None).unwrap();
+        let key = snow_runtime::artefact::SigningKey::from_pem_file(Path::new(DEV_KEY)).unwrap();
+        snow_runtime::artefact::sign_file(Path::new(component), &key, None).unwrap();
         signed.push(component);
     }
     component
@@ -74,8 +74,8 @@ pub fn new_build(component: &str, build: u32, dir: &Path) -> PathBuf {
     let stem = Path::new(component).file_stem().unwrap().to_string_lossy().into_owned();
     let path = dir.join(format!("{stem}-build{build}.wasm"));
     fs::write(&path, guest_artifacts::new_build(&fs::read(component).unwrap(), build)).unwrap();
-    let key = host_runner::artefact::SigningKey::from_pem_file(Path::new(DEV_KEY)).unwrap();
-    host_runner::artefact::sign_file(&path, &key, None).unwrap();
+    let key = snow_runtime::artefact::SigningKey::from_pem_file(Path::new(DEV_KEY)).unwrap();
+    snow_runtime::artefact::sign_file(&path, &key, None).unwrap();
     path
 }
 
@@ -95,8 +95,8 @@ pub fn trapping_build(rogue: &str, dir: &Path) -> PathBuf {
     let stem = Path::new(rogue).file_stem().unwrap().to_string_lossy().into_owned();
     let path = dir.join(format!("{stem}-trapping.wasm"));
     fs::write(&path, bytes).unwrap();
-    let key = host_runner::artefact::SigningKey::from_pem_file(Path::new(DEV_KEY)).unwrap();
-    host_runner::artefact::sign_file(&path, &key, None).unwrap();
+    let key = snow_runtime::artefact::SigningKey::from_pem_file(Path::new(DEV_KEY)).unwrap();
+    snow_runtime::artefact::sign_file(&path, &key, None).unwrap();
     path
 }
 
@@ -316,11 +316,11 @@ impl Drop for Runner {
 /// The duplicates one restart may cause, as docs/delivery.md states them: the row versions whose
 /// timestamps (`stamps`, as the fake serves them) lie in the `overlap_seconds` before the stored
 /// position `stored_ts` the restart resumes from, plus the polls produced and not yet acknowledged
-/// when the run before it stopped ([`host_runner::source::pipeline::MAX_UNACKNOWLEDGED`] of `batch`).
+/// when the run before it stopped ([`snow_runtime::source::pipeline::MAX_UNACKNOWLEDGED`] of `batch`).
 pub fn restart_duplicate_bound(stamps: &[String], stored_ts: &str, overlap_seconds: i64, batch: usize) -> usize {
     let from = snow_core::time::Timestamp::parse(stored_ts).unwrap().plus_seconds(-overlap_seconds).to_string();
     stamps.iter().filter(|s| s.as_str() >= from.as_str() && s.as_str() <= stored_ts).count()
-        + host_runner::source::pipeline::MAX_UNACKNOWLEDGED * batch
+        + snow_runtime::source::pipeline::MAX_UNACKNOWLEDGED * batch
 }
 
 /// The single stored position of `connector` in the offset file `offsets.json` of `dir`, once

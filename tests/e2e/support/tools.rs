@@ -12,7 +12,7 @@ pub const WAC_VERSION: &str = "0.12.0";
 pub fn wac() -> &'static Path {
     static BUILT: OnceLock<PathBuf> = OnceLock::new();
     BUILT.get_or_init(|| {
-        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../target/tools/wac-{WAC_VERSION}-local"));
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../../target/tools/wac-{WAC_VERSION}-local"));
         let bin = root.join("bin/wac");
         if !bin.is_file() {
             eprintln!("building wac {WAC_VERSION} from crates.io (once; cached in {})", root.display());
@@ -55,7 +55,7 @@ fn compose() -> PathBuf {
         all.extend(std::fs::read(i).unwrap());
     }
     let digest: String = <sha2::Sha256 as sha2::Digest>::digest(&all).iter().take(6).map(|b| format!("{b:02x}")).collect();
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../target/hosts/{digest}"));
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../../target/hosts/{digest}"));
     let out = dir.join("snow_http_connector.wasm");
     if !out.is_file() {
         std::fs::create_dir_all(&dir).unwrap();
@@ -64,8 +64,8 @@ fn compose() -> PathBuf {
         plug(adapter, &[source, sink], &step);
         let partial = dir.join(format!("partial.{}.wasm", std::process::id()));
         plug(&step, &[shim], &partial);
-        let key = host_runner::artefact::SigningKey::from_pem_file(Path::new(super::DEV_KEY)).unwrap();
-        host_runner::artefact::sign_file(&partial, &key, Some(&PathBuf::from(format!("{}.sigstore.json", out.display())))).unwrap();
+        let key = snow_runtime::artefact::SigningKey::from_pem_file(Path::new(super::DEV_KEY)).unwrap();
+        snow_runtime::artefact::sign_file(&partial, &key, Some(&PathBuf::from(format!("{}.sigstore.json", out.display())))).unwrap();
         std::fs::rename(&partial, &out).unwrap();
     }
     out

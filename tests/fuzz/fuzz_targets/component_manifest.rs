@@ -5,8 +5,8 @@
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    if let Ok((size, chunks)) = host_runner::worker::components::check_manifest(data) {
-        assert!(size <= host_runner::worker::components::MAX_COMPONENT);
-        assert_eq!(chunks, size.div_ceil(host_runner::worker::components::CHUNK));
+    if let Ok((size, chunks)) = snow_fleet::worker::components::check_manifest(data) {
+        assert!(size <= snow_fleet::worker::components::MAX_COMPONENT);
+        assert_eq!(chunks, size.div_ceil(snow_fleet::worker::components::CHUNK));
     }
 });

@@ -3,7 +3,7 @@
 //! panic or an allocation beyond the frame limit; a frame read is written back to the same bytes.
 #![no_main]
 
-use host_runner::executor::frame;
+use snow_executor::frame;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
@@ -12,11 +12,11 @@ fuzz_target!(|data: &[u8]| {
         let mut again = Vec::new();
         frame::write(&mut again, f.kind, &f.body).unwrap();
         assert_eq!(frame::read(&mut &again[..]).unwrap(), Some(f.clone()));
-        if let Err(reason) = host_runner::executor::read_put_records(&f.body) {
+        if let Err(reason) = snow_executor::read_put_records(&f.body) {
             assert!(!reason.is_empty());
         }
     }
-    if let Err(reason) = host_runner::executor::read_put_records(data) {
+    if let Err(reason) = snow_executor::read_put_records(data) {
         assert!(!reason.is_empty());
     }
 });

@@ -6,5 +6,5 @@ use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
     let text = String::from_utf8_lossy(data);
-    let _ = host_runner::config::parse_properties(&text);
+    let _ = snow_runtime::config::parse_properties(&text);
 });

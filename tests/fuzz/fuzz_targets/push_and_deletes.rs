@@ -3,7 +3,7 @@
 //! with a reason, never a panic; what is read holds what the readers promise.
 #![no_main]
 
-use host_runner::push::{notification, signature};
+use snow_runtime::push::{notification, signature};
 use libfuzzer_sys::fuzz_target;
 use snow_core::source::audit_payload;
 

@@ -6,12 +6,12 @@ use std::sync::{Arc, OnceLock};
 
 use libfuzzer_sys::fuzz_target;
 
-fn view() -> &'static (tokio::runtime::Runtime, host_runner::rest::view::Standalone) {
-    static VIEW: OnceLock<(tokio::runtime::Runtime, host_runner::rest::view::Standalone)> = OnceLock::new();
+fn view() -> &'static (tokio::runtime::Runtime, snow_fleet::rest::view::Standalone) {
+    static VIEW: OnceLock<(tokio::runtime::Runtime, snow_fleet::rest::view::Standalone)> = OnceLock::new();
     VIEW.get_or_init(|| {
         let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-        let runner = Arc::new(host_runner::runner::Runner::new(None).unwrap());
-        (runtime, host_runner::rest::view::Standalone::new(runner, Vec::new()))
+        let runner = Arc::new(snow_runtime::runner::Runner::new(None).unwrap());
+        (runtime, snow_fleet::rest::view::Standalone::new(runner, Vec::new()))
     })
 }
 
@@ -25,6 +25,6 @@ fuzz_target!(|data: &[u8]| {
     let (method, target) = head.split_once(' ').unwrap_or(("GET", &head));
     let (Ok(method), Ok(uri)) = (http::Method::from_bytes(method.as_bytes()), target.parse::<http::Uri>()) else { return };
     let (runtime, view) = view();
-    let answer = runtime.block_on(host_runner::rest::api::answer(view, &method, &uri, &bytes::Bytes::copy_from_slice(body)));
+    let answer = runtime.block_on(snow_fleet::rest::api::answer(view, &method, &uri, &bytes::Bytes::copy_from_slice(body)));
     assert!(answer.status().as_u16() >= 200);
 });

@@ -2,7 +2,7 @@
 //! or refused, never a panic, and what is read is written back to the same version.
 #![no_main]
 
-use host_runner::source::produce::{encode_version, parse_version};
+use snow_runtime::source::produce::{encode_version, parse_version};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|value: &[u8]| {

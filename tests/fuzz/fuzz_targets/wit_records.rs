@@ -3,7 +3,7 @@
 //! range can be read.
 #![no_main]
 
-use host_runner::component::bindings::types::{HeaderSpan, PollBatch, SourceRecord, Span};
+use snow_runtime::component::bindings::types::{HeaderSpan, PollBatch, SourceRecord, Span};
 use libfuzzer_sys::fuzz_target;
 
 /// A batch whose bytes and ranges come from `data`.
@@ -38,7 +38,7 @@ fn batch(data: &[u8]) -> PollBatch {
 
 fuzz_target!(|data: &[u8]| {
     let batch = batch(data);
-    if host_runner::source::produce::check(&batch).is_ok() {
+    if snow_runtime::source::produce::check(&batch).is_ok() {
         for r in &batch.records {
             for span in [r.key, r.value].into_iter().flatten() {
                 assert!(snow_core::record::span_bytes(&batch.data, &batch.extra, snow_core::record::Span { start: span.start, len: span.len }).is_some());

@@ -1,0 +1,161 @@
+//! The connectors one worker manages: each as the configuration topic describes it, loaded and
+//! planned on this worker ([`Live`]), with the units it runs here. A source runs the units whose
+//! slot this worker holds; a sink runs its consumer on every worker (its lanes are shared by the
+//! sink's own consumer group `connect-<name>`).
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
+
+use anyhow::Result;
+use rdkafka::producer::FutureProducer;
+use tokio::task::JoinHandle;
+
+use snow_runtime::component::HostState;
+use snow_runtime::component::bindings::sink::SinkPre;
+use snow_runtime::component::bindings::source::SourcePre;
+use snow_runtime::component::bindings::types::WorkUnit;
+use snow_runtime::component::swap::Slot;
+use snow_runtime::config::ConnectorSpec;
+use snow_runtime::connector::SharedContext;
+use snow_runtime::shutdown::ShutdownTrigger;
+
+pub use snow_runtime::connector::{SINK_CLASS, SOURCE_CLASS};
+
+/// A connector loaded and checked on this worker.
+pub enum Live {
+    /// A source: its plan, producer and allowed topics.
+    Source {
+        /// Its context.
+        ctx: SharedContext,
+        /// Its component slot (hot-swap).
+        slot: Arc<Slot<SourcePre<HostState>>>,
+        /// Its units, in plan order (a unit's task id is its index).
+        units: Vec<WorkUnit>,
+        /// The producer its units share.
+        producer: FutureProducer,
+        /// The topics it may produce to.
+        topics: Arc<BTreeSet<String>>,
+    },
+    /// A sink.
+    Sink {
+        /// Its context.
+        ctx: SharedContext,
+        /// Its component slot.
+        slot: Arc<Slot<SinkPre<HostState>>>,
+    },
+}
+
+impl Live {
+    /// The connector's type in Connect's words.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Live::Source { .. } => "source",
+            Live::Sink { .. } => "sink",
+        }
+    }
+}
+
+/// A unit running here.
+pub struct RunningUnit {
+    /// Its slot.
+    pub slot: i32,
+    /// Stops it.
+    pub stop: ShutdownTrigger,
+    /// Ends when it stopped (its offset stored).
+    pub task: JoinHandle<()>,
+}
+
+/// One connector as this worker manages it.
+pub struct Managed {
+    /// Its properties as the configuration topic holds them.
+    pub properties: BTreeMap<String, String>,
+    /// Loaded and planned, or why it could not be.
+    pub live: Result<Live, String>,
+    /// Source units running here, by unit name.
+    pub units: HashMap<String, RunningUnit>,
+    /// The sink's consumer running here.
+    pub sink: Option<(ShutdownTrigger, JoinHandle<Result<()>>)>,
+    /// Why the sink's consumer ended here, if it ended with an error (the connector is `FAILED`
+    /// until it is restarted).
+    pub sink_failed: Option<String>,
+    /// The restart request last acted on (or seen when this worker started).
+    pub restart_seen: Option<u64>,
+    /// The connector state this worker last published (as its leader).
+    pub published: Option<String>,
+}
+
+/// The fleet's properties of a connector as this worker runs it: a caller's configuration
+/// ([`snow_runtime::config::caller`]: no signing policy, security, cluster or file of its own; references
+/// only where the worker allows), offsets in the fleet's topic, a `component.ref` resolved to a
+/// local file pinned to its digest, and the worker's keys added. Errors never hold a value a
+/// reference resolved to.
+pub async fn fleet_spec(fleet: &super::Fleet, name: &str, properties: &BTreeMap<String, String>) -> Result<ConnectorSpec> {
+    let invalid = |message: String| anyhow::anyhow!("connector {name} has an invalid configuration:\n  {message}");
+    for key in ["offset.storage.file.filename", "offset.storage.topic", "offset.storage.partitions", "offset.storage.replication.factor"] {
+        if properties.contains_key(key) {
+            return Err(invalid(format!("{key}: a worker keeps offsets in its own offset.storage.topic (worker.properties); remove it")));
+        }
+    }
+    let mut rules = fleet.config.caller_rules();
+    let mut properties = properties.clone();
+    if let Some(reference) = properties.remove("component.ref") {
+        for key in ["component.path", "component.bundle.path"] {
+            if properties.contains_key(key) {
+                return Err(invalid(format!("{key}: a connector names its component by component.ref or by component.path, not both")));
+            }
+        }
+        let hex = snow_runtime::artefact::parse_ref(&reference).map_err(|e| invalid(format!("component.ref: {e:#}")))?;
+        let path = fleet.components.resolve(&hex, &fleet.resolved).await.map_err(|e| invalid(format!("{e:#}")))?;
+        rules.component_paths.push(path.clone());
+        properties.insert("component.path".into(), path.display().to_string());
+        properties.insert("component.digest".into(), format!("sha256:{hex}"));
+    }
+    // Transform components are named the same way: `transforms.<alias>.component.ref`.
+    let transform_refs: Vec<String> =
+        properties.keys().filter(|k| k.strip_prefix("transforms.").is_some_and(|k| k.ends_with(".component.ref"))).cloned().collect();
+    for key in transform_refs {
+        let reference = properties.remove(&key).unwrap_or_default();
+        let prefix = key.trim_end_matches("ref");
+        if properties.contains_key(&format!("{prefix}path")) {
+            return Err(invalid(format!("{prefix}path: a transform names its component by {key} or by {prefix}path, not both")));
+        }
+        let hex = snow_runtime::artefact::parse_ref(&reference).map_err(|e| invalid(format!("{key}: {e:#}")))?;
+        let path = fleet.components.resolve(&hex, &fleet.resolved).await.map_err(|e| invalid(format!("{key}: {e:#}")))?;
+        rules.component_paths.push(path.clone());
+        properties.insert(format!("{prefix}path"), path.display().to_string());
+        properties.insert(format!("{prefix}digest"), format!("sha256:{hex}"));
+    }
+    let applied = rules.apply(&properties).map_err(|errors| invalid(errors.join("\n  ")))?;
+    let mut entries = applied.entries.clone();
+    entries.insert("name".into(), name.to_string());
+    let mut spec = ConnectorSpec::from_entries(entries).map_err(|e| anyhow::anyhow!("{}", applied.scrub(&format!("{e:#}"))))?;
+    exactly_once_as_the_worker_allows(&mut spec, fleet.config.exactly_once_source).map_err(invalid)?;
+    Ok(spec)
+}
+
+/// A connector's `exactly.once.support` as the worker's `exactly.once.source.support` allows it,
+/// as Connect's distributed herder does: `required` is refused unless the worker is `enabled`;
+/// `requested` runs at least once there, with a warning.
+fn exactly_once_as_the_worker_allows(spec: &mut ConnectorSpec, worker: super::config::ExactlyOnceSource) -> Result<(), String> {
+    use snow_runtime::config::exactly_once::ExactlyOnce;
+    if worker == super::config::ExactlyOnceSource::Enabled {
+        return Ok(());
+    }
+    match spec.exactly_once {
+        ExactlyOnce::Off => Ok(()),
+        ExactlyOnce::Required => Err(format!(
+            "exactly.once.support: required, but this worker's exactly.once.source.support is {}: set it to enabled on \
+             every worker (worker.properties; preparing first on a running fleet), or ask for requested",
+            if worker == super::config::ExactlyOnceSource::Preparing { "preparing" } else { "disabled" }
+        )),
+        ExactlyOnce::Requested => {
+            tracing::warn!(
+                connector = spec.name,
+                "exactly.once.support=requested: this worker's exactly.once.source.support is not enabled, so the connector \
+                 runs at least once"
+            );
+            spec.exactly_once = ExactlyOnce::Off;
+            Ok(())
+        }
+    }
+}

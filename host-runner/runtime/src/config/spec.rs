@@ -1,0 +1,559 @@
+//! One connector's host-side configuration, validated once with errors naming the key.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{Result, bail};
+use snow_core::auth::Secret;
+use snow_core::auth::oauth::Grant;
+use snow_core::config::instance::{INSTANCE_URL_KEY, parse_base_url};
+
+use super::sink::SinkSpec;
+use crate::auth::{AuthSpec, OAuthSpec};
+use crate::kafka::KafkaSpec;
+use crate::kafka::keys::Client;
+use crate::outbound::DEFAULT_PRIORITY;
+
+/// A connector as the host runs it.
+#[derive(Debug, Clone)]
+pub struct ConnectorSpec {
+    /// `name`: unique in the process; the sink's consumer group is `connect-<name>`.
+    pub name: String,
+    /// `tasks.max`.
+    pub tasks_max: u32,
+    /// `connector.class`, if given: must name the component's kind (a Kafka Connect habit).
+    pub connector_class: Option<String>,
+    /// `component.path`: the `.wasm` component to run.
+    pub component_path: PathBuf,
+    /// `component.digest` (`sha256:<hex>`): the component's bytes must hash to this, or it is
+    /// refused (in a fleet, set from `component.ref`).
+    pub component_digest: Option<String>,
+    /// `component.memory.max.bytes`.
+    pub memory_max_bytes: usize,
+    /// `component.call.timeout.ms`.
+    pub call_timeout: Duration,
+    /// `component.trusted.keys`, `.trusted.root`, `.bundle.path`, `.allow.unsigned`: what the
+    /// component's signature must be.
+    pub trust: std::sync::Arc<crate::artefact::TrustPolicy>,
+    /// `component.trap.budget`: traps in a row (without a successful call between them) after
+    /// which a unit is parked instead of reopened.
+    pub trap_budget: u32,
+    /// Kafka settings.
+    pub kafka: KafkaSpec,
+    /// `topics` (sink only).
+    pub topics: Vec<String>,
+    /// The sink's host-side settings (a source reads only `errors.tolerance` from them, for its transforms).
+    pub sink: SinkSpec,
+    /// `offset.storage.file.filename` (source only).
+    pub offsets_file: PathBuf,
+    /// `offset.storage.topic` with `.partitions` and `.replication.factor` (source only): offsets in
+    /// a compacted Kafka topic instead of the file.
+    pub offsets_topic: Option<crate::state::TopicSpec>,
+    /// Scheme of `snow.instance.url`.
+    pub instance_scheme: String,
+    /// Authority of `snow.instance.url`: the only host the gate lets the guest reach.
+    pub instance_authority: String,
+    /// `snow.instance.max.in.flight`: cap on requests in flight to the instance, process-wide.
+    pub max_in_flight: usize,
+    /// `snow.instance.requests.per.hour` and `.per.minute`: the instance's request budget
+    /// (ADR 0034), process-wide (the smallest any connector sets wins).
+    pub requests_per_hour: Option<u64>,
+    /// See `requests_per_hour`.
+    pub requests_per_minute: Option<u64>,
+    /// `snow.table.<t>.priority` (1–100, default [`DEFAULT_PRIORITY`]): a table's weight when the
+    /// budget is short.
+    pub priorities: BTreeMap<String, u32>,
+    /// Credentials (`snow.auth.*`).
+    pub auth: AuthSpec,
+    /// Everything the guest sees: `snow.*` keys except the credentials, and the memory it gets
+    /// (`component.memory.max.bytes`).
+    pub guest_config: BTreeMap<String, String>,
+    /// `key.converter`, `value.converter` and their settings, with their registry clients.
+    pub convert: crate::convert::Converters,
+    /// `topic.creation.*`: how a source creates the topics it writes to (none: it does not).
+    pub topic_creation: Option<std::sync::Arc<super::topic_creation::TopicCreation>>,
+    /// `transforms=` / `predicates=`: Connect's transforms (a source's before its converters, a
+    /// sink's after them, as in Connect).
+    pub transforms: Option<std::sync::Arc<snow_data::transform::Chain>>,
+    /// The transform components among them (`io.snowconnect.transforms.Component` stages).
+    pub transform_components: Vec<super::transform_components::TransformComponentSpec>,
+    /// `exactly.once.support` (source only, ADR 0030).
+    pub exactly_once: super::exactly_once::ExactlyOnce,
+    /// `snow.push.*` (source only, ADR 0032): notifications wake the tables' sweeps.
+    pub push: Option<std::sync::Arc<super::push::PushSpec>>,
+}
+
+/// 256 MiB holds a 10,000-row page of wide rows twice over.
+fn default_memory_max_bytes() -> usize {
+    256 << 20
+}
+
+/// A single call includes waiting for ServiceNow (up to its 60 s quota) and retries; 10 minutes
+/// only ever stops a guest that is truly stuck.
+fn default_call_timeout_ms() -> u64 {
+    600_000
+}
+
+/// ServiceNow nodes serve a handful of concurrent integration requests per user comfortably.
+fn default_max_in_flight() -> usize {
+    8
+}
+
+/// Next to where the runner was started, as Kafka Connect standalone does by convention.
+fn default_offsets_file() -> PathBuf {
+    PathBuf::from("snow-connect.offsets.json")
+}
+
+/// Refresh a minute before expiry (never more than half the token's life).
+fn default_refresh_margin_seconds() -> u64 {
+    60
+}
+
+/// Keys read by the host and never given to the guest.
+const HOST_ONLY_SNOW_KEYS: [&str; 13] = [
+    // Provenance of a translated configuration (`snow-connect migrate`): read by `--apply` only.
+    "snow.migrated.from",
+    // What the host tells a sink lane when it opens it (sink/instance.rs), never the user's.
+    "snow.sink.takeover.below",
+    "snow.sink.unknown.through",
+    "snow.sink.put.budget.ms",
+    "snow.auth.type",
+    "snow.auth.username",
+    "snow.auth.password",
+    "snow.auth.client.id",
+    "snow.auth.client.secret",
+    "snow.auth.token.url",
+    "snow.auth.token.refresh.margin.seconds",
+    "snow.instance.max.in.flight",
+    "snow.sink.max.in.flight",
+];
+
+/// The request budget's keys (ADR 0034).
+const BUDGET_KEYS: [&str; 2] = ["snow.instance.requests.per.hour", "snow.instance.requests.per.minute"];
+
+/// The table `key` sets the budget priority of (`snow.table.<t>.priority`).
+fn priority_table(key: &str) -> Option<&str> {
+    key.strip_prefix("snow.table.")?.strip_suffix(".priority").filter(|t| !t.is_empty() && !t.contains('.'))
+}
+
+/// True for a `snow.*` key the host reads and never gives the guest.
+pub fn is_host_only_snow_key(key: &str) -> bool {
+    HOST_ONLY_SNOW_KEYS.contains(&key) || super::push::KEYS.contains(&key) || BUDGET_KEYS.contains(&key) || priority_table(key).is_some()
+}
+
+impl ConnectorSpec {
+    /// Validates the host keys of one connector's entries; every problem names its key.
+    pub fn from_entries(entries: BTreeMap<String, String>) -> Result<Self> {
+        let mut errors: Vec<String> = Vec::new();
+        let get = |k: &str| entries.get(k).map(|v| v.trim().to_string()).filter(|v| !v.is_empty());
+        let require = |k: &str, what: &str, errors: &mut Vec<String>| {
+            get(k).or_else(|| {
+                errors.push(format!("{k}: is required: {what}"));
+                None
+            })
+        };
+        let name = require("name", "a unique connector name", &mut errors).unwrap_or_default();
+        let component_path = require("component.path", "the .wasm component to run", &mut errors).unwrap_or_default();
+        let bootstrap_servers =
+            require("kafka.bootstrap.servers", "the Kafka brokers, e.g. 127.0.0.1:9092", &mut errors).unwrap_or_default();
+        let url = require(INSTANCE_URL_KEY, "the instance URL, e.g. https://acme.service-now.com", &mut errors).unwrap_or_default();
+        let number = |k: &str, default: u64, min: u64, max: u64, errors: &mut Vec<String>| {
+            super::whole_number(&entries, k, default, min, max, errors)
+        };
+        let bad_server = bootstrap_servers.split(',').map(str::trim).find(|s| !super::is_host_port(s));
+        if let Some(bad) = bad_server.filter(|_| !bootstrap_servers.is_empty()) {
+            errors.push(format!("kafka.bootstrap.servers: {bad:?} is not host:port (a comma-separated list, e.g. 127.0.0.1:9092)"));
+        }
+        let tasks_max = number("tasks.max", 1, 1, 1024, &mut errors) as u32;
+        let component_digest = get("component.digest").and_then(|d| match crate::artefact::parse_ref(&d) {
+            Ok(hex) => Some(hex),
+            Err(e) => {
+                errors.push(format!("component.digest: {e:#}"));
+                None
+            }
+        });
+        if entries.contains_key("component.ref") {
+            errors.push(
+                "component.ref: names a component in a fleet's component.storage.topic (snow-connect worker); a standalone run names \
+                 its file with component.path, and may pin it with component.digest=sha256:<hex>"
+                    .into(),
+            );
+        }
+        let memory_max_bytes =
+            number("component.memory.max.bytes", default_memory_max_bytes() as u64, 16 << 20, 4 << 30, &mut errors) as usize;
+        let call_timeout =
+            Duration::from_millis(number("component.call.timeout.ms", default_call_timeout_ms(), 1000, 86_400_000, &mut errors));
+        let trap_budget = number("component.trap.budget", 5, 1, 1_000_000, &mut errors) as u32;
+        let trust = super::artefact::trust_policy(&entries, &mut errors);
+        let max_in_flight = number("snow.instance.max.in.flight", default_max_in_flight() as u64, 1, 256, &mut errors) as usize;
+        let budget = |k: &str, errors: &mut Vec<String>| entries.contains_key(k).then(|| number(k, 1, 1, 100_000_000, errors));
+        let requests_per_hour = budget(BUDGET_KEYS[0], &mut errors);
+        let requests_per_minute = budget(BUDGET_KEYS[1], &mut errors);
+        let priorities: BTreeMap<String, u32> = entries
+            .keys()
+            .filter_map(|k| priority_table(k).map(|t| (t.to_string(), number(k, u64::from(DEFAULT_PRIORITY), 1, 100, &mut errors) as u32)))
+            .collect();
+        let (instance_scheme, instance_authority) = match parse_base_url(&url) {
+            Ok(parts) => parts,
+            Err(message) if !url.is_empty() => {
+                errors.push(format!("{INSTANCE_URL_KEY}: {message}"));
+                Default::default()
+            }
+            Err(_) => Default::default(),
+        };
+        let secret = |k: &str| entries.get(k).filter(|v| !v.is_empty()).map(|v| Secret::new(v.clone()));
+        let user = || match (get("snow.auth.username"), secret("snow.auth.password")) {
+            (Some(username), Some(password)) => Some((username, password)),
+            _ => None,
+        };
+        let auth_type = get("snow.auth.type").unwrap_or_else(|| "basic".into());
+        let auth = match auth_type.as_str() {
+            "none" => AuthSpec::None,
+            "basic" => match user() {
+                Some((username, password)) => AuthSpec::Basic { username, password },
+                None => {
+                    errors.push("snow.auth.username, snow.auth.password: are required for snow.auth.type=basic (or set snow.auth.type=none for an open test instance)".into());
+                    AuthSpec::None
+                }
+            },
+            "oauth_client_credentials" | "oauth_password" => {
+                let grant = if auth_type == "oauth_password" {
+                    match user() {
+                        Some((username, password)) => Grant::Password { username, password },
+                        None => {
+                            errors.push("snow.auth.username, snow.auth.password: are required for snow.auth.type=oauth_password".into());
+                            Grant::ClientCredentials
+                        }
+                    }
+                } else {
+                    Grant::ClientCredentials
+                };
+                let client_id = require("snow.auth.client.id", "the OAuth client id (System OAuth > Application Registry)", &mut errors)
+                    .unwrap_or_default();
+                let client_secret = secret("snow.auth.client.secret").unwrap_or_else(|| {
+                    errors.push("snow.auth.client.secret: is required for OAuth".into());
+                    Secret::default()
+                });
+                let token_url = get("snow.auth.token.url").unwrap_or_else(|| format!("{}/oauth_token.do", url.trim_end_matches('/')));
+                if !token_url.starts_with("https://") && !token_url.starts_with("http://") {
+                    errors.push(format!("snow.auth.token.url: must be an http(s) URL, got {token_url:?}"));
+                }
+                let margin = number("snow.auth.token.refresh.margin.seconds", default_refresh_margin_seconds(), 0, 86_400, &mut errors);
+                AuthSpec::OAuth(OAuthSpec { token_url, client_id, client_secret, grant, refresh_margin: Duration::from_secs(margin) })
+            }
+            other => {
+                errors.push(format!("snow.auth.type: must be basic, oauth_client_credentials, oauth_password or none, got {other:?}"));
+                AuthSpec::None
+            }
+        };
+        let topics: Vec<String> =
+            get("topics").map(|t| t.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect()).unwrap_or_default();
+        let sink = SinkSpec::from_entries(&entries, &name, &mut errors);
+        let offsets_file = get("offset.storage.file.filename").map(PathBuf::from).unwrap_or_else(default_offsets_file);
+        let offsets_topic = get("offset.storage.topic").map(|name| crate::state::TopicSpec {
+            name,
+            partitions: number("offset.storage.partitions", 25, 1, 10_000, &mut errors) as i32,
+            replication: match get("offset.storage.replication.factor").map(|v| v.parse::<i32>()) {
+                None => -1,
+                Some(Ok(r)) if r == -1 || (1..=32).contains(&r) => r,
+                Some(_) => {
+                    errors
+                        .push("offset.storage.replication.factor: must be -1 (the broker's default) or a whole number from 1 to 32".into());
+                    -1
+                }
+            },
+            key: "offset.storage.topic",
+        });
+        if offsets_topic.is_some() && entries.contains_key("offset.storage.file.filename") {
+            errors.push("offset.storage.topic, offset.storage.file.filename: name one place for offsets, not both".into());
+        }
+        let prefixed = |prefix: &str| -> BTreeMap<String, String> {
+            entries.iter().filter_map(|(k, v)| k.strip_prefix(prefix).map(|rest| (rest.to_string(), v.clone()))).collect()
+        };
+        let mut producer = prefixed("kafka.producer.");
+        let unsafe_producer = match producer.remove("unsafe").as_deref().map(str::trim) {
+            None | Some("false") => false,
+            Some("true") => true,
+            Some(other) => {
+                errors.push(format!("kafka.producer.unsafe: must be true or false, got {other:?}"));
+                false
+            }
+        };
+        let consumer = prefixed("kafka.consumer.");
+        for (client, keys) in [(Client::Producer, &producer), (Client::Consumer, &consumer)] {
+            errors.extend(keys.keys().filter_map(|k| crate::kafka::keys::refusal(client, k)));
+        }
+        let convert = crate::convert::spec::ConvertSpec::from_entries(&entries, &mut errors);
+        if convert.typed_value() && entries.contains_key("snow.value.format") {
+            errors
+                .push("snow.value.format: leave it out when value.converter is set (the converter decides how values are written)".into());
+        }
+        let security = crate::kafka::security::read(&entries, "kafka.", &mut errors);
+        let kafka = KafkaSpec { bootstrap_servers, security, producer, consumer, unsafe_producer };
+
+        let known_host_key = |k: &str| {
+            matches!(
+                k,
+                "name"
+                    | "connector.class"
+                    | "tasks.max"
+                    | "component.path"
+                    | "component.digest"
+                    | "component.ref"
+                    | "component.memory.max.bytes"
+                    | "component.call.timeout.ms"
+                    | "component.trap.budget"
+                    | "kafka.bootstrap.servers"
+                    | "topics"
+                    | "offset.storage.file.filename"
+                    | "offset.storage.topic"
+                    | "offset.storage.partitions"
+                    | "offset.storage.replication.factor"
+            ) || super::sink::KEYS.contains(&k)
+                || super::artefact::KEYS.contains(&k)
+                || k.starts_with("kafka.producer.")
+                || k.starts_with("kafka.consumer.")
+                || k.strip_prefix("kafka.").is_some_and(crate::kafka::security::is_security_key)
+                || crate::convert::spec::is_converter_key(k)
+                || super::topic_creation::is_topic_creation_key(k)
+                || snow_data::transform::config::is_transform_key(k)
+                || super::exactly_once::KEYS.contains(&k)
+        };
+        let mut guest_config = BTreeMap::new();
+        for (k, v) in &entries {
+            if k.starts_with("snow.") {
+                if !is_host_only_snow_key(k) {
+                    guest_config.insert(k.clone(), v.clone());
+                }
+            } else if !known_host_key(k) {
+                errors.push(format!("{k}: unknown key (check the spelling and docs/configuration.md)"));
+            }
+        }
+        let is_sink = !topics.is_empty() || sink.topics_regex.is_some();
+        let topic_creation = super::topic_creation::TopicCreation::from_entries(&entries, &mut errors).map(std::sync::Arc::new);
+        if is_sink && topic_creation.is_some() {
+            errors.push("topic.creation.*: creates a source's topics; a sink connector does not create topics".into());
+        }
+        let exactly_once = super::exactly_once::read(&entries, is_sink, &mut errors);
+        let push = super::push::read(&entries, is_sink, &mut errors).map(std::sync::Arc::new);
+        let transforms = snow_data::transform::Chain::from_entries(&entries, &mut errors);
+        let transform_components = super::transform_components::read(&transforms, &mut errors);
+        let transforms = (!transforms.is_empty()).then(|| std::sync::Arc::new(transforms));
+
+        // A source's typed value converter needs the table's types: the component reads its
+        // dictionary. (A sink's converters read typed records before the component gets them.)
+        if convert.typed_value() && !is_sink {
+            guest_config.insert("snow.value.schema".to_string(), "dictionary".to_string());
+        }
+        // The component checks that its settings fit the memory it will get (snow-core's
+        // config::memory); another host passes its own limit, or none.
+        guest_config.insert(snow_core::config::memory::MEMORY_KEY.to_string(), memory_max_bytes.to_string());
+        // A sink component stops a batch at the failures that stop the partition here, so that
+        // nothing after such a record is written.
+        if let Some(halt_on) = sink.halt_on().filter(|_| is_sink) {
+            guest_config.insert("snow.sink.halt.on".to_string(), halt_on);
+        }
+        if !errors.is_empty() {
+            let who = if name.is_empty() { "connector".to_string() } else { format!("connector {name}") };
+            bail!("{who} has an invalid configuration:\n  {}", errors.join("\n  "));
+        }
+        Ok(Self {
+            connector_class: get("connector.class"),
+            name,
+            tasks_max,
+            component_path: PathBuf::from(component_path),
+            component_digest,
+            memory_max_bytes,
+            call_timeout,
+            trust,
+            trap_budget,
+            kafka,
+            topics,
+            sink,
+            offsets_file,
+            offsets_topic,
+            instance_scheme,
+            instance_authority,
+            max_in_flight,
+            requests_per_hour,
+            requests_per_minute,
+            priorities,
+            auth,
+            guest_config,
+            convert: crate::convert::Converters::new(convert),
+            topic_creation,
+            transforms,
+            transform_components,
+            exactly_once,
+            push,
+        })
+    }
+}
+
+impl ConnectorSpec {
+    /// Registers the secrets this connector holds for redaction by value ([`crate::redact`]):
+    /// called when it starts, never when a configuration is only validated.
+    pub fn register_secrets(&self) {
+        match &self.auth {
+            AuthSpec::None => {}
+            AuthSpec::Basic { username, password } => {
+                crate::redact::register(password.expose());
+                let value = snow_core::auth::basic::authorization(username, password.expose());
+                crate::redact::register(value.trim_start_matches("Basic "));
+            }
+            AuthSpec::OAuth(oauth) => {
+                crate::redact::register(oauth.client_secret.expose());
+                if let Grant::Password { password, .. } = &oauth.grant {
+                    crate::redact::register(password.expose());
+                }
+            }
+        }
+        for secret in self.convert.spec.secrets() {
+            crate::redact::register(secret);
+        }
+        for (key, value) in &self.kafka.security {
+            if crate::kafka::security::is_secret_key(key) {
+                crate::redact::register(value);
+            }
+        }
+        if let Some(push) = &self.push {
+            crate::redact::register(push.secret.expose());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entries(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    }
+
+    #[test]
+    fn the_request_budget_and_priorities_are_the_hosts_and_checked() {
+        let base = [
+            ("name", "c"),
+            ("component.path", "x.wasm"),
+            ("component.allow.unsigned", "true"),
+            ("kafka.bootstrap.servers", "127.0.0.1:9092"),
+            ("snow.instance.url", "https://acme.service-now.com"),
+            ("snow.auth.type", "none"),
+            ("snow.tables", "incident,problem"),
+        ];
+        let mut pairs = base.to_vec();
+        pairs.extend([("snow.instance.requests.per.hour", "500"), ("snow.table.incident.priority", "30")]);
+        let spec = ConnectorSpec::from_entries(entries(&pairs)).unwrap();
+        assert_eq!((spec.requests_per_hour, spec.requests_per_minute), (Some(500), None));
+        assert_eq!(spec.priorities, BTreeMap::from([("incident".to_string(), 30)]));
+        assert!(spec.guest_config.keys().all(|k| !k.contains("requests.per") && !k.ends_with(".priority")), "never given to the guest");
+        let mut bad = base.to_vec();
+        bad.extend([("snow.instance.requests.per.minute", "0"), ("snow.table.problem.priority", "500")]);
+        let text = format!("{:#}", ConnectorSpec::from_entries(entries(&bad)).unwrap_err());
+        assert!(text.contains("snow.instance.requests.per.minute") && text.contains("snow.table.problem.priority"), "{text}");
+    }
+
+    #[test]
+    fn credentials_stay_with_the_host() {
+        let spec = ConnectorSpec::from_entries(entries(&[
+            ("name", "c"),
+            ("component.path", "x.wasm"),
+            ("component.allow.unsigned", "true"),
+            ("kafka.bootstrap.servers", "127.0.0.1:9092"),
+            ("kafka.producer.linger.ms", "20"),
+            ("snow.instance.url", "https://acme.service-now.com"),
+            ("snow.auth.username", "u"),
+            ("snow.auth.password", "hunter2"),
+            ("snow.tables", "incident"),
+            ("snow.push.secret", "a-long-random-push-secret"),
+            ("snow.push.min.interval.ms", "100"),
+        ]))
+        .unwrap();
+        assert_eq!(spec.guest_config.keys().collect::<Vec<_>>(), ["component.memory.max.bytes", "snow.instance.url", "snow.tables"]);
+        assert_eq!(spec.kafka.producer.get("linger.ms").map(String::as_str), Some("20"));
+        assert!(!format!("{spec:?}").contains("hunter2"));
+        assert!(!format!("{spec:?}").contains("a-long-random-push-secret"), "the push secret neither");
+        assert_eq!(spec.push.as_ref().map(|p| p.min_interval), Some(Duration::from_millis(100)));
+        let refused = crate::push::listen::check_standalone(std::slice::from_ref(&spec)).unwrap_err().to_string();
+        assert!(refused.contains("snow.push.listen: is required with snow.push.secret in a standalone run"), "{refused}");
+    }
+
+    #[test]
+    fn a_password_is_kept_as_written_trailing_space_included() {
+        let spec = ConnectorSpec::from_entries(entries(&[
+            ("name", "c"),
+            ("component.path", "x.wasm"),
+            ("component.trusted.keys", concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/keys/development-only.pub")),
+            ("kafka.bootstrap.servers", "127.0.0.1:9092"),
+            ("snow.instance.url", "https://acme.service-now.com"),
+            ("snow.auth.username", "u"),
+            ("snow.auth.password", " pass word "),
+        ]))
+        .unwrap();
+        let AuthSpec::Basic { password, .. } = spec.auth else { panic!("basic") };
+        assert_eq!(password.expose(), " pass word ");
+    }
+
+    #[test]
+    fn a_bootstrap_address_with_terminal_escapes_is_refused() {
+        let err = ConnectorSpec::from_entries(entries(&[
+            ("name", "c"),
+            ("component.path", "x.wasm"),
+            ("kafka.bootstrap.servers", "\u{1b}[0m127.0.0.1:9092"),
+            ("snow.instance.url", "https://a.service-now.com"),
+            ("snow.auth.type", "none"),
+        ]))
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("kafka.bootstrap.servers: \"\\u{1b}[0m127.0.0.1:9092\" is not host:port"), "{err}");
+        assert!(
+            crate::config::is_host_port("broker-1.internal:9092")
+                && crate::config::is_host_port("[::1]:9092")
+                && !crate::config::is_host_port("broker")
+                && !crate::config::is_host_port("b:0")
+        );
+    }
+
+    #[test]
+    fn errors_name_every_key() {
+        let err =
+            ConnectorSpec::from_entries(entries(&[("name", "c"), ("tasks.max", "0"), ("kafka.typo", "1"), ("snow.instance.url", "acme")]))
+                .unwrap_err()
+                .to_string();
+        for key in [
+            "component.path: is required",
+            "kafka.bootstrap.servers: is required",
+            "tasks.max: must be",
+            "kafka.typo: unknown key",
+            "snow.instance.url: must start",
+            "snow.auth.username",
+            "component.trusted.keys: is required",
+        ] {
+            assert!(err.contains(key), "missing {key:?} in {err}");
+        }
+    }
+
+    #[test]
+    fn trust_settings_that_cannot_be_used_name_their_key() {
+        let err = ConnectorSpec::from_entries(entries(&[
+            ("name", "c"),
+            ("component.path", "x.wasm"),
+            ("component.trusted.keys", "/nonexistent/release.pub"),
+            ("component.trusted.root", "/nonexistent/trusted_root.json"),
+            ("component.allow.unsigned", "yes"),
+            ("kafka.bootstrap.servers", "127.0.0.1:9092"),
+            ("snow.instance.url", "https://a.service-now.com"),
+            ("snow.auth.type", "none"),
+        ]))
+        .unwrap_err()
+        .to_string();
+        for key in [
+            "component.trusted.keys: reading the trusted key /nonexistent/release.pub",
+            "component.trusted.root: reading /nonexistent/trusted_root.json",
+            "component.allow.unsigned: must be true or false",
+        ] {
+            assert!(err.contains(key), "missing {key:?} in {err}");
+        }
+    }
+}
