@@ -23,14 +23,14 @@ use anyhow::Result;
 use serde_json::{Value as Json, json};
 use tokio::sync::mpsc;
 
+use frame::{Frame, answer, request};
+/// A `PUT` body's records (for the fuzz target of the protocol).
+pub use sink::read_records as read_put_records;
 use snow_runtime::component::Loaded;
 use snow_runtime::component::bindings::types::{ConfigEntry, SourceOffset, WorkUnit};
 use snow_runtime::connector::SharedContext;
 use snow_runtime::runner::Runner;
 use snow_runtime::shutdown::ShutdownTrigger;
-use frame::{Frame, answer, request};
-/// A `PUT` body's records (for the fuzz target of the protocol).
-pub use sink::read_records as read_put_records;
 use source::Handed;
 
 /// How long a `NEXT` waits for a batch before answering `EMPTY`.

@@ -19,6 +19,7 @@ use wasmtime::Store;
 use wasmtime::component::ResourceAny;
 
 use super::frame::Writer;
+use snow_data::{Schema, connect_json, snow_text};
 use snow_runtime::backoff::Backoff;
 use snow_runtime::component::HostState;
 use snow_runtime::component::bindings::source::{Source, SourcePre};
@@ -28,7 +29,6 @@ use snow_runtime::connector::{SharedContext, describe, to_entries};
 use snow_runtime::shutdown::Shutdown;
 use snow_runtime::source::OpenFailure;
 use snow_runtime::source::produce::{bytes, check, record_headers};
-use snow_data::{Schema, connect_json, snow_text};
 
 /// What a unit hands the task's queue.
 pub enum Handed {

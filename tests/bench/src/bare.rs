@@ -7,6 +7,11 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::{Result, anyhow, bail};
+use snow_core::http::native::NativeTransport;
+use snow_core::http::transport::Timeouts;
+use snow_core::http::url::encode;
+use snow_core::http::{Method, Request, Transport};
+use snow_core::table::parse_page;
 use snow_runtime::component::bindings::types::{PollBatch, SourceRecord, Span};
 use snow_runtime::kafka::KafkaSpec;
 use snow_runtime::metrics::Metrics;
@@ -14,11 +19,6 @@ use snow_runtime::offsets::OffsetStore;
 use snow_runtime::source::pipeline::{Acks, Owner, Pending, Pipeline};
 use snow_runtime::source::produce::enqueue;
 use snow_runtime::status::StatusBoard;
-use snow_core::http::native::NativeTransport;
-use snow_core::http::transport::Timeouts;
-use snow_core::http::url::encode;
-use snow_core::http::{Method, Request, Transport};
-use snow_core::table::parse_page;
 
 use crate::measure::Outcome;
 

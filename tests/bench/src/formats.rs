@@ -9,12 +9,12 @@
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
+use snow_data::{Field, Kind, Schema, connect_json};
 use snow_runtime::component::bindings::types::SinkRecord;
 use snow_runtime::convert::Converters;
 use snow_runtime::convert::sink::SinkConverters;
 use snow_runtime::convert::source::SourceConverters;
 use snow_runtime::convert::spec::ConvertSpec;
-use snow_data::{Field, Kind, Schema, connect_json};
 
 use crate::measure::median;
 use crate::paths::{machine, write_report};

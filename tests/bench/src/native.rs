@@ -5,6 +5,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Result, anyhow};
+use snow_core::clock::SystemClock;
+use snow_core::config::reader::entries_from_pairs;
+use snow_core::http::native::NativeTransport;
+use snow_core::source::SourceTask;
 use snow_runtime::component::bindings::types::{Header, HeaderSpan, PollBatch, SourceOffset, SourceRecord, Span};
 use snow_runtime::kafka::KafkaSpec;
 use snow_runtime::metrics::Metrics;
@@ -12,10 +16,6 @@ use snow_runtime::offsets::FileOffsetStore;
 use snow_runtime::source::pipeline::{Acks, Owner, Pending, Pipeline};
 use snow_runtime::source::produce::enqueue;
 use snow_runtime::status::StatusBoard;
-use snow_core::clock::SystemClock;
-use snow_core::config::reader::entries_from_pairs;
-use snow_core::http::native::NativeTransport;
-use snow_core::source::SourceTask;
 
 use crate::measure::Outcome;
 

@@ -11,12 +11,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
+use snow_data::transform::{Chain, External, Record};
+use snow_data::{Kind, Schema, Value};
 use snow_runtime::artefact::{Checked, TrustPolicy};
 use snow_runtime::component::transform::{Stage, TransformComponent};
 use snow_runtime::component::{ComponentRuntime, Loaded, StoreOptions};
 use snow_runtime::metrics::Metrics;
-use snow_data::transform::{Chain, External, Record};
-use snow_data::{Kind, Schema, Value};
 
 use crate::measure::median;
 use crate::paths::{machine, write_report};

@@ -15,8 +15,8 @@ use serde_json::{Value, json};
 
 use super::validate;
 use super::view::View;
-use snow_runtime::connector::{SINK_CLASS, SOURCE_CLASS};
 use crate::herder::{Published, TargetState};
+use snow_runtime::connector::{SINK_CLASS, SOURCE_CLASS};
 
 /// The plugins' version, as Connect 4.x reports it in statuses (KIP-891).
 const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -139,7 +139,8 @@ fn digest_bytes(bytes: &[u8]) -> [u8; 32] {
 /// The users of `rest.basic.auth.file`; their passwords are registered as secrets (never shown).
 fn read_users(file: &std::path::Path) -> Result<Users> {
     let text = std::fs::read_to_string(file).with_context(|| format!("rest.basic.auth.file: reading {}", file.display()))?;
-    let users = snow_runtime::config::parse_properties(&text).map_err(|e| anyhow::anyhow!("rest.basic.auth.file: {}: {e}", file.display()))?;
+    let users =
+        snow_runtime::config::parse_properties(&text).map_err(|e| anyhow::anyhow!("rest.basic.auth.file: {}: {e}", file.display()))?;
     if users.is_empty() {
         bail!("rest.basic.auth.file: {} names no user (one user=password per line)", file.display());
     }

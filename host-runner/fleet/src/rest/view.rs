@@ -11,8 +11,8 @@ use std::sync::Arc;
 
 use anyhow::Result;
 
-use snow_runtime::config::ConnectorSpec;
 use crate::herder::{ConnectorRecord, Published, TargetState, connect_state};
+use snow_runtime::config::ConnectorSpec;
 use snow_runtime::runner::{Plan, Runner};
 use snow_runtime::status::UnitState;
 
@@ -105,7 +105,8 @@ impl Standalone {
             .iter()
             .filter_map(|e| {
                 let path = std::path::PathBuf::from(e.get("component.path")?.trim());
-                let trust = e.iter().filter(|(k, _)| snow_runtime::config::TRUST_KEYS.contains(&k.as_str())).map(|(k, v)| (k.clone(), v.clone()));
+                let trust =
+                    e.iter().filter(|(k, _)| snow_runtime::config::TRUST_KEYS.contains(&k.as_str())).map(|(k, v)| (k.clone(), v.clone()));
                 Some((path, trust.collect()))
             })
             .collect();

@@ -284,7 +284,8 @@ impl WorkerConfig {
         let env_names = if enabled.iter().any(|p| p == "env") { list("config.providers.env.allowed.names") } else { Vec::new() };
         let providers = snow_runtime::config::providers::ProviderPolicy::caller(keys, file_dirs, env_names);
         for key in entries.keys() {
-            let security_key = snow_runtime::kafka::security::is_security_key(key) || snow_runtime::kafka::security::is_client_prefixed_security_key(key);
+            let security_key =
+                snow_runtime::kafka::security::is_security_key(key) || snow_runtime::kafka::security::is_client_prefixed_security_key(key);
             if !KEYS.contains(&key.as_str())
                 && !CONNECTOR_DEFAULTS.contains(&key.as_str())
                 && !security_key

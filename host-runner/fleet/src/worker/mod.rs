@@ -28,6 +28,12 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 
+pub use config::WorkerConfig;
+use configs::{ConfigLog, ConnectorRecord, TargetState};
+use connectors::{Live, Managed, RunningUnit, fleet_spec};
+pub use connectors::{SINK_CLASS, SOURCE_CLASS};
+use fence::SlotWriter;
+use slots::{Membership, SlotEvent, slot_of};
 use snow_runtime::component::Loaded;
 use snow_runtime::component::swap::Slot;
 use snow_runtime::offsets::KafkaOffsetStore;
@@ -35,12 +41,6 @@ use snow_runtime::runner::{Plan, Ready, Runner};
 use snow_runtime::shutdown::{Shutdown, linked};
 use snow_runtime::state::StateTopic;
 use snow_runtime::status::UnitState;
-pub use config::WorkerConfig;
-use configs::{ConfigLog, ConnectorRecord, TargetState};
-use connectors::{Live, Managed, RunningUnit, fleet_spec};
-pub use connectors::{SINK_CLASS, SOURCE_CLASS};
-use fence::SlotWriter;
-use slots::{Membership, SlotEvent, slot_of};
 use status_log::StatusLog;
 
 /// What the worker shares with its REST API.
@@ -476,7 +476,8 @@ impl WorkerLoop {
                     if managed.units.contains_key(&unit.name) {
                         continue;
                     }
-                    let offsets: Arc<dyn snow_runtime::offsets::OffsetStore> = Arc::new(self.fleet.offsets.with_writer(held.writer.clone()));
+                    let offsets: Arc<dyn snow_runtime::offsets::OffsetStore> =
+                        Arc::new(self.fleet.offsets.with_writer(held.writer.clone()));
                     let (stop, watch) = linked(&[self.shutdown.clone(), held.fenced.clone()]);
                     let fence = Some(held.writer.transactions());
                     let task = snow_runtime::source::spawn_unit(ctx, slot, unit.clone(), offsets, producer, topics, fence, watch);

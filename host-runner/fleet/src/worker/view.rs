@@ -6,9 +6,9 @@ use std::collections::BTreeMap;
 use anyhow::Result;
 
 use super::Fleet;
-use snow_runtime::config::ConnectorSpec;
 use crate::herder::{ConnectorRecord, Published, TargetState};
 use crate::rest::view::{Pending, View, Writer};
+use snow_runtime::config::ConnectorSpec;
 use snow_runtime::runner::{Plan, Runner};
 
 impl View for Fleet {

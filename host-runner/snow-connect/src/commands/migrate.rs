@@ -7,7 +7,8 @@ use std::path::PathBuf;
 use anyhow::{Context, Result, bail};
 use snow_migrate::{Options, apply};
 
-use super::{Args, USAGE};
+use crate::args::Args;
+use crate::usage::USAGE;
 
 /// Exit code for input that cannot be translated (or a command that cannot run).
 pub const INVALID: u8 = 4;
@@ -233,7 +234,7 @@ fn connector_without_component(file: &str) -> Result<snow_runtime::config::Conne
 /// one the connector writes to (usually the old connector's too).
 fn cluster(args: &Args, spec: &snow_runtime::config::ConnectorSpec) -> Result<snow_runtime::kafka::tools::Connection> {
     if args.option("bootstrap").is_some() || args.option("command-config").is_some() {
-        super::kafka_connection(args)
+        crate::args::kafka_connection(args)
     } else {
         snow_runtime::kafka::tools::Connection::open(Some(&spec.kafka.bootstrap_servers), &spec.kafka.security)
     }
