@@ -33,8 +33,9 @@ pub struct Runner {
     metrics: Metrics,
     status: StatusBoard,
     prepared: Mutex<Vec<(String, ComponentKind)>>,
-    /// Each connector's plan as this process made it (for the REST API).
-    plans: Mutex<std::collections::BTreeMap<String, Plan>>,
+    /// Each connector's plan as this process made it (for the REST API); a new version of the
+    /// map is announced on the watch, so a caller can await a plan instead of polling for it.
+    plans: tokio::sync::watch::Sender<std::collections::BTreeMap<String, Plan>>,
     /// Each source connector's offset store (for the REST API).
     offset_stores: Mutex<HashMap<String, Arc<dyn OffsetStore>>>,
     /// In a fleet, this worker's id (sent with every request, [`crate::outbound::GateSettings`]).
@@ -136,7 +137,7 @@ impl Runner {
             status: StatusBoard::default(),
             prepared: Mutex::default(),
             worker_id: std::sync::OnceLock::new(),
-            plans: Mutex::default(),
+            plans: tokio::sync::watch::Sender::default(),
             offset_stores: Mutex::default(),
             running: Mutex::default(),
             wakes: Arc::default(),
@@ -145,16 +146,24 @@ impl Runner {
 
     /// The plan of `connector`, if this process made one.
     pub fn plan(&self, connector: &str) -> Option<Plan> {
-        self.plans.lock().unwrap_or_else(|e| e.into_inner()).get(connector).cloned()
+        self.plans.borrow().get(connector).cloned()
     }
 
-    /// Records (or, `None`, forgets) the plan of `connector`.
+    /// The plan of `connector` once this process made one, waiting at most `within` for it.
+    pub async fn planned(&self, connector: &str, within: std::time::Duration) -> Option<Plan> {
+        let mut plans = self.plans.subscribe();
+        let made = tokio::time::timeout(within, plans.wait_for(|plans| plans.contains_key(connector))).await;
+        made.ok()?.ok()?.get(connector).cloned()
+    }
+
+    /// Records (or, `None`, forgets) the plan of `connector`, and wakes whoever awaits it.
     pub fn record_plan(&self, connector: &str, plan: Option<Plan>) {
-        let mut plans = self.plans.lock().unwrap_or_else(|e| e.into_inner());
-        match plan {
-            Some(plan) => plans.insert(connector.to_string(), plan),
-            None => plans.remove(connector),
-        };
+        self.plans.send_modify(|plans| {
+            match plan {
+                Some(plan) => plans.insert(connector.to_string(), plan),
+                None => plans.remove(connector),
+            };
+        });
     }
 
     /// The offset store of source connector `connector` in a standalone run.

@@ -6,12 +6,12 @@ use std::sync::{Arc, OnceLock};
 
 use libfuzzer_sys::fuzz_target;
 
-fn view() -> &'static (tokio::runtime::Runtime, snow_fleet::rest::view::Standalone) {
-    static VIEW: OnceLock<(tokio::runtime::Runtime, snow_fleet::rest::view::Standalone)> = OnceLock::new();
+fn view() -> &'static (tokio::runtime::Runtime, snow_fleet::herder::Standalone) {
+    static VIEW: OnceLock<(tokio::runtime::Runtime, snow_fleet::herder::Standalone)> = OnceLock::new();
     VIEW.get_or_init(|| {
         let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
         let runner = Arc::new(snow_runtime::runner::Runner::new(None).unwrap());
-        (runtime, snow_fleet::rest::view::Standalone::new(runner, Vec::new()))
+        (runtime, snow_fleet::herder::Standalone::new(runner, Vec::new()))
     })
 }
 

@@ -1,5 +1,5 @@
-//! The routes of Kafka Connect's REST API, answered from and written to the fleet's topics (or,
-//! read-only, a standalone run: [`super::view`]).
+//! The routes of Kafka Connect's REST API, answered by a [`Herder`]: a fleet's (its topics) or,
+//! read-only, a standalone run's.
 //! Tasks are the connector's units: a source's tables in plan order (task id = index), a sink's
 //! partition lanes in name order. Errors are Connect's `{"error_code":…,"message":…}`.
 // A handler's `Err` is the HTTP answer itself, built once per request: boxing it buys nothing.
@@ -14,7 +14,7 @@ use http_body_util::Full;
 use serde_json::{Value, json};
 
 use super::validate;
-use super::view::View;
+use crate::herder::Herder;
 use crate::herder::{Published, TargetState};
 use snow_runtime::connector::{SINK_CLASS, SOURCE_CLASS};
 
@@ -55,7 +55,7 @@ fn not_found(name: &str) -> Response<Full<Bytes>> {
 }
 
 /// Answers `method uri` with `body`.
-pub async fn answer(view: &dyn View, method: &Method, uri: &Uri, body: &Bytes) -> Response<Full<Bytes>> {
+pub async fn answer(herder: &dyn Herder, method: &Method, uri: &Uri, body: &Bytes) -> Response<Full<Bytes>> {
     let path: Vec<String> = uri.path().trim_matches('/').split('/').filter(|s| !s.is_empty()).map(decode).collect();
     let pairs: Vec<(String, String)> = uri
         .query()
@@ -72,48 +72,48 @@ pub async fn answer(view: &dyn View, method: &Method, uri: &Uri, body: &Bytes) -
     match (method, segments.as_slice()) {
         (&Method::GET, []) => reply(
             StatusCode::OK,
-            &json!({ "version": env!("CARGO_PKG_VERSION"), "commit": env!("SNOW_COMMIT"), "kafka_cluster_id": view.cluster_id() }),
+            &json!({ "version": env!("CARGO_PKG_VERSION"), "commit": env!("SNOW_COMMIT"), "kafka_cluster_id": herder.cluster_id() }),
         ),
         // KIP-1017: the worker answers once it has completed its start (its topics are read).
         (&Method::GET, ["health"]) => reply(
             StatusCode::OK,
             &json!({ "status": "healthy", "message": "Worker has completed startup and is ready to handle requests." }),
         ),
-        (&Method::GET, ["connectors"]) => list(view, (!expand.is_empty()).then(|| expand.join(",")).as_deref()),
-        (&Method::POST, ["connectors"]) => create(view, body).await,
-        (&Method::GET, ["connectors", name]) => match info(view, name) {
+        (&Method::GET, ["connectors"]) => list(herder, (!expand.is_empty()).then(|| expand.join(",")).as_deref()),
+        (&Method::POST, ["connectors"]) => create(herder, body).await,
+        (&Method::GET, ["connectors", name]) => match info(herder, name) {
             Some(info) => reply(StatusCode::OK, &info),
             None => not_found(name),
         },
-        (&Method::DELETE, ["connectors", name]) => delete(view, name).await,
-        (&Method::GET, ["connectors", name, "config"]) => match view.connector(name) {
+        (&Method::DELETE, ["connectors", name]) => delete(herder, name).await,
+        (&Method::GET, ["connectors", name, "config"]) => match herder.connector(name) {
             Some(record) => reply(StatusCode::OK, &json!(shown(&record.properties, name))),
             None => not_found(name),
         },
-        (&Method::PUT, ["connectors", name, "config"]) => put_config(view, name, body).await,
-        (&Method::PATCH, ["connectors", name, "config"]) => patch_config(view, name, body).await,
-        (&Method::GET, ["connectors", name, "status"]) => match status(view, name) {
+        (&Method::PUT, ["connectors", name, "config"]) => put_config(herder, name, body).await,
+        (&Method::PATCH, ["connectors", name, "config"]) => patch_config(herder, name, body).await,
+        (&Method::GET, ["connectors", name, "status"]) => match status(herder, name) {
             Some(status) => reply(StatusCode::OK, &status),
             None => not_found(name),
         },
-        (&Method::GET, ["connectors", name, "tasks"]) => match view.connector(name) {
-            Some(_) => reply(StatusCode::OK, &Value::Array(tasks(view, name))),
+        (&Method::GET, ["connectors", name, "tasks"]) => match herder.connector(name) {
+            Some(_) => reply(StatusCode::OK, &Value::Array(tasks(herder, name))),
             None => not_found(name),
         },
-        (&Method::GET, ["connectors", name, "tasks", id, "status"]) => task_status(view, name, id),
-        (&Method::POST, ["connectors", name, "tasks", id, "restart"]) => restart_task(view, name, id).await,
-        (&Method::PUT, ["connectors", name, "pause"]) => target(view, name, TargetState::Paused, StatusCode::ACCEPTED).await,
-        (&Method::PUT, ["connectors", name, "resume"]) => target(view, name, TargetState::Started, StatusCode::ACCEPTED).await,
-        (&Method::PUT, ["connectors", name, "stop"]) => target(view, name, TargetState::Stopped, StatusCode::NO_CONTENT).await,
-        (&Method::POST, ["connectors", name, "restart"]) => restart(view, name, &query).await,
-        (&Method::GET, ["connectors", name, "offsets"]) => offsets(view, name),
-        (&Method::GET, ["connectors", name, "topics"]) => match view.connector(name) {
-            Some(_) => reply(StatusCode::OK, &json!({ *name: { "topics": view.topics(name) } })),
+        (&Method::GET, ["connectors", name, "tasks", id, "status"]) => task_status(herder, name, id),
+        (&Method::POST, ["connectors", name, "tasks", id, "restart"]) => restart_task(herder, name, id).await,
+        (&Method::PUT, ["connectors", name, "pause"]) => target(herder, name, TargetState::Paused, StatusCode::ACCEPTED).await,
+        (&Method::PUT, ["connectors", name, "resume"]) => target(herder, name, TargetState::Started, StatusCode::ACCEPTED).await,
+        (&Method::PUT, ["connectors", name, "stop"]) => target(herder, name, TargetState::Stopped, StatusCode::NO_CONTENT).await,
+        (&Method::POST, ["connectors", name, "restart"]) => restart(herder, name, &query).await,
+        (&Method::GET, ["connectors", name, "offsets"]) => offsets(herder, name),
+        (&Method::GET, ["connectors", name, "topics"]) => match herder.connector(name) {
+            Some(_) => reply(StatusCode::OK, &json!({ *name: { "topics": herder.topics(name) } })),
             None => not_found(name),
         },
-        (&Method::PUT, ["connectors", name, "topics", "reset"]) => reset_topics(view, name).await,
-        (&Method::PATCH, ["connectors", name, "offsets"]) => alter_offsets(view, name, body).await,
-        (&Method::DELETE, ["connectors", name, "offsets"]) => reset_offsets(view, name).await,
+        (&Method::PUT, ["connectors", name, "topics", "reset"]) => reset_topics(herder, name).await,
+        (&Method::PATCH, ["connectors", name, "offsets"]) => alter_offsets(herder, name, body).await,
+        (&Method::DELETE, ["connectors", name, "offsets"]) => reset_offsets(herder, name).await,
         (&Method::GET, ["admin", "loggers"]) => {
             let levels: serde_json::Map<String, Value> =
                 snow_runtime::logging::levels().into_iter().map(|(k, v)| (k, json!({ "level": v }))).collect();
@@ -124,7 +124,7 @@ pub async fn answer(view: &dyn View, method: &Method, uri: &Uri, body: &Bytes) -
             let level = levels.get(*logger).or(levels.get("root")).cloned().unwrap_or_else(|| "INFO".into());
             reply(StatusCode::OK, &json!({ "level": level }))
         }
-        (&Method::PUT, ["admin", "loggers", logger]) => set_logger(view, logger, query.get("scope").map(String::as_str), body).await,
+        (&Method::PUT, ["admin", "loggers", logger]) => set_logger(herder, logger, query.get("scope").map(String::as_str), body).await,
         (&Method::GET, ["connector-plugins"]) => reply(
             StatusCode::OK,
             &json!([
@@ -132,7 +132,7 @@ pub async fn answer(view: &dyn View, method: &Method, uri: &Uri, body: &Bytes) -
                 { "class": SOURCE_CLASS, "type": "source", "version": env!("CARGO_PKG_VERSION") },
             ]),
         ),
-        (&Method::PUT, ["connector-plugins", plugin, "config", "validate"]) => validate_plugin(view, plugin, body).await,
+        (&Method::PUT, ["connector-plugins", plugin, "config", "validate"]) => validate_plugin(herder, plugin, body).await,
         (_, ["connectors", ..] | ["connector-plugins", ..] | [] | ["health"] | ["admin", ..]) => {
             error(StatusCode::METHOD_NOT_ALLOWED, &format!("HTTP {method} is not supported on {}", uri.path()))
         }
@@ -171,8 +171,8 @@ fn shown(properties: &BTreeMap<String, String>, name: &str) -> BTreeMap<String, 
 }
 
 /// The connector's type: from its plan here, else from `connector.class`.
-fn kind(view: &dyn View, name: &str, properties: &BTreeMap<String, String>) -> &'static str {
-    if let Some(plan) = view.plan(name) {
+fn kind(herder: &dyn Herder, name: &str, properties: &BTreeMap<String, String>) -> &'static str {
+    if let Some(plan) = herder.plan(name) {
         return plan.kind;
     }
     match properties.get("connector.class").map(String::as_str) {
@@ -182,31 +182,31 @@ fn kind(view: &dyn View, name: &str, properties: &BTreeMap<String, String>) -> &
     }
 }
 
-fn info(view: &dyn View, name: &str) -> Option<Value> {
-    let record = view.connector(name)?;
-    let tasks: Vec<Value> = tasks(view, name).iter().map(|t| t["id"].clone()).collect();
-    Some(json!({ "name": name, "config": shown(&record.properties, name), "tasks": tasks, "type": kind(view, name, &record.properties) }))
+fn info(herder: &dyn Herder, name: &str) -> Option<Value> {
+    let record = herder.connector(name)?;
+    let tasks: Vec<Value> = tasks(herder, name).iter().map(|t| t["id"].clone()).collect();
+    Some(json!({ "name": name, "config": shown(&record.properties, name), "tasks": tasks, "type": kind(herder, name, &record.properties) }))
 }
 
 /// The connector's units in task order: `(task id, unit name, its configuration)`.
 /// A task: its id, its unit's name and the unit's configuration.
 type Task = (usize, String, Vec<(String, String)>);
 
-fn units(view: &dyn View, name: &str) -> Vec<Task> {
-    let plan = view.plan(name);
+fn units(herder: &dyn Herder, name: &str) -> Vec<Task> {
+    let plan = herder.plan(name);
     match plan {
         Some(plan) if plan.kind == "source" => plan.units.into_iter().enumerate().map(|(i, (unit, config))| (i, unit, config)).collect(),
         _ => {
             // A sink's lanes: the partitions whose status was published, in name order.
-            let mut lanes: Vec<String> = view.unit_statuses(name).into_iter().map(|(u, _)| u).filter(|u| u != "consumer").collect();
+            let mut lanes: Vec<String> = herder.unit_statuses(name).into_iter().map(|(u, _)| u).filter(|u| u != "consumer").collect();
             lanes.sort();
             lanes.into_iter().enumerate().map(|(i, unit)| (i, unit, Vec::new())).collect()
         }
     }
 }
 
-fn tasks(view: &dyn View, name: &str) -> Vec<Value> {
-    units(view, name)
+fn tasks(herder: &dyn Herder, name: &str) -> Vec<Value> {
+    units(herder, name)
         .into_iter()
         .map(|(id, unit, config)| {
             let mut config: BTreeMap<String, String> = config.into_iter().filter(|(k, _)| !k.starts_with("snow.auth.")).collect();
@@ -238,15 +238,15 @@ fn unit_status(id: usize, unit: &str, published: Option<&Published>, target: Tar
     status
 }
 
-fn status(view: &dyn View, name: &str) -> Option<Value> {
-    let record = view.connector(name)?;
-    let published: BTreeMap<String, Published> = view.unit_statuses(name).into_iter().collect();
+fn status(herder: &dyn Herder, name: &str) -> Option<Value> {
+    let record = herder.connector(name)?;
+    let published: BTreeMap<String, Published> = herder.unit_statuses(name).into_iter().collect();
     let tasks: Vec<Value> = if record.target == TargetState::Stopped {
         Vec::new()
     } else {
-        units(view, name).iter().map(|(id, unit, _)| unit_status(*id, unit, published.get(unit), record.target)).collect()
+        units(herder, name).iter().map(|(id, unit, _)| unit_status(*id, unit, published.get(unit), record.target)).collect()
     };
-    let connector = match view.connector_status(name) {
+    let connector = match herder.connector_status(name) {
         Some(p) => {
             let mut c = json!({ "state": p.state, "worker_id": p.worker_id, "version": VERSION });
             if let Some(trace) = p.trace {
@@ -256,11 +256,11 @@ fn status(view: &dyn View, name: &str) -> Option<Value> {
         }
         None => json!({ "state": "UNASSIGNED", "worker_id": null, "version": VERSION }),
     };
-    Some(json!({ "name": name, "connector": connector, "tasks": tasks, "type": kind(view, name, &record.properties) }))
+    Some(json!({ "name": name, "connector": connector, "tasks": tasks, "type": kind(herder, name, &record.properties) }))
 }
 
-fn list(view: &dyn View, expand: Option<&str>) -> Response<Full<Bytes>> {
-    let names: Vec<String> = view.connectors().into_keys().collect();
+fn list(herder: &dyn Herder, expand: Option<&str>) -> Response<Full<Bytes>> {
+    let names: Vec<String> = herder.connectors().into_keys().collect();
     match expand {
         None => reply(StatusCode::OK, &json!(names)),
         Some(expand) => {
@@ -270,10 +270,10 @@ fn list(view: &dyn View, expand: Option<&str>) -> Response<Full<Bytes>> {
                 for what in expand.split(',') {
                     match what {
                         "status" => {
-                            entry.insert("status".into(), status(view, &name).unwrap_or(Value::Null));
+                            entry.insert("status".into(), status(herder, &name).unwrap_or(Value::Null));
                         }
                         "info" => {
-                            entry.insert("info".into(), info(view, &name).unwrap_or(Value::Null));
+                            entry.insert("info".into(), info(herder, &name).unwrap_or(Value::Null));
                         }
                         _ => {}
                     }
@@ -291,12 +291,12 @@ fn parse_json(body: &Bytes) -> Result<Value, Response<Full<Bytes>>> {
 
 /// Checks and stores a configuration; the answer for a refusal, or `None`.
 async fn store(
-    view: &dyn View,
+    herder: &dyn Herder,
     name: &str,
     mut properties: BTreeMap<String, String>,
     initial: Option<TargetState>,
 ) -> Option<Response<Full<Bytes>>> {
-    let Some(writer) = view.writer() else { return Some(read_only()) };
+    let Some(writer) = herder.writer() else { return Some(read_only()) };
     if name.is_empty() || name.contains('/') || name.chars().any(char::is_control) {
         return Some(error(StatusCode::BAD_REQUEST, "A connector name must be non-empty and hold no '/' or control characters"));
     }
@@ -307,7 +307,7 @@ async fn store(
         ));
     }
     properties.remove("name");
-    let errors = validate::check(view, name, &properties).await;
+    let errors = herder.validate(name, &properties).await;
     if !errors.is_empty() {
         return Some(error(StatusCode::BAD_REQUEST, &validate::refusal_message(&errors)));
     }
@@ -317,17 +317,11 @@ async fn store(
     None
 }
 
-/// Waits a little for this worker to plan a connector just stored, so the answer lists its tasks.
-async fn planned(view: &dyn View, name: &str) {
-    for _ in 0..50 {
-        if view.plan(name).is_some() {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
+/// How long a create or update waits for this worker to plan the connector it stored, so the
+/// answer lists its tasks (a plan made later shows in later answers).
+const PLANNED_WITHIN: Duration = Duration::from_secs(1);
 
-async fn create(view: &dyn View, body: &Bytes) -> Response<Full<Bytes>> {
+async fn create(herder: &dyn Herder, body: &Bytes) -> Response<Full<Bytes>> {
     let request = match parse_json(body) {
         Ok(v) => v,
         Err(answer) => return answer,
@@ -348,33 +342,33 @@ async fn create(view: &dyn View, body: &Bytes) -> Response<Full<Bytes>> {
         Some("STOPPED") => Some(TargetState::Stopped),
         Some(other) => return error(StatusCode::BAD_REQUEST, &format!("initial_state must be RUNNING, PAUSED or STOPPED, not {other}")),
     };
-    if view.connector(&name).is_some() {
+    if herder.connector(&name).is_some() {
         return error(StatusCode::CONFLICT, &format!("Connector {name} already exists"));
     }
-    if let Some(refused) = store(view, &name, properties, Some(initial.unwrap_or(TargetState::Started))).await {
+    if let Some(refused) = store(herder, &name, properties, Some(initial.unwrap_or(TargetState::Started))).await {
         return refused;
     }
-    planned(view, &name).await;
-    reply(StatusCode::CREATED, &info(view, &name).unwrap_or(Value::Null))
+    herder.planned(&name, PLANNED_WITHIN).await;
+    reply(StatusCode::CREATED, &info(herder, &name).unwrap_or(Value::Null))
 }
 
-async fn put_config(view: &dyn View, name: &str, body: &Bytes) -> Response<Full<Bytes>> {
+async fn put_config(herder: &dyn Herder, name: &str, body: &Bytes) -> Response<Full<Bytes>> {
     let properties = match parse_json(body)
         .and_then(|v| snow_runtime::config::string_entries(&v, "the configuration").map_err(|m| error(StatusCode::BAD_REQUEST, &m)))
     {
         Ok(p) => p,
         Err(answer) => return answer,
     };
-    let existed = view.connector(name).is_some();
-    if let Some(refused) = store(view, name, properties, (!existed).then_some(TargetState::Started)).await {
+    let existed = herder.connector(name).is_some();
+    if let Some(refused) = store(herder, name, properties, (!existed).then_some(TargetState::Started)).await {
         return refused;
     }
-    planned(view, name).await;
-    reply(if existed { StatusCode::OK } else { StatusCode::CREATED }, &info(view, name).unwrap_or(Value::Null))
+    herder.planned(name, PLANNED_WITHIN).await;
+    reply(if existed { StatusCode::OK } else { StatusCode::CREATED }, &info(herder, name).unwrap_or(Value::Null))
 }
 
-async fn patch_config(view: &dyn View, name: &str, body: &Bytes) -> Response<Full<Bytes>> {
-    let Some(record) = view.connector(name) else { return not_found(name) };
+async fn patch_config(herder: &dyn Herder, name: &str, body: &Bytes) -> Response<Full<Bytes>> {
+    let Some(record) = herder.connector(name) else { return not_found(name) };
     let patch = match parse_json(body) {
         Ok(Value::Object(patch)) => patch,
         Ok(_) => return error(StatusCode::BAD_REQUEST, "The patch must be a JSON object"),
@@ -394,48 +388,48 @@ async fn patch_config(view: &dyn View, name: &str, body: &Bytes) -> Response<Ful
             }
         }
     }
-    if let Some(refused) = store(view, name, properties, None).await {
+    if let Some(refused) = store(herder, name, properties, None).await {
         return refused;
     }
-    reply(StatusCode::OK, &info(view, name).unwrap_or(Value::Null))
+    reply(StatusCode::OK, &info(herder, name).unwrap_or(Value::Null))
 }
 
-async fn delete(view: &dyn View, name: &str) -> Response<Full<Bytes>> {
-    if view.connector(name).is_none() {
+async fn delete(herder: &dyn Herder, name: &str) -> Response<Full<Bytes>> {
+    if herder.connector(name).is_none() {
         return not_found(name);
     }
-    let Some(writer) = view.writer() else { return read_only() };
+    let Some(writer) = herder.writer() else { return read_only() };
     match writer.delete(name).await {
         Ok(()) => empty(StatusCode::NO_CONTENT),
         Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, &format!("Deleting the connector failed: {e:#}")),
     }
 }
 
-async fn target(view: &dyn View, name: &str, state: TargetState, ok: StatusCode) -> Response<Full<Bytes>> {
-    if view.connector(name).is_none() {
+async fn target(herder: &dyn Herder, name: &str, state: TargetState, ok: StatusCode) -> Response<Full<Bytes>> {
+    if herder.connector(name).is_none() {
         return not_found(name);
     }
-    let Some(writer) = view.writer() else { return read_only() };
+    let Some(writer) = herder.writer() else { return read_only() };
     match writer.set_target(name, state).await {
         Ok(()) => empty(ok),
         Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, &format!("Changing the connector's state failed: {e:#}")),
     }
 }
 
-async fn restart(view: &dyn View, name: &str, query: &BTreeMap<String, String>) -> Response<Full<Bytes>> {
-    if view.connector(name).is_none() {
+async fn restart(herder: &dyn Herder, name: &str, query: &BTreeMap<String, String>) -> Response<Full<Bytes>> {
+    if herder.connector(name).is_none() {
         return not_found(name);
     }
     let flag = |k: &str| query.get(k).is_some_and(|v| v.eq_ignore_ascii_case("true"));
     let (include_tasks, only_failed) = (flag("includeTasks"), flag("onlyFailed"));
-    let Some(writer) = view.writer() else { return read_only() };
+    let Some(writer) = herder.writer() else { return read_only() };
     if let Err(e) = writer.request_restart(name, include_tasks, only_failed, None).await {
         return error(StatusCode::INTERNAL_SERVER_ERROR, &format!("Asking for the restart failed: {e:#}"));
     }
     if !include_tasks && !only_failed {
         return empty(StatusCode::NO_CONTENT);
     }
-    let mut answer = status(view, name).unwrap_or(Value::Null);
+    let mut answer = status(herder, name).unwrap_or(Value::Null);
     if let Some(tasks) = answer["tasks"].as_array_mut() {
         for task in tasks {
             if !only_failed || task["state"] == "FAILED" {
@@ -449,45 +443,45 @@ async fn restart(view: &dyn View, name: &str, query: &BTreeMap<String, String>) 
     reply(StatusCode::ACCEPTED, &answer)
 }
 
-fn task_of(view: &dyn View, name: &str, id: &str) -> Result<(usize, String), Response<Full<Bytes>>> {
-    if view.connector(name).is_none() {
+fn task_of(herder: &dyn Herder, name: &str, id: &str) -> Result<(usize, String), Response<Full<Bytes>>> {
+    if herder.connector(name).is_none() {
         return Err(not_found(name));
     }
-    let units = units(view, name);
+    let units = units(herder, name);
     id.parse::<usize>()
         .ok()
         .and_then(|id| units.into_iter().find(|(i, _, _)| *i == id).map(|(i, u, _)| (i, u)))
         .ok_or_else(|| error(StatusCode::NOT_FOUND, &format!("Task {name}-{id} not found")))
 }
 
-fn task_status(view: &dyn View, name: &str, id: &str) -> Response<Full<Bytes>> {
-    match task_of(view, name, id) {
+fn task_status(herder: &dyn Herder, name: &str, id: &str) -> Response<Full<Bytes>> {
+    match task_of(herder, name, id) {
         Ok((id, unit)) => {
-            let published: BTreeMap<String, Published> = view.unit_statuses(name).into_iter().collect();
-            let target = view.connector(name).map(|c| c.target).unwrap_or(TargetState::Started);
+            let published: BTreeMap<String, Published> = herder.unit_statuses(name).into_iter().collect();
+            let target = herder.connector(name).map(|c| c.target).unwrap_or(TargetState::Started);
             reply(StatusCode::OK, &unit_status(id, &unit, published.get(&unit), target))
         }
         Err(answer) => answer,
     }
 }
 
-async fn restart_task(view: &dyn View, name: &str, id: &str) -> Response<Full<Bytes>> {
-    let unit = match task_of(view, name, id) {
+async fn restart_task(herder: &dyn Herder, name: &str, id: &str) -> Response<Full<Bytes>> {
+    let unit = match task_of(herder, name, id) {
         Ok((_, unit)) => unit,
         Err(answer) => return answer,
     };
-    let Some(writer) = view.writer() else { return read_only() };
+    let Some(writer) = herder.writer() else { return read_only() };
     match writer.request_restart(name, true, false, Some(&unit)).await {
         Ok(_) => empty(StatusCode::NO_CONTENT),
         Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, &format!("Asking for the restart failed: {e:#}")),
     }
 }
 
-fn offsets(view: &dyn View, name: &str) -> Response<Full<Bytes>> {
-    if view.connector(name).is_none() {
+fn offsets(herder: &dyn Herder, name: &str) -> Response<Full<Bytes>> {
+    if herder.connector(name).is_none() {
         return not_found(name);
     }
-    let offsets: Vec<Value> = view
+    let offsets: Vec<Value> = herder
         .offsets(name)
         .into_iter()
         .map(|(partition, position)| {
@@ -499,9 +493,9 @@ fn offsets(view: &dyn View, name: &str) -> Response<Full<Bytes>> {
 }
 
 /// Offsets may change only while the connector is stopped and nothing of it runs (KIP-875).
-fn stopped(view: &dyn View, name: &str) -> Result<(), Response<Full<Bytes>>> {
-    let Some(record) = view.connector(name) else { return Err(not_found(name)) };
-    let running = view.unit_statuses(name).into_iter().any(|(_, p)| p.state == "RUNNING");
+fn stopped(herder: &dyn Herder, name: &str) -> Result<(), Response<Full<Bytes>>> {
+    let Some(record) = herder.connector(name) else { return Err(not_found(name)) };
+    let running = herder.unit_statuses(name).into_iter().any(|(_, p)| p.state == "RUNNING");
     if record.target != TargetState::Stopped || running {
         return Err(error(
             StatusCode::BAD_REQUEST,
@@ -513,8 +507,8 @@ fn stopped(view: &dyn View, name: &str) -> Result<(), Response<Full<Bytes>>> {
     Ok(())
 }
 
-async fn alter_offsets(view: &dyn View, name: &str, body: &Bytes) -> Response<Full<Bytes>> {
-    if let Err(answer) = stopped(view, name) {
+async fn alter_offsets(herder: &dyn Herder, name: &str, body: &Bytes) -> Response<Full<Bytes>> {
+    if let Err(answer) = stopped(herder, name) {
         return answer;
     }
     let request = match parse_json(body) {
@@ -545,18 +539,18 @@ async fn alter_offsets(view: &dyn View, name: &str, body: &Bytes) -> Response<Fu
         };
         writes.push((partition.key(), position));
     }
-    let Some(writer) = view.writer() else { return read_only() };
+    let Some(writer) = herder.writer() else { return read_only() };
     match writer.write_offsets(name, writes).await {
         Ok(()) => reply(StatusCode::OK, &json!({ "message": "The offsets for this connector have been altered successfully" })),
         Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, &format!("Altering the offsets failed: {e:#}")),
     }
 }
 
-async fn reset_offsets(view: &dyn View, name: &str) -> Response<Full<Bytes>> {
-    if let Err(answer) = stopped(view, name) {
+async fn reset_offsets(herder: &dyn Herder, name: &str) -> Response<Full<Bytes>> {
+    if let Err(answer) = stopped(herder, name) {
         return answer;
     }
-    let Some(writer) = view.writer() else { return read_only() };
+    let Some(writer) = herder.writer() else { return read_only() };
     match writer.reset_offsets(name).await {
         Ok(()) => reply(StatusCode::OK, &json!({ "message": "The offsets for this connector have been reset successfully" })),
         Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, &format!("Resetting the offsets failed: {e:#}")),
@@ -565,7 +559,7 @@ async fn reset_offsets(view: &dyn View, name: &str) -> Response<Full<Bytes>> {
 
 /// `PUT /admin/loggers/{logger}` (KIP-495): this worker's level, or with `scope=cluster` every
 /// worker's (KIP-976).
-async fn set_logger(view: &dyn View, logger: &str, scope: Option<&str>, body: &Bytes) -> Response<Full<Bytes>> {
+async fn set_logger(herder: &dyn Herder, logger: &str, scope: Option<&str>, body: &Bytes) -> Response<Full<Bytes>> {
     let level = match parse_json(body) {
         Ok(v) => match v.get("level").and_then(Value::as_str) {
             Some(level) => level.to_string(),
@@ -583,7 +577,7 @@ async fn set_logger(view: &dyn View, logger: &str, scope: Option<&str>, body: &B
                 return error(StatusCode::BAD_REQUEST, &why);
             }
             // A standalone run is the whole cluster: set here, as above.
-            let Some(writer) = view.writer() else { return empty(StatusCode::NO_CONTENT) };
+            let Some(writer) = herder.writer() else { return empty(StatusCode::NO_CONTENT) };
             match writer.set_cluster_logger(logger, &level).await {
                 Ok(()) => empty(StatusCode::NO_CONTENT),
                 Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, &format!("Setting the level on every worker failed: {e:#}")),
@@ -595,18 +589,18 @@ async fn set_logger(view: &dyn View, logger: &str, scope: Option<&str>, body: &B
 
 /// Empties the connector's active topics (KIP-558); its units record the topics again as they
 /// start using them.
-async fn reset_topics(view: &dyn View, name: &str) -> Response<Full<Bytes>> {
-    if view.connector(name).is_none() {
+async fn reset_topics(herder: &dyn Herder, name: &str) -> Response<Full<Bytes>> {
+    if herder.connector(name).is_none() {
         return not_found(name);
     }
-    let Some(writer) = view.writer() else { return read_only() };
+    let Some(writer) = herder.writer() else { return read_only() };
     match writer.reset_topics(name).await {
         Ok(()) => empty(StatusCode::OK),
         Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, &format!("Resetting the active topics failed: {e:#}")),
     }
 }
 
-async fn validate_plugin(view: &dyn View, plugin: &str, body: &Bytes) -> Response<Full<Bytes>> {
+async fn validate_plugin(herder: &dyn Herder, plugin: &str, body: &Bytes) -> Response<Full<Bytes>> {
     let class = match plugin {
         SOURCE_CLASS | "ServiceNowSourceConnector" => SOURCE_CLASS,
         SINK_CLASS | "ServiceNowSinkConnector" => SINK_CLASS,
@@ -620,10 +614,14 @@ async fn validate_plugin(view: &dyn View, plugin: &str, body: &Bytes) -> Respons
     };
     properties.entry("connector.class".into()).or_insert_with(|| class.to_string());
     let name = properties.remove("name").unwrap_or_else(|| "validate".into());
-    let mut errors = validate::check(view, &name, &properties).await;
+    let mut errors = herder.validate(&name, &properties).await;
     let short = class.rsplit('.').next().unwrap_or(class);
     if let Some(named) = properties.get("connector.class").filter(|c| c.as_str() != class && c.as_str() != short) {
-        validate::add(&mut errors, "connector.class", format!("connector.class: {named:?} is not the plugin validated here ({class})"));
+        crate::herder::validate::add(
+            &mut errors,
+            "connector.class",
+            format!("connector.class: {named:?} is not the plugin validated here ({class})"),
+        );
     }
     properties.insert("name".into(), name);
     reply(StatusCode::OK, &validate::config_infos(class, &properties, &errors))

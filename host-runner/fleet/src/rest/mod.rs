@@ -11,7 +11,6 @@
 
 pub mod api;
 pub mod validate;
-pub mod view;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -26,8 +25,8 @@ use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
 use tokio::net::TcpListener;
 
+use crate::herder::Herder;
 use snow_runtime::shutdown::Shutdown;
-use view::View;
 
 /// Largest request body read (a connector configuration is a few kilobytes).
 const MAX_BODY: usize = 1 << 20;
@@ -46,9 +45,9 @@ pub struct Listener {
 /// Time a client has to send a request's body once its headers arrived.
 const BODY_READ: Duration = Duration::from_secs(30);
 
-/// Serves the API over `view` until `shutdown`; returns the bound address. Connections are
+/// Serves the API over `herder` until `shutdown`; returns the bound address. Connections are
 /// accepted within the listener's limits ([`snow_runtime::listener`]).
-pub async fn serve(view: Arc<dyn View>, listen: &Listener, shutdown: Shutdown) -> Result<SocketAddr> {
+pub async fn serve(herder: Arc<dyn Herder>, listen: &Listener, shutdown: Shutdown) -> Result<SocketAddr> {
     let listener =
         TcpListener::bind(&listen.address).await.with_context(|| format!("the REST listener cannot listen on {}", listen.address))?;
     let bound = listener.local_addr()?;
@@ -61,18 +60,18 @@ pub async fn serve(view: Arc<dyn View>, listen: &Listener, shutdown: Shutdown) -
         None => None,
     };
     let handler: snow_runtime::listener::Handler = Arc::new(move |request| {
-        let (view, users) = (view.clone(), users.clone());
-        Box::pin(async move { handle(view.as_ref(), users.as_deref(), request).await })
+        let (herder, users) = (herder.clone(), users.clone());
+        Box::pin(async move { handle(herder.as_ref(), users.as_deref(), request).await })
     });
     snow_runtime::listener::spawn("the REST listener", listener, tls, snow_runtime::listener::Limits::default(), handler, shutdown);
     Ok(bound)
 }
 
 /// A request, authenticated, read and answered.
-async fn handle(view: &dyn View, users: Option<&Users>, request: http::Request<Incoming>) -> Response<Full<Bytes>> {
+async fn handle(herder: &dyn Herder, users: Option<&Users>, request: http::Request<Incoming>) -> Response<Full<Bytes>> {
     // A push notification authenticates itself (its HMAC), not with the API's users.
     if let Some(connector) = snow_runtime::push::endpoint::Endpoint::connector_of(request.uri().path()).map(str::to_string) {
-        return match view.push_endpoint() {
+        return match herder.push_endpoint() {
             Some(endpoint) => endpoint.answer(&connector, request).await,
             None => api::error(
                 StatusCode::NOT_FOUND,
@@ -96,7 +95,7 @@ async fn handle(view: &dyn View, users: Option<&Users>, request: http::Request<I
         }
         Err(_) => return api::error(StatusCode::REQUEST_TIMEOUT, &format!("The request body did not arrive within {BODY_READ:?}")),
     };
-    let response = api::answer(view, &parts.method, &parts.uri, &body).await;
+    let response = api::answer(herder, &parts.method, &parts.uri, &body).await;
     tracing::debug!(method = %parts.method, path = parts.uri.path(), status = response.status().as_u16(), "REST");
     response
 }

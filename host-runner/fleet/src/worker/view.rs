@@ -1,17 +1,18 @@
-//! The fleet as the REST API sees it ([`crate::rest::view::View`]): every answer from its topics,
-//! every write to them.
+//! The fleet as the REST API sees it, its [`Herder`]: every answer from its topics, every write to
+//! them.
 
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 use anyhow::Result;
 
 use super::Fleet;
-use crate::herder::{ConnectorRecord, Published, TargetState};
-use crate::rest::view::{Pending, View, Writer};
+use crate::herder::validate::{self, Checks, Errors};
+use crate::herder::{ConnectorRecord, Herder, Pending, Published, TargetState, Writer};
 use snow_runtime::config::ConnectorSpec;
 use snow_runtime::runner::{Plan, Runner};
 
-impl View for Fleet {
+impl Herder for Fleet {
     fn connectors(&self) -> BTreeMap<String, ConnectorRecord> {
         self.configs.connectors()
     }
@@ -48,12 +49,26 @@ impl View for Fleet {
         self.cluster_id.clone()
     }
 
-    fn runner(&self) -> &Runner {
-        &self.runner
-    }
-
     fn push_endpoint(&self) -> Option<&snow_runtime::push::endpoint::Endpoint> {
         self.push_endpoint.get()
+    }
+
+    fn planned<'a>(&'a self, name: &'a str, within: Duration) -> Pending<'a, Option<Plan>> {
+        Box::pin(self.runner.planned(name, within))
+    }
+
+    fn validate<'a>(&'a self, name: &'a str, properties: &'a BTreeMap<String, String>) -> Pending<'a, Errors> {
+        Box::pin(validate::check(self, name, properties))
+    }
+}
+
+impl Checks for Fleet {
+    fn stores_configurations(&self) -> bool {
+        true
+    }
+
+    fn runner(&self) -> &Runner {
+        &self.runner
     }
 
     fn spec<'a>(&'a self, name: &'a str, properties: &'a BTreeMap<String, String>) -> Pending<'a, Result<ConnectorSpec>> {

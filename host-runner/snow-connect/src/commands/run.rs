@@ -47,7 +47,7 @@ pub fn run(args: &[String], validate_only: bool) -> Result<()> {
         }
         if let Some(addr) = parsed.option("rest") {
             let listener = snow_fleet::rest::Listener { address: addr.to_string(), ..Default::default() };
-            let view = std::sync::Arc::new(snow_fleet::rest::view::Standalone::new(runner.clone(), entries));
+            let view = std::sync::Arc::new(snow_fleet::herder::Standalone::new(runner.clone(), entries));
             let bound = snow_fleet::rest::serve(view.clone(), &listener, watch.clone()).await?;
             let _ = view.worker_id.set(bound.to_string());
             tracing::info!("REST API (read-only: a standalone run) on http://{bound}/connectors");

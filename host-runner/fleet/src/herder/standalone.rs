@@ -1,89 +1,18 @@
-//! What the REST API reads and writes, in one place ([`View`], what Kafka Connect calls the
-//! herder): a fleet (`crate::worker::view`: every answer from its topics, every write to them) or
-//! a standalone run ([`Standalone`]: the connector files it was started with, its status board and
-//! offset stores; read-only, writes answer `405` naming what to do instead). The API imports no
-//! fleet internals; the fleet implements this trait.
+//! A standalone run as the REST API sees it: the connector files it was started with, its status
+//! board and offset stores. Read-only: it has no [`Writer`], so writes answer `405` naming what to
+//! do instead.
 
 use std::collections::BTreeMap;
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::Result;
-
-use crate::herder::{ConnectorRecord, Published, TargetState, connect_state};
 use snow_runtime::config::ConnectorSpec;
 use snow_runtime::runner::{Plan, Runner};
 use snow_runtime::status::UnitState;
 
-/// A boxed future of the REST API's.
-pub type Pending<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
-
-/// What the API answers from.
-pub trait View: Send + Sync {
-    /// Every connector, by name.
-    fn connectors(&self) -> BTreeMap<String, ConnectorRecord>;
-    /// One connector.
-    fn connector(&self, name: &str) -> Option<ConnectorRecord> {
-        self.connectors().remove(name)
-    }
-    /// Its plan, if made.
-    fn plan(&self, name: &str) -> Option<Plan>;
-    /// Its units' statuses, by unit.
-    fn unit_statuses(&self, name: &str) -> Vec<(String, Published)>;
-    /// Its own status.
-    fn connector_status(&self, name: &str) -> Option<Published>;
-    /// Its stored offsets: `(partition, position)`.
-    fn offsets(&self, name: &str) -> Vec<(String, String)>;
-    /// The topics it used (KIP-558), by name.
-    fn topics(&self, name: &str) -> Vec<String>;
-    /// Where writes go (a fleet); none in a standalone run, which answers them `405`.
-    fn writer(&self) -> Option<&dyn Writer>;
-    /// The engine that validates.
-    fn runner(&self) -> &Runner;
-    /// The Kafka cluster's id, if known.
-    fn cluster_id(&self) -> Option<String> {
-        None
-    }
-    /// The push endpoint this listener serves at `/snow/push/<connector>` (a fleet's; a standalone
-    /// run takes notifications on `snow.push.listen` instead).
-    fn push_endpoint(&self) -> Option<&snow_runtime::push::endpoint::Endpoint> {
-        None
-    }
-    /// The spec `properties` of connector `name` would run with here.
-    fn spec<'a>(&'a self, name: &'a str, properties: &'a BTreeMap<String, String>) -> Pending<'a, Result<ConnectorSpec>>;
-}
-
-/// What a fleet takes besides reads (a standalone run takes none: its writes answer `405`).
-pub trait Writer: Send + Sync {
-    /// Stores `properties` as connector `name` (created in `initial` state when new).
-    fn put_config<'a>(
-        &'a self,
-        name: &'a str,
-        properties: &'a BTreeMap<String, String>,
-        initial: Option<TargetState>,
-    ) -> Pending<'a, Result<()>>;
-    /// Deletes connector `name`.
-    fn delete<'a>(&'a self, name: &'a str) -> Pending<'a, Result<()>>;
-    /// Sets what connector `name` should be doing.
-    fn set_target<'a>(&'a self, name: &'a str, state: TargetState) -> Pending<'a, Result<()>>;
-    /// Asks for a restart of `name` (its units too, or only the failed ones; or one unit).
-    fn request_restart<'a>(
-        &'a self,
-        name: &'a str,
-        include_tasks: bool,
-        only_failed: bool,
-        unit: Option<&'a str>,
-    ) -> Pending<'a, Result<()>>;
-    /// Writes (a position) or removes (`None`) the stored offsets of `name`'s partitions.
-    fn write_offsets<'a>(&'a self, name: &'a str, writes: Vec<(String, Option<String>)>) -> Pending<'a, Result<()>>;
-    /// Removes every stored offset of `name`.
-    fn reset_offsets<'a>(&'a self, name: &'a str) -> Pending<'a, Result<()>>;
-    /// Sets `logger` to `level` on every worker.
-    fn set_cluster_logger<'a>(&'a self, logger: &'a str, level: &'a str) -> Pending<'a, Result<()>>;
-    /// Empties the active topics of `name`.
-    fn reset_topics<'a>(&'a self, name: &'a str) -> Pending<'a, Result<()>>;
-}
+use super::validate::{self, Checks, Errors};
+use super::{ConnectorRecord, Herder, Pending, Published, TargetState, Writer, connect_state};
 
 /// A standalone run as the API sees it.
 pub struct Standalone {
@@ -126,7 +55,7 @@ impl Standalone {
     }
 }
 
-impl View for Standalone {
+impl Herder for Standalone {
     fn connectors(&self) -> BTreeMap<String, ConnectorRecord> {
         self.connectors
             .iter()
@@ -182,8 +111,22 @@ impl View for Standalone {
         self.runner.status().topics(name)
     }
 
+    fn planned<'a>(&'a self, name: &'a str, within: Duration) -> Pending<'a, Option<Plan>> {
+        Box::pin(self.runner.planned(name, within))
+    }
+
+    fn validate<'a>(&'a self, name: &'a str, properties: &'a BTreeMap<String, String>) -> Pending<'a, Errors> {
+        Box::pin(validate::check(self, name, properties))
+    }
+
     fn writer(&self) -> Option<&dyn Writer> {
         None
+    }
+}
+
+impl Checks for Standalone {
+    fn stores_configurations(&self) -> bool {
+        false
     }
 
     fn runner(&self) -> &Runner {
