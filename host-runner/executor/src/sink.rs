@@ -128,7 +128,7 @@ async fn write_partition(
             let facts = LaneFacts {
                 takeover_below: Some(i64::MAX),
                 unknown_through: lane.unknown_through,
-                put_budget: snow_runtime::sink::rebalance_put_budget(),
+                put_limit: snow_runtime::sink::rebalance_put_limit(),
             };
             match Instance::open(ctx, pre, &key.0, key.1, &facts).await {
                 Ok(instance) => lane.instance = Some(instance),

@@ -4,7 +4,7 @@
 //! The new version is checked as start-up checks it ([`ConnectorSpec::component`]: signature and
 //! pinned `component.digest`), compiled and pre-instantiated (off the async
 //! threads), and asked to validate the running connector's configuration (a source also plans its
-//! units) before it is published to the connector's slot; until then, and whenever any of these
+//! units) before it is published to the connector's versions; until then, and whenever any of these
 //! fails, the old version keeps running and the reason is logged and shown on the status board
 //! (unit `component`). Units take a published version at their next batch boundary
 //! ([`crate::component::swap`]). Other changed keys are named and take effect at the next start.
@@ -18,7 +18,7 @@ use anyhow::{Result, bail};
 use crate::artefact::Checked;
 use crate::component::Loaded;
 use crate::config::ConnectorSpec;
-use crate::runner::{Runner, Slots};
+use crate::runner::{ConnectorVersions, Runner};
 use crate::status::UnitState;
 
 /// What a reload did to one connector.
@@ -116,14 +116,14 @@ impl Runner {
     }
 
     async fn reload_one(&self, spec: &ConnectorSpec) -> Reloaded {
-        let Some((ctx, slot)) =
-            self.running.lock().unwrap_or_else(|e| e.into_inner()).get(&spec.name).map(|r| (r.ctx.clone(), r.slot.clone()))
+        let Some((ctx, versions)) =
+            self.running.lock().unwrap_or_else(|e| e.into_inner()).get(&spec.name).map(|r| (r.ctx.clone(), r.versions.clone()))
         else {
             return Reloaded::NotRunning;
         };
-        let current = match &slot {
-            Slots::Source(slot) => slot.current().digest.clone(),
-            Slots::Sink(slot) => slot.current().digest.clone(),
+        let current = match &versions {
+            ConnectorVersions::Source(versions) => versions.current().digest.clone(),
+            ConnectorVersions::Sink(versions) => versions.current().digest.clone(),
         };
         let changed = changed_keys(&ctx.spec, spec);
         if !changed.is_empty() {
@@ -140,24 +140,24 @@ impl Runner {
         if artefact.digest() == current {
             return Reloaded::Unchanged;
         }
-        match self.publish(&ctx, &slot, &artefact).await {
+        match self.publish(&ctx, &versions, &artefact).await {
             Ok(()) => Reloaded::Published { from: current[..12].to_string(), to: artefact.digest()[..12].to_string() },
             Err(e) => Reloaded::Kept(format!("{e:#}")),
         }
     }
 
-    /// Compiles, validates and publishes `artefact` as the connector's new version in `slot`.
-    async fn publish(&self, ctx: &crate::connector::SharedContext, slot: &Slots, artefact: &Checked) -> Result<()> {
+    /// Compiles, validates and publishes `artefact` as the connector's new version in `versions`.
+    async fn publish(&self, ctx: &crate::connector::SharedContext, versions: &ConnectorVersions, artefact: &Checked) -> Result<()> {
         let loaded = self.runtime().load(artefact).await?;
         let path = artefact.path().display().to_string();
-        match (slot, loaded) {
-            (Slots::Source(slot), Loaded::Source(pre)) => {
+        match (versions, loaded) {
+            (ConnectorVersions::Source(versions), Loaded::Source(pre)) => {
                 crate::source::plan(ctx, &pre).await?;
-                slot.publish(pre, artefact.digest(), &path);
+                versions.publish(pre, artefact.digest(), &path);
             }
-            (Slots::Sink(slot), Loaded::Sink(pre)) => {
+            (ConnectorVersions::Sink(versions), Loaded::Sink(pre)) => {
                 crate::sink::validate(ctx, &pre).await?;
-                slot.publish(pre, artefact.digest(), &path);
+                versions.publish(pre, artefact.digest(), &path);
             }
             (_, loaded) => bail!("{} is a {:?} component; the running connector is not", path, loaded.kind()),
         }

@@ -11,7 +11,7 @@ use anyhow::{Context, Result, bail};
 use crate::auth::Credentials;
 use crate::auth::tokens::TokenRegistry;
 use crate::component::bindings::{sink::SinkPre, source::SourcePre};
-use crate::component::swap::Slot;
+use crate::component::swap::Versions;
 use crate::component::transform::TransformComponent;
 use crate::component::{ComponentKind, ComponentRuntime, HostState, Loaded, StoreOptions};
 use crate::config::ConnectorSpec;
@@ -40,7 +40,7 @@ pub struct Runner {
     offset_stores: Mutex<HashMap<String, Arc<dyn OffsetStore>>>,
     /// In a fleet, this worker's id (sent with every request, [`crate::outbound::GateSettings`]).
     worker_id: std::sync::OnceLock<String>,
-    /// Each running connector's spec and component slot, for hot-swap ([`crate::reload`]).
+    /// Each running connector's spec and component versions, for hot-swap ([`crate::reload`]).
     pub(crate) running: Mutex<HashMap<String, Running>>,
     /// The running tables that take push notifications (ADR 0032).
     wakes: Arc<crate::push::wakes::Wakes>,
@@ -49,14 +49,14 @@ pub struct Runner {
 /// A running connector as a reload sees it.
 pub(crate) struct Running {
     pub(crate) ctx: SharedContext,
-    pub(crate) slot: Slots,
+    pub(crate) versions: ConnectorVersions,
 }
 
-/// A connector's component slot, by kind.
+/// A connector's component versions, by kind.
 #[derive(Clone)]
-pub(crate) enum Slots {
-    Source(Arc<Slot<SourcePre<HostState>>>),
-    Sink(Arc<Slot<SinkPre<HostState>>>),
+pub(crate) enum ConnectorVersions {
+    Source(Arc<Versions<SourcePre<HostState>>>),
+    Sink(Arc<Versions<SinkPre<HostState>>>),
 }
 
 /// A connector's plan: its kind and, a source, its units in task order with their configuration.
@@ -245,22 +245,22 @@ impl Runner {
         for p in prepared {
             let shutdown = shutdown.clone();
             let path = |ctx: &SharedContext| ctx.spec.component_path.display().to_string();
-            let (ctx, slot) = match p {
+            let (ctx, versions) = match p {
                 Prepared::Source { ctx, loaded: Loaded::Source(pre), digest, units, offsets } => {
-                    let (name, slot) = (ctx.name().to_string(), Slot::new(pre, &digest, &path(&ctx)));
-                    let task = crate::source::run(ctx.clone(), slot.clone(), units, offsets, shutdown);
+                    let (name, versions) = (ctx.name().to_string(), Versions::new(pre, &digest, &path(&ctx)));
+                    let task = crate::source::run(ctx.clone(), versions.clone(), units, offsets, shutdown);
                     running.spawn(async move { (name, task.await) });
-                    (ctx, Slots::Source(slot))
+                    (ctx, ConnectorVersions::Source(versions))
                 }
                 Prepared::Sink { ctx, loaded: Loaded::Sink(pre), digest } => {
-                    let (name, slot) = (ctx.name().to_string(), Slot::new(pre, &digest, &path(&ctx)));
-                    let task = crate::sink::run(ctx.clone(), slot.clone(), shutdown);
+                    let (name, versions) = (ctx.name().to_string(), Versions::new(pre, &digest, &path(&ctx)));
+                    let task = crate::sink::run(ctx.clone(), versions.clone(), shutdown);
                     running.spawn(async move { (name, task.await) });
-                    (ctx, Slots::Sink(slot))
+                    (ctx, ConnectorVersions::Sink(versions))
                 }
                 _ => unreachable!("prepare pairs each connector with its own kind"),
             };
-            self.running.lock().unwrap_or_else(|e| e.into_inner()).insert(ctx.name().to_string(), Running { ctx, slot });
+            self.running.lock().unwrap_or_else(|e| e.into_inner()).insert(ctx.name().to_string(), Running { ctx, versions });
         }
         let mut first_error = None;
         while let Some(ended) = running.join_next().await {

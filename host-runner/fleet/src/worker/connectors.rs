@@ -14,7 +14,7 @@ use snow_runtime::component::HostState;
 use snow_runtime::component::bindings::sink::SinkPre;
 use snow_runtime::component::bindings::source::SourcePre;
 use snow_runtime::component::bindings::types::WorkUnit;
-use snow_runtime::component::swap::Slot;
+use snow_runtime::component::swap::Versions;
 use snow_runtime::config::ConnectorSpec;
 use snow_runtime::connector::SharedContext;
 use snow_runtime::shutdown::ShutdownTrigger;
@@ -27,8 +27,8 @@ pub enum Live {
     Source {
         /// Its context.
         ctx: SharedContext,
-        /// Its component slot (hot-swap).
-        slot: Arc<Slot<SourcePre<HostState>>>,
+        /// Its component versions (hot-swap).
+        versions: Arc<Versions<SourcePre<HostState>>>,
         /// Its units, in plan order (a unit's task id is its index).
         units: Vec<WorkUnit>,
         /// The producer its units share.
@@ -40,8 +40,8 @@ pub enum Live {
     Sink {
         /// Its context.
         ctx: SharedContext,
-        /// Its component slot.
-        slot: Arc<Slot<SinkPre<HostState>>>,
+        /// Its component versions.
+        versions: Arc<Versions<SinkPre<HostState>>>,
     },
 }
 

@@ -35,7 +35,7 @@ pub use connectors::{SINK_CLASS, SOURCE_CLASS};
 use fence::SlotWriter;
 use slots::{Membership, SlotEvent, slot_of};
 use snow_runtime::component::Loaded;
-use snow_runtime::component::swap::Slot;
+use snow_runtime::component::swap::Versions;
 use snow_runtime::offsets::KafkaOffsetStore;
 use snow_runtime::runner::{Plan, Ready, Runner};
 use snow_runtime::shutdown::{Shutdown, linked};
@@ -469,7 +469,7 @@ impl WorkerLoop {
             return;
         }
         match &managed.live {
-            Ok(Live::Source { ctx, slot, units, producer, topics }) => {
+            Ok(Live::Source { ctx, versions, units, producer, topics }) => {
                 for unit in units {
                     let at = slot_of(name, &unit.name, slots);
                     let Some(held) = self.held.get(&at) else { continue };
@@ -480,12 +480,12 @@ impl WorkerLoop {
                         Arc::new(self.fleet.offsets.with_writer(held.writer.clone()));
                     let (stop, watch) = linked(&[self.shutdown.clone(), held.fenced.clone()]);
                     let fence = Some(held.writer.transactions());
-                    let task = snow_runtime::source::spawn_unit(ctx, slot, unit.clone(), offsets, producer, topics, fence, watch);
+                    let task = snow_runtime::source::spawn_unit(ctx, versions, unit.clone(), offsets, producer, topics, fence, watch);
                     tracing::info!(connector = name, unit = unit.name, slot = at, "unit started on this worker");
                     managed.units.insert(unit.name.clone(), RunningUnit { slot: at, stop, task });
                 }
             }
-            Ok(Live::Sink { ctx, slot }) => {
+            Ok(Live::Sink { ctx, versions }) => {
                 if managed.sink.as_ref().is_some_and(|(_, task)| task.is_finished())
                     && let Some((_, task)) = managed.sink.take()
                 {
@@ -501,7 +501,7 @@ impl WorkerLoop {
                 }
                 if managed.sink.is_none() && managed.sink_failed.is_none() {
                     let (stop, watch) = linked(std::slice::from_ref(&self.shutdown));
-                    let task = tokio::spawn(snow_runtime::sink::run(ctx.clone(), slot.clone(), watch));
+                    let task = tokio::spawn(snow_runtime::sink::run(ctx.clone(), versions.clone(), watch));
                     managed.sink = Some((stop, task));
                 }
             }
@@ -546,12 +546,12 @@ fn live(ready: Ready) -> Result<Live, String> {
         Ready::Source { ctx, pre, digest, units } => {
             let producer = snow_runtime::kafka::producer(&ctx.spec.kafka).map_err(|e| format!("{e:#}"))?;
             let topics = snow_runtime::source::allowed_topics(&ctx);
-            let slot = Slot::new(pre, &digest, &ctx.spec.component_path.display().to_string());
-            Ok(Live::Source { ctx, slot, units, producer, topics })
+            let versions = Versions::new(pre, &digest, &ctx.spec.component_path.display().to_string());
+            Ok(Live::Source { ctx, versions, units, producer, topics })
         }
         Ready::Sink { ctx, pre, digest } => {
-            let slot = Slot::new(pre, &digest, &ctx.spec.component_path.display().to_string());
-            Ok(Live::Sink { ctx, slot })
+            let versions = Versions::new(pre, &digest, &ctx.spec.component_path.display().to_string());
+            Ok(Live::Sink { ctx, versions })
         }
     }
 }

@@ -1,11 +1,11 @@
 //! Hot-swap: one connector's component version, replaceable while its units run.
 //!
-//! The runner publishes a new version into the connector's [`Slot`] once it is verified, compiled,
+//! The runner publishes a new version into the connector's [`Versions`] once it is verified, compiled,
 //! pre-instantiated and has validated the connector's configuration, all off the units' path.
-//! Each unit holds a [`Follower`] and looks for a newer version only at its batch boundary (a
+//! Each unit holds a [`VersionWatch`] and looks for a newer version only at its batch boundary (a
 //! source table right after its offset was stored, a sink lane right after a put's outcomes were
 //! committed), then opens the new version at exactly that offset. A unit whose new version traps
-//! in its open or its first calls ([`PROBATION_CALLS`]) rejects it, and the slot goes back to the version
+//! in its open or its first calls ([`PROBATION_CALLS`]) rejects it, and the connector goes back to the version
 //! before it for every unit. Instance state is never carried over: everything a unit needs to
 //! continue lives in the host (offsets).
 
@@ -44,13 +44,13 @@ struct History<P> {
 }
 
 /// A connector's current version, shared by the runner (who publishes) and its units.
-pub struct Slot<P> {
+pub struct Versions<P> {
     tx: watch::Sender<Arc<Version<P>>>,
     history: Mutex<History<P>>,
 }
 
-impl<P> Slot<P> {
-    /// A slot holding the version the connector starts with.
+impl<P> Versions<P> {
+    /// A versions holding the version the connector starts with.
     pub fn new(pre: P, digest: &str, path: &str) -> Arc<Self> {
         let first = Arc::new(Version { pre, digest: digest.to_string(), path: path.to_string(), generation: 0 });
         let (tx, _) = watch::channel(first);
@@ -94,23 +94,23 @@ impl<P> Slot<P> {
     }
 
     /// A follower starting at the current version.
-    pub fn follow(self: &Arc<Self>) -> Follower<P> {
+    pub fn watch(self: &Arc<Self>) -> VersionWatch<P> {
         let mut rx = self.tx.subscribe();
         let current = rx.borrow_and_update().clone();
-        Follower { slot: self.clone(), rx, current, probation: 0 }
+        VersionWatch { versions: self.clone(), rx, current, probation: 0 }
     }
 }
 
 /// A unit's view of its connector's version.
-pub struct Follower<P> {
-    slot: Arc<Slot<P>>,
+pub struct VersionWatch<P> {
+    versions: Arc<Versions<P>>,
     rx: watch::Receiver<Arc<Version<P>>>,
     current: Arc<Version<P>>,
     /// Calls left in which a trap rejects the current version (after a swap).
     probation: u32,
 }
 
-impl<P: Clone> Follower<P> {
+impl<P: Clone> VersionWatch<P> {
     /// The version the unit runs.
     pub fn current(&self) -> &Arc<Version<P>> {
         &self.current
@@ -143,7 +143,7 @@ impl<P: Clone> Follower<P> {
             return None;
         }
         self.probation = 0;
-        self.slot.reject(&self.current);
+        self.versions.reject(&self.current);
         self.newer()
     }
 }
@@ -154,10 +154,10 @@ mod tests {
 
     #[test]
     fn followers_take_a_new_version_once_and_a_trap_on_probation_rolls_every_unit_back() {
-        let slot = Slot::new("a", "aaaa", "a.wasm");
-        let (mut one, mut two) = (slot.follow(), slot.follow());
+        let versions = Versions::new("a", "aaaa", "a.wasm");
+        let (mut one, mut two) = (versions.watch(), versions.watch());
         assert!(one.newer().is_none(), "nothing published yet");
-        slot.publish("b", "bbbb", "b.wasm");
+        versions.publish("b", "bbbb", "b.wasm");
         assert_eq!(one.newer().map(|v| v.pre), Some("b"));
         assert!(one.newer().is_none(), "taken once");
         assert_eq!(two.newer().map(|v| v.pre), Some("b"));
@@ -167,22 +167,22 @@ mod tests {
         assert_eq!((back.pre, back.generation), ("a", 2));
         assert_eq!(two.newer().map(|v| v.pre), Some("a"), "the other unit follows the rollback");
         assert!(two.trapped().is_none(), "the restored version has nothing before it to go back to");
-        assert_eq!(slot.current().pre, "a");
+        assert_eq!(versions.current().pre, "a");
     }
 
     #[test]
     fn a_trap_after_probation_is_the_trap_budgets_and_a_stale_rejection_changes_nothing() {
-        let slot = Slot::new("a", "aaaa", "a.wasm");
-        let mut unit = slot.follow();
-        slot.publish("b", "bbbb", "b.wasm");
+        let versions = Versions::new("a", "aaaa", "a.wasm");
+        let mut unit = versions.watch();
+        versions.publish("b", "bbbb", "b.wasm");
         unit.newer();
         for _ in 0..PROBATION_CALLS {
             unit.succeeded();
         }
         assert!(unit.trapped().is_none(), "b survived its probation");
-        let b = slot.current();
-        slot.publish("c", "cccc", "c.wasm");
-        assert!(slot.reject(&b).is_none(), "b is no longer current: rejecting it does nothing");
-        assert_eq!(slot.current().pre, "c");
+        let b = versions.current();
+        versions.publish("c", "cccc", "c.wasm");
+        assert!(versions.reject(&b).is_none(), "b is no longer current: rejecting it does nothing");
+        assert_eq!(versions.current().pre, "c");
     }
 }

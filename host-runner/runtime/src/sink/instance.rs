@@ -20,7 +20,7 @@ pub struct LaneFacts {
     pub unknown_through: Option<i64>,
     /// How long one put may go on starting writes: well inside the wait of a revocation, so a
     /// partition is never written by two workers at once.
-    pub put_budget: std::time::Duration,
+    pub put_limit: std::time::Duration,
 }
 
 impl LaneFacts {
@@ -33,7 +33,7 @@ impl LaneFacts {
         if let Some(through) = self.unknown_through {
             add("snow.sink.unknown.through", through.to_string());
         }
-        add("snow.sink.put.budget.ms", self.put_budget.as_millis().to_string());
+        add("snow.sink.put.budget.ms", self.put_limit.as_millis().to_string());
         config
     }
 }

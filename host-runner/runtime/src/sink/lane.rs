@@ -23,7 +23,7 @@ use crate::backoff::Backoff;
 use crate::component::HostState;
 use crate::component::bindings::sink::SinkPre;
 use crate::component::bindings::types::{ErrorClass, Failure, Outcome, SinkRecord, SnowError};
-use crate::component::swap::{Follower, Slot};
+use crate::component::swap::{VersionWatch, Versions};
 use crate::component::trap::{TrapBudget, one_line};
 use crate::connector::SharedContext;
 use crate::convert::sink::{SinkConverters, Unreadable};
@@ -41,7 +41,7 @@ pub struct LaneShared {
     /// The connector.
     pub ctx: SharedContext,
     /// The sink component's current version, pre-instantiated.
-    pub slot: Arc<Slot<SinkPre<HostState>>>,
+    pub versions: Arc<Versions<SinkPre<HostState>>>,
     /// The consumer whose offsets the lanes store.
     pub consumer: Arc<StreamConsumer<SinkContext>>,
     /// One permit per lane writing (`snow.sink.max.in.flight`).
@@ -71,7 +71,7 @@ pub struct Lane {
     stop: Shutdown,
     instance: Option<Instance>,
     /// The component version this lane runs.
-    version: Follower<SinkPre<HostState>>,
+    version: VersionWatch<SinkPre<HostState>>,
     /// A swap in progress: when the old version's last outcomes were committed, and its digest.
     swapping: Option<(Instant, String)>,
     traps: TrapBudget,
@@ -94,7 +94,7 @@ impl Lane {
         let traps = TrapBudget::new(shared.ctx.spec.trap_budget);
         let control = Arc::new(LaneControl::default());
         shared.consumer.context().register(topic, partition, control.clone());
-        let version = shared.slot.follow();
+        let version = shared.versions.watch();
         let lane = Self {
             shared,
             version,
@@ -220,7 +220,7 @@ impl Lane {
             let facts = LaneFacts {
                 takeover_below: self.takeover_below,
                 unknown_through: self.singly_until,
-                put_budget: super::rebalance_put_budget(),
+                put_limit: super::rebalance_put_limit(),
             };
             match Instance::open(&self.shared.ctx, &self.version.current().pre, &self.topic, self.partition, &facts).await {
                 Ok(instance) => self.instance = Some(instance),

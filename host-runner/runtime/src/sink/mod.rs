@@ -27,7 +27,7 @@ use crate::backoff::Backoff;
 use crate::component::HostState;
 use crate::component::bindings::sink::SinkPre;
 use crate::component::bindings::types::{Header, SinkRecord};
-use crate::component::swap::Slot;
+use crate::component::swap::Versions;
 use crate::connector::{SharedContext, config_errors_text};
 use crate::convert::sink::SinkConverters;
 use crate::shutdown::{Shutdown, ShutdownTrigger};
@@ -39,7 +39,7 @@ use report::Reporter;
 
 /// How long one put may go on starting writes: well inside the wait of a revocation, so a
 /// partition is never written by two workers at once.
-pub fn rebalance_put_budget() -> Duration {
+pub fn rebalance_put_limit() -> Duration {
     rebalance::QUIESCE_LIMIT / 3
 }
 
@@ -81,7 +81,7 @@ struct LaneEntry {
 /// Consumes and writes until shutdown: the consumer loop hands each record to its partition's
 /// lane ([`lane`]), pauses partitions whose lane is behind, and stops the lanes of partitions a
 /// rebalance took away.
-pub async fn run(ctx: SharedContext, slot: Arc<Slot<SinkPre<HostState>>>, mut shutdown: Shutdown) -> Result<()> {
+pub async fn run(ctx: SharedContext, versions: Arc<Versions<SinkPre<HostState>>>, mut shutdown: Shutdown) -> Result<()> {
     let group = format!("connect-{}", ctx.name());
     let consumer = Arc::new(crate::kafka::consumer(&ctx.spec.kafka, &group, SinkContext::new(ctx.name()))?);
     let mut topics: Vec<String> = ctx.spec.topics.clone();
@@ -94,7 +94,7 @@ pub async fn run(ctx: SharedContext, slot: Arc<Slot<SinkPre<HostState>>>, mut sh
     tracing::info!(connector = ctx.name(), group, max_in_flight = ctx.spec.sink.max_in_flight, "consuming {}", names.join(","));
     let shared = Arc::new(LaneShared {
         ctx: ctx.clone(),
-        slot,
+        versions,
         consumer: consumer.clone(),
         writers: Arc::new(Semaphore::new(ctx.spec.sink.max_in_flight)),
         reporter: Reporter::new(&ctx.spec)?,

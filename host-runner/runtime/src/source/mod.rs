@@ -21,7 +21,7 @@ use anyhow::{Result, anyhow, bail};
 use crate::component::HostState;
 use crate::component::bindings::source::SourcePre;
 use crate::component::bindings::types::WorkUnit;
-use crate::component::swap::Slot;
+use crate::component::swap::Versions;
 use crate::connector::{SharedContext, config_errors_text, describe};
 use crate::offsets::OffsetStore;
 use crate::shutdown::Shutdown;
@@ -60,15 +60,17 @@ pub async fn plan_tasks(ctx: &SharedContext, pre: &SourcePre<HostState>, max_tas
 /// Runs every unit until shutdown; a unit that fails for good is parked and the others go on.
 pub async fn run(
     ctx: SharedContext,
-    slot: Arc<Slot<SourcePre<HostState>>>,
+    versions: Arc<Versions<SourcePre<HostState>>>,
     units: Vec<WorkUnit>,
     offsets: Arc<dyn OffsetStore>,
     shutdown: Shutdown,
 ) -> Result<()> {
     let producer = crate::kafka::producer(&ctx.spec.kafka)?;
     let topics = allowed_topics(&ctx);
-    let handles: Vec<_> =
-        units.into_iter().map(|unit| spawn_unit(&ctx, &slot, unit, offsets.clone(), &producer, &topics, None, shutdown.clone())).collect();
+    let handles: Vec<_> = units
+        .into_iter()
+        .map(|unit| spawn_unit(&ctx, &versions, unit, offsets.clone(), &producer, &topics, None, shutdown.clone()))
+        .collect();
     for handle in handles {
         handle.await?;
     }
@@ -81,13 +83,13 @@ pub fn allowed_topics(ctx: &SharedContext) -> Arc<std::collections::BTreeSet<Str
     Arc::new(snow_core::config::source::configured_topics(&ctx.spec.guest_config))
 }
 
-/// Starts one unit, following the connector's component slot, until `shutdown`. In exactly-once
-/// mode its polls commit through `fence` (a fleet slot's producer) or, without one, a producer of
+/// Starts one unit, following the connector's component versions, until `shutdown`. In exactly-once
+/// mode its polls commit through `fence` (a fleet versions's producer) or, without one, a producer of
 /// its own (standalone, offsets in a topic).
 #[allow(clippy::too_many_arguments)]
 pub fn spawn_unit(
     ctx: &SharedContext,
-    slot: &Arc<Slot<SourcePre<HostState>>>,
+    versions: &Arc<Versions<SourcePre<HostState>>>,
     unit: WorkUnit,
     offsets: Arc<dyn OffsetStore>,
     producer: &rdkafka::producer::FutureProducer,
@@ -105,7 +107,7 @@ pub fn spawn_unit(
     let table = unit.name.clone();
     let runner = unit::UnitRunner {
         ctx: ctx.clone(),
-        version: slot.follow(),
+        version: versions.watch(),
         unit,
         offsets,
         producer: producer.clone(),

@@ -25,7 +25,7 @@ use crate::backoff::Backoff;
 use crate::component::HostState;
 use crate::component::bindings::source::{Source, SourcePre};
 use crate::component::bindings::types::{ErrorClass, PollBatch, SnowError, SourceOffset, WorkUnit};
-use crate::component::swap::Follower;
+use crate::component::swap::VersionWatch;
 use crate::component::trap::TrapBudget;
 use crate::component::trap::one_line;
 use crate::connector::{SharedContext, class_label, describe, to_entries};
@@ -44,7 +44,7 @@ const SETTLE_TIMEOUT: Duration = Duration::from_secs(30);
 /// Runs one unit until shutdown or a fatal error.
 pub struct UnitRunner {
     pub ctx: SharedContext,
-    pub version: Follower<SourcePre<HostState>>,
+    pub version: VersionWatch<SourcePre<HostState>>,
     pub unit: WorkUnit,
     pub offsets: Arc<dyn OffsetStore>,
     pub producer: FutureProducer,
