@@ -1,6 +1,9 @@
 //! A fleet end to end: `snow-connect worker` processes of one group, connectors created and run
 //! through Kafka Connect's REST API with curl, state in Kafka topics, units shared by Kafka's group
 //! protocol, the real components reading the fake over HTTP and a real broker.
+//!
+//! Longer than our 600-line mark: the fleet's scenarios share one set-up (workers, topics, REST
+//! calls) and each is a long story of steps against it.
 
 use crate::support;
 

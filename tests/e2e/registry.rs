@@ -1,6 +1,9 @@
 //! Typed values with a real schema registry (Apicurio Registry's Confluent-compatible API, from
 //! Maven Central): the source types rows by their table's dictionary, registers the schema and
 //! writes Confluent's wire format, and Confluent's own Python client reads what we wrote.
+//!
+//! Longer than our 600-line mark: one scenario per value format against a real registry, each with
+//! the third-party reader's check.
 
 use crate::support;
 

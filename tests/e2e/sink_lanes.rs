@@ -2,6 +2,9 @@
 //! offset order, each lane in its own ServiceNow session, every record with exactly one outcome on
 //! the reporter topics; poison records to the dead letter queue with Kafka Connect's headers while
 //! their partition goes on; and a partition stopped by the default policy while the others go on.
+//!
+//! Longer than our 600-line mark: each lane scenario (order, poison, kills, takeover, traps,
+//! correlation, DLQ, transforms) needs its records and its checks spelled out.
 
 use crate::support;
 

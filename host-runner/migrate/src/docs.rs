@@ -8,7 +8,7 @@ use super::rules::KeyRule;
 use super::tables;
 
 /// Where the generated section starts and ends in `docs/migration.md`.
-pub const BEGIN: &str = "<!-- key reference: generated from host-runner/src/migrate/tables; do not edit by hand -->";
+pub const BEGIN: &str = "<!-- key reference: generated from host-runner/migrate/src/tables; do not edit by hand -->";
 /// See [`BEGIN`].
 pub const END: &str = "<!-- end of the key reference -->";
 

@@ -7,6 +7,9 @@
 //! became visible late are read; versions already emitted are suppressed by the [`DedupWindow`].
 //! The offset carried by a record is the furthest position emitted up to it, so a stored offset
 //! never moves back. The first poll is the startup probe when it is enabled.
+//!
+//! At our 600-line mark: one table stream's open and poll, the one place the cursor, the sweep and
+//! the followers meet; each of them lives in its own module.
 
 use crate::clock::Clock;
 use crate::config::source::{BadRowBehavior, TableMode, ValueSchema};

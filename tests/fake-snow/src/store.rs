@@ -1,5 +1,8 @@
 //! Tables of rows with ServiceNow system fields, and an index on `(timestamp, sys_id)` for both
 //! timestamp fields so cursor-shaped queries read ranges instead of scanning.
+//!
+//! Longer than our 600-line mark with its unit tests (the code is ~575 lines): the store and its
+//! index are one data structure.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
