@@ -28,19 +28,58 @@ impl fmt::Display for ErrorClass {
     }
 }
 
-/// A configuration problem, naming the key.
+/// What is wrong with a configuration value: the class a caller may act on (Kafka Connect's
+/// validate shows every class the same way; a host stands in for a missing value, not for a
+/// refused one).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ValueClass {
+    /// The key is required and absent (or empty).
+    Missing,
+    /// The key is not one the reader knows: a misspelling, or a key of another kind of connector.
+    Unknown,
+    /// The value does not parse, is out of range, or does not fit the other keys.
+    Invalid,
+    /// The value is well-formed but not allowed here: a policy forbids it (trust, a caller's
+    /// rules, secrets that must be references), or what it names was refused.
+    Refused,
+}
+
+/// A configuration problem: the key at fault, the class of what is wrong with its value, and the
+/// reason. Rendered as text (`key: reason`) only where a person reads it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConfigError {
     /// The key at fault, e.g. `snow.table.incident.fields`.
     pub key: String,
-    /// What is wrong and how to fix it.
+    /// What is wrong with its value.
+    pub class: ValueClass,
+    /// Why, and how to fix it.
     pub message: String,
 }
 
 impl ConfigError {
-    /// A problem with `key`.
+    /// An invalid value of `key`.
     pub fn new(key: impl Into<String>, message: impl Into<String>) -> Self {
-        Self { key: key.into(), message: message.into() }
+        Self::of(ValueClass::Invalid, key, message)
+    }
+
+    /// A problem of `class` with `key`.
+    pub fn of(class: ValueClass, key: impl Into<String>, message: impl Into<String>) -> Self {
+        Self { key: key.into(), class, message: message.into() }
+    }
+
+    /// `key` is required and absent.
+    pub fn missing(key: impl Into<String>, message: impl Into<String>) -> Self {
+        Self::of(ValueClass::Missing, key, message)
+    }
+
+    /// `key` is not a key the reader knows.
+    pub fn unknown(key: impl Into<String>, message: impl Into<String>) -> Self {
+        Self::of(ValueClass::Unknown, key, message)
+    }
+
+    /// `key`'s value is not allowed here.
+    pub fn refused(key: impl Into<String>, message: impl Into<String>) -> Self {
+        Self::of(ValueClass::Refused, key, message)
     }
 }
 
@@ -48,6 +87,19 @@ impl fmt::Display for ConfigError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}: {}", self.key, self.message)
     }
+}
+
+/// `errors` as lines of `key: reason` for a person to read; adjacent errors of one reason and
+/// class share a line (`a, b: give both`).
+pub fn config_lines(errors: &[ConfigError]) -> Vec<String> {
+    let mut lines: Vec<(Vec<&str>, &ConfigError)> = Vec::new();
+    for error in errors {
+        match lines.last_mut() {
+            Some((keys, last)) if last.message == error.message && last.class == error.class => keys.push(&error.key),
+            _ => lines.push((vec![&error.key], error)),
+        }
+    }
+    lines.into_iter().map(|(keys, e)| format!("{}: {}", keys.join(", "), e.message)).collect()
 }
 
 /// An error answer from ServiceNow, parsed from its error envelope.

@@ -37,7 +37,7 @@ fn run(case: &Json) -> Json {
     let mut errors = Vec::new();
     let chain = Chain::from_entries(&config, &mut errors);
     if !errors.is_empty() {
-        return json!({ "error": errors.join("\n") });
+        return json!({ "error": errors.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n") });
     }
     let r = &case["record"];
     let (key_schema, key) = envelope(&r["key"]);

@@ -57,7 +57,7 @@ fn file_offsets_are_refused_for_required_and_requested_falls_back_saying_why() {
     let file = connector_file(&dir, &name, &c);
     let (ok, out, err) = support::snow_connect(&dir, &["validate", file.to_str().unwrap()]);
     assert!(!ok, "{out}");
-    assert!(err.contains("exactly.once.support=required: offsets in a file") && err.contains("offset.storage.topic"), "{err}");
+    assert!(err.contains("exactly.once.support: required: offsets in a file") && err.contains("offset.storage.topic"), "{err}");
     c.insert("exactly.once.support".into(), "requested".into());
     let file = connector_file(&dir, &name, &c);
     let (ok, out, err) = support::snow_connect(&dir, &["validate", file.to_str().unwrap()]);

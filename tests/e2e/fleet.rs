@@ -213,7 +213,7 @@ fn a_wrong_key_is_refused_in_connects_error_shape_by_validate_and_create() {
     literal["snow.auth.password"] = json!(PASSWORD);
     let refused = curl(spec.port, "POST", "/connectors", Some(&json!({ "name": name, "config": literal })));
     assert_eq!(refused.status, 400, "{}", refused.text);
-    assert!(refused.text.contains("snow.auth.password must be given as a provider reference"), "{}", refused.text);
+    assert!(refused.text.contains("snow.auth.password: must be given as a provider reference"), "{}", refused.text);
     assert!(!refused.text.contains(PASSWORD), "the secret is not echoed");
     let validated = curl(spec.port, "PUT", "/connector-plugins/ServiceNowSourceConnector/config/validate", Some(&literal));
     assert!(!validated.text.contains(PASSWORD), "nor answered by validate: {}", validated.text);

@@ -290,7 +290,7 @@ fn in_a_fleet_any_worker_takes_the_notification_and_the_tables_owner_sweeps() {
     literal.insert("snow.push.secret".into(), SECRET.into());
     let refused = curl(specs[0].port, "POST", "/connectors", Some(&json!({ "name": name, "config": literal })));
     assert_eq!(refused.status, 400, "{}", refused.text);
-    assert!(refused.text.contains("snow.push.secret must be given as a provider reference"), "{}", refused.text);
+    assert!(refused.text.contains("snow.push.secret: must be given as a provider reference"), "{}", refused.text);
     assert!(!refused.text.contains(SECRET), "the secret is not echoed: {}", refused.text);
     let created = curl(specs[0].port, "POST", "/connectors", Some(&json!({ "name": name, "config": config })));
     assert_eq!(created.status, 201, "{}", created.text);

@@ -16,6 +16,7 @@ use anyhow::{Context, Result};
 use snow_runtime::config::ConnectorSpec;
 use snow_runtime::config::caller::CallerRules;
 use snow_runtime::config::providers::ProviderPolicy;
+use snow_runtime::config::{ConfigError, InvalidConfig};
 
 /// The operator's file in the plugin directory.
 pub const OPERATOR_FILE: &str = "snow-connect.properties";
@@ -131,9 +132,13 @@ impl Plugin {
     /// The spec a Connect connector configuration `config` of `kind` runs with: Connect's keys
     /// left out, the default component filled in, then the caller's rules applied. Errors name
     /// the key (and never a value a reference resolved to).
-    pub fn spec(&self, kind: &str, config: &BTreeMap<String, String>) -> Result<ConnectorSpec, Vec<String>> {
-        let refused: Vec<String> =
-            config.iter().filter_map(|(k, v)| not_in_connect(k, v).map(|why| format!("{k}: not inside Kafka Connect: {why}"))).collect();
+    pub fn spec(&self, kind: &str, config: &BTreeMap<String, String>) -> Result<ConnectorSpec, Vec<ConfigError>> {
+        let refused: Vec<ConfigError> = config
+            .iter()
+            .filter_map(|(k, v)| {
+                not_in_connect(k, v).map(|why| ConfigError::refused(k.clone(), format!("not inside Kafka Connect: {why}")))
+            })
+            .collect();
         if !refused.is_empty() {
             return Err(refused);
         }
@@ -149,31 +154,20 @@ impl Plugin {
             converters: BTreeMap::new(),
         };
         let applied = rules.apply(&properties)?;
-        ConnectorSpec::from_entries(applied.entries.clone()).map_err(|e| {
-            format!("{e:#}")
-                .lines()
-                .map(|l| applied.scrub(l.trim()))
-                .filter(|l| !l.is_empty() && !l.ends_with("invalid configuration:"))
-                .collect()
+        // Whatever a reference resolved to stays out of every error.
+        ConnectorSpec::from_entries(applied.entries.clone()).map_err(|e| match e.downcast::<InvalidConfig>() {
+            Ok(refused) => {
+                refused.errors.into_iter().map(|error| ConfigError { message: applied.scrub(&error.message), ..error }).collect()
+            }
+            Err(e) => vec![ConfigError::new("name", applied.scrub(&format!("{e:#}")))],
         })
     }
 }
 
-/// `errors` (each `key: message`) as the plugin's JSON: `[{"key", "message"}]`.
-pub fn keyed(errors: &[String]) -> serde_json::Value {
-    serde_json::Value::Array(
-        errors
-            .iter()
-            .map(|e| {
-                // `key: message`, or `key, other: message` (attached to the first key).
-                let (head, message) = e.split_once(": ").unwrap_or(("", e.as_str()));
-                let key = head.split(", ").next().unwrap_or_default();
-                let (key, message) = if key.is_empty() || key.contains(' ') { ("", e.as_str()) } else { (key, message) };
-                let message = if head.contains(", ") { e.as_str() } else { message };
-                serde_json::json!({"key": key, "message": message})
-            })
-            .collect(),
-    )
+/// `errors` as the plugin's JSON: `[{"key", "message"}]`, the message without its key (the plugin
+/// attaches it to the key, as Connect shows it).
+pub fn keyed(errors: &[ConfigError]) -> serde_json::Value {
+    errors.iter().map(|e| serde_json::json!({"key": e.key, "message": e.message})).collect()
 }
 
 /// Reads the plugin directory given on the command line.
@@ -235,7 +229,7 @@ mod tests {
             let mut config = map(&base);
             config.insert(key.into(), value.into());
             let errors = plugin.spec("source", &config).unwrap_err();
-            assert!(errors.iter().any(|e| e.starts_with(&format!("{key}: ")) && e.contains(expected)), "{key}={value}: {errors:?}");
+            assert!(errors.iter().any(|e| e.key == key && e.message.contains(expected)), "{key}={value}: {errors:?}");
         }
         std::fs::remove_dir_all(&dir).unwrap();
     }
@@ -254,9 +248,8 @@ mod tests {
 
     #[test]
     fn errors_are_attached_to_their_keys() {
-        let keyed = keyed(&["snow.tables: is required".into(), "the component trapped: x".into(), "a.b, c.d: go together".into()]);
+        let keyed = keyed(&[ConfigError::missing("snow.tables", "is required"), ConfigError::new("a.b", "goes with c.d")]);
         assert_eq!(keyed[0], serde_json::json!({"key": "snow.tables", "message": "is required"}));
-        assert_eq!(keyed[1]["key"], "", "a message whose head is not a key");
-        assert_eq!(keyed[2], serde_json::json!({"key": "a.b", "message": "a.b, c.d: go together"}));
+        assert_eq!(keyed[1], serde_json::json!({"key": "a.b", "message": "goes with c.d"}));
     }
 }

@@ -28,6 +28,7 @@ use frame::{Frame, answer, request};
 pub use sink::read_records as read_put_records;
 use snow_runtime::component::Loaded;
 use snow_runtime::component::bindings::types::{ConfigEntry, SourceOffset, WorkUnit};
+use snow_runtime::config::{ConfigError, InvalidConfig};
 use snow_runtime::connector::SharedContext;
 use snow_runtime::runner::Runner;
 use snow_runtime::shutdown::ShutdownTrigger;
@@ -94,7 +95,7 @@ struct OpenTask {
 /// A request that failed: its message and, for a configuration, the problems by key.
 struct Failure {
     message: String,
-    errors: Vec<String>,
+    errors: Vec<ConfigError>,
 }
 
 impl Failure {
@@ -103,7 +104,8 @@ impl Failure {
     }
 
     fn body(&self) -> Vec<u8> {
-        let errors: Vec<String> = self.errors.iter().map(|e| snow_runtime::redact::clean(e)).collect();
+        let errors: Vec<ConfigError> =
+            self.errors.iter().map(|e| ConfigError { message: snow_runtime::redact::clean(&e.message), ..e.clone() }).collect();
         json!({"message": snow_runtime::redact::clean(&self.message), "errors": config::keyed(&errors)}).to_string().into_bytes()
     }
 }
@@ -225,13 +227,9 @@ impl Executor {
 
 /// A plan's or validation's error: the configuration's problems by key when it is invalid.
 fn invalid(e: anyhow::Error) -> Failure {
-    let text = format!("{e:#}");
-    match text.split_once("has an invalid configuration:") {
-        Some((_, list)) => Failure {
-            message: "invalid configuration".into(),
-            errors: list.lines().map(str::trim).filter(|l| !l.is_empty()).map(String::from).collect(),
-        },
-        None => Failure::of(text),
+    match e.downcast::<InvalidConfig>() {
+        Ok(refused) => Failure { message: "invalid configuration".into(), errors: refused.errors },
+        Err(e) => Failure::of(format!("{e:#}")),
     }
 }
 

@@ -42,14 +42,9 @@ pub fn problems(config: &BTreeMap<String, String>) -> Vec<(String, String)> {
     let guest = match ConnectorSpec::from_entries(entries.clone()) {
         Ok(spec) => spec.guest_config,
         Err(e) => {
-            for line in format!("{e:#}").lines().skip(1) {
-                let line = line.trim();
-                let (keys, message) = line.split_once(": ").unwrap_or((line, ""));
-                // `key: message`, `a, b: message`, or `key (its value): message`.
-                for key in keys.split(", ") {
-                    let key = key.split_whitespace().next().unwrap_or(key);
-                    found.push((key.to_string(), message.to_string()));
-                }
+            match e.downcast_ref::<snow_runtime::config::InvalidConfig>() {
+                Some(refused) => found.extend(refused.errors.iter().map(|e| (e.key.clone(), e.message.clone()))),
+                None => found.push(("(configuration)".into(), format!("{e:#}"))),
             }
             entries
                 .iter()

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use wasmtime::{Engine, Store};
 
-use crate::component::bindings::types::{ConfigEntry, ConfigError, ErrorClass, SnowError};
+use crate::component::bindings::types::{ConfigEntry, ErrorClass, SnowError};
 use crate::component::swap::Version;
 use crate::component::{HostState, StoreOptions};
 use crate::config::ConnectorSpec;
@@ -75,15 +75,13 @@ pub fn to_entries<'a>(pairs: impl Iterator<Item = (&'a String, &'a String)>) -> 
     pairs.map(|(k, v)| ConfigEntry { key: k.clone(), value: v.clone() }).collect()
 }
 
-/// Configuration errors as one line per key.
-pub fn config_errors_text(errors: &[ConfigError]) -> String {
-    errors.iter().map(|e| format!("{}: {}", e.key, e.message)).collect::<Vec<_>>().join("\n  ")
-}
-
 /// A guest error's class and a redacted message.
 pub fn describe(error: &SnowError) -> (ErrorClass, String) {
     let (class, text) = match error {
-        SnowError::Config(list) => (ErrorClass::Fatal, format!("invalid configuration: {}", config_errors_text(list))),
+        SnowError::Config(list) => {
+            let lines = crate::config::error_lines(&crate::component::bindings::config_errors(list, ""));
+            (ErrorClass::Fatal, format!("invalid configuration: {}", lines.join("\n  ")))
+        }
         SnowError::Http(h) => {
             let detail = h.detail.as_deref().map(|d| format!(" ({d})")).unwrap_or_default();
             let id = h.request_id.as_deref().map(|r| format!(" [request id {r}]")).unwrap_or_default();

@@ -86,7 +86,7 @@ impl Runner {
                 };
                 let problems = running.with(pre.clone(), artefact.digest()).validate().await?;
                 if !problems.is_empty() {
-                    bail!("{}", problems.join("; "));
+                    bail!("{}", crate::config::error_lines(&problems).join("; "));
                 }
                 let from = running.digest();
                 running.publish(pre, artefact.digest());

@@ -15,6 +15,7 @@ use crate::component::swap::Versions;
 use crate::component::transform::TransformComponent;
 use crate::component::{ComponentKind, ComponentRuntime, HostState, Loaded, StoreOptions};
 use crate::config::ConnectorSpec;
+use crate::config::{ConfigError, InvalidConfig};
 use crate::connector::{ConnectorContext, SharedContext};
 use crate::metrics::Metrics;
 use crate::offsets::{FileOffsetStore, KafkaOffsetStore, OffsetStore};
@@ -307,11 +308,18 @@ impl Runner {
         let loaded = self.load_once(&artefact, components).await.with_context(|| format!("connector {}", spec.name))?;
         let kind = loaded.kind();
         if kind == ComponentKind::Transform {
-            bail!(
-                "connector {} has an invalid configuration:\n  component.path: {} is a transform component (world transform); a connector runs a source or sink component and names transforms in transforms.<alias>.component.path",
-                spec.name,
-                spec.component_path.display()
-            );
+            return Err(InvalidConfig::one(
+                &spec.name,
+                ConfigError::refused(
+                    "component.path",
+                    format!(
+                        "{} is a transform component (world transform); a connector runs a source or sink component and names \
+                         transforms in transforms.<alias>.component.path",
+                        spec.component_path.display()
+                    ),
+                ),
+            )
+            .into());
         }
         let (spec, transforms) = self.bind_transforms(spec, components).await?;
         let spec = &spec;
@@ -321,11 +329,14 @@ impl Runner {
                 ComponentKind::Sink | ComponentKind::Transform => (crate::connector::SINK_CLASS, "ServiceNowSinkConnector"),
             };
             if class != expected && class != short {
-                bail!(
-                    "connector {} has an invalid configuration:\n  connector.class: {class:?} does not match its component {}, a {kind:?} (use {expected})",
-                    spec.name,
-                    spec.component_path.display()
-                );
+                return Err(InvalidConfig::one(
+                    &spec.name,
+                    ConfigError::new(
+                        "connector.class",
+                        format!("{class:?} does not match its component {}, a {kind:?} (use {expected})", spec.component_path.display()),
+                    ),
+                )
+                .into());
             }
         }
         let ctx = self.context(spec, transforms)?;
@@ -382,13 +393,14 @@ impl Runner {
                 .await
                 .with_context(|| format!("connector {}: transform {}", spec.name, stage.alias))?;
             let Loaded::Transform(pre) = loaded else {
-                bail!(
-                    "connector {} has an invalid configuration:\n  transforms.{}.component.path: {} is a {:?} component, not a transform component (world transform)",
-                    spec.name,
-                    stage.alias,
-                    stage.path.display(),
-                    loaded.kind()
-                );
+                return Err(InvalidConfig::one(
+                    &spec.name,
+                    ConfigError::refused(
+                        format!("transforms.{}.component.path", stage.alias),
+                        format!("{} is a {:?} component, not a transform component (world transform)", stage.path.display(), loaded.kind()),
+                    ),
+                )
+                .into());
             };
             let running = crate::component::transform::Stage {
                 connector: spec.name.clone(),
@@ -399,7 +411,7 @@ impl Runner {
             let component = TransformComponent::new(pre, artefact.digest(), self.runtime.engine().clone(), running, self.metrics.clone());
             let problems = component.validate().await.with_context(|| format!("connector {}: transform {}", spec.name, stage.alias))?;
             if !problems.is_empty() {
-                bail!("connector {} has an invalid configuration:\n  {}", spec.name, problems.join("\n  "));
+                return Err(InvalidConfig::new(&spec.name, problems).into());
             }
             tracing::info!(connector = spec.name, transform = stage.alias, component = %stage.path.display(), sha256 = artefact.digest(), "transform component ready");
             stages.insert(stage.alias.clone(), Arc::new(component));
@@ -527,12 +539,18 @@ fn exactly_once_offsets(spec: &ConnectorSpec) -> Result<()> {
     }
     match spec.exactly_once {
         ExactlyOnce::Off => Ok(()),
-        ExactlyOnce::Required => bail!(
-            "connector {} has an invalid configuration:\n  exactly.once.support=required: offsets in a file ({}) cannot join a Kafka \
-             transaction; set offset.storage.topic (e.g. offset.storage.topic=snow-connect-offsets) to keep them in Kafka",
-            spec.name,
-            spec.offsets_file.display()
-        ),
+        ExactlyOnce::Required => Err(InvalidConfig::one(
+            &spec.name,
+            ConfigError::new(
+                "exactly.once.support",
+                format!(
+                    "required: offsets in a file ({}) cannot join a Kafka transaction; set offset.storage.topic (e.g. \
+                     offset.storage.topic=snow-connect-offsets) to keep them in Kafka",
+                    spec.offsets_file.display()
+                ),
+            ),
+        )
+        .into()),
         ExactlyOnce::Requested => {
             tracing::warn!(
                 connector = spec.name,

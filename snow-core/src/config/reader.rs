@@ -59,7 +59,7 @@ impl<'a> ConfigReader<'a> {
     pub fn required(&mut self, key: &str, hint: &str) -> Option<String> {
         let value = self.string(key);
         if value.is_none() {
-            self.error(key, format!("is required: {hint}"));
+            self.errors.push(ConfigError::missing(key, format!("is required: {hint}")));
         }
         value
     }
@@ -113,7 +113,7 @@ impl<'a> ConfigReader<'a> {
     pub fn finish(mut self, owned_prefixes: &[&str]) -> Result<(), SnowError> {
         for key in self.entries.keys() {
             if owned_prefixes.iter().any(|p| key.starts_with(p)) && !self.used.contains(key.as_str()) {
-                self.errors.push(ConfigError::new(key.clone(), "unknown key (check the spelling and docs/configuration.md)"));
+                self.errors.push(ConfigError::unknown(key.clone(), "unknown key (check the spelling and docs/configuration.md)"));
             }
         }
         if self.errors.is_empty() { Ok(()) } else { Err(SnowError::Config(self.errors)) }

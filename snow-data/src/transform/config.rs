@@ -7,6 +7,7 @@
 //! only knows its alias and keys; the host loads the component and [`Chain::bind`]s it as an
 //! [`External`] stage before the chain runs.
 
+use snow_core::error::ConfigError;
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::pin::Pin;
@@ -172,13 +173,16 @@ impl std::fmt::Debug for Chain {
 impl Chain {
     /// Reads `transforms` / `predicates` from a connector's `entries`; problems go to `errors`,
     /// each naming its key.
-    pub fn from_entries(entries: &BTreeMap<String, String>, errors: &mut Vec<String>) -> Self {
+    pub fn from_entries(entries: &BTreeMap<String, String>, errors: &mut Vec<ConfigError>) -> Self {
         let aliases = entries.get("transforms").map(|t| split_list(t)).unwrap_or_default();
         let mut seen = Vec::new();
         let mut stages = Vec::new();
         for alias in &aliases {
             if alias.is_empty() || seen.contains(alias) {
-                errors.push(format!("transforms: Duplicate alias provided (or an empty one): {:?}", entries["transforms"]));
+                errors.push(ConfigError::new(
+                    "transforms",
+                    format!("Duplicate alias provided (or an empty one): {:?}", entries["transforms"]),
+                ));
                 continue;
             }
             seen.push(alias.clone());
@@ -189,7 +193,7 @@ impl Chain {
                 .filter(|(k, _)| !matches!(k.as_str(), "type" | "predicate" | "negate" | "version"))
                 .collect();
             let Some(class) = entries.get(&format!("{prefix}type")).map(|c| c.trim().to_string()) else {
-                errors.push(format!("{prefix}type: is required (the transform's class)"));
+                errors.push(ConfigError::missing(format!("{prefix}type"), "is required (the transform's class)"));
                 continue;
             };
             let runs = if class == COMPONENT_CLASS {
@@ -198,7 +202,7 @@ impl Chain {
                 match build_transform(&class, &Conf::new(&own)) {
                     Ok(t) => Runs::Builtin(Arc::from(t)),
                     Err(e) => {
-                        errors.push(format!("{prefix}type ({class}): {e}"));
+                        errors.push(ConfigError::new(format!("{prefix}type"), e.to_string()));
                         continue;
                     }
                 }
@@ -208,15 +212,16 @@ impl Chain {
                 Some(n) if n.eq_ignore_ascii_case("true") => true,
                 Some(n) if n.eq_ignore_ascii_case("false") => false,
                 Some(n) => {
-                    errors.push(format!("{prefix}negate: must be true or false, got {n:?}"));
+                    errors.push(ConfigError::new(format!("{prefix}negate"), format!("must be true or false, got {n:?}")));
                     false
                 }
             };
             let predicate = match entries.get(&format!("{prefix}predicate")).map(|p| p.trim().to_string()) {
                 None => {
                     if entries.contains_key(&format!("{prefix}negate")) {
-                        errors.push(format!(
-                            "Config '{prefix}negate' was provided but there is no config '{prefix}predicate' defining a predicate to be negated."
+                        errors.push(ConfigError::new(
+                            format!("{prefix}negate"),
+                            format!("Config '{prefix}negate' was provided but there is no config '{prefix}predicate' defining a predicate to be negated."),
                         ));
                     }
                     None
@@ -230,13 +235,13 @@ impl Chain {
                         .collect();
                     match entries.get(&format!("{pprefix}type")) {
                         None => {
-                            errors.push(format!("{prefix}predicate: Unknown configuration '{pprefix}type'"));
+                            errors.push(ConfigError::new(format!("{prefix}predicate"), format!("Unknown configuration '{pprefix}type'")));
                             None
                         }
                         Some(pclass) => match build_predicate(pclass.trim(), &Conf::new(&own)) {
                             Ok(pred) => Some((Arc::from(pred), negate)),
                             Err(e) => {
-                                errors.push(format!("{pprefix}type ({}): {e}", pclass.trim()));
+                                errors.push(ConfigError::new(format!("{pprefix}type"), e.to_string()));
                                 None
                             }
                         },
@@ -330,7 +335,7 @@ mod tests {
     fn chain(pairs: &[(&str, &str)]) -> (Chain, Vec<String>) {
         let entries = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
         let mut errors = Vec::new();
-        (Chain::from_entries(&entries, &mut errors), errors)
+        (Chain::from_entries(&entries, &mut errors), snow_core::error::config_lines(&errors))
     }
 
     fn record(topic: &str, value: Value, headers: &[&str]) -> Record {
@@ -388,8 +393,8 @@ mod tests {
         ]);
         let all = errors.join("\n");
         for needle in [
-            "transforms.a.type (org.apache.kafka.connect.transforms.MaskField$Value): Missing required configuration \"fields\"",
-            "transforms.b.type (com.example.Mine): \"com.example.Mine\" is not a transform",
+            "transforms.a.type: Missing required configuration \"fields\"",
+            "transforms.b.type: \"com.example.Mine\" is not a transform",
             "Config 'transforms.c.negate' was provided but there is no config 'transforms.c.predicate'",
             "use org.apache.kafka.connect.transforms.ExtractField$Key or",
         ] {

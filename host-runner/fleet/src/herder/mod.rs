@@ -15,10 +15,10 @@ use std::pin::Pin;
 use std::time::Duration;
 
 use anyhow::Result;
+use snow_runtime::config::ConfigError;
 use snow_runtime::runner::Plan;
 
 pub use standalone::Standalone;
-pub use validate::Errors;
 pub use vocabulary::{ConnectorRecord, Published, RestartRequest, TargetState, connect_state};
 
 /// A boxed future of a herder's.
@@ -47,7 +47,7 @@ pub trait Herder: Send + Sync {
     fn topics(&self, name: &str) -> Vec<String>;
     /// The errors of `properties` as connector `name`, by key: what starting it here would refuse
     /// (none: it would start).
-    fn validate<'a>(&'a self, name: &'a str, properties: &'a BTreeMap<String, String>) -> Pending<'a, Errors>;
+    fn validate<'a>(&'a self, name: &'a str, properties: &'a BTreeMap<String, String>) -> Pending<'a, Vec<ConfigError>>;
     /// Where writes go (a fleet); none in a standalone run, which answers them `405`.
     fn writer(&self) -> Option<&dyn Writer>;
     /// The Kafka cluster's id, if known.

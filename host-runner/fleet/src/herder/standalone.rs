@@ -7,11 +7,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Result;
-use snow_runtime::config::ConnectorSpec;
+use snow_runtime::config::{ConfigError, ConnectorSpec, InvalidConfig};
 use snow_runtime::runner::{Plan, Runner};
 use snow_runtime::status::UnitState;
 
-use super::validate::{self, Checks, Errors};
+use super::validate::{self, Checks};
 use super::{ConnectorRecord, Herder, Pending, Published, TargetState, Writer, connect_state};
 
 /// A standalone run as the API sees it.
@@ -115,7 +115,7 @@ impl Herder for Standalone {
         Box::pin(self.runner.planned(name, within))
     }
 
-    fn validate<'a>(&'a self, name: &'a str, properties: &'a BTreeMap<String, String>) -> Pending<'a, Errors> {
+    fn validate<'a>(&'a self, name: &'a str, properties: &'a BTreeMap<String, String>) -> Pending<'a, Vec<ConfigError>> {
         Box::pin(validate::check(self, name, properties))
     }
 
@@ -151,9 +151,7 @@ impl Checks for Standalone {
                 defaults: trust,
                 converters: BTreeMap::new(),
             };
-            let applied = rules
-                .apply(properties)
-                .map_err(|errors| anyhow::anyhow!("connector {name} has an invalid configuration:\n  {}", errors.join("\n  ")))?;
+            let applied = rules.apply(properties).map_err(|errors| InvalidConfig::new(name, errors))?;
             let mut entries = applied.entries;
             entries.insert("name".into(), name.to_string());
             ConnectorSpec::from_entries(entries)

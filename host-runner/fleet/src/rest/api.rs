@@ -19,6 +19,7 @@ use serde_json::{Value, json};
 use super::validate;
 use crate::herder::Herder;
 use crate::herder::{Published, TargetState};
+use snow_runtime::config::ConfigError;
 use snow_runtime::connector::{SINK_CLASS, SOURCE_CLASS};
 
 /// The plugins' version, as Connect 4.x reports it in statuses (KIP-891).
@@ -620,11 +621,7 @@ async fn validate_plugin(herder: &dyn Herder, plugin: &str, body: &Bytes) -> Res
     let mut errors = herder.validate(&name, &properties).await;
     let short = class.rsplit('.').next().unwrap_or(class);
     if let Some(named) = properties.get("connector.class").filter(|c| c.as_str() != class && c.as_str() != short) {
-        crate::herder::validate::add(
-            &mut errors,
-            "connector.class",
-            format!("connector.class: {named:?} is not the plugin validated here ({class})"),
-        );
+        errors.push(ConfigError::new("connector.class", format!("{named:?} is not the plugin validated here ({class})")));
     }
     properties.insert("name".into(), name);
     reply(StatusCode::OK, &validate::config_infos(class, &properties, &errors))

@@ -6,7 +6,24 @@ use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 
-use crate::herder::Errors;
+use snow_runtime::config::ConfigError;
+
+/// The errors of a configuration as Connect shows them: by key, each `key: reason` (a key with no
+/// error is absent).
+pub type Errors = BTreeMap<String, Vec<String>>;
+
+/// `errors` by key, each message once.
+pub fn by_key(errors: &[ConfigError]) -> Errors {
+    let mut keyed = Errors::new();
+    for error in errors {
+        let shown = keyed.entry(error.key.clone()).or_default();
+        let message = error.to_string();
+        if !shown.contains(&message) {
+            shown.push(message);
+        }
+    }
+    keyed
+}
 
 /// How many errors.
 pub fn count(errors: &Errors) -> usize {
@@ -14,7 +31,8 @@ pub fn count(errors: &Errors) -> usize {
 }
 
 /// Connect's answer to a refused create or update (400).
-pub fn refusal_message(errors: &Errors) -> String {
+pub fn refusal_message(errors: &[ConfigError]) -> String {
+    let errors = by_key(errors);
     let lines: Vec<&str> = errors.values().flatten().map(String::as_str).collect();
     format!(
         "Connector configuration is invalid and contains the following {} error(s):\n{}\nYou can also find the above list of errors at the endpoint `/connector-plugins/{{connectorType}}/config/validate`",
@@ -24,7 +42,8 @@ pub fn refusal_message(errors: &Errors) -> String {
 }
 
 /// Connect's `ConfigInfos` for `properties` and their `errors`, as plugin `class`.
-pub fn config_infos(class: &str, properties: &BTreeMap<String, String>, errors: &Errors) -> Value {
+pub fn config_infos(class: &str, properties: &BTreeMap<String, String>, errors: &[ConfigError]) -> Value {
+    let errors = &by_key(errors);
     let mut keys: Vec<&String> = properties.keys().collect();
     for key in errors.keys() {
         if !properties.contains_key(key) {
@@ -84,18 +103,19 @@ fn group_of(key: &str) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::herder::validate::attach;
 
     #[test]
-    fn errors_are_attached_to_the_keys_they_name() {
-        let mut errors = Errors::new();
-        attach(
-            &mut errors,
-            "connector c has an invalid configuration:\n  kafka.typo: unknown key (check the spelling)\n  snow.auth.username, snow.auth.password: are required\n  component /x.wasm refused: unsigned",
-        );
-        assert_eq!(errors["kafka.typo"], ["kafka.typo: unknown key (check the spelling)"]);
-        assert!(errors.contains_key("snow.auth.username") && errors.contains_key("snow.auth.password"));
-        assert_eq!(errors["component.path"], ["component /x.wasm refused: unsigned"]);
+    fn errors_are_shown_on_the_keys_they_name() {
+        let errors = [
+            ConfigError::unknown("kafka.typo", "unknown key (check the spelling)"),
+            ConfigError::missing("snow.auth.username", "are required"),
+            ConfigError::missing("snow.auth.password", "are required"),
+            ConfigError::refused("component.path", "component /x.wasm refused: unsigned"),
+        ];
+        let keyed = by_key(&errors);
+        assert_eq!(keyed["kafka.typo"], ["kafka.typo: unknown key (check the spelling)"]);
+        assert!(keyed.contains_key("snow.auth.username") && keyed.contains_key("snow.auth.password"));
+        assert_eq!(keyed["component.path"], ["component.path: component /x.wasm refused: unsigned"]);
         let props: BTreeMap<String, String> =
             [("kafka.typo", "1"), ("snow.auth.password", "hunter2")].into_iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
         let infos = config_infos("io.snowconnect.ServiceNowSourceConnector", &props, &errors);

@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 
+use snow_runtime::config::ConfigError;
 pub use snow_runtime::listener::TlsFiles;
 use snow_runtime::state::{Clients, TopicSpec};
 
@@ -133,30 +134,30 @@ impl WorkerConfig {
     pub fn from_entries(entries: &BTreeMap<String, String>) -> Result<Self> {
         let mut errors = Vec::new();
         let get = |k: &str| entries.get(k).map(|v| v.trim().to_string()).filter(|v| !v.is_empty());
-        let number = |k: &str, default: i64, min: i64, max: i64, errors: &mut Vec<String>| -> i64 {
+        let number = |k: &str, default: i64, min: i64, max: i64, errors: &mut Vec<ConfigError>| -> i64 {
             match get(k).map(|v| v.parse::<i64>()) {
                 None => default,
                 Some(Ok(v)) if (min..=max).contains(&v) => v,
                 Some(_) => {
-                    errors.push(format!("{k}: must be a whole number from {min} to {max}"));
+                    errors.push(ConfigError::new(k, format!("must be a whole number from {min} to {max}")));
                     default
                 }
             }
         };
         let group = get("group.id").unwrap_or_else(|| {
-            errors.push("group.id: is required: the name of the fleet (every worker of one fleet has the same)".into());
+            errors.push(ConfigError::missing("group.id", "is required: the name of the fleet (every worker of one fleet has the same)"));
             String::new()
         });
         let bootstrap = get("bootstrap.servers").unwrap_or_else(|| {
-            errors.push("bootstrap.servers: is required: the Kafka brokers, e.g. 127.0.0.1:9092".into());
+            errors.push(ConfigError::missing("bootstrap.servers", "is required: the Kafka brokers, e.g. 127.0.0.1:9092"));
             String::new()
         });
-        let replication = |k: &str, errors: &mut Vec<String>| -> i32 {
+        let replication = |k: &str, errors: &mut Vec<ConfigError>| -> i32 {
             match get(k).map(|v| v.parse::<i32>()) {
                 None => -1,
                 Some(Ok(r)) if r == -1 || (1..=32).contains(&r) => r,
                 Some(_) => {
-                    errors.push(format!("{k}: must be -1 (the broker's default.replication.factor) or a whole number from 1 to 32"));
+                    errors.push(ConfigError::new(k, "must be -1 (the broker's default.replication.factor) or a whole number from 1 to 32"));
                     -1
                 }
             }
@@ -192,7 +193,7 @@ impl WorkerConfig {
         let session_timeout = Duration::from_millis(number("session.timeout.ms", 10_000, 1_000, 3_600_000, &mut errors) as u64);
         let heartbeat_interval = Duration::from_millis(number("heartbeat.interval.ms", 3_000, 100, 600_000, &mut errors) as u64);
         if heartbeat_interval >= session_timeout {
-            errors.push("heartbeat.interval.ms: must be below session.timeout.ms (a third of it is usual)".into());
+            errors.push(ConfigError::new("heartbeat.interval.ms", "must be below session.timeout.ms (a third of it is usual)"));
         }
         let (listen, https) = match get("listeners") {
             Some(listener) => {
@@ -200,7 +201,10 @@ impl WorkerConfig {
                 match scheme {
                     "http" | "https" if address.contains(':') => (address.to_string(), scheme == "https"),
                     _ => {
-                        errors.push(format!("listeners: {listener:?} must be http://HOST:PORT or https://HOST:PORT (one listener)"));
+                        errors.push(ConfigError::new(
+                            "listeners",
+                            format!("{listener:?} must be http://HOST:PORT or https://HOST:PORT (one listener)"),
+                        ));
                         (String::new(), false)
                     }
                 }
@@ -214,15 +218,17 @@ impl WorkerConfig {
             (Some(certificate), Some(key)) => Some(TlsFiles { certificate: certificate.into(), key: key.into() }),
             (None, None) => None,
             _ => {
-                errors.push("rest.tls.certificate.file, rest.tls.key.file: give both (PEM files) or neither".into());
+                for key in ["rest.tls.certificate.file", "rest.tls.key.file"] {
+                    errors.push(ConfigError::new(key, "give both (PEM files) or neither"));
+                }
                 None
             }
         };
         if https && tls.is_none() {
-            errors.push("listeners: https:// needs rest.tls.certificate.file and rest.tls.key.file".into());
+            errors.push(ConfigError::new("listeners", "https:// needs rest.tls.certificate.file and rest.tls.key.file"));
         }
         if !https && tls.is_some() {
-            errors.push("rest.tls.certificate.file: is set but listeners is not https://".into());
+            errors.push(ConfigError::new("rest.tls.certificate.file", "is set but listeners is not https://"));
         }
         let port_of = |address: &str| address.rsplit_once(':').map(|(_, p)| p.to_string()).unwrap_or_default();
         let host_of = |address: &str| address.rsplit_once(':').map(|(h, _)| h.to_string()).unwrap_or_default();
@@ -236,13 +242,16 @@ impl WorkerConfig {
             Some("preparing") => ExactlyOnceSource::Preparing,
             Some("enabled") => ExactlyOnceSource::Enabled,
             Some(other) => {
-                errors.push(format!("exactly.once.source.support: must be disabled, preparing or enabled, got {other:?}"));
+                errors.push(ConfigError::new(
+                    "exactly.once.source.support",
+                    format!("must be disabled, preparing or enabled, got {other:?}"),
+                ));
                 ExactlyOnceSource::Disabled
             }
         };
         let basic_auth_file = get("rest.basic.auth.file").map(PathBuf::from);
         if let Some(file) = basic_auth_file.as_ref().filter(|f| !f.is_file()) {
-            errors.push(format!("rest.basic.auth.file: {} does not exist", file.display()));
+            errors.push(ConfigError::new("rest.basic.auth.file", format!("{} does not exist", file.display())));
         }
         let mut connector_defaults: BTreeMap<String, String> =
             CONNECTOR_DEFAULTS.iter().filter_map(|k| get(k).map(|v| (k.to_string(), v))).collect();
@@ -261,19 +270,20 @@ impl WorkerConfig {
         };
         let plugin_path: Vec<PathBuf> = list("plugin.path").into_iter().map(PathBuf::from).collect();
         for dir in plugin_path.iter().filter(|d| !d.is_dir()) {
-            errors.push(format!("plugin.path: {} is not a directory", dir.display()));
+            errors.push(ConfigError::new("plugin.path", format!("{} is not a directory", dir.display())));
         }
         let enabled = get("config.providers").map(|_| list("config.providers")).unwrap_or_else(|| vec!["env".into(), "file".into()]);
         for (name, class) in [("file", "FileConfigProvider"), ("env", "EnvVarConfigProvider")] {
             let key = format!("config.providers.{name}.class");
             if let Some(given) = get(&key).filter(|c| !c.ends_with(class)) {
-                errors.push(format!(
-                    "{key}: {given} is not supported; the {name} provider is org.apache.kafka.common.config.provider.{class}"
+                errors.push(ConfigError::new(
+                    key,
+                    format!("{given} is not supported; the {name} provider is org.apache.kafka.common.config.provider.{class}"),
                 ));
             }
         }
         if let Some(other) = enabled.iter().find(|p| !matches!(p.as_str(), "env" | "file")) {
-            errors.push(format!("config.providers: {other} is not a provider here (env, file)"));
+            errors.push(ConfigError::new("config.providers", format!("{other} is not a provider here (env, file)")));
         }
         let keys = list("config.providers.allowed.keys");
         let file_dirs = if enabled.iter().any(|p| p == "file") {
@@ -291,7 +301,7 @@ impl WorkerConfig {
                 && !security_key
                 && !snow_runtime::convert::spec::is_converter_key(key)
             {
-                errors.push(format!("{key}: unknown worker key (check the spelling and docs/configuration.md)"));
+                errors.push(ConfigError::new(key, "unknown worker key (check the spelling and docs/configuration.md)"));
             }
         }
         let converters: BTreeMap<String, String> =
@@ -299,7 +309,7 @@ impl WorkerConfig {
         // Checked here, so that a wrong class stops the worker, not each connector that inherits it.
         let _ = snow_runtime::convert::spec::ConvertSpec::from_entries(&converters, &mut errors);
         if !errors.is_empty() {
-            bail!("the worker configuration is invalid:\n  {}", errors.join("\n  "));
+            bail!("the worker configuration is invalid:\n  {}", snow_runtime::config::error_lines(&errors).join("\n  "));
         }
         Ok(Self {
             group,

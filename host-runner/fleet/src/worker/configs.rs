@@ -147,7 +147,7 @@ mod tests {
                 .collect();
         let errors = check_secrets(&props);
         assert_eq!(errors.len(), 1);
-        assert_eq!(errors[0].0, "snow.auth.password");
-        assert!(!errors[0].1.contains("hunter2"));
+        assert_eq!(errors[0].key, "snow.auth.password");
+        assert!(!errors[0].message.contains("hunter2"));
     }
 }

@@ -16,6 +16,7 @@ use snow_runtime::component::bindings::source::SourcePre;
 use snow_runtime::component::bindings::types::WorkUnit;
 use snow_runtime::component::swap::Versions;
 use snow_runtime::config::ConnectorSpec;
+use snow_runtime::config::{ConfigError, InvalidConfig, ValueClass};
 use snow_runtime::connector::SharedContext;
 use snow_runtime::shutdown::ShutdownTrigger;
 
@@ -90,10 +91,13 @@ pub struct Managed {
 /// local file pinned to its digest, and the worker's keys added. Errors never hold a value a
 /// reference resolved to.
 pub async fn fleet_spec(fleet: &super::Fleet, name: &str, properties: &BTreeMap<String, String>) -> Result<ConnectorSpec> {
-    let invalid = |message: String| anyhow::anyhow!("connector {name} has an invalid configuration:\n  {message}");
+    let invalid = |key: &str, class: ValueClass, message: String| -> anyhow::Error {
+        InvalidConfig::one(name, ConfigError::of(class, key, message)).into()
+    };
     for key in ["offset.storage.file.filename", "offset.storage.topic", "offset.storage.partitions", "offset.storage.replication.factor"] {
         if properties.contains_key(key) {
-            return Err(invalid(format!("{key}: a worker keeps offsets in its own offset.storage.topic (worker.properties); remove it")));
+            let why = "a worker keeps offsets in its own offset.storage.topic (worker.properties); remove it";
+            return Err(invalid(key, ValueClass::Refused, why.into()));
         }
     }
     let mut rules = fleet.config.caller_rules();
@@ -101,11 +105,17 @@ pub async fn fleet_spec(fleet: &super::Fleet, name: &str, properties: &BTreeMap<
     if let Some(reference) = properties.remove("component.ref") {
         for key in ["component.path", "component.bundle.path"] {
             if properties.contains_key(key) {
-                return Err(invalid(format!("{key}: a connector names its component by component.ref or by component.path, not both")));
+                let why = "a connector names its component by component.ref or by component.path, not both";
+                return Err(invalid(key, ValueClass::Invalid, why.into()));
             }
         }
-        let hex = snow_runtime::artefact::parse_ref(&reference).map_err(|e| invalid(format!("component.ref: {e:#}")))?;
-        let path = fleet.components.resolve(&hex, &fleet.resolved).await.map_err(|e| invalid(format!("{e:#}")))?;
+        let hex =
+            snow_runtime::artefact::parse_ref(&reference).map_err(|e| invalid("component.ref", ValueClass::Invalid, format!("{e:#}")))?;
+        let path = fleet
+            .components
+            .resolve(&hex, &fleet.resolved)
+            .await
+            .map_err(|e| invalid("component.ref", ValueClass::Refused, format!("{e:#}")))?;
         rules.component_paths.push(path.clone());
         properties.insert("component.path".into(), path.display().to_string());
         properties.insert("component.digest".into(), format!("sha256:{hex}"));
@@ -117,19 +127,29 @@ pub async fn fleet_spec(fleet: &super::Fleet, name: &str, properties: &BTreeMap<
         let reference = properties.remove(&key).unwrap_or_default();
         let prefix = key.trim_end_matches("ref");
         if properties.contains_key(&format!("{prefix}path")) {
-            return Err(invalid(format!("{prefix}path: a transform names its component by {key} or by {prefix}path, not both")));
+            let why = format!("a transform names its component by {key} or by {prefix}path, not both");
+            return Err(invalid(&format!("{prefix}path"), ValueClass::Invalid, why));
         }
-        let hex = snow_runtime::artefact::parse_ref(&reference).map_err(|e| invalid(format!("{key}: {e:#}")))?;
-        let path = fleet.components.resolve(&hex, &fleet.resolved).await.map_err(|e| invalid(format!("{key}: {e:#}")))?;
+        let hex = snow_runtime::artefact::parse_ref(&reference).map_err(|e| invalid(&key, ValueClass::Invalid, format!("{e:#}")))?;
+        let path =
+            fleet.components.resolve(&hex, &fleet.resolved).await.map_err(|e| invalid(&key, ValueClass::Refused, format!("{e:#}")))?;
         rules.component_paths.push(path.clone());
         properties.insert(format!("{prefix}path"), path.display().to_string());
         properties.insert(format!("{prefix}digest"), format!("sha256:{hex}"));
     }
-    let applied = rules.apply(&properties).map_err(|errors| invalid(errors.join("\n  ")))?;
+    let applied = rules.apply(&properties).map_err(|errors| InvalidConfig::new(name, errors))?;
     let mut entries = applied.entries.clone();
     entries.insert("name".into(), name.to_string());
-    let mut spec = ConnectorSpec::from_entries(entries).map_err(|e| anyhow::anyhow!("{}", applied.scrub(&format!("{e:#}"))))?;
-    exactly_once_as_the_worker_allows(&mut spec, fleet.config.exactly_once_source).map_err(invalid)?;
+    // Whatever a reference resolved to stays out of every error (a refused value is shown).
+    let mut spec = ConnectorSpec::from_entries(entries).map_err(|e| match e.downcast::<InvalidConfig>() {
+        Ok(mut refused) => {
+            refused.errors.iter_mut().for_each(|error| error.message = applied.scrub(&error.message));
+            anyhow::Error::from(refused)
+        }
+        Err(e) => anyhow::anyhow!("{}", applied.scrub(&format!("{e:#}"))),
+    })?;
+    exactly_once_as_the_worker_allows(&mut spec, fleet.config.exactly_once_source)
+        .map_err(|why| invalid("exactly.once.support", ValueClass::Refused, why))?;
     Ok(spec)
 }
 
@@ -144,7 +164,7 @@ fn exactly_once_as_the_worker_allows(spec: &mut ConnectorSpec, worker: super::co
     match spec.exactly_once {
         ExactlyOnce::Off => Ok(()),
         ExactlyOnce::Required => Err(format!(
-            "exactly.once.support: required, but this worker's exactly.once.source.support is {}: set it to enabled on \
+            "required, but this worker's exactly.once.source.support is {}: set it to enabled on \
              every worker (worker.properties; preparing first on a running fleet), or ask for requested",
             if worker == super::config::ExactlyOnceSource::Preparing { "preparing" } else { "disabled" }
         )),

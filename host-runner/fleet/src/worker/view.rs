@@ -7,9 +7,9 @@ use std::time::Duration;
 use anyhow::Result;
 
 use super::Fleet;
-use crate::herder::validate::{self, Checks, Errors};
+use crate::herder::validate::{self, Checks};
 use crate::herder::{ConnectorRecord, Herder, Pending, Published, TargetState, Writer};
-use snow_runtime::config::ConnectorSpec;
+use snow_runtime::config::{ConfigError, ConnectorSpec};
 use snow_runtime::runner::{Plan, Runner};
 
 impl Herder for Fleet {
@@ -57,7 +57,7 @@ impl Herder for Fleet {
         Box::pin(self.runner.planned(name, within))
     }
 
-    fn validate<'a>(&'a self, name: &'a str, properties: &'a BTreeMap<String, String>) -> Pending<'a, Errors> {
+    fn validate<'a>(&'a self, name: &'a str, properties: &'a BTreeMap<String, String>) -> Pending<'a, Vec<ConfigError>> {
         Box::pin(validate::check(self, name, properties))
     }
 }

@@ -64,3 +64,9 @@ pub mod transform {
 }
 
 pub use source::snow::connector::types;
+
+/// A guest's configuration errors as the host's typed ones, their keys under `prefix` (a
+/// transform's `transforms.<alias>.`). WIT's `config-error` carries no class: each is `Invalid`.
+pub fn config_errors(errors: &[types::ConfigError], prefix: &str) -> Vec<snow_core::error::ConfigError> {
+    errors.iter().map(|e| snow_core::error::ConfigError::new(format!("{prefix}{}", e.key), e.message.clone())).collect()
+}

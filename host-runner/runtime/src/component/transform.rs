@@ -127,7 +127,7 @@ impl TransformComponent {
 
     /// Asks the component to check its configuration: every problem, one per line naming its key
     /// (`transforms.<alias>.<key>`), or a trap.
-    pub async fn validate(&self) -> Result<Vec<String>> {
+    pub async fn validate(&self) -> Result<Vec<snow_core::error::ConfigError>> {
         let mut store = self.store();
         let bindings = self.current().pre.instantiate_async(&mut store).await.map_err(|e| anyhow!("instantiating: {e:#}"))?;
         store.data_mut().begin_call();
@@ -138,7 +138,7 @@ impl TransformComponent {
             .map_err(|e| anyhow!("the component trapped in validate: {e:#}"))?;
         Ok(match answer {
             Ok(()) => Vec::new(),
-            Err(errors) => errors.iter().map(|e| format!("transforms.{}.{}: {}", self.stage.alias, e.key, e.message)).collect(),
+            Err(errors) => super::bindings::config_errors(&errors, &format!("transforms.{}.", self.stage.alias)),
         })
     }
 
@@ -441,7 +441,7 @@ mod tests {
     #[tokio::test(flavor = "multi_thread")]
     async fn the_rust_example_makes_a_record_per_item_and_reports_bad_keys() {
         let t = explode(&[("field", "watch_list"), ("into", "watcher"), ("key.suffix", "true")]).await;
-        assert_eq!(t.validate().await.unwrap(), Vec::<String>::new());
+        assert!(t.validate().await.unwrap().is_empty());
         let out = t.apply(watched("u1, u2,u3")).await.unwrap();
         let keys: Vec<_> = out.iter().map(|r| r.key.clone()).collect();
         assert_eq!(keys, ["abc:u1", "abc:u2", "abc:u3"].map(|k| Value::String(k.into())));
@@ -449,8 +449,8 @@ mod tests {
         assert!(t.apply(watched("")).await.unwrap().is_empty(), "an empty list makes no record");
         let bad = explode(&[("fields", "x")]).await;
         let problems = bad.validate().await.unwrap();
-        assert!(problems.iter().any(|p| p.starts_with("transforms.t.field: is required")), "{problems:?}");
-        assert!(problems.iter().any(|p| p.starts_with("transforms.t.fields: unknown key")), "{problems:?}");
+        assert!(problems.iter().any(|p| p.key == "transforms.t.field" && p.message.starts_with("is required")), "{problems:?}");
+        assert!(problems.iter().any(|p| p.key == "transforms.t.fields" && p.message.starts_with("unknown key")), "{problems:?}");
         let e = bad.apply(watched("u1")).await.unwrap_err();
         assert!(e.starts_with("the component refused its configuration: field: is required"), "{e}");
     }

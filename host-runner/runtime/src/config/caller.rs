@@ -21,6 +21,7 @@
 //! Errors name the key; the values a reference resolved to are returned so that any answer built
 //! from the entries can be scrubbed of them ([`Applied::scrub`]).
 
+use snow_core::error::ConfigError;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
@@ -101,23 +102,22 @@ fn operator_only(key: &str) -> Option<&'static str> {
 
 impl CallerRules {
     /// The entries a caller's `properties` run with, or every reason they may not (by key).
-    pub fn apply(&self, properties: &BTreeMap<String, String>) -> Result<Applied, Vec<String>> {
+    pub fn apply(&self, properties: &BTreeMap<String, String>) -> Result<Applied, Vec<ConfigError>> {
         let mut errors = Vec::new();
         for (key, value) in properties {
             // Repeating the operator's own setting asks for nothing more.
             let repeated = self.defaults.get(key).is_some_and(|own| own.trim() == value.trim());
             if let Some(why) = operator_only(key).filter(|_| !repeated) {
-                errors.push(format!("{key}: {why}"));
+                errors.push(ConfigError::refused(key, why));
             }
         }
         if let (Some(asked), Some(worker)) = (properties.get("kafka.bootstrap.servers"), self.defaults.get("kafka.bootstrap.servers"))
             && asked.trim() != worker.trim()
         {
-            errors.push(
-                "kafka.bootstrap.servers: a connector runs on the worker's Kafka cluster (bootstrap.servers in worker.properties); \
-                 remove it"
-                    .into(),
-            );
+            errors.push(ConfigError::refused(
+                "kafka.bootstrap.servers",
+                "a connector runs on the worker's Kafka cluster (bootstrap.servers in worker.properties); remove it",
+            ));
         }
         // The connector's component and its transform components alike.
         let is_transform = |key: &str| key.strip_prefix("transforms.").is_some_and(|k| k.ends_with(".component.path"));
@@ -129,14 +129,20 @@ impl CallerRules {
                 .is_some_and(|real| self.component_paths.iter().filter_map(|p| p.canonicalize().ok()).any(|p| real.starts_with(p)));
             if !allowed {
                 let reference = key.replace("component.path", "component.ref");
-                errors.push(format!(
-                    "{key}: {path} is not a component this worker lets connectors run (files under plugin.path in \
+                errors.push(ConfigError::refused(
+                    key,
+                    format!(
+                        "{path} is not a component this worker lets connectors run (files under plugin.path in \
                      worker.properties); push it with `snow-connect component push` and name it by {reference}"
+                    ),
                 ));
             }
         }
         for key in properties.keys().filter(|k| k.strip_prefix("transforms.").is_some_and(|k| k.ends_with(".component.bundle.path"))) {
-            errors.push(format!("{key}: a transform component's bundle is the one stored with it (or beside its file); remove it"));
+            errors.push(ConfigError::refused(
+                key,
+                "a transform component's bundle is the one stored with it (or beside its file); remove it",
+            ));
         }
         let mut entries = properties.clone();
         let resolved = match providers::resolve(&mut entries, &self.providers, |name| std::env::var(name).ok()) {
@@ -205,7 +211,10 @@ mod tests {
             ("snow.push.tls.key.file", "/etc/ssl/private/worker.key".to_string(), "may not open a listener or name the worker's files"),
         ] {
             let errors = rules.apply(&map(&[(key, &value)])).unwrap_err();
-            assert!(errors[0].starts_with(&format!("{key}: ")) && errors[0].contains(expected), "{key}={value}: {errors:?}");
+            assert!(
+                errors[0].to_string().starts_with(&format!("{key}: ")) && errors[0].to_string().contains(expected),
+                "{key}={value}: {errors:?}"
+            );
         }
         std::fs::remove_dir_all(&dir).unwrap();
     }

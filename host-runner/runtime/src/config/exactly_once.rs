@@ -2,6 +2,8 @@
 //! connector (ADR 0030). Absent, a source is at-least-once; `requested` runs exactly-once where it
 //! can and says why it cannot; `required` runs exactly-once or not at all.
 
+use snow_core::error::ConfigError;
+
 /// The keys read here.
 pub const KEYS: [&str; 3] = ["exactly.once.support", "transaction.boundary", "transaction.boundary.interval.ms"];
 
@@ -26,20 +28,22 @@ impl ExactlyOnce {
 }
 
 /// Reads the keys of `entries`; a problem is pushed to `errors` naming its key.
-pub fn read(entries: &std::collections::BTreeMap<String, String>, is_sink: bool, errors: &mut Vec<String>) -> ExactlyOnce {
+pub fn read(entries: &std::collections::BTreeMap<String, String>, is_sink: bool, errors: &mut Vec<ConfigError>) -> ExactlyOnce {
     let get = |k: &str| entries.get(k).map(|v| v.trim().to_string()).filter(|v| !v.is_empty());
     if is_sink {
         for key in KEYS.iter().filter(|k| entries.contains_key(**k)) {
-            errors.push(format!(
-                "{key}: applies to source connectors; a sink writes to ServiceNow, at least once with one outcome per record (docs/delivery.md)"
+            errors.push(ConfigError::refused(
+                *key,
+                "applies to source connectors; a sink writes to ServiceNow, at least once with one outcome per record (docs/delivery.md)",
             ));
         }
         return ExactlyOnce::Off;
     }
     match get("transaction.boundary").as_deref() {
         None | Some("poll") => {}
-        Some(other) => errors.push(format!(
-            "transaction.boundary: {other:?} is not supported; each transaction holds whole polls of a table (poll, the default)"
+        Some(other) => errors.push(ConfigError::new(
+            "transaction.boundary",
+            format!("{other:?} is not supported; each transaction holds whole polls of a table (poll, the default)"),
         )),
     }
     match get("exactly.once.support").as_deref() {
@@ -47,7 +51,7 @@ pub fn read(entries: &std::collections::BTreeMap<String, String>, is_sink: bool,
         Some("requested") => ExactlyOnce::Requested,
         Some("required") => ExactlyOnce::Required,
         Some(other) => {
-            errors.push(format!("exactly.once.support: must be requested or required, got {other:?}"));
+            errors.push(ConfigError::new("exactly.once.support", format!("must be requested or required, got {other:?}")));
             ExactlyOnce::Off
         }
     }
@@ -60,7 +64,7 @@ mod tests {
     fn read_pairs(pairs: &[(&str, &str)], is_sink: bool) -> (ExactlyOnce, Vec<String>) {
         let entries = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
         let mut errors = Vec::new();
-        (read(&entries, is_sink, &mut errors), errors)
+        (read(&entries, is_sink, &mut errors), snow_core::error::config_lines(&errors))
     }
 
     #[test]

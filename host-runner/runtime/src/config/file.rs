@@ -51,7 +51,7 @@ pub fn read_entries(path: &Path) -> Result<Vec<(Entries, Entries)>> {
         .map(|written| {
             let mut map = written.clone();
             if let Err(errors) = super::resolve_providers(&mut map) {
-                bail!("in {}: {}", path.display(), errors.join("; "));
+                bail!("in {}: {}", path.display(), super::error_lines(&errors).join("; "));
             }
             Ok((written, map))
         })

@@ -13,6 +13,7 @@ mod artefact;
 pub mod caller;
 pub mod exactly_once;
 mod file;
+mod invalid;
 mod properties;
 pub mod providers;
 pub mod push;
@@ -23,6 +24,7 @@ pub mod transform_components;
 
 pub use artefact::KEYS as TRUST_KEYS;
 pub use file::{load_files, load_files_with_entries, read_entries, string_entries};
+pub use invalid::{ConfigError, InvalidConfig, ValueClass, lines as error_lines};
 pub use properties::parse as parse_properties;
 pub use sink::{OnFailure, OnRefused, SinkSpec};
 pub use snow_core::auth::Secret;
@@ -30,7 +32,7 @@ pub use spec::{ConnectorSpec, is_host_only_snow_key};
 
 /// Replaces the `${env:…}` and `${file:…}` references in the operator's own `entries` (a
 /// connector or worker file): anywhere, files capped. Errors name the key.
-pub fn resolve_providers(entries: &mut std::collections::BTreeMap<String, String>) -> Result<(), Vec<String>> {
+pub fn resolve_providers(entries: &mut std::collections::BTreeMap<String, String>) -> Result<(), Vec<ConfigError>> {
     providers::resolve(entries, &providers::ProviderPolicy::operator(), |name| std::env::var(name).ok()).map(drop)
 }
 
@@ -40,7 +42,7 @@ pub fn read_operator_properties(path: &std::path::Path) -> anyhow::Result<std::c
     use anyhow::Context as _;
     let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
     let mut entries = parse_properties(&text).map_err(anyhow::Error::msg).with_context(|| format!("reading {}", path.display()))?;
-    resolve_providers(&mut entries).map_err(|e| anyhow::anyhow!("in {}: {}", path.display(), e.join("; ")))?;
+    resolve_providers(&mut entries).map_err(|e| anyhow::anyhow!("in {}: {}", path.display(), error_lines(&e).join("; ")))?;
     Ok(entries)
 }
 
@@ -57,17 +59,15 @@ pub fn is_secret_key(key: &str) -> bool {
 
 /// Refuses a secret given as a value: a fleet stores configurations in a Kafka topic, so a secret
 /// must be a provider reference each worker resolves. The errors name the key, never the value.
-pub fn check_secrets(properties: &std::collections::BTreeMap<String, String>) -> Vec<(String, String)> {
+pub fn check_secrets(properties: &std::collections::BTreeMap<String, String>) -> Vec<ConfigError> {
     properties
         .iter()
         .filter(|(k, v)| is_secret_key(k) && !v.trim().is_empty() && !is_provider_reference(v))
         .map(|(k, _)| {
-            (
+            ConfigError::refused(
                 k.clone(),
-                format!(
-                    "{k} must be given as a provider reference, ${{env:NAME}} or ${{file:PATH:KEY}}, resolved by each \
-                     worker: a fleet never stores a secret's value in its configuration topic"
-                ),
+                "must be given as a provider reference, ${env:NAME} or ${file:PATH:KEY}, resolved by each worker: a fleet \
+                 never stores a secret's value in its configuration topic",
             )
         })
         .collect()
@@ -98,13 +98,13 @@ pub(crate) fn whole_number(
     default: u64,
     min: u64,
     max: u64,
-    errors: &mut Vec<String>,
+    errors: &mut Vec<ConfigError>,
 ) -> u64 {
     match entries.get(key).map(|v| v.trim()).filter(|v| !v.is_empty()).map(str::parse::<u64>) {
         None => default,
         Some(Ok(v)) if (min..=max).contains(&v) => v,
         Some(_) => {
-            errors.push(format!("{key}: must be a whole number between {min} and {max}"));
+            errors.push(ConfigError::new(key, format!("must be a whole number between {min} and {max}")));
             default
         }
     }

@@ -11,6 +11,7 @@
 //! Every file read is capped and must be a regular file. Errors name the key and the reference,
 //! never a resolved value.
 
+use snow_core::error::ConfigError;
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -99,7 +100,7 @@ pub fn resolve(
     entries: &mut BTreeMap<String, String>,
     policy: &ProviderPolicy,
     env: impl Fn(&str) -> Option<String>,
-) -> Result<Vec<String>, Vec<String>> {
+) -> Result<Vec<String>, Vec<ConfigError>> {
     let mut errors = Vec::new();
     let mut resolved_values = Vec::new();
     for (key, value) in entries.iter_mut() {
@@ -117,7 +118,7 @@ pub fn resolve(
                      config.providers.allowed.keys (worker.properties); give {key} literally"
                 )
             };
-            errors.push(format!("{key}: {why}"));
+            errors.push(ConfigError::refused(key.clone(), why));
             continue;
         }
         if policy.unread {
@@ -128,7 +129,7 @@ pub fn resolve(
                 resolved_values.push(resolved.clone());
                 *value = resolved;
             }
-            Err(message) => errors.push(format!("{key}: {message}")),
+            Err(message) => errors.push(ConfigError::new(key.clone(), message)),
         }
     }
     if errors.is_empty() { Ok(resolved_values) } else { Err(errors) }
@@ -217,9 +218,9 @@ mod tests {
 
         let mut bad = map(&[("x", "${env:MISSING}"), ("y", "${file:/nope:k}"), ("z", "${vault:k}")]);
         let errors = resolve(&mut bad, &ProviderPolicy::operator(), |_| None).unwrap_err();
-        assert!(errors[0].starts_with("x: ${env:MISSING}: the environment variable MISSING is not set"), "{errors:?}");
-        assert!(errors[1].starts_with("y: ${file:/nope:k}: cannot read /nope"), "{errors:?}");
-        assert!(errors[2].contains("unknown provider"), "{errors:?}");
+        assert!(errors[0].to_string().starts_with("x: ${env:MISSING}: the environment variable MISSING is not set"), "{errors:?}");
+        assert!(errors[1].to_string().starts_with("y: ${file:/nope:k}: cannot read /nope"), "{errors:?}");
+        assert!(errors[2].to_string().contains("unknown provider"), "{errors:?}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
@@ -227,13 +228,13 @@ mod tests {
     fn a_device_or_a_huge_file_is_refused_without_reading_it_whole() {
         let mut entries = map(&[("snow.auth.password", "${file:/dev/zero:k}")]);
         let errors = resolve(&mut entries, &ProviderPolicy::operator(), |_| None).unwrap_err();
-        assert!(errors[0].contains("/dev/zero is not a regular file"), "{errors:?}");
+        assert!(errors[0].to_string().contains("/dev/zero is not a regular file"), "{errors:?}");
         let dir = temp_dir("big");
         let big = dir.join("big.properties");
         std::fs::write(&big, vec![b'a'; MAX_FILE_BYTES as usize + 1]).unwrap();
         let mut entries = map(&[("snow.auth.password", &format!("${{file:{}:k}}", big.display()))]);
         let errors = resolve(&mut entries, &ProviderPolicy::operator(), |_| None).unwrap_err();
-        assert!(errors[0].contains("is larger than 1048576 bytes"), "{errors:?}");
+        assert!(errors[0].to_string().contains("is larger than 1048576 bytes"), "{errors:?}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
@@ -269,8 +270,14 @@ mod tests {
         ] {
             let mut entries = map(&[(key, &value)]);
             let errors = resolve(&mut entries, &policy, env).unwrap_err();
-            assert!(errors[0].starts_with(&format!("{key}: ")) && errors[0].contains(expected), "{value}: {errors:?}");
-            assert!(!errors[0].contains("worker-only") && !errors[0].contains("value-of"), "never a resolved value: {errors:?}");
+            assert!(
+                errors[0].to_string().starts_with(&format!("{key}: ")) && errors[0].to_string().contains(expected),
+                "{value}: {errors:?}"
+            );
+            assert!(
+                !errors[0].to_string().contains("worker-only") && !errors[0].to_string().contains("value-of"),
+                "never a resolved value: {errors:?}"
+            );
         }
         std::fs::remove_dir_all(&allowed).unwrap();
         std::fs::remove_dir_all(&outside).unwrap();

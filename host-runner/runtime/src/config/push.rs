@@ -4,6 +4,7 @@
 //! sweep. These keys are the host's: the component never sees them (it only learns a wake-up's
 //! stamp through `source-wake`).
 
+use snow_core::error::ConfigError;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -51,37 +52,41 @@ const DEFAULT_MIN_INTERVAL_MS: u64 = 500;
 /// naming its key. Whether a standalone run has its `snow.push.listen` is checked by the run
 /// ([`crate::push::listen::check_standalone`]); a fleet's callers may not set it at all
 /// ([`super::caller`]).
-pub fn read(entries: &BTreeMap<String, String>, is_sink: bool, errors: &mut Vec<String>) -> Option<PushSpec> {
+pub fn read(entries: &BTreeMap<String, String>, is_sink: bool, errors: &mut Vec<ConfigError>) -> Option<PushSpec> {
     let get = |k: &str| entries.get(k).map(|v| v.trim().to_string()).filter(|v| !v.is_empty());
     let given: Vec<&str> = KEYS.iter().copied().filter(|k| entries.contains_key(*k)).collect();
     if given.is_empty() {
         return None;
     }
     if is_sink {
-        errors.push(format!("{}: push notifications wake a source's sweeps; a sink connector takes none", given.join(", ")));
+        for key in &given {
+            errors.push(ConfigError::refused(*key, "push notifications wake a source's sweeps; a sink connector takes none"));
+        }
         return None;
     }
     let Some(secret) = entries.get("snow.push.secret").filter(|v| !v.is_empty()) else {
-        errors.push(format!(
-            "snow.push.secret: is required with {} (the HMAC key the business rule signs with; give it as a provider reference, e.g. ${{file:/etc/snow/push.properties:secret}})",
+        errors.push(ConfigError::missing("snow.push.secret", format!("is required with {} (the HMAC key the business rule signs with; give it as a provider reference, e.g. ${{file:/etc/snow/push.properties:secret}})",
             given.join(", ")
-        ));
+        )));
         return None;
     };
     if secret.len() < 16 {
-        errors.push("snow.push.secret: must be at least 16 characters (a random value shared with the business rule)".into());
+        errors.push(ConfigError::new("snow.push.secret", "must be at least 16 characters (a random value shared with the business rule)"));
     }
-    let number =
-        |k: &str, default: u64, min: u64, max: u64, errors: &mut Vec<String>| super::whole_number(entries, k, default, min, max, errors);
+    let number = |k: &str, default: u64, min: u64, max: u64, errors: &mut Vec<ConfigError>| {
+        super::whole_number(entries, k, default, min, max, errors)
+    };
     let listen = get("snow.push.listen");
     if let Some(address) = listen.as_ref().filter(|a| !super::is_listen_address(a)) {
-        errors.push(format!("snow.push.listen: {address:?} is not HOST:PORT (e.g. 0.0.0.0:8443)"));
+        errors.push(ConfigError::new("snow.push.listen", format!("{address:?} is not HOST:PORT (e.g. 0.0.0.0:8443)")));
     }
     let tls = match (get("snow.push.tls.certificate.file"), get("snow.push.tls.key.file")) {
         (None, None) => None,
         (Some(certificate), Some(key)) => Some(crate::listener::TlsFiles { certificate: certificate.into(), key: key.into() }),
         _ => {
-            errors.push("snow.push.tls.certificate.file, snow.push.tls.key.file: give both (PEM) or neither".into());
+            for key in ["snow.push.tls.certificate.file", "snow.push.tls.key.file"] {
+                errors.push(ConfigError::new(key, "give both (PEM) or neither"));
+            }
             None
         }
     };
@@ -102,7 +107,7 @@ mod tests {
     fn read_pairs(pairs: &[(&str, &str)], is_sink: bool) -> (Option<PushSpec>, Vec<String>) {
         let entries = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
         let mut errors = Vec::new();
-        (read(&entries, is_sink, &mut errors), errors)
+        (read(&entries, is_sink, &mut errors), snow_core::error::config_lines(&errors))
     }
 
     const SECRET: (&str, &str) = ("snow.push.secret", "a-long-random-shared-secret");

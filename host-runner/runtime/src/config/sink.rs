@@ -2,6 +2,7 @@
 //! once, and what happens to a record that fails for good (Kafka Connect's `errors.*` keys, the
 //! Confluent ServiceNow sink's `behavior.on.api.errors` and reporter topics).
 
+use snow_core::error::ConfigError;
 use std::collections::BTreeMap;
 
 /// What a record that failed for good does to its partition.
@@ -71,14 +72,14 @@ const DEFAULT_MAX_IN_FLIGHT: usize = 8;
 impl SinkSpec {
     /// Reads the keys of [`KEYS`] from `entries`, pushing one message per bad key to `errors`.
     /// `${connector}` in a topic name is the connector's name.
-    pub fn from_entries(entries: &BTreeMap<String, String>, connector: &str, errors: &mut Vec<String>) -> Self {
+    pub fn from_entries(entries: &BTreeMap<String, String>, connector: &str, errors: &mut Vec<ConfigError>) -> Self {
         let get = |k: &str| entries.get(k).map(|v| v.trim().to_string()).filter(|v| !v.is_empty());
         let mut choice = |k: &str, options: &[&str], default: &str| -> String {
             match get(k) {
                 None => default.to_string(),
                 Some(v) if options.contains(&v.as_str()) => v,
                 Some(v) => {
-                    errors.push(format!("{k}: must be one of {}, got {v:?}", options.join(", ")));
+                    errors.push(ConfigError::new(k, format!("must be one of {}, got {v:?}", options.join(", "))));
                     default.to_string()
                 }
             }
@@ -98,14 +99,15 @@ impl SinkSpec {
             None => DEFAULT_MAX_IN_FLIGHT,
             Some(Ok(n)) if (1..=256).contains(&n) => n,
             Some(_) => {
-                errors.push("snow.sink.max.in.flight: must be a whole number between 1 and 256".into());
+                errors.push(ConfigError::new("snow.sink.max.in.flight", "must be a whole number between 1 and 256"));
                 DEFAULT_MAX_IN_FLIGHT
             }
         };
         let mut topic = |k: &str| -> Option<String> {
             let name = get(k)?.replace("${connector}", connector);
             if name.len() > 249 || !name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-')) {
-                errors.push(format!("{k}: {name:?} is not a Kafka topic name (letters, digits, '.', '_', '-'; at most 249)"));
+                errors
+                    .push(ConfigError::new(k, format!("{name:?} is not a Kafka topic name (letters, digits, '.', '_', '-'; at most 249)")));
                 return None;
             }
             Some(name)
@@ -114,11 +116,10 @@ impl SinkSpec {
         let result_topic = topic("reporter.result.topic.name");
         let error_topic = topic("reporter.error.topic.name");
         if dlq_topic.is_some() && !tolerate_record_errors {
-            errors.push(
-                "errors.deadletterqueue.topic.name: needs errors.tolerance=all (with none, a failed record stops its partition and \
-                 nothing is sent to the dead letter queue)"
-                    .into(),
-            );
+            errors.push(ConfigError::new(
+                "errors.deadletterqueue.topic.name",
+                "needs errors.tolerance=all (with none, a failed record stops its partition and nothing is sent to the dead letter queue)",
+            ));
         }
         let topics_regex = get("topics.regex");
         // A sink consuming its own reports or dead letters would feed on itself forever (Kafka
@@ -131,8 +132,9 @@ impl SinkSpec {
             ("reporter.error.topic.name", &error_topic),
         ] {
             if let Some(own) = own.as_ref().filter(|own| consumed.contains(own)) {
-                errors.push(format!(
-                    "{key}: {own} is also in topics: the sink would consume what it produces there, forever; name another topic"
+                errors.push(ConfigError::new(
+                    key,
+                    format!("{own} is also in topics: the sink would consume what it produces there, forever; name another topic"),
                 ));
             }
         }
@@ -173,7 +175,7 @@ mod tests {
     fn read(pairs: &[(&str, &str)]) -> (SinkSpec, Vec<String>) {
         let entries = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
         let mut errors = Vec::new();
-        (SinkSpec::from_entries(&entries, "orders", &mut errors), errors)
+        (SinkSpec::from_entries(&entries, "orders", &mut errors), snow_core::error::config_lines(&errors))
     }
 
     #[test]

@@ -1,10 +1,11 @@
 //! One connector's host-side configuration, validated once with errors naming the key.
 
+use snow_core::error::ConfigError;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use anyhow::{Result, bail};
+use anyhow::Result;
 use snow_core::auth::Secret;
 use snow_core::auth::oauth::Grant;
 use snow_core::config::instance::{INSTANCE_URL_KEY, parse_base_url};
@@ -145,11 +146,11 @@ pub fn is_host_only_snow_key(key: &str) -> bool {
 impl ConnectorSpec {
     /// Validates the host keys of one connector's entries; every problem names its key.
     pub fn from_entries(entries: BTreeMap<String, String>) -> Result<Self> {
-        let mut errors: Vec<String> = Vec::new();
+        let mut errors: Vec<ConfigError> = Vec::new();
         let get = |k: &str| entries.get(k).map(|v| v.trim().to_string()).filter(|v| !v.is_empty());
-        let require = |k: &str, what: &str, errors: &mut Vec<String>| {
+        let require = |k: &str, what: &str, errors: &mut Vec<ConfigError>| {
             get(k).or_else(|| {
-                errors.push(format!("{k}: is required: {what}"));
+                errors.push(ConfigError::missing(k, format!("is required: {what}")));
                 None
             })
         };
@@ -158,27 +159,30 @@ impl ConnectorSpec {
         let bootstrap_servers =
             require("kafka.bootstrap.servers", "the Kafka brokers, e.g. 127.0.0.1:9092", &mut errors).unwrap_or_default();
         let url = require(INSTANCE_URL_KEY, "the instance URL, e.g. https://acme.service-now.com", &mut errors).unwrap_or_default();
-        let number = |k: &str, default: u64, min: u64, max: u64, errors: &mut Vec<String>| {
+        let number = |k: &str, default: u64, min: u64, max: u64, errors: &mut Vec<ConfigError>| {
             super::whole_number(&entries, k, default, min, max, errors)
         };
         let bad_server = bootstrap_servers.split(',').map(str::trim).find(|s| !super::is_host_port(s));
         if let Some(bad) = bad_server.filter(|_| !bootstrap_servers.is_empty()) {
-            errors.push(format!("kafka.bootstrap.servers: {bad:?} is not host:port (a comma-separated list, e.g. 127.0.0.1:9092)"));
+            errors.push(ConfigError::new(
+                "kafka.bootstrap.servers",
+                format!("{bad:?} is not host:port (a comma-separated list, e.g. 127.0.0.1:9092)"),
+            ));
         }
         let tasks_max = number("tasks.max", 1, 1, 1024, &mut errors) as u32;
         let component_digest = get("component.digest").and_then(|d| match crate::artefact::parse_ref(&d) {
             Ok(hex) => Some(hex),
             Err(e) => {
-                errors.push(format!("component.digest: {e:#}"));
+                errors.push(ConfigError::new("component.digest", format!("{e:#}")));
                 None
             }
         });
         if entries.contains_key("component.ref") {
-            errors.push(
-                "component.ref: names a component in a fleet's component.storage.topic (snow-connect worker); a standalone run names \
-                 its file with component.path, and may pin it with component.digest=sha256:<hex>"
-                    .into(),
-            );
+            errors.push(ConfigError::refused(
+                "component.ref",
+                "names a component in a fleet's component.storage.topic (snow-connect worker); a standalone run names its file with \
+                 component.path, and may pin it with component.digest=sha256:<hex>",
+            ));
         }
         let memory_max_bytes =
             number("component.memory.max.bytes", default_memory_max_bytes() as u64, 16 << 20, 4 << 30, &mut errors) as usize;
@@ -187,7 +191,7 @@ impl ConnectorSpec {
         let trap_budget = number("component.trap.budget", 5, 1, 1_000_000, &mut errors) as u32;
         let trust = super::artefact::trust_policy(&entries, &mut errors);
         let max_in_flight = number("snow.instance.max.in.flight", default_max_in_flight() as u64, 1, 256, &mut errors) as usize;
-        let budget = |k: &str, errors: &mut Vec<String>| entries.contains_key(k).then(|| number(k, 1, 1, 100_000_000, errors));
+        let budget = |k: &str, errors: &mut Vec<ConfigError>| entries.contains_key(k).then(|| number(k, 1, 1, 100_000_000, errors));
         let requests_per_hour = budget(BUDGET_KEYS[0], &mut errors);
         let requests_per_minute = budget(BUDGET_KEYS[1], &mut errors);
         let priorities: BTreeMap<String, u32> = entries
@@ -197,7 +201,7 @@ impl ConnectorSpec {
         let (instance_scheme, instance_authority) = match parse_base_url(&url) {
             Ok(parts) => parts,
             Err(message) if !url.is_empty() => {
-                errors.push(format!("{INSTANCE_URL_KEY}: {message}"));
+                errors.push(ConfigError::new(INSTANCE_URL_KEY, message));
                 Default::default()
             }
             Err(_) => Default::default(),
@@ -213,7 +217,12 @@ impl ConnectorSpec {
             "basic" => match user() {
                 Some((username, password)) => AuthSpec::Basic { username, password },
                 None => {
-                    errors.push("snow.auth.username, snow.auth.password: are required for snow.auth.type=basic (or set snow.auth.type=none for an open test instance)".into());
+                    for key in ["snow.auth.username", "snow.auth.password"] {
+                        errors.push(ConfigError::missing(
+                            key,
+                            "are required for snow.auth.type=basic (or set snow.auth.type=none for an open test instance)",
+                        ));
+                    }
                     AuthSpec::None
                 }
             },
@@ -222,7 +231,9 @@ impl ConnectorSpec {
                     match user() {
                         Some((username, password)) => Grant::Password { username, password },
                         None => {
-                            errors.push("snow.auth.username, snow.auth.password: are required for snow.auth.type=oauth_password".into());
+                            for key in ["snow.auth.username", "snow.auth.password"] {
+                                errors.push(ConfigError::missing(key, "are required for snow.auth.type=oauth_password"));
+                            }
                             Grant::ClientCredentials
                         }
                     }
@@ -232,18 +243,21 @@ impl ConnectorSpec {
                 let client_id = require("snow.auth.client.id", "the OAuth client id (System OAuth > Application Registry)", &mut errors)
                     .unwrap_or_default();
                 let client_secret = secret("snow.auth.client.secret").unwrap_or_else(|| {
-                    errors.push("snow.auth.client.secret: is required for OAuth".into());
+                    errors.push(ConfigError::missing("snow.auth.client.secret", "is required for OAuth"));
                     Secret::default()
                 });
                 let token_url = get("snow.auth.token.url").unwrap_or_else(|| format!("{}/oauth_token.do", url.trim_end_matches('/')));
                 if !token_url.starts_with("https://") && !token_url.starts_with("http://") {
-                    errors.push(format!("snow.auth.token.url: must be an http(s) URL, got {token_url:?}"));
+                    errors.push(ConfigError::new("snow.auth.token.url", format!("must be an http(s) URL, got {token_url:?}")));
                 }
                 let margin = number("snow.auth.token.refresh.margin.seconds", default_refresh_margin_seconds(), 0, 86_400, &mut errors);
                 AuthSpec::OAuth(OAuthSpec { token_url, client_id, client_secret, grant, refresh_margin: Duration::from_secs(margin) })
             }
             other => {
-                errors.push(format!("snow.auth.type: must be basic, oauth_client_credentials, oauth_password or none, got {other:?}"));
+                errors.push(ConfigError::new(
+                    "snow.auth.type",
+                    format!("must be basic, oauth_client_credentials, oauth_password or none, got {other:?}"),
+                ));
                 AuthSpec::None
             }
         };
@@ -258,15 +272,19 @@ impl ConnectorSpec {
                 None => -1,
                 Some(Ok(r)) if r == -1 || (1..=32).contains(&r) => r,
                 Some(_) => {
-                    errors
-                        .push("offset.storage.replication.factor: must be -1 (the broker's default) or a whole number from 1 to 32".into());
+                    errors.push(ConfigError::new(
+                        "offset.storage.replication.factor",
+                        "must be -1 (the broker's default) or a whole number from 1 to 32",
+                    ));
                     -1
                 }
             },
             key: "offset.storage.topic",
         });
         if offsets_topic.is_some() && entries.contains_key("offset.storage.file.filename") {
-            errors.push("offset.storage.topic, offset.storage.file.filename: name one place for offsets, not both".into());
+            for key in ["offset.storage.topic", "offset.storage.file.filename"] {
+                errors.push(ConfigError::new(key, "name one place for offsets, not both"));
+            }
         }
         let prefixed = |prefix: &str| -> BTreeMap<String, String> {
             entries.iter().filter_map(|(k, v)| k.strip_prefix(prefix).map(|rest| (rest.to_string(), v.clone()))).collect()
@@ -276,7 +294,7 @@ impl ConnectorSpec {
             None | Some("false") => false,
             Some("true") => true,
             Some(other) => {
-                errors.push(format!("kafka.producer.unsafe: must be true or false, got {other:?}"));
+                errors.push(ConfigError::new("kafka.producer.unsafe", format!("must be true or false, got {other:?}")));
                 false
             }
         };
@@ -286,8 +304,10 @@ impl ConnectorSpec {
         }
         let convert = crate::convert::spec::ConvertSpec::from_entries(&entries, &mut errors);
         if convert.typed_value() && entries.contains_key("snow.value.format") {
-            errors
-                .push("snow.value.format: leave it out when value.converter is set (the converter decides how values are written)".into());
+            errors.push(ConfigError::new(
+                "snow.value.format",
+                "leave it out when value.converter is set (the converter decides how values are written)",
+            ));
         }
         let security = crate::kafka::security::read(&entries, "kafka.", &mut errors);
         let kafka = KafkaSpec { bootstrap_servers, security, producer, consumer, unsafe_producer };
@@ -327,13 +347,13 @@ impl ConnectorSpec {
                     guest_config.insert(k.clone(), v.clone());
                 }
             } else if !known_host_key(k) {
-                errors.push(format!("{k}: unknown key (check the spelling and docs/configuration.md)"));
+                errors.push(ConfigError::unknown(k, "unknown key (check the spelling and docs/configuration.md)"));
             }
         }
         let is_sink = !topics.is_empty() || sink.topics_regex.is_some();
         let topic_creation = super::topic_creation::TopicCreation::from_entries(&entries, &mut errors).map(std::sync::Arc::new);
         if is_sink && topic_creation.is_some() {
-            errors.push("topic.creation.*: creates a source's topics; a sink connector does not create topics".into());
+            errors.push(ConfigError::refused("topic.creation.*", "creates a source's topics; a sink connector does not create topics"));
         }
         let exactly_once = super::exactly_once::read(&entries, is_sink, &mut errors);
         let push = super::push::read(&entries, is_sink, &mut errors).map(std::sync::Arc::new);
@@ -355,8 +375,7 @@ impl ConnectorSpec {
             guest_config.insert("snow.sink.halt.on".to_string(), halt_on);
         }
         if !errors.is_empty() {
-            let who = if name.is_empty() { "connector".to_string() } else { format!("connector {name}") };
-            bail!("{who} has an invalid configuration:\n  {}", errors.join("\n  "));
+            return Err(super::InvalidConfig::new(name, errors).into());
         }
         Ok(Self {
             connector_class: get("connector.class"),

@@ -7,6 +7,7 @@
 //! `compression.type`...). A topic takes the first listed group that includes and does not exclude
 //! it, else the default group. A topic that already exists is left as it is, as in Connect.
 
+use snow_core::error::ConfigError;
 use std::collections::BTreeMap;
 
 use regex::Regex;
@@ -43,14 +44,17 @@ const GROUP_KEYS: [&str; 4] = ["include", "exclude", "partitions", "replication.
 impl TopicCreation {
     /// The settings of `entries`; `None` when the connector does not create topics. Problems go
     /// to `errors`, naming their key.
-    pub fn from_entries(entries: &BTreeMap<String, String>, errors: &mut Vec<String>) -> Option<Self> {
+    pub fn from_entries(entries: &BTreeMap<String, String>, errors: &mut Vec<ConfigError>) -> Option<Self> {
         let get = |k: &str| entries.get(&format!("topic.creation.{k}")).map(|v| v.trim());
-        let number = |key: &str, errors: &mut Vec<String>| -> Option<i32> {
+        let number = |key: &str, errors: &mut Vec<ConfigError>| -> Option<i32> {
             let v = get(key)?;
             match v.parse::<i32>() {
                 Ok(n) if n == -1 || n >= 1 => Some(n),
                 _ => {
-                    errors.push(format!("topic.creation.{key}: must be -1 (the broker's default) or at least 1, got {v:?}"));
+                    errors.push(ConfigError::new(
+                        format!("topic.creation.{key}"),
+                        format!("must be -1 (the broker's default) or at least 1, got {v:?}"),
+                    ));
                     None
                 }
             }
@@ -60,11 +64,9 @@ impl TopicCreation {
         let partitions = number("default.partitions", errors);
         let (Some(replication), Some(partitions)) = (replication, partitions) else {
             if any {
-                errors.push(
-                    "topic.creation.default.replication.factor, topic.creation.default.partitions: both are required to create \
-                     topics (-1 takes the broker's default)"
-                        .into(),
-                );
+                for key in ["topic.creation.default.replication.factor", "topic.creation.default.partitions"] {
+                    errors.push(ConfigError::missing(key, "both are required to create topics (-1 takes the broker's default)"));
+                }
             }
             return None;
         };
@@ -78,7 +80,7 @@ impl TopicCreation {
                 .filter(|(k, _)| !GROUP_KEYS.contains(&k.as_str()))
                 .collect()
         };
-        let patterns = |name: &str, which: &str, errors: &mut Vec<String>| -> Vec<Regex> {
+        let patterns = |name: &str, which: &str, errors: &mut Vec<ConfigError>| -> Vec<Regex> {
             get(&format!("{name}.{which}"))
                 .map(|list| list.split(',').map(str::trim).filter(|p| !p.is_empty()).collect::<Vec<_>>())
                 .unwrap_or_default()
@@ -86,7 +88,10 @@ impl TopicCreation {
                 .filter_map(|p| match Regex::new(&format!("^(?:{p})$")) {
                     Ok(r) => Some(r),
                     Err(e) => {
-                        errors.push(format!("topic.creation.{name}.{which}: {p:?} is not a regular expression: {e}"));
+                        errors.push(ConfigError::new(
+                            format!("topic.creation.{name}.{which}"),
+                            format!("{p:?} is not a regular expression: {e}"),
+                        ));
                         None
                     }
                 })
@@ -103,12 +108,15 @@ impl TopicCreation {
         let mut groups = Vec::new();
         for name in names {
             if name == "default" {
-                errors.push("topic.creation.groups: \"default\" is the default group; it is not listed".into());
+                errors.push(ConfigError::new("topic.creation.groups", "\"default\" is the default group; it is not listed"));
                 continue;
             }
             let include = patterns(&name, "include", errors);
             if include.is_empty() {
-                errors.push(format!("topic.creation.{name}.include: is required for group {name} (regular expressions of its topics)"));
+                errors.push(ConfigError::missing(
+                    format!("topic.creation.{name}.include"),
+                    format!("is required for group {name} (regular expressions of its topics)"),
+                ));
             }
             let exclude = patterns(&name, "exclude", errors);
             groups.push(Group {
@@ -139,7 +147,7 @@ mod tests {
     fn read(pairs: &[(&str, &str)]) -> (Option<TopicCreation>, Vec<String>) {
         let entries = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
         let mut errors = Vec::new();
-        (TopicCreation::from_entries(&entries, &mut errors), errors)
+        (TopicCreation::from_entries(&entries, &mut errors), snow_core::error::config_lines(&errors))
     }
 
     #[test]

@@ -5,11 +5,12 @@
 //! configuration. [`ConnectorSpec::transform_component`] is the one check of a transform
 //! component's file against the connector, at start and at a SIGHUP hot-swap alike.
 
+use snow_core::error::ConfigError;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 
 use super::ConnectorSpec;
 use crate::artefact::Checked;
@@ -39,35 +40,37 @@ pub struct TransformComponentSpec {
 }
 
 /// Reads each component stage of `chain`; problems go to `errors`, each naming its key.
-pub fn read(chain: &snow_data::transform::Chain, errors: &mut Vec<String>) -> Vec<TransformComponentSpec> {
+pub fn read(chain: &snow_data::transform::Chain, errors: &mut Vec<ConfigError>) -> Vec<TransformComponentSpec> {
     let mut out = Vec::new();
     for (alias, own) in chain.components() {
         let key = |k: &str| format!("transforms.{alias}.{k}");
         let get = |k: &str| own.get(k).map(|v| v.trim().to_string()).filter(|v| !v.is_empty());
-        let number = |k: &str, default: u64, min: u64, max: u64, errors: &mut Vec<String>| match get(k).map(|v| v.parse::<u64>()) {
+        let number = |k: &str, default: u64, min: u64, max: u64, errors: &mut Vec<ConfigError>| match get(k).map(|v| v.parse::<u64>()) {
             None => default,
             Some(Ok(v)) if (min..=max).contains(&v) => v,
             Some(_) => {
-                errors.push(format!("{}: must be a whole number between {min} and {max}", key(k)));
+                errors.push(ConfigError::new(key(k), format!("must be a whole number between {min} and {max}")));
                 default
             }
         };
         if own.contains_key("component.ref") {
-            errors.push(format!(
-                "{}: names a component in a fleet's component.storage.topic (snow-connect worker); a standalone run names its file with {}",
+            errors.push(ConfigError::new(
                 key("component.ref"),
-                key("component.path")
+                format!(
+                    "names a component in a fleet's component.storage.topic (snow-connect worker); a standalone run names its file with {}",
+                    key("component.path")
+                ),
             ));
             continue;
         }
         let Some(path) = get("component.path") else {
-            errors.push(format!("{}: is required: the transform component's .wasm file", key("component.path")));
+            errors.push(ConfigError::missing(key("component.path"), "is required: the transform component's .wasm file"));
             continue;
         };
         let digest = get("component.digest").and_then(|d| match crate::artefact::parse_ref(&d) {
             Ok(hex) => Some(hex),
             Err(e) => {
-                errors.push(format!("{}: {e:#}", key("component.digest")));
+                errors.push(ConfigError::new(key("component.digest"), format!("{e:#}")));
                 None
             }
         });
@@ -94,13 +97,18 @@ impl ConnectorSpec {
         let artefact = Checked::read_bundled(&stage.path, &self.trust, &bundle)
             .with_context(|| format!("connector {}: transform {}", self.name, stage.alias))?;
         if let Some(pinned) = stage.digest.as_deref().filter(|pinned| *pinned != artefact.digest()) {
-            bail!(
-                "connector {} has an invalid configuration:\n  transforms.{}.component.digest: component {} has digest sha256:{}, the configuration pins sha256:{pinned}; refused",
-                self.name,
-                stage.alias,
-                stage.path.display(),
-                artefact.digest()
-            );
+            return Err(super::InvalidConfig::one(
+                &self.name,
+                ConfigError::refused(
+                    format!("transforms.{}.component.digest", stage.alias),
+                    format!(
+                        "component {} has digest sha256:{}, the configuration pins sha256:{pinned}; refused",
+                        stage.path.display(),
+                        artefact.digest()
+                    ),
+                ),
+            )
+            .into());
         }
         Ok(artefact)
     }

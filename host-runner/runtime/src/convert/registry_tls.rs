@@ -4,6 +4,7 @@
 //! file or inline). Java's JKS and PKCS12 stores cannot be read here: the error says how to convert
 //! them. Hostname verification cannot be switched off.
 
+use snow_core::error::ConfigError;
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -35,26 +36,30 @@ const MAX_FILE: u64 = 1 << 20;
 
 /// The TLS profile the `schema.registry.ssl.*` keys of `sub` (a converter's own keys) ask for,
 /// or `None` for the defaults; problems go to `errors`, naming `prefix.schema.registry.ssl.<key>`.
-pub fn read(sub: &BTreeMap<&str, &str>, prefix: &str, errors: &mut Vec<String>) -> Option<TlsProfile> {
+pub fn read(sub: &BTreeMap<&str, &str>, prefix: &str, errors: &mut Vec<ConfigError>) -> Option<TlsProfile> {
     let get = |k: &str| sub.get(format!("schema.registry.ssl.{k}").as_str()).copied().filter(|v| !v.is_empty());
     let key = |k: &str| format!("{prefix}.schema.registry.ssl.{k}");
     let before = errors.len();
     if sub.get("schema.registry.ssl.endpoint.identification.algorithm").is_some_and(|a| !a.eq_ignore_ascii_case("https")) {
-        errors.push(format!(
-            "{}: only https (the default) is supported: the registry's name is always checked",
-            key("endpoint.identification.algorithm")
+        errors.push(ConfigError::new(
+            key("endpoint.identification.algorithm"),
+            "only https (the default) is supported: the registry's name is always checked",
         ));
     }
     if get("key.password").is_some() {
-        errors.push(format!(
-            "{}: encrypted private keys are not supported; give the key unencrypted (openssl pkcs8 -topk8 -nocrypt)",
-            key("key.password")
+        errors.push(ConfigError::new(
+            key("key.password"),
+            "encrypted private keys are not supported; give the key unencrypted (openssl pkcs8 -topk8 -nocrypt)",
         ));
     }
     let mut roots = None;
     let inline_roots = get("truststore.certificates");
     match (get("truststore.location"), inline_roots) {
-        (Some(_), Some(_)) => errors.push(format!("{}, {}: set one, not both", key("truststore.location"), key("truststore.certificates"))),
+        (Some(_), Some(_)) => {
+            for which in ["truststore.location", "truststore.certificates"] {
+                errors.push(ConfigError::new(key(which), "set one, not both"));
+            }
+        }
         (Some(path), None) => {
             if let Some(text) = store_text(path, get("truststore.type"), &key("truststore"), errors) {
                 roots = certificates(&text, &key("truststore.location"), errors);
@@ -77,12 +82,14 @@ pub fn read(sub: &BTreeMap<&str, &str>, prefix: &str, errors: &mut Vec<String>) 
                 certificates(chain, &key("keystore.certificate.chain"), errors).zip(private_key(private, &key("keystore.key"), errors));
         }
         (None, None, None) => {}
-        _ => errors.push(format!(
-            "{}: give the client certificate either as a PEM file ({}) or inline as {} with {}",
+        _ => errors.push(ConfigError::new(
             key("keystore"),
-            key("keystore.location"),
-            key("keystore.certificate.chain"),
-            key("keystore.key")
+            format!(
+                "give the client certificate either as a PEM file ({}) or inline as {} with {}",
+                key("keystore.location"),
+                key("keystore.certificate.chain"),
+                key("keystore.key")
+            ),
         )),
     }
     if errors.len() > before || (roots.is_none() && client.is_none()) {
@@ -93,7 +100,7 @@ pub fn read(sub: &BTreeMap<&str, &str>, prefix: &str, errors: &mut Vec<String>) 
             let mut store = rustls::RootCertStore::empty();
             for cert in certs {
                 if let Err(e) = store.add(cert) {
-                    errors.push(format!("{}: a certificate cannot be trusted: {e}", key("truststore")));
+                    errors.push(ConfigError::new(key("truststore"), format!("a certificate cannot be trusted: {e}")));
                     return None;
                 }
             }
@@ -106,7 +113,7 @@ pub fn read(sub: &BTreeMap<&str, &str>, prefix: &str, errors: &mut Vec<String>) 
         Some((chain, private)) => match builder.with_client_auth_cert(chain, private) {
             Ok(config) => config,
             Err(e) => {
-                errors.push(format!("{}: the certificate and key do not go together: {e}", key("keystore")));
+                errors.push(ConfigError::new(key("keystore"), format!("the certificate and key do not go together: {e}")));
                 return None;
             }
         },
@@ -116,11 +123,14 @@ pub fn read(sub: &BTreeMap<&str, &str>, prefix: &str, errors: &mut Vec<String>) 
 }
 
 /// The PEM text of the store at `path`, checked to be PEM (the type, when given, must say so).
-fn store_text(path: &str, kind: Option<&str>, key: &str, errors: &mut Vec<String>) -> Option<String> {
+fn store_text(path: &str, kind: Option<&str>, key: &str, errors: &mut Vec<ConfigError>) -> Option<String> {
     if let Some(kind) = kind.filter(|k| !k.eq_ignore_ascii_case("PEM")) {
-        errors.push(format!(
-            "{key}.type: {kind} stores cannot be read here; convert it to PEM (keytool -exportcert -rfc for certificates; \
+        errors.push(ConfigError::new(
+            format!("{key}.type"),
+            format!(
+                "{kind} stores cannot be read here; convert it to PEM (keytool -exportcert -rfc for certificates; \
              openssl pkcs12 -nodes for a key store) and set {key}.type=PEM"
+            ),
         ));
         return None;
     }
@@ -129,31 +139,34 @@ fn store_text(path: &str, kind: Option<&str>, key: &str, errors: &mut Vec<String
     match text {
         Some(text) if text.contains("-----BEGIN ") => Some(text),
         Some(_) => {
-            errors.push(format!("{key}.location: {path} is not PEM (a JKS or PKCS12 store must be converted to PEM first)"));
+            errors.push(ConfigError::new(
+                format!("{key}.location"),
+                format!("{path} is not PEM (a JKS or PKCS12 store must be converted to PEM first)"),
+            ));
             None
         }
         None => {
-            errors.push(format!("{key}.location: {path} cannot be read as a file of at most 1 MiB"));
+            errors.push(ConfigError::new(format!("{key}.location"), format!("{path} cannot be read as a file of at most 1 MiB")));
             None
         }
     }
 }
 
-fn certificates(pem: &str, key: &str, errors: &mut Vec<String>) -> Option<Vec<CertificateDer<'static>>> {
+fn certificates(pem: &str, key: &str, errors: &mut Vec<ConfigError>) -> Option<Vec<CertificateDer<'static>>> {
     match CertificateDer::pem_slice_iter(pem.as_bytes()).collect::<Result<Vec<_>, _>>() {
         Ok(certs) if !certs.is_empty() => Some(certs),
         _ => {
-            errors.push(format!("{key}: holds no PEM certificate"));
+            errors.push(ConfigError::new(key, "holds no PEM certificate"));
             None
         }
     }
 }
 
-fn private_key(pem: &str, key: &str, errors: &mut Vec<String>) -> Option<PrivateKeyDer<'static>> {
+fn private_key(pem: &str, key: &str, errors: &mut Vec<ConfigError>) -> Option<PrivateKeyDer<'static>> {
     match PrivateKeyDer::from_pem_slice(pem.as_bytes()) {
         Ok(private) => Some(private),
         Err(_) => {
-            errors.push(format!("{key}: holds no unencrypted PEM private key"));
+            errors.push(ConfigError::new(key, "holds no unencrypted PEM private key"));
             None
         }
     }
@@ -170,7 +183,7 @@ mod tests {
     fn read_keys(pairs: &[(&str, &str)]) -> (Option<TlsProfile>, Vec<String>) {
         let sub: BTreeMap<&str, &str> = pairs.iter().copied().collect();
         let mut errors = Vec::new();
-        (read(&sub, "value.converter", &mut errors), errors)
+        (read(&sub, "value.converter", &mut errors), snow_core::error::config_lines(&errors))
     }
 
     #[test]

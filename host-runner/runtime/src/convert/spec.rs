@@ -4,6 +4,7 @@
 //! `auto.register.schemas`, `*.subject.name.strategy`, `schema.registry.ssl.*`...). Keys a converter does not use are
 //! ignored with a warning, as Connect does, so a Connect configuration moves over unchanged.
 
+use snow_core::error::ConfigError;
 use std::collections::BTreeMap;
 
 use snow_core::auth::Secret;
@@ -142,15 +143,16 @@ pub fn is_converter_key(key: &str) -> bool {
 
 impl ConvertSpec {
     /// Reads the converter keys of `entries`; problems go to `errors`, naming the key.
-    pub fn from_entries(entries: &BTreeMap<String, String>, errors: &mut Vec<String>) -> Self {
+    pub fn from_entries(entries: &BTreeMap<String, String>, errors: &mut Vec<ConfigError>) -> Self {
         let mut unused = Vec::new();
         let key = converter(entries, "key.converter", errors, &mut unused);
         let value = converter(entries, "value.converter", errors, &mut unused);
         if let Some(class) =
             entries.get("header.converter").map(|c| c.trim()).filter(|c| *c != "org.apache.kafka.connect.storage.SimpleHeaderConverter")
         {
-            errors.push(format!(
-                "header.converter: only org.apache.kafka.connect.storage.SimpleHeaderConverter (Connect's default) is supported, got {class:?}"
+            errors.push(ConfigError::new(
+                "header.converter",
+                format!("only org.apache.kafka.connect.storage.SimpleHeaderConverter (Connect's default) is supported, got {class:?}"),
             ));
         }
         unused.extend(entries.keys().filter(|k| k.starts_with("header.converter.")).cloned());
@@ -181,7 +183,7 @@ impl ConvertSpec {
 fn converter(
     entries: &BTreeMap<String, String>,
     prefix: &str,
-    errors: &mut Vec<String>,
+    errors: &mut Vec<ConfigError>,
     unused: &mut Vec<String>,
 ) -> Option<ConverterSpec> {
     let sub: BTreeMap<&str, &str> =
@@ -192,23 +194,24 @@ fn converter(
     };
     let Some(format) = CLASSES.iter().find(|(c, _)| *c == class).map(|(_, f)| *f) else {
         let known: Vec<&str> = CLASSES.iter().map(|(c, _)| *c).collect();
-        errors.push(format!("{prefix}: {class:?} is not a converter this runtime has (it has {})", known.join(", ")));
+        errors.push(ConfigError::new(prefix, format!("{class:?} is not a converter this runtime has (it has {})", known.join(", "))));
         return None;
     };
-    let flag = |key: &str, default: bool, errors: &mut Vec<String>| match sub.get(key).copied() {
+    let flag = |key: &str, default: bool, errors: &mut Vec<ConfigError>| match sub.get(key).copied() {
         None => default,
         Some(v) if v.eq_ignore_ascii_case("true") => true,
         Some(v) if v.eq_ignore_ascii_case("false") => false,
         Some(v) => {
-            errors.push(format!("{prefix}.{key}: must be true or false, got {v:?}"));
+            errors.push(ConfigError::new(format!("{prefix}.{key}"), format!("must be true or false, got {v:?}")));
             default
         }
     };
     let schemas_enable = flag("schemas.enable", true, errors);
     let protobuf = snow_data::protobuf::Options { optional_for_nullables: flag("optional.for.nullables", false, errors) };
     if format == Format::Protobuf && flag("wrapper.for.nullables", false, errors) {
-        errors.push(format!(
-            "{prefix}.wrapper.for.nullables: true is not supported (optional.for.nullables=true keeps nulls with proto3 optional fields)"
+        errors.push(ConfigError::new(
+            format!("{prefix}.wrapper.for.nullables"),
+            "true is not supported (optional.for.nullables=true keeps nulls with proto3 optional fields)",
         ));
     }
     let auto_register = flag("auto.register.schemas", true, errors);
@@ -217,7 +220,7 @@ fn converter(
     let registry_tls = if format.schema_type().is_some() { super::registry_tls::read(&sub, prefix, errors) } else { None };
     let registry_key = sub.get("schema.registry.ssl.keystore.key").map(|k| Secret::new(k.to_string()));
     if sub.get("decimal.format").is_some_and(|f| !f.eq_ignore_ascii_case("BASE64")) {
-        errors.push(format!("{prefix}.decimal.format: only BASE64 (Connect's default) is supported"));
+        errors.push(ConfigError::new(format!("{prefix}.decimal.format"), "only BASE64 (Connect's default) is supported"));
     }
     let registry_urls: Vec<String> = sub
         .get("schema.registry.url")
@@ -225,41 +228,53 @@ fn converter(
         .unwrap_or_default();
     if format.schema_type().is_some() {
         if registry_urls.is_empty() {
-            errors.push(format!("{prefix}.schema.registry.url: is required for {class}"));
+            errors.push(ConfigError::missing(format!("{prefix}.schema.registry.url"), format!("is required for {class}")));
         }
         for url in &registry_urls {
             if let Some(problem) = url_problem(url) {
-                errors.push(format!("{prefix}.schema.registry.url: {url:?} {problem}"));
+                errors.push(ConfigError::new(format!("{prefix}.schema.registry.url"), format!("{url:?} {problem}")));
             }
         }
     }
     let registry_auth = match (sub.get("basic.auth.credentials.source").copied(), sub.get("bearer.auth.credentials.source").copied()) {
         (Some(_), Some(_)) => {
-            errors.push(format!("{prefix}.basic.auth.credentials.source, {prefix}.bearer.auth.credentials.source: set one, not both"));
+            for key in ["basic.auth.credentials.source", "bearer.auth.credentials.source"] {
+                errors.push(ConfigError::new(format!("{prefix}.{key}"), "set one, not both"));
+            }
             RegistryAuth::None
         }
         (Some("USER_INFO"), None) => match sub.get("basic.auth.user.info").filter(|u| u.contains(':')) {
             Some(info) => RegistryAuth::Basic(Secret::new(info.to_string())),
             None => {
-                errors.push(format!(
-                    "{prefix}.basic.auth.user.info: is required as user:password for basic.auth.credentials.source=USER_INFO"
+                errors.push(ConfigError::missing(
+                    format!("{prefix}.basic.auth.user.info"),
+                    "is required as user:password for basic.auth.credentials.source=USER_INFO",
                 ));
                 RegistryAuth::None
             }
         },
         (Some(other), None) => {
-            errors.push(format!("{prefix}.basic.auth.credentials.source: only USER_INFO is supported, got {other:?}"));
+            errors.push(ConfigError::new(
+                format!("{prefix}.basic.auth.credentials.source"),
+                format!("only USER_INFO is supported, got {other:?}"),
+            ));
             RegistryAuth::None
         }
         (None, Some("STATIC_TOKEN")) => match sub.get("bearer.auth.token").filter(|t| !t.is_empty()) {
             Some(token) => RegistryAuth::Bearer(Secret::new(token.to_string())),
             None => {
-                errors.push(format!("{prefix}.bearer.auth.token: is required for bearer.auth.credentials.source=STATIC_TOKEN"));
+                errors.push(ConfigError::missing(
+                    format!("{prefix}.bearer.auth.token"),
+                    "is required for bearer.auth.credentials.source=STATIC_TOKEN",
+                ));
                 RegistryAuth::None
             }
         },
         (None, Some(other)) => {
-            errors.push(format!("{prefix}.bearer.auth.credentials.source: only STATIC_TOKEN is supported, got {other:?}"));
+            errors.push(ConfigError::new(
+                format!("{prefix}.bearer.auth.credentials.source"),
+                format!("only STATIC_TOKEN is supported, got {other:?}"),
+            ));
             RegistryAuth::None
         }
         (None, None) => RegistryAuth::None,
@@ -273,8 +288,9 @@ fn converter(
             Some("RecordNameStrategy") => SubjectStrategy::Record,
             Some("TopicRecordNameStrategy") => SubjectStrategy::TopicRecord,
             _ => {
-                errors.push(format!(
-                    "{prefix}.{strategy_key}: {class:?} is not TopicNameStrategy, RecordNameStrategy or TopicRecordNameStrategy"
+                errors.push(ConfigError::new(
+                    format!("{prefix}.{strategy_key}"),
+                    format!("{class:?} is not TopicNameStrategy, RecordNameStrategy or TopicRecordNameStrategy"),
                 ));
                 SubjectStrategy::Topic
             }
@@ -316,7 +332,7 @@ mod tests {
     fn read(pairs: &[(&str, &str)]) -> (ConvertSpec, Vec<String>) {
         let entries = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
         let mut errors = Vec::new();
-        (ConvertSpec::from_entries(&entries, &mut errors), errors)
+        (ConvertSpec::from_entries(&entries, &mut errors), snow_core::error::config_lines(&errors))
     }
 
     #[test]

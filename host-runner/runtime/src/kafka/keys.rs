@@ -13,6 +13,8 @@
 //! librdkafka itself is built with plugin loading (its `configure` has no switch the `rdkafka-sys`
 //! crate passes through), so this allow-list is what keeps `plugin.library.paths` away from callers.
 
+use snow_core::error::ConfigError;
+
 /// Tuning properties a connector may set on any of its clients.
 pub const COMMON: &[&str] = &[
     "client.id",
@@ -135,15 +137,18 @@ impl Client {
 }
 
 /// Why a connector may not set librdkafka property `key` on its `client`, or `None` if it may.
-pub fn refusal(client: Client, key: &str) -> Option<String> {
+pub fn refusal(client: Client, key: &str) -> Option<ConfigError> {
     let shown = format!("{}{key}", client.prefix());
     if let Some(why) = dangerous(key) {
-        return Some(format!("{shown}: refused: {why}; a connector configuration may never set it"));
+        return Some(ConfigError::refused(shown, format!("refused: {why}; a connector configuration may never set it")));
     }
     if SECURITY.contains(&key) {
-        return Some(format!(
-            "{shown}: the connection's security is set for every client at once: kafka.{key} in a connector file, {key} in \
-             worker.properties"
+        return Some(ConfigError::refused(
+            shown,
+            format!(
+                "the connection's security is set for every client at once: kafka.{key} in a connector file, {key} in \
+                 worker.properties"
+            ),
         ));
     }
     let owned = match key {
@@ -156,7 +161,7 @@ pub fn refusal(client: Client, key: &str) -> Option<String> {
         _ => None,
     };
     if let Some(why) = owned {
-        return Some(format!("{shown}: is the host's to set ({why})"));
+        return Some(ConfigError::refused(shown, format!("is the host's to set ({why})")));
     }
     let allowed = COMMON.contains(&key)
         || match client {
@@ -164,13 +169,16 @@ pub fn refusal(client: Client, key: &str) -> Option<String> {
             Client::Consumer => CONSUMER.contains(&key),
         };
     (!allowed).then(|| {
-        format!(
-            "{shown}: not a property a connector may set on its {} (the tuning properties it may set are listed in \
-             docs/configuration.md; anything else is the worker's decision)",
-            match client {
-                Client::Producer => "producer",
-                Client::Consumer => "consumer",
-            }
+        ConfigError::refused(
+            shown,
+            format!(
+                "not a property a connector may set on its {} (the tuning properties it may set are listed in \
+                 docs/configuration.md; anything else is the worker's decision)",
+                match client {
+                    Client::Producer => "producer",
+                    Client::Consumer => "consumer",
+                }
+            ),
         )
     })
 }
@@ -201,15 +209,15 @@ mod tests {
         for key in ["plugin.library.paths", "ssl.engine.location", "sasl.kerberos.kinit.cmd", "ssl.providers", "oauthbearer.token.command"]
         {
             let why = refusal(Client::Producer, key).unwrap();
-            assert!(why.starts_with(&format!("kafka.producer.{key}: refused: ")), "{why}");
+            assert!(why.to_string().starts_with(&format!("kafka.producer.{key}: refused: ")), "{why}");
         }
         assert_eq!(refusal(Client::Producer, "linger.ms"), None);
         assert_eq!(refusal(Client::Consumer, "session.timeout.ms"), None);
         assert_eq!(refusal(Client::Consumer, "client.id"), None);
-        assert!(refusal(Client::Consumer, "linger.ms").unwrap().contains("not a property a connector may set on its consumer"));
-        assert!(refusal(Client::Producer, "transactional.id").unwrap().contains("is the host's to set"));
-        assert!(refusal(Client::Consumer, "group.id").unwrap().contains("connect-<name>"));
-        assert!(refusal(Client::Producer, "sasl.password").unwrap().contains("kafka.sasl.password in a connector file"));
+        assert!(refusal(Client::Consumer, "linger.ms").unwrap().to_string().contains("not a property a connector may set on its consumer"));
+        assert!(refusal(Client::Producer, "transactional.id").unwrap().to_string().contains("is the host's to set"));
+        assert!(refusal(Client::Consumer, "group.id").unwrap().to_string().contains("connect-<name>"));
+        assert!(refusal(Client::Producer, "sasl.password").unwrap().to_string().contains("kafka.sasl.password in a connector file"));
         assert!(refusal(Client::Producer, "debug").is_some(), "not on the list: the worker's decision");
     }
 }

@@ -9,6 +9,7 @@
 //! same way). librdkafka's own names ([`super::keys::SECURITY`]) are accepted too. JKS stores,
 //! which librdkafka cannot read, are refused with what to use instead.
 
+use snow_core::error::ConfigError;
 use std::collections::BTreeMap;
 
 use super::keys::{SECURITY, SECURITY_SECRETS};
@@ -41,7 +42,7 @@ pub fn is_secret_key(key: &str) -> bool {
 /// The security settings among `entries` whose keys start with `prefix` (`""` in
 /// `worker.properties`, `"kafka."` in a connector file), as librdkafka settings; each problem is
 /// pushed to `errors` naming the key as written.
-pub fn read(entries: &BTreeMap<String, String>, prefix: &str, errors: &mut Vec<String>) -> BTreeMap<String, String> {
+pub fn read(entries: &BTreeMap<String, String>, prefix: &str, errors: &mut Vec<ConfigError>) -> BTreeMap<String, String> {
     let get = |k: &str| entries.get(&format!("{prefix}{k}")).map(|v| v.trim().to_string()).filter(|v| !v.is_empty());
     let mut out: BTreeMap<String, String> =
         SECURITY.iter().filter_map(|k| entries.get(&format!("{prefix}{k}")).map(|v| (k.to_string(), v.clone()))).collect();
@@ -52,7 +53,7 @@ pub fn read(entries: &BTreeMap<String, String>, prefix: &str, errors: &mut Vec<S
                     out.entry(k).or_insert(v);
                 }
             }
-            Err(why) => errors.push(format!("{prefix}sasl.jaas.config: {why}")),
+            Err(why) => errors.push(ConfigError::new(format!("{prefix}sasl.jaas.config"), why)),
         }
     }
     match get("ssl.truststore.type").as_deref().map(str::to_ascii_uppercase).as_deref() {
@@ -61,26 +62,36 @@ pub fn read(entries: &BTreeMap<String, String>, prefix: &str, errors: &mut Vec<S
                 out.entry("ssl.ca.location".into()).or_insert(location);
             }
         }
-        Some(other) => errors.push(format!(
-            "{prefix}ssl.truststore.type: {other} stores cannot be read by librdkafka; convert the CA certificates to PEM \
+        Some(other) => errors.push(ConfigError::new(
+            format!("{prefix}ssl.truststore.type"),
+            format!(
+                "{other} stores cannot be read by librdkafka; convert the CA certificates to PEM \
              (keytool -exportcert -rfc) and set ssl.truststore.type=PEM or ssl.ca.location"
+            ),
         )),
     }
     match get("ssl.keystore.type").as_deref().map(str::to_ascii_uppercase).as_deref() {
         None | Some("PKCS12") => {}
-        Some("PEM") if get("ssl.keystore.location").is_some() => {
-            errors.push(format!("{prefix}ssl.keystore.type: a PEM key store is given as ssl.certificate.location and ssl.key.location"))
-        }
+        Some("PEM") if get("ssl.keystore.location").is_some() => errors.push(ConfigError::new(
+            format!("{prefix}ssl.keystore.type"),
+            "a PEM key store is given as ssl.certificate.location and ssl.key.location",
+        )),
         Some("PEM") => {}
-        Some(other) => errors.push(format!(
-            "{prefix}ssl.keystore.type: {other} stores cannot be read by librdkafka; convert it to PKCS12 (keytool \
+        Some(other) => errors.push(ConfigError::new(
+            format!("{prefix}ssl.keystore.type"),
+            format!(
+                "{other} stores cannot be read by librdkafka; convert it to PKCS12 (keytool \
              -importkeystore -deststoretype PKCS12)"
+            ),
         )),
     }
     if let Some(class) = get("sasl.login.callback.handler.class")
         && !class.ends_with("OAuthBearerLoginCallbackHandler")
     {
-        errors.push(format!("{prefix}sasl.login.callback.handler.class: {class} is a Java class; only OIDC client credentials are supported (sasl.oauthbearer.method=oidc)"));
+        errors.push(ConfigError::new(
+            format!("{prefix}sasl.login.callback.handler.class"),
+            format!("{class} is a Java class; only OIDC client credentials are supported (sasl.oauthbearer.method=oidc)"),
+        ));
     }
     if out.get("sasl.mechanism").or(out.get("sasl.mechanisms")).is_some_and(|m| m == "OAUTHBEARER") {
         out.entry("sasl.oauthbearer.method".into()).or_insert_with(|| "oidc".into());
@@ -90,15 +101,16 @@ pub fn read(entries: &BTreeMap<String, String>, prefix: &str, errors: &mut Vec<S
 
 /// In `worker.properties`: the same security keys under `producer.` / `consumer.` / `admin.` must
 /// agree with the worker's own (one connection for every client).
-pub fn check_client_prefixes(entries: &BTreeMap<String, String>, errors: &mut Vec<String>) {
+pub fn check_client_prefixes(entries: &BTreeMap<String, String>, errors: &mut Vec<ConfigError>) {
     for (key, value) in entries {
         let Some((prefix, rest)) = CLIENT_PREFIXES.iter().find_map(|p| key.strip_prefix(p).map(|rest| (*p, rest))) else { continue };
         if !is_security_key(rest) {
             continue;
         }
         if entries.get(rest).map(|v| v.trim()) != Some(value.trim()) {
-            errors.push(format!(
-                "{key}: every client of a worker connects the same way: set {rest} (it applies to the {prefix}* clients too)"
+            errors.push(ConfigError::new(
+                key,
+                format!("every client of a worker connects the same way: set {rest} (it applies to the {prefix}* clients too)"),
             ));
         }
     }
@@ -215,12 +227,12 @@ mod tests {
             "kafka.",
             &mut errors,
         );
-        assert!(errors.iter().any(|e| e.starts_with("kafka.ssl.truststore.type: JKS")), "{errors:?}");
-        assert!(errors.iter().any(|e| e.starts_with("kafka.ssl.keystore.type: JKS")), "{errors:?}");
-        assert!(errors.iter().any(|e| e.starts_with("kafka.sasl.jaas.config: login module Krb5LoginModule")), "{errors:?}");
+        assert!(errors.iter().any(|e| e.to_string().starts_with("kafka.ssl.truststore.type: JKS")), "{errors:?}");
+        assert!(errors.iter().any(|e| e.to_string().starts_with("kafka.ssl.keystore.type: JKS")), "{errors:?}");
+        assert!(errors.iter().any(|e| e.to_string().starts_with("kafka.sasl.jaas.config: login module Krb5LoginModule")), "{errors:?}");
         let mut errors = Vec::new();
         check_client_prefixes(&map(&[("security.protocol", "SASL_SSL"), ("producer.security.protocol", "PLAINTEXT")]), &mut errors);
-        assert!(errors[0].starts_with("producer.security.protocol: every client"), "{errors:?}");
+        assert!(errors[0].to_string().starts_with("producer.security.protocol: every client"), "{errors:?}");
     }
 
     #[test]

@@ -39,7 +39,7 @@ impl Connection {
         let mut errors = Vec::new();
         let security = super::security::read(entries, "", &mut errors);
         if !errors.is_empty() {
-            bail!("--command-config: {}", errors.join("; "));
+            bail!("--command-config: {}", errors.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "));
         }
         let bootstrap = bootstrap
             .map(str::to_string)

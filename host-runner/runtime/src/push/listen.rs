@@ -7,13 +7,14 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use bytes::Bytes;
 use http::{Response, StatusCode};
 use http_body_util::Full;
 
 use super::endpoint::Endpoint;
 use crate::config::ConnectorSpec;
+use crate::config::{ConfigError, InvalidConfig};
 use crate::shutdown::Shutdown;
 
 /// A standalone run's connectors that take notifications each say where (`snow.push.listen`), and
@@ -23,19 +24,26 @@ pub fn check_standalone(specs: &[ConnectorSpec]) -> Result<()> {
     for spec in specs {
         let Some(push) = &spec.push else { continue };
         let Some(listen) = push.listen.as_deref() else {
-            bail!(
-                "connector {} has an invalid configuration:\n  snow.push.listen: is required with snow.push.secret in a standalone run \
-                 (HOST:PORT the business rule posts to, at /snow/push/{})",
-                spec.name,
-                spec.name
-            );
+            return Err(InvalidConfig::one(
+                &spec.name,
+                ConfigError::missing(
+                    "snow.push.listen",
+                    format!(
+                        "is required with snow.push.secret in a standalone run (HOST:PORT the business rule posts to, at /snow/push/{})",
+                        spec.name
+                    ),
+                ),
+            )
+            .into());
         };
         match tls_of.get(listen) {
-            Some((other, tls)) if tls.map(|t| (&t.certificate, &t.key)) != push.tls.as_ref().map(|t| (&t.certificate, &t.key)) => bail!(
-                "connector {} has an invalid configuration:\n  snow.push.tls.certificate.file, snow.push.tls.key.file: connector {other} \
-                 listens on {listen} too, with other TLS settings; connectors sharing an address share its TLS",
-                spec.name
-            ),
+            Some((other, tls)) if tls.map(|t| (&t.certificate, &t.key)) != push.tls.as_ref().map(|t| (&t.certificate, &t.key)) => {
+                let why = format!(
+                    "connector {other} listens on {listen} too, with other TLS settings; connectors sharing an address share its TLS"
+                );
+                let errors = ["snow.push.tls.certificate.file", "snow.push.tls.key.file"].map(|key| ConfigError::new(key, why.clone()));
+                return Err(InvalidConfig::new(&spec.name, errors.to_vec()).into());
+            }
             Some(_) => {}
             None => {
                 tls_of.insert(listen, (&spec.name, push.tls.as_ref()));

@@ -25,10 +25,12 @@ use tokio::task::JoinHandle;
 
 use crate::backoff::Backoff;
 use crate::component::HostState;
+use crate::component::bindings::config_errors;
 use crate::component::bindings::sink::SinkPre;
 use crate::component::bindings::types::{Header, SinkRecord};
 use crate::component::swap::Versions;
-use crate::connector::{SharedContext, config_errors_text};
+use crate::config::InvalidConfig;
+use crate::connector::SharedContext;
 use crate::convert::sink::SinkConverters;
 use crate::shutdown::{Shutdown, ShutdownTrigger};
 use crate::status::UnitState;
@@ -57,7 +59,7 @@ pub async fn validate(ctx: &SharedContext, pre: &SinkPre<HostState>) -> Result<(
         .await
         .map_err(|e| anyhow!("the component trapped in validate: {e:#}"))?
     {
-        bail!("connector {} has an invalid configuration:\n  {}", ctx.name(), config_errors_text(&errors));
+        return Err(InvalidConfig::new(ctx.name(), config_errors(&errors, "")).into());
     }
     Ok(())
 }

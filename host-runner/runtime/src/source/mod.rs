@@ -16,13 +16,15 @@ pub use unit::{OpenFailure, budget_notice};
 
 use std::sync::Arc;
 
-use anyhow::{Result, anyhow, bail};
+use anyhow::{Result, anyhow};
 
 use crate::component::HostState;
+use crate::component::bindings::config_errors;
 use crate::component::bindings::source::SourcePre;
 use crate::component::bindings::types::WorkUnit;
 use crate::component::swap::Versions;
-use crate::connector::{SharedContext, config_errors_text, describe};
+use crate::config::InvalidConfig;
+use crate::connector::{SharedContext, describe};
 use crate::offsets::OffsetStore;
 use crate::shutdown::Shutdown;
 
@@ -40,7 +42,7 @@ pub async fn plan_tasks(ctx: &SharedContext, pre: &SourcePre<HostState>, max_tas
     let config = ctx.guest_config();
     store.data_mut().begin_call();
     if let Err(errors) = api.call_validate(&mut store, &config).await.map_err(|e| anyhow!("the component trapped in validate: {e:#}"))? {
-        bail!("connector {} has an invalid configuration:\n  {}", ctx.name(), config_errors_text(&errors));
+        return Err(InvalidConfig::new(ctx.name(), config_errors(&errors, "")).into());
     }
     store.data_mut().begin_call();
     let tasks = api
