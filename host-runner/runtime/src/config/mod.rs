@@ -10,10 +10,15 @@
 //! `docs/configuration.md` lists every key.
 
 mod artefact;
+mod auth;
 pub mod caller;
+mod component;
 pub mod exactly_once;
 mod file;
+mod instance;
 mod invalid;
+mod kafka;
+mod offsets;
 mod properties;
 pub mod providers;
 pub mod push;
@@ -92,6 +97,24 @@ fn split_host_port(text: &str) -> Option<(&str, u16)> {
 
 /// The whole number `entries` give `key` (trimmed), `default` when absent or empty; a value that is
 /// not a whole number within `min..=max` is pushed to `errors` naming the key, and `default` used.
+/// The trimmed value of `key`, if given and not empty.
+pub(crate) fn value(entries: &std::collections::BTreeMap<String, String>, key: &str) -> Option<String> {
+    entries.get(key).map(|v| v.trim().to_string()).filter(|v| !v.is_empty())
+}
+
+/// The value of `key`; when absent, an error saying it is required for `what` (and an empty value).
+pub(crate) fn required(
+    entries: &std::collections::BTreeMap<String, String>,
+    key: &str,
+    what: &str,
+    errors: &mut Vec<ConfigError>,
+) -> String {
+    value(entries, key).unwrap_or_else(|| {
+        errors.push(ConfigError::missing(key, format!("is required: {what}")));
+        String::new()
+    })
+}
+
 pub(crate) fn whole_number(
     entries: &std::collections::BTreeMap<String, String>,
     key: &str,

@@ -1,20 +1,20 @@
-//! One connector's host-side configuration, validated once with errors naming the key.
+//! One connector's host-side configuration ([`ConnectorSpec`]), validated once with every error
+//! naming its key. Each section is read by its own reader beside this file (`component`,
+//! `kafka`, `instance`, `auth`, `offsets`, `sink`, `push`, `exactly_once`, `topic_creation`,
+//! `transform_components`); this one puts them together, hands the guest its `snow.*` keys and
+//! refuses the keys nobody reads.
 
-use snow_core::error::ConfigError;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::Result;
-use snow_core::auth::Secret;
 use snow_core::auth::oauth::Grant;
-use snow_core::config::instance::{INSTANCE_URL_KEY, parse_base_url};
+use snow_core::error::ConfigError;
 
 use super::sink::SinkSpec;
-use crate::auth::{AuthSpec, OAuthSpec};
+use crate::auth::AuthSpec;
 use crate::kafka::KafkaSpec;
-use crate::kafka::keys::Client;
-use crate::outbound::DEFAULT_PRIORITY;
 
 /// A connector as the host runs it.
 #[derive(Debug, Clone)]
@@ -62,7 +62,7 @@ pub struct ConnectorSpec {
     pub requests_per_hour: Option<u64>,
     /// See `requests_per_hour`.
     pub requests_per_minute: Option<u64>,
-    /// `snow.table.<t>.priority` (1–100, default [`DEFAULT_PRIORITY`]): a table's weight when the
+    /// `snow.table.<t>.priority` (1–100, default [`crate::outbound::DEFAULT_PRIORITY`]): a table's weight when the
     /// budget is short.
     pub priorities: BTreeMap<String, u32>,
     /// Credentials (`snow.auth.*`).
@@ -85,32 +85,6 @@ pub struct ConnectorSpec {
     pub push: Option<std::sync::Arc<super::push::PushSpec>>,
 }
 
-/// 256 MiB holds a 10,000-row page of wide rows twice over.
-fn default_memory_max_bytes() -> usize {
-    256 << 20
-}
-
-/// A single call includes waiting for ServiceNow (up to its 60 s quota) and retries; 10 minutes
-/// only ever stops a guest that is truly stuck.
-fn default_call_timeout_ms() -> u64 {
-    600_000
-}
-
-/// ServiceNow nodes serve a handful of concurrent integration requests per user comfortably.
-fn default_max_in_flight() -> usize {
-    8
-}
-
-/// Next to where the runner was started, as Kafka Connect standalone does by convention.
-fn default_offsets_file() -> PathBuf {
-    PathBuf::from("snow-connect.offsets.json")
-}
-
-/// Refresh a minute before expiry (never more than half the token's life).
-fn default_refresh_margin_seconds() -> u64 {
-    60
-}
-
 /// Keys read by the host and never given to the guest.
 const HOST_ONLY_SNOW_KEYS: [&str; 13] = [
     // Provenance of a translated configuration (`snow-connect migrate`): read by `--apply` only.
@@ -130,178 +104,29 @@ const HOST_ONLY_SNOW_KEYS: [&str; 13] = [
     "snow.sink.max.in.flight",
 ];
 
-/// The request budget's keys (ADR 0034).
-const BUDGET_KEYS: [&str; 2] = ["snow.instance.requests.per.hour", "snow.instance.requests.per.minute"];
-
-/// The table `key` sets the budget priority of (`snow.table.<t>.priority`).
-fn priority_table(key: &str) -> Option<&str> {
-    key.strip_prefix("snow.table.")?.strip_suffix(".priority").filter(|t| !t.is_empty() && !t.contains('.'))
-}
-
 /// True for a `snow.*` key the host reads and never gives the guest.
 pub fn is_host_only_snow_key(key: &str) -> bool {
-    HOST_ONLY_SNOW_KEYS.contains(&key) || super::push::KEYS.contains(&key) || BUDGET_KEYS.contains(&key) || priority_table(key).is_some()
+    HOST_ONLY_SNOW_KEYS.contains(&key)
+        || super::push::KEYS.contains(&key)
+        || super::instance::BUDGET_KEYS.contains(&key)
+        || super::instance::priority_table(key).is_some()
 }
 
 impl ConnectorSpec {
     /// Validates the host keys of one connector's entries; every problem names its key.
     pub fn from_entries(entries: BTreeMap<String, String>) -> Result<Self> {
         let mut errors: Vec<ConfigError> = Vec::new();
-        let get = |k: &str| entries.get(k).map(|v| v.trim().to_string()).filter(|v| !v.is_empty());
-        let require = |k: &str, what: &str, errors: &mut Vec<ConfigError>| {
-            get(k).or_else(|| {
-                errors.push(ConfigError::missing(k, format!("is required: {what}")));
-                None
-            })
-        };
-        let name = require("name", "a unique connector name", &mut errors).unwrap_or_default();
-        let component_path = require("component.path", "the .wasm component to run", &mut errors).unwrap_or_default();
-        let bootstrap_servers =
-            require("kafka.bootstrap.servers", "the Kafka brokers, e.g. 127.0.0.1:9092", &mut errors).unwrap_or_default();
-        let url = require(INSTANCE_URL_KEY, "the instance URL, e.g. https://acme.service-now.com", &mut errors).unwrap_or_default();
-        let number = |k: &str, default: u64, min: u64, max: u64, errors: &mut Vec<ConfigError>| {
-            super::whole_number(&entries, k, default, min, max, errors)
-        };
-        let bad_server = bootstrap_servers.split(',').map(str::trim).find(|s| !super::is_host_port(s));
-        if let Some(bad) = bad_server.filter(|_| !bootstrap_servers.is_empty()) {
-            errors.push(ConfigError::new(
-                "kafka.bootstrap.servers",
-                format!("{bad:?} is not host:port (a comma-separated list, e.g. 127.0.0.1:9092)"),
-            ));
-        }
-        let tasks_max = number("tasks.max", 1, 1, 1024, &mut errors) as u32;
-        let component_digest = get("component.digest").and_then(|d| match crate::artefact::parse_ref(&d) {
-            Ok(hex) => Some(hex),
-            Err(e) => {
-                errors.push(ConfigError::new("component.digest", format!("{e:#}")));
-                None
-            }
-        });
-        if entries.contains_key("component.ref") {
-            errors.push(ConfigError::refused(
-                "component.ref",
-                "names a component in a fleet's component.storage.topic (snow-connect worker); a standalone run names its file with \
-                 component.path, and may pin it with component.digest=sha256:<hex>",
-            ));
-        }
-        let memory_max_bytes =
-            number("component.memory.max.bytes", default_memory_max_bytes() as u64, 16 << 20, 4 << 30, &mut errors) as usize;
-        let call_timeout =
-            Duration::from_millis(number("component.call.timeout.ms", default_call_timeout_ms(), 1000, 86_400_000, &mut errors));
-        let trap_budget = number("component.trap.budget", 5, 1, 1_000_000, &mut errors) as u32;
-        let trust = super::artefact::trust_policy(&entries, &mut errors);
-        let max_in_flight = number("snow.instance.max.in.flight", default_max_in_flight() as u64, 1, 256, &mut errors) as usize;
-        let budget = |k: &str, errors: &mut Vec<ConfigError>| entries.contains_key(k).then(|| number(k, 1, 1, 100_000_000, errors));
-        let requests_per_hour = budget(BUDGET_KEYS[0], &mut errors);
-        let requests_per_minute = budget(BUDGET_KEYS[1], &mut errors);
-        let priorities: BTreeMap<String, u32> = entries
-            .keys()
-            .filter_map(|k| priority_table(k).map(|t| (t.to_string(), number(k, u64::from(DEFAULT_PRIORITY), 1, 100, &mut errors) as u32)))
-            .collect();
-        let (instance_scheme, instance_authority) = match parse_base_url(&url) {
-            Ok(parts) => parts,
-            Err(message) if !url.is_empty() => {
-                errors.push(ConfigError::new(INSTANCE_URL_KEY, message));
-                Default::default()
-            }
-            Err(_) => Default::default(),
-        };
-        let secret = |k: &str| entries.get(k).filter(|v| !v.is_empty()).map(|v| Secret::new(v.clone()));
-        let user = || match (get("snow.auth.username"), secret("snow.auth.password")) {
-            (Some(username), Some(password)) => Some((username, password)),
-            _ => None,
-        };
-        let auth_type = get("snow.auth.type").unwrap_or_else(|| "basic".into());
-        let auth = match auth_type.as_str() {
-            "none" => AuthSpec::None,
-            "basic" => match user() {
-                Some((username, password)) => AuthSpec::Basic { username, password },
-                None => {
-                    for key in ["snow.auth.username", "snow.auth.password"] {
-                        errors.push(ConfigError::missing(
-                            key,
-                            "are required for snow.auth.type=basic (or set snow.auth.type=none for an open test instance)",
-                        ));
-                    }
-                    AuthSpec::None
-                }
-            },
-            "oauth_client_credentials" | "oauth_password" => {
-                let grant = if auth_type == "oauth_password" {
-                    match user() {
-                        Some((username, password)) => Grant::Password { username, password },
-                        None => {
-                            for key in ["snow.auth.username", "snow.auth.password"] {
-                                errors.push(ConfigError::missing(key, "are required for snow.auth.type=oauth_password"));
-                            }
-                            Grant::ClientCredentials
-                        }
-                    }
-                } else {
-                    Grant::ClientCredentials
-                };
-                let client_id = require("snow.auth.client.id", "the OAuth client id (System OAuth > Application Registry)", &mut errors)
-                    .unwrap_or_default();
-                let client_secret = secret("snow.auth.client.secret").unwrap_or_else(|| {
-                    errors.push(ConfigError::missing("snow.auth.client.secret", "is required for OAuth"));
-                    Secret::default()
-                });
-                let token_url = get("snow.auth.token.url").unwrap_or_else(|| format!("{}/oauth_token.do", url.trim_end_matches('/')));
-                if !token_url.starts_with("https://") && !token_url.starts_with("http://") {
-                    errors.push(ConfigError::new("snow.auth.token.url", format!("must be an http(s) URL, got {token_url:?}")));
-                }
-                let margin = number("snow.auth.token.refresh.margin.seconds", default_refresh_margin_seconds(), 0, 86_400, &mut errors);
-                AuthSpec::OAuth(OAuthSpec { token_url, client_id, client_secret, grant, refresh_margin: Duration::from_secs(margin) })
-            }
-            other => {
-                errors.push(ConfigError::new(
-                    "snow.auth.type",
-                    format!("must be basic, oauth_client_credentials, oauth_password or none, got {other:?}"),
-                ));
-                AuthSpec::None
-            }
-        };
+        let get = |k: &str| super::value(&entries, k);
+        let name = super::required(&entries, "name", "a unique connector name", &mut errors);
+        let component = super::component::read(&entries, &mut errors);
+        let kafka = super::kafka::read(&entries, &mut errors);
+        let instance = super::instance::read(&entries, &mut errors);
+        let tasks_max = super::whole_number(&entries, "tasks.max", 1, 1, 1024, &mut errors) as u32;
+        let auth = super::auth::read(&entries, &instance.url, &mut errors);
         let topics: Vec<String> =
             get("topics").map(|t| t.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect()).unwrap_or_default();
         let sink = SinkSpec::from_entries(&entries, &name, &mut errors);
-        let offsets_file = get("offset.storage.file.filename").map(PathBuf::from).unwrap_or_else(default_offsets_file);
-        let offsets_topic = get("offset.storage.topic").map(|name| crate::state::TopicSpec {
-            name,
-            partitions: number("offset.storage.partitions", 25, 1, 10_000, &mut errors) as i32,
-            replication: match get("offset.storage.replication.factor").map(|v| v.parse::<i32>()) {
-                None => -1,
-                Some(Ok(r)) if r == -1 || (1..=32).contains(&r) => r,
-                Some(_) => {
-                    errors.push(ConfigError::new(
-                        "offset.storage.replication.factor",
-                        "must be -1 (the broker's default) or a whole number from 1 to 32",
-                    ));
-                    -1
-                }
-            },
-            key: "offset.storage.topic",
-        });
-        if offsets_topic.is_some() && entries.contains_key("offset.storage.file.filename") {
-            for key in ["offset.storage.topic", "offset.storage.file.filename"] {
-                errors.push(ConfigError::new(key, "name one place for offsets, not both"));
-            }
-        }
-        let prefixed = |prefix: &str| -> BTreeMap<String, String> {
-            entries.iter().filter_map(|(k, v)| k.strip_prefix(prefix).map(|rest| (rest.to_string(), v.clone()))).collect()
-        };
-        let mut producer = prefixed("kafka.producer.");
-        let unsafe_producer = match producer.remove("unsafe").as_deref().map(str::trim) {
-            None | Some("false") => false,
-            Some("true") => true,
-            Some(other) => {
-                errors.push(ConfigError::new("kafka.producer.unsafe", format!("must be true or false, got {other:?}")));
-                false
-            }
-        };
-        let consumer = prefixed("kafka.consumer.");
-        for (client, keys) in [(Client::Producer, &producer), (Client::Consumer, &consumer)] {
-            errors.extend(keys.keys().filter_map(|k| crate::kafka::keys::refusal(client, k)));
-        }
+        let (offsets_file, offsets_topic) = super::offsets::read(&entries, &mut errors);
         let convert = crate::convert::spec::ConvertSpec::from_entries(&entries, &mut errors);
         if convert.typed_value() && entries.contains_key("snow.value.format") {
             errors.push(ConfigError::new(
@@ -309,8 +134,6 @@ impl ConnectorSpec {
                 "leave it out when value.converter is set (the converter decides how values are written)",
             ));
         }
-        let security = crate::kafka::security::read(&entries, "kafka.", &mut errors);
-        let kafka = KafkaSpec { bootstrap_servers, security, producer, consumer, unsafe_producer };
 
         let known_host_key = |k: &str| {
             matches!(
@@ -368,7 +191,7 @@ impl ConnectorSpec {
         }
         // The component checks that its settings fit the memory it will get (snow-core's
         // config::memory); another host passes its own limit, or none.
-        guest_config.insert(snow_core::config::memory::MEMORY_KEY.to_string(), memory_max_bytes.to_string());
+        guest_config.insert(snow_core::config::memory::MEMORY_KEY.to_string(), component.memory_max_bytes.to_string());
         // A sink component stops a batch at the failures that stop the partition here, so that
         // nothing after such a record is written.
         if let Some(halt_on) = sink.halt_on().filter(|_| is_sink) {
@@ -381,23 +204,23 @@ impl ConnectorSpec {
             connector_class: get("connector.class"),
             name,
             tasks_max,
-            component_path: PathBuf::from(component_path),
-            component_digest,
-            memory_max_bytes,
-            call_timeout,
-            trust,
-            trap_budget,
+            component_path: component.path,
+            component_digest: component.digest,
+            memory_max_bytes: component.memory_max_bytes,
+            call_timeout: component.call_timeout,
+            trust: component.trust,
+            trap_budget: component.trap_budget,
             kafka,
             topics,
             sink,
             offsets_file,
             offsets_topic,
-            instance_scheme,
-            instance_authority,
-            max_in_flight,
-            requests_per_hour,
-            requests_per_minute,
-            priorities,
+            instance_scheme: instance.scheme,
+            instance_authority: instance.authority,
+            max_in_flight: instance.max_in_flight,
+            requests_per_hour: instance.requests_per_hour,
+            requests_per_minute: instance.requests_per_minute,
+            priorities: instance.priorities,
             auth,
             guest_config,
             convert: crate::convert::Converters::new(convert),
