@@ -3,7 +3,9 @@
 //! Connect's distributed worker where one exists (`group.id`, `bootstrap.servers`,
 //! `config.storage.topic`, `offset.storage.topic`, `status.storage.topic`, `listeners`,
 //! `rest.advertised.host.name`); the rest are ours (`work.*`, `rest.basic.auth.file`,
-//! `rest.tls.*`). `docs/configuration.md` lists them.
+//! `rest.tls.*`). `docs/configuration.md` lists them. Each section has its reader beside this file:
+//! the state topics ([`topics`]), the REST listener ([`rest`]) and what callers may reach
+//! ([`callers`]); this one reads the group and membership and puts them together.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -14,6 +16,10 @@ use anyhow::{Context, Result, bail};
 use snow_runtime::config::ConfigError;
 pub use snow_runtime::listener::TlsFiles;
 use snow_runtime::state::{Clients, TopicSpec};
+
+mod callers;
+mod rest;
+mod topics;
 
 /// A worker's settings.
 #[derive(Debug, Clone)]
@@ -123,6 +129,23 @@ const KEYS: &[&str] = &[
 /// Keys passed on to connectors as defaults (besides `bootstrap.servers`).
 const CONNECTOR_DEFAULTS: &[&str] = &["component.trusted.keys", "component.trusted.root", "component.allow.unsigned"];
 
+/// The trimmed value of `key`, if given and not empty.
+fn value(entries: &BTreeMap<String, String>, key: &str) -> Option<String> {
+    entries.get(key).map(|v| v.trim().to_string()).filter(|v| !v.is_empty())
+}
+
+/// `key` as a whole number from `min` to `max`, `default` when absent; an error names the key.
+fn number(entries: &BTreeMap<String, String>, key: &str, default: i64, min: i64, max: i64, errors: &mut Vec<ConfigError>) -> i64 {
+    match value(entries, key).map(|v| v.parse::<i64>()) {
+        None => default,
+        Some(Ok(v)) if (min..=max).contains(&v) => v,
+        Some(_) => {
+            errors.push(ConfigError::new(key, format!("must be a whole number from {min} to {max}")));
+            default
+        }
+    }
+}
+
 impl WorkerConfig {
     /// Reads `path` (Java properties; `${env:…}` and `${file:…}` references resolved).
     pub fn load(path: &Path) -> Result<Self> {
@@ -133,17 +156,9 @@ impl WorkerConfig {
     /// Validates `entries`; every problem names its key.
     pub fn from_entries(entries: &BTreeMap<String, String>) -> Result<Self> {
         let mut errors = Vec::new();
-        let get = |k: &str| entries.get(k).map(|v| v.trim().to_string()).filter(|v| !v.is_empty());
-        let number = |k: &str, default: i64, min: i64, max: i64, errors: &mut Vec<ConfigError>| -> i64 {
-            match get(k).map(|v| v.parse::<i64>()) {
-                None => default,
-                Some(Ok(v)) if (min..=max).contains(&v) => v,
-                Some(_) => {
-                    errors.push(ConfigError::new(k, format!("must be a whole number from {min} to {max}")));
-                    default
-                }
-            }
-        };
+        let get = |k: &str| value(entries, k);
+        let number =
+            |k: &str, default: i64, min: i64, max: i64, errors: &mut Vec<ConfigError>| number(entries, k, default, min, max, errors);
         let group = get("group.id").unwrap_or_else(|| {
             errors.push(ConfigError::missing("group.id", "is required: the name of the fleet (every worker of one fleet has the same)"));
             String::new()
@@ -152,91 +167,13 @@ impl WorkerConfig {
             errors.push(ConfigError::missing("bootstrap.servers", "is required: the Kafka brokers, e.g. 127.0.0.1:9092"));
             String::new()
         });
-        let replication = |k: &str, errors: &mut Vec<ConfigError>| -> i32 {
-            match get(k).map(|v| v.parse::<i32>()) {
-                None => -1,
-                Some(Ok(r)) if r == -1 || (1..=32).contains(&r) => r,
-                Some(_) => {
-                    errors.push(ConfigError::new(k, "must be -1 (the broker's default.replication.factor) or a whole number from 1 to 32"));
-                    -1
-                }
-            }
-        };
-        let topic = |key: &'static str, suffix: &str, partitions: i32, replication: i32| TopicSpec {
-            name: get(key).unwrap_or_else(|| format!("{group}-{suffix}")),
-            partitions,
-            replication,
-            key,
-        };
-        let configs = topic("config.storage.topic", "configs", 1, replication("config.storage.replication.factor", &mut errors));
-        let offsets = topic(
-            "offset.storage.topic",
-            "offsets",
-            number("offset.storage.partitions", 25, 1, 10_000, &mut errors) as i32,
-            replication("offset.storage.replication.factor", &mut errors),
-        );
-        let status = topic(
-            "status.storage.topic",
-            "status",
-            number("status.storage.partitions", 5, 1, 10_000, &mut errors) as i32,
-            replication("status.storage.replication.factor", &mut errors),
-        );
-        let slots = topic(
-            "work.slots.topic",
-            "slots",
-            number("work.slots", 32, 1, 4096, &mut errors) as i32,
-            replication("work.slots.replication.factor", &mut errors),
-        );
-        let components =
-            topic("component.storage.topic", "components", 1, replication("component.storage.replication.factor", &mut errors));
-        let push = topic("push.storage.topic", "push", 1, replication("push.storage.replication.factor", &mut errors));
+        let topics::Topics { configs, offsets, status, slots, components, push } = topics::read(entries, &group, &mut errors);
         let session_timeout = Duration::from_millis(number("session.timeout.ms", 10_000, 1_000, 3_600_000, &mut errors) as u64);
         let heartbeat_interval = Duration::from_millis(number("heartbeat.interval.ms", 3_000, 100, 600_000, &mut errors) as u64);
         if heartbeat_interval >= session_timeout {
             errors.push(ConfigError::new("heartbeat.interval.ms", "must be below session.timeout.ms (a third of it is usual)"));
         }
-        let (listen, https) = match get("listeners") {
-            Some(listener) => {
-                let (scheme, address) = listener.split_once("://").unwrap_or(("", &listener));
-                match scheme {
-                    "http" | "https" if address.contains(':') => (address.to_string(), scheme == "https"),
-                    _ => {
-                        errors.push(ConfigError::new(
-                            "listeners",
-                            format!("{listener:?} must be http://HOST:PORT or https://HOST:PORT (one listener)"),
-                        ));
-                        (String::new(), false)
-                    }
-                }
-            }
-            None => {
-                let port = number("rest.port", 8083, 0, 65_535, &mut errors);
-                (format!("{}:{port}", get("rest.host.name").unwrap_or_else(|| "127.0.0.1".into())), false)
-            }
-        };
-        let tls = match (get("rest.tls.certificate.file"), get("rest.tls.key.file")) {
-            (Some(certificate), Some(key)) => Some(TlsFiles { certificate: certificate.into(), key: key.into() }),
-            (None, None) => None,
-            _ => {
-                for key in ["rest.tls.certificate.file", "rest.tls.key.file"] {
-                    errors.push(ConfigError::new(key, "give both (PEM files) or neither"));
-                }
-                None
-            }
-        };
-        if https && tls.is_none() {
-            errors.push(ConfigError::new("listeners", "https:// needs rest.tls.certificate.file and rest.tls.key.file"));
-        }
-        if !https && tls.is_some() {
-            errors.push(ConfigError::new("rest.tls.certificate.file", "is set but listeners is not https://"));
-        }
-        let port_of = |address: &str| address.rsplit_once(':').map(|(_, p)| p.to_string()).unwrap_or_default();
-        let host_of = |address: &str| address.rsplit_once(':').map(|(h, _)| h.to_string()).unwrap_or_default();
-        let worker_id = format!(
-            "{}:{}",
-            get("rest.advertised.host.name").unwrap_or_else(|| host_of(&listen)),
-            get("rest.advertised.port").unwrap_or_else(|| port_of(&listen))
-        );
+        let rest::Rest { listen, tls, worker_id } = rest::read(entries, &mut errors);
         let exactly_once_source = match get("exactly.once.source.support").as_deref() {
             None | Some("disabled") => ExactlyOnceSource::Disabled,
             Some("preparing") => ExactlyOnceSource::Preparing,
@@ -249,10 +186,7 @@ impl WorkerConfig {
                 ExactlyOnceSource::Disabled
             }
         };
-        let basic_auth_file = get("rest.basic.auth.file").map(PathBuf::from);
-        if let Some(file) = basic_auth_file.as_ref().filter(|f| !f.is_file()) {
-            errors.push(ConfigError::new("rest.basic.auth.file", format!("{} does not exist", file.display())));
-        }
+        let basic_auth_file = rest::basic_auth_file(entries, &mut errors);
         let mut connector_defaults: BTreeMap<String, String> =
             CONNECTOR_DEFAULTS.iter().filter_map(|k| get(k).map(|v| (k.to_string(), v))).collect();
         connector_defaults.insert("kafka.bootstrap.servers".into(), bootstrap.clone());
@@ -265,34 +199,7 @@ impl WorkerConfig {
         for (k, v) in &security {
             connector_defaults.insert(format!("kafka.{k}"), v.clone());
         }
-        let list = |k: &str| -> Vec<String> {
-            get(k).map(|v| v.split(',').map(str::trim).filter(|s| !s.is_empty()).map(str::to_string).collect()).unwrap_or_default()
-        };
-        let plugin_path: Vec<PathBuf> = list("plugin.path").into_iter().map(PathBuf::from).collect();
-        for dir in plugin_path.iter().filter(|d| !d.is_dir()) {
-            errors.push(ConfigError::new("plugin.path", format!("{} is not a directory", dir.display())));
-        }
-        let enabled = get("config.providers").map(|_| list("config.providers")).unwrap_or_else(|| vec!["env".into(), "file".into()]);
-        for (name, class) in [("file", "FileConfigProvider"), ("env", "EnvVarConfigProvider")] {
-            let key = format!("config.providers.{name}.class");
-            if let Some(given) = get(&key).filter(|c| !c.ends_with(class)) {
-                errors.push(ConfigError::new(
-                    key,
-                    format!("{given} is not supported; the {name} provider is org.apache.kafka.common.config.provider.{class}"),
-                ));
-            }
-        }
-        if let Some(other) = enabled.iter().find(|p| !matches!(p.as_str(), "env" | "file")) {
-            errors.push(ConfigError::new("config.providers", format!("{other} is not a provider here (env, file)")));
-        }
-        let keys = list("config.providers.allowed.keys");
-        let file_dirs = if enabled.iter().any(|p| p == "file") {
-            list("config.providers.file.allowed.paths").into_iter().map(PathBuf::from).collect()
-        } else {
-            Vec::new()
-        };
-        let env_names = if enabled.iter().any(|p| p == "env") { list("config.providers.env.allowed.names") } else { Vec::new() };
-        let providers = snow_runtime::config::providers::ProviderPolicy::caller(keys, file_dirs, env_names);
+        let callers::Callers { plugin_path, providers } = callers::read(entries, &mut errors);
         for key in entries.keys() {
             let security_key =
                 snow_runtime::kafka::security::is_security_key(key) || snow_runtime::kafka::security::is_client_prefixed_security_key(key);
@@ -323,7 +230,7 @@ impl WorkerConfig {
             session_timeout,
             heartbeat_interval,
             listen,
-            tls: if https { tls } else { None },
+            tls,
             basic_auth_file,
             worker_id,
             status_listen: get("status.listen"),
