@@ -109,22 +109,6 @@ pub enum Ready {
     },
 }
 
-/// A connector ready to run, with the digest of its component.
-enum Prepared {
-    Source {
-        ctx: SharedContext,
-        loaded: Loaded,
-        digest: String,
-        units: Vec<crate::component::bindings::types::WorkUnit>,
-        offsets: Arc<dyn OffsetStore>,
-    },
-    Sink {
-        ctx: SharedContext,
-        loaded: Loaded,
-        digest: String,
-    },
-}
-
 impl Runner {
     /// A runner with a fresh engine, keeping compiled components in `compile_cache` when given.
     pub fn new(compile_cache: Option<&std::path::Path>) -> Result<Self> {
@@ -247,19 +231,19 @@ impl Runner {
             let shutdown = shutdown.clone();
             let path = |ctx: &SharedContext| ctx.spec.component_path.display().to_string();
             let (ctx, versions) = match p {
-                Prepared::Source { ctx, loaded: Loaded::Source(pre), digest, units, offsets } => {
+                (Ready::Source { ctx, pre, digest, units }, Some(offsets)) => {
                     let (name, versions) = (ctx.name().to_string(), Versions::new(pre, &digest, &path(&ctx)));
                     let task = crate::source::run(ctx.clone(), versions.clone(), units, offsets, shutdown);
                     running.spawn(async move { (name, task.await) });
                     (ctx, ConnectorVersions::Source(versions))
                 }
-                Prepared::Sink { ctx, loaded: Loaded::Sink(pre), digest } => {
+                (Ready::Sink { ctx, pre, digest }, _) => {
                     let (name, versions) = (ctx.name().to_string(), Versions::new(pre, &digest, &path(&ctx)));
                     let task = crate::sink::run(ctx.clone(), versions.clone(), shutdown);
                     running.spawn(async move { (name, task.await) });
                     (ctx, ConnectorVersions::Sink(versions))
                 }
-                _ => unreachable!("prepare pairs each connector with its own kind"),
+                (Ready::Source { ctx, .. }, None) => bail!("connector {}: a source prepared without its offset store", ctx.name()),
             };
             self.running.lock().unwrap_or_else(|e| e.into_inner()).insert(ctx.name().to_string(), Running { ctx, versions });
         }
@@ -279,7 +263,9 @@ impl Runner {
         first_error.map_or(Ok(()), Err)
     }
 
-    async fn prepare(&self, specs: &[ConnectorSpec]) -> Result<Vec<Prepared>> {
+    /// Makes every connector ready (a source with its offset store) before any runs: one that is
+    /// not stops the start.
+    async fn prepare(&self, specs: &[ConnectorSpec]) -> Result<Vec<(Ready, Option<Arc<dyn OffsetStore>>)>> {
         // Keyed by the SHA-256 of the bytes checked: each connector's signature policy is applied
         // to the file as it reads it, and identical bytes are compiled once.
         let mut components: HashMap<String, Loaded> = HashMap::new();
@@ -288,15 +274,16 @@ impl Runner {
         for spec in specs {
             let ready = self.ready(spec, &mut components).await?;
             self.record_plan(&spec.name, Some(Plan::of(&ready)));
-            prepared.push(match ready {
-                Ready::Source { ctx, pre, digest, units } => {
+            let offsets = match ready {
+                Ready::Source { .. } => {
                     exactly_once_offsets(spec)?;
                     let offsets = offset_stores.of(spec).await.with_context(|| format!("connector {}", spec.name))?;
                     self.offset_stores.lock().unwrap_or_else(|e| e.into_inner()).insert(spec.name.clone(), offsets.clone());
-                    Prepared::Source { ctx, loaded: Loaded::Source(pre), digest, units, offsets }
+                    Some(offsets)
                 }
-                Ready::Sink { ctx, pre, digest } => Prepared::Sink { ctx, loaded: Loaded::Sink(pre), digest },
-            });
+                Ready::Sink { .. } => None,
+            };
+            prepared.push((ready, offsets));
         }
         Ok(prepared)
     }
