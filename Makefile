@@ -76,11 +76,14 @@ connect-plugin: wasm $(CONNECT_JAR)
 	$(CARGO) build --release -p snow-connect
 	bash connect-plugin/package.sh target/release/snow-connect target/connect/snow-connect-servicenow
 
-## Every test: unit, fake, harness, and end to end with real components and a real broker.
+## Every test: unit, fake, harness, and end to end with real components and a real broker. The end-to-end
+## tests mostly wait (on Kafka, the fake's pacing, a killed process) rather than compute, so TEST_THREADS run
+## at once even on 2 cores; each test's deadlines are generous enough for a busy machine.
+TEST_THREADS ?= 4
 test: $(JCO_HOST)/node_modules/.package-lock.json $(PYTHON_ENV)/.installed $(TRANSFORM_JS) $(CONNECT_JAR)
 	@bash tests/setup.sh --tests
 	$(CARGO) build -p snow-core --target wasm32-wasip2
-	$(CARGO) test
+	$(CARGO) test -- --test-threads=$(TEST_THREADS)
 
 ## Benchmarks: the source backfill three ways, through rows hidden by ACLs, a parallel backfill at 300 ms a request, component costs, the sink's write paths, value formats, transforms, push, a 100,000-row snapshot table, the backfill inside Kafka Connect (results in docs/benchmarks.md).
 bench: wasm $(TRANSFORM_JS) $(CONNECT_JAR)
