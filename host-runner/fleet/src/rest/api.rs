@@ -45,6 +45,13 @@ pub fn error(status: StatusCode, message: &str) -> Response<Full<Bytes>> {
     reply(status, &json!({ "error_code": status.as_u16(), "message": snow_runtime::redact::clean(message) }))
 }
 
+/// Connect's answer to a refused configuration: each reason is redacted already
+/// ([`validate::by_key`]), so the whole message is scrubbed of known secrets by value only.
+fn refused(errors: &[snow_runtime::config::ConfigError]) -> Response<Full<Bytes>> {
+    let message = validate::refusal_message(errors);
+    reply(StatusCode::BAD_REQUEST, &json!({ "error_code": 400, "message": snow_runtime::redact::scrub(&message) }))
+}
+
 /// A standalone run's answer to a write.
 fn read_only() -> Response<Full<Bytes>> {
     error(
@@ -313,7 +320,7 @@ async fn store(
     properties.remove("name");
     let errors = herder.validate(name, &properties).await;
     if !errors.is_empty() {
-        return Some(error(StatusCode::BAD_REQUEST, &validate::refusal_message(&errors)));
+        return Some(refused(&errors));
     }
     if let Err(e) = writer.put_config(name, &properties, initial).await {
         return Some(error(StatusCode::INTERNAL_SERVER_ERROR, &format!("Storing the configuration failed: {e:#}")));

@@ -12,12 +12,13 @@ use snow_runtime::config::ConfigError;
 /// error is absent).
 pub type Errors = BTreeMap<String, Vec<String>>;
 
-/// `errors` by key, each message once.
+/// `errors` by key, each message once, each reason redacted. Only the reason: redacting
+/// `snow.auth.password: must be given …` whole would mask the first word as if it were the value.
 pub fn by_key(errors: &[ConfigError]) -> Errors {
     let mut keyed = Errors::new();
     for error in errors {
         let shown = keyed.entry(error.key.clone()).or_default();
-        let message = error.to_string();
+        let message = format!("{}: {}", error.key, snow_runtime::redact::clean(&error.message));
         if !shown.contains(&message) {
             shown.push(message);
         }
@@ -122,5 +123,17 @@ mod tests {
         assert_eq!(infos["error_count"], 4);
         assert!(!infos.to_string().contains("hunter2"), "a secret's value is never answered");
         assert!(refusal_message(&errors).starts_with("Connector configuration is invalid and contains the following 4 error(s):\n"));
+    }
+
+    #[test]
+    fn a_reason_on_a_secret_key_is_read_whole_and_a_secret_inside_it_is_still_masked() {
+        let errors = [
+            ConfigError::refused("snow.auth.password", "must be given as a provider reference"),
+            ConfigError::new("snow.push.secret", "was read as token=abc123 (not a reference)"),
+        ];
+        let message = refusal_message(&errors);
+        assert!(message.contains("snow.auth.password: must be given as a provider reference"), "{message}");
+        assert!(message.contains("snow.push.secret: was read as token=***"), "{message}");
+        assert!(!message.contains("abc123"), "{message}");
     }
 }
