@@ -1,8 +1,9 @@
-//! A Connect source task's tables inside the executor: each unit runs in its own guest instance
-//! (as [`snow_runtime::source`]'s units do), polled in a loop, and hands its batches — encoded for the
-//! plugin — to the task's queue; the plugin takes them one `NEXT` at a time. Connect stores the
-//! offsets: a unit reopened after a trap resumes from the last position it handed over (what
-//! Connect holds or will hold), and a restarted task from what Connect stored.
+//! A Connect source task's tables inside the executor: each unit runs the runtime's one source
+//! loop ([`Unit`]: open, poll, retry, trap budget, park, as in our own runtime) with an outlet of
+//! its own, which hands its batches — encoded for the plugin — to the task's queue; the plugin
+//! takes them one `NEXT` at a time. Connect stores the offsets: a unit reopened after a trap
+//! resumes from the last position it handed over (what Connect holds or will hold), and a
+//! restarted task from what Connect stored.
 //!
 //! A record's value travels typed when the component sends the table's schema
 //! (`snow.value.schema=dictionary`): as Kafka Connect's JSON envelope (`{"schema": …, "payload": …}`,
@@ -10,25 +11,20 @@
 //! own `JsonConverter`, so the user's converters see exactly what our host's typed records hold.
 //! Without a schema it travels as the row's JSON, which the plugin reads into a schemaless map.
 
-use std::collections::BTreeSet;
-use std::sync::Arc;
-use std::time::Duration;
+use std::time::Instant;
 
 use tokio::sync::mpsc;
-use wasmtime::Store;
-use wasmtime::component::ResourceAny;
 
 use super::frame::Writer;
 use snow_data::{Schema, connect_json, snow_text};
-use snow_runtime::backoff::Backoff;
 use snow_runtime::component::HostState;
-use snow_runtime::component::bindings::source::{Source, SourcePre};
-use snow_runtime::component::bindings::types::{ErrorClass, PollBatch, SourceOffset, WorkUnit};
-use snow_runtime::component::trap::{TrapBudget, one_line};
-use snow_runtime::connector::{SharedContext, describe, to_entries};
+use snow_runtime::component::bindings::source::SourcePre;
+use snow_runtime::component::bindings::types::{PollBatch, SourceOffset, WorkUnit};
+use snow_runtime::component::swap::Versions;
+use snow_runtime::connector::SharedContext;
 use snow_runtime::shutdown::Shutdown;
-use snow_runtime::source::OpenFailure;
-use snow_runtime::source::produce::{bytes, check, record_headers};
+use snow_runtime::source::produce::{bytes, record_headers};
+use snow_runtime::source::{Flow, OpenFailure, Outlet, Polled, Table, Unit};
 
 /// What a unit hands the task's queue.
 pub enum Handed {
@@ -38,133 +34,76 @@ pub enum Handed {
     Parked(String),
 }
 
-/// Runs `unit` until `shutdown` or it parks, handing its batches to `queue`.
+/// Runs `unit` — the runtime's one source loop ([`Unit`]) — until `shutdown` or it parks,
+/// handing its batches to `queue`; it opens at `offsets` and, after a trap, at the last
+/// position it handed over.
 pub async fn run_unit(
     ctx: SharedContext,
     pre: SourcePre<HostState>,
     unit: WorkUnit,
-    mut offsets: Vec<SourceOffset>,
+    offsets: Vec<SourceOffset>,
     queue: mpsc::Sender<Handed>,
-    mut shutdown: Shutdown,
+    shutdown: Shutdown,
 ) {
     let topics = snow_runtime::source::allowed_topics(&ctx);
-    let mut backoff = Backoff::new(Duration::from_millis(500), Duration::from_secs(30));
-    let mut traps = TrapBudget::new(ctx.spec.trap_budget);
-    let mut typed: Option<Schema> = None;
-    let park = |why: String| {
-        tracing::error!(connector = %ctx.name(), unit = %unit.name, "unit parked: {why}");
-        Handed::Parked(format!("table {}: {why}", unit.name))
-    };
-    'open: while !shutdown.is_stopping() {
-        let (mut store, instance, task) = match open(&ctx, &pre, &unit, &offsets).await {
-            Ok(opened) => opened,
-            Err(OpenFailure::Refused(ErrorClass::Transient, why)) => {
-                tracing::warn!(connector = %ctx.name(), unit = %unit.name, "opening failed, retrying: {why}");
-                if !shutdown.sleep(backoff.next_delay()).await {
-                    return;
-                }
-                continue;
-            }
-            Err(OpenFailure::Refused(_, why)) => {
-                let _ = queue.send(park(why)).await;
-                return;
-            }
-            Err(OpenFailure::Trapped(trap)) => {
-                let why = format!("the component trapped in open: {trap}");
-                if let Some(why) = traps.trapped(&why) {
-                    let _ = queue.send(park(why)).await;
-                    return;
-                }
-                if !shutdown.sleep(backoff.next_delay()).await {
-                    return;
-                }
-                continue;
-            }
+    // One version: Connect's plugin restarts its executors to run another.
+    let version = Versions::new(pre, "", &ctx.spec.component_path.display().to_string()).watch();
+    let outlet = ToConnect { queue, offsets, typed: None };
+    Unit::new(Table { ctx, unit, shutdown }, version, topics, None, outlet).run().await;
+}
+
+/// A unit's way to Connect: the task's queue, which the plugin takes one `NEXT` at a time.
+struct ToConnect {
+    queue: mpsc::Sender<Handed>,
+    /// The last position handed over per partition (what Connect holds or will hold).
+    offsets: Vec<SourceOffset>,
+    /// The table's value schema, once the component sent it.
+    typed: Option<Schema>,
+}
+
+impl Outlet for ToConnect {
+    const HANDED: &'static str = "handed to Connect";
+
+    async fn positions(&mut self, _: &Table) -> Result<Vec<SourceOffset>, OpenFailure> {
+        Ok(self.offsets.clone())
+    }
+
+    fn start(&mut self, _: &Table) {}
+
+    fn failed(&mut self, _: &Table) -> Option<Flow> {
+        // Connect reports what it failed to write by failing the task.
+        None
+    }
+
+    fn last_handed(&self) -> Option<Instant> {
+        None
+    }
+
+    async fn deliver(&mut self, t: &Table, batch: PollBatch, polled: &Polled) -> Flow {
+        let encoded = match encode(&t.ctx, &t.unit, &batch, &mut self.typed, polled.budget.as_deref()) {
+            Ok(encoded) => encoded,
+            Err(why) => return Flow::Park(why),
         };
-        let api = instance.snow_connector_source_api();
-        while !shutdown.is_stopping() {
-            store.data_mut().begin_call();
-            let polled = std::time::Instant::now();
-            let batch = match api.source_task().call_poll(&mut store, task).await {
-                Ok(Ok(batch)) => batch,
-                Ok(Err(error)) => {
-                    let (class, message) = describe(&error);
-                    if class != ErrorClass::Transient {
-                        let _ = queue.send(park(message)).await;
-                        return;
-                    }
-                    tracing::warn!(connector = %ctx.name(), unit = %unit.name, "poll failed, retrying: {message}");
-                    if !shutdown.sleep(backoff.next_delay()).await {
-                        return;
-                    }
-                    continue;
-                }
-                Err(trap) => {
-                    let message = format!("the component trapped in poll: {}", one_line(&trap));
-                    tracing::error!(connector = %ctx.name(), unit = %unit.name, "{message}; reopening at the last position handed over");
-                    if let Some(why) = traps.trapped(&message) {
-                        let _ = queue.send(park(why)).await;
-                        return;
-                    }
-                    if !shutdown.sleep(backoff.next_delay()).await {
-                        return;
-                    }
-                    continue 'open;
-                }
-            };
-            traps.succeeded();
-            backoff.reset();
-            let budget = snow_runtime::source::budget_notice(store.data(), polled.elapsed());
-            let encoded = match encode(&ctx, &unit, &topics, &batch, &mut typed, budget.as_deref()) {
-                Ok(encoded) => encoded,
-                Err(why) => {
-                    let _ = queue.send(park(why)).await;
-                    return;
-                }
-            };
-            if let Some(encoded) = encoded {
-                if queue.send(Handed::Batch(encoded)).await.is_err() {
-                    return;
-                }
-                if let Some(offset) = batch.offset {
-                    offsets.retain(|o| o.partition != offset.partition);
-                    offsets.push(offset);
-                }
-            }
-            if batch.next_poll_ms > 0 && !shutdown.sleep(Duration::from_millis(u64::from(batch.next_poll_ms))).await {
-                return;
-            }
+        let Some(encoded) = encoded else { return Flow::Next };
+        if self.queue.send(Handed::Batch(encoded)).await.is_err() {
+            return Flow::Stop;
         }
+        if let Some(offset) = batch.offset {
+            self.offsets.retain(|o| o.partition != offset.partition);
+            self.offsets.push(offset);
+        }
+        Flow::Next
+    }
+
+    async fn settle(&mut self, _: &Table) {}
+
+    async fn parked(&mut self, t: &Table, why: &str) {
+        let _ = self.queue.send(Handed::Parked(format!("table {}: {why}", t.unit.name))).await;
     }
 }
 
-/// A fresh instance of the unit's component, its task open at `offsets`.
-async fn open(
-    ctx: &SharedContext,
-    pre: &SourcePre<HostState>,
-    unit: &WorkUnit,
-    offsets: &[SourceOffset],
-) -> Result<(Store<HostState>, Source, ResourceAny), OpenFailure> {
-    let mut store = ctx.new_store(&unit.name);
-    let instance =
-        pre.instantiate_async(&mut store).await.map_err(|e| OpenFailure::Refused(ErrorClass::Fatal, format!("instantiating: {e:#}")))?;
-    let config = to_entries(unit.config.iter().map(|e| (&e.key, &e.value)));
-    store.data_mut().begin_call();
-    let task = instance
-        .snow_connector_source_api()
-        .source_task()
-        .call_open(&mut store, &config, offsets)
-        .await
-        .map_err(|trap| OpenFailure::Trapped(one_line(&trap)))?
-        .map_err(|e| {
-            let (class, message) = describe(&e);
-            OpenFailure::Refused(class, message)
-        })?;
-    Ok((store, instance, task))
-}
-
 /// The batch as the plugin reads it (`None`: nothing to hand over — no record, no new position,
-/// no notice). Refuses a broken batch and a topic the configuration does not name.
+/// no notice). The loop has checked it (well formed, to a configured topic).
 ///
 /// Layout: unit, partition, position (nullable), topic, notice (nullable), the batch's headers
 /// (count, then name and nullable value each), the records (count, then per record: the key
@@ -173,20 +112,10 @@ async fn open(
 fn encode(
     ctx: &SharedContext,
     unit: &WorkUnit,
-    topics: &Arc<BTreeSet<String>>,
     batch: &PollBatch,
     typed: &mut Option<Schema>,
     budget: Option<&str>,
 ) -> Result<Option<Vec<u8>>, String> {
-    check(batch).map_err(|broken| format!("the component returned a broken batch: {broken}"))?;
-    if !batch.records.is_empty() && !topics.contains(&batch.topic) {
-        return Err(format!(
-            "the component asked to produce {} records to topic {:?}, which the connector's configuration does not name; nothing of the \
-             batch was handed to Connect",
-            batch.records.len(),
-            batch.topic
-        ));
-    }
     let notice: Vec<&str> = [batch.notice.as_deref(), budget].into_iter().flatten().collect();
     if batch.records.is_empty() && notice.is_empty() {
         // A position with no record cannot be stored by Connect (no record carries it): it goes

@@ -1,7 +1,8 @@
 //! Running a source connector: validate the configuration in the guest, plan its tables over
-//! tasks, and run each table as a unit in its own guest instance ([`unit`]). Records are produced
-//! to Kafka — only to the topics the connector's configuration names — and a table's offset is
-//! stored only after Kafka acknowledged every record up to it ([`produce`], [`pipeline`]).
+//! tasks, and run each table as a unit in its own guest instance ([`unit`], the one source loop,
+//! which the Connect executor runs too). Our runtime's units hand their batches to Kafka
+//! ([`to_kafka`]) — only to the topics the connector's configuration names — and a table's offset
+//! is stored only after Kafka acknowledged every record up to it ([`produce`], [`pipeline`]).
 
 mod budget;
 mod create_topic;
@@ -9,10 +10,11 @@ pub mod exactly_once;
 pub mod pipeline;
 pub mod produce;
 mod snapshot_seed;
+mod to_kafka;
 pub(crate) mod topic_read;
 mod unit;
 
-pub use unit::{OpenFailure, budget_notice};
+pub use unit::{Flow, OpenFailure, Outlet, Polled, Table, Unit, budget_notice};
 
 use std::sync::Arc;
 
@@ -106,22 +108,9 @@ pub fn spawn_unit(
         }
         (true, None, Some(topic)) => Some(exactly_once::table::ExactlyOnce::own(&ctx.spec, &unit.name, topic)),
     };
-    let table = unit.name.clone();
-    let runner = unit::UnitRunner {
-        ctx: ctx.clone(),
-        version: versions.watch(),
-        unit,
-        offsets,
-        producer: producer.clone(),
-        topics: topics.clone(),
-        shutdown,
-        swapping: None,
-        announced: Default::default(),
-        created: Default::default(),
-        converters: crate::convert::source::SourceConverters::new(ctx.spec.convert.clone()),
-        exactly_once,
-        wake: ctx.spec.push.as_ref().map(|push| ctx.wakes.register(ctx.name(), &table, push.clone())),
-        swept_at: std::time::Instant::now(),
-    };
+    let wake = ctx.spec.push.as_ref().map(|push| ctx.wakes.register(ctx.name(), &unit.name, push.clone()));
+    let outlet = to_kafka::ToKafka::new(ctx, offsets, producer.clone(), exactly_once);
+    let table = Table { ctx: ctx.clone(), unit, shutdown };
+    let runner = Unit::new(table, versions.watch(), topics.clone(), wake, outlet);
     tokio::spawn(runner.run())
 }
