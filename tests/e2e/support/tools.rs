@@ -1,43 +1,29 @@
-//! Tools the second-host tests build once from crates.io into `target/tools/` (cached there like
-//! the Kafka jars): `wac`, which composes components.
+//! Composition for the second-host tests: `wac plug`, done in-process with `wac-graph` (the library
+//! the `wac` CLI runs for that command, pinned to the release docs/hosts.md names).
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::OnceLock;
 
-/// The wac release the tests pin.
-pub const WAC_VERSION: &str = "0.12.0";
+use wac_graph::types::Package;
+use wac_graph::{CompositionGraph, EncodeOptions};
 
-/// The `wac` binary, built on first use with `cargo install --locked`.
-pub fn wac() -> &'static Path {
-    static BUILT: OnceLock<PathBuf> = OnceLock::new();
-    BUILT.get_or_init(|| {
-        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../../target/tools/wac-{WAC_VERSION}-local"));
-        let bin = root.join("bin/wac");
-        if !bin.is_file() {
-            eprintln!("building wac {WAC_VERSION} from crates.io (once; cached in {})", root.display());
-            let status = Command::new(env!("CARGO"))
-                // Without the registry client (plugging local files needs none): a third less to build.
-                .args(["install", "wac-cli", "--version", WAC_VERSION, "--locked", "--no-default-features", "--root"])
-                .arg(&root)
-                .env_remove("CARGO_TARGET_DIR")
-                .status()
-                .unwrap();
-            assert!(status.success(), "cargo install wac-cli {WAC_VERSION} failed");
-        }
-        bin
-    })
-}
-
-/// `socket` with each of `plugs` plugged into its imports (`wac plug`), written to `out`.
+/// `socket` with each of `plugs` plugged into its imports (as `wac plug` does), written to `out`.
 pub fn plug(socket: &Path, plugs: &[&Path], out: &Path) {
-    let mut cmd = Command::new(wac());
-    cmd.arg("plug").arg(socket);
+    let mut graph = CompositionGraph::new();
+    let read = |p: &Path| std::fs::read(p).unwrap_or_else(|e| panic!("reading {}: {e}", p.display()));
+    let package =
+        Package::from_bytes("socket", None, read(socket), graph.types_mut()).unwrap_or_else(|e| panic!("{}: {e:#}", socket.display()));
+    let socket_id = graph.register_package(package).unwrap();
+    let mut ids = Vec::new();
     for p in plugs {
-        cmd.arg("--plug").arg(p);
+        let stem = p.file_stem().unwrap().to_string_lossy();
+        let package = Package::from_bytes(&format!("plug:{stem}"), None, read(p), graph.types_mut())
+            .unwrap_or_else(|e| panic!("{}: {e:#}", p.display()));
+        ids.push(graph.register_package(package).unwrap());
     }
-    let output = cmd.arg("-o").arg(out).output().unwrap();
-    assert!(output.status.success(), "wac plug {}: {}", socket.display(), String::from_utf8_lossy(&output.stderr));
+    wac_graph::plug(&mut graph, ids, socket_id).unwrap_or_else(|e| panic!("plugging into {}: {e:#}", socket.display()));
+    let bytes = graph.encode(EncodeOptions::default()).unwrap_or_else(|e| panic!("encoding {}: {e:#}", out.display()));
+    std::fs::write(out, bytes).unwrap();
 }
 
 /// The connectors served over HTTP: the adapter with both connectors plugged in, then the host
