@@ -102,11 +102,15 @@ bench: wasm $(TRANSFORM_JS) $(CONNECT_JAR)
 	target/release/snow-bench connect
 	@for w in guest_source guest_sink; do target/release/snow-connect inspect target/guests/wasm32-wasip2/wasm-release/$$w.wasm --instantiations 1000; done
 
-## The fleet test at the issue's full size: three workers, 50 tables x 10,000 rows and a sink, a worker
-## SIGKILLed during the backfill, a fourth joining (tests/e2e/fleet.rs; `make test` runs it at 1,000 rows a table).
+## The long tests at their full sizes (`make test` runs them smaller): the fleet with three workers, 50 tables
+## x 10,000 rows and a sink, a worker SIGKILLed during the backfill, a fourth joining (1,000 rows a table in
+## `make test`); five hot-swaps over a 200,000-row backfill (50,000) and a 20,000-record sink (10,000); a sink
+## SIGKILLed four times over 20,000 records (10,000); the exactly-once tests marked ignored.
 soak: $(JCO_HOST)/node_modules/.package-lock.json
 	@bash tests/setup.sh --tests
 	SNOW_FLEET_ROWS=10000 $(CARGO) test -p snow-connect --test e2e fleet::three_workers -- --nocapture
+	SNOW_SWAP_ROWS=200000 SNOW_SWAP_RECORDS=20000 $(CARGO) test -p snow-connect --test e2e swap::a_ -- --nocapture
+	SNOW_KILL_RECORDS=20000 $(CARGO) test -p snow-connect --test e2e sink_lanes::killed_at_random_points -- --nocapture
 	$(CARGO) test -p snow-connect --test e2e exactly_once:: -- --ignored --nocapture
 
 ## The composed HTTP connector under `wasmtime serve`: builds wasmtime-cli 48 once into target/tools (a long

@@ -395,6 +395,12 @@ pub fn tail(text: &str, n: usize) -> String {
     lines[lines.len().saturating_sub(n)..].join("\n")
 }
 
+/// A long test's size: `default` under `make test`, what `var` says under `make soak` (the full
+/// size its issue named).
+pub fn sized(var: &str, default: u64) -> u64 {
+    std::env::var(var).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
 /// Waits until `check` returns `Some`, polling an external effect (another process's writes).
 pub fn wait_until<T>(what: &str, timeout: Duration, mut check: impl FnMut() -> Option<T>) -> T {
     let deadline = Instant::now() + timeout;
