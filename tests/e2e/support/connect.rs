@@ -121,6 +121,9 @@ impl ConnectWorker {
         let out = fs::OpenOptions::new().create(true).append(true).open(&self.log).unwrap();
         let child = Command::new("java")
             .arg("-Xmx512m")
+            // A test's worker lives a minute or two on a shared 2-core machine: C1 only and one GC
+            // thread spend far less CPU compiling and collecting than the server defaults.
+            .args(["-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xshare:auto"])
             .arg(format!("-Dlog4j2.configurationFile={}", self.log4j.display()))
             .arg("-cp")
             .arg(format!("{}/*", jars.display()))
