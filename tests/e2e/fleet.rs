@@ -262,10 +262,6 @@ fn lanes_spread(status: &Value, lanes: usize, workers: usize) -> bool {
     status["tasks"].as_array().is_some_and(|t| t.len() == lanes) && ids.len() == workers
 }
 
-fn fleet_rows() -> u64 {
-    std::env::var("SNOW_FLEET_ROWS").ok().and_then(|v| v.parse().ok()).unwrap_or(1_000)
-}
-
 /// The most rows of `stamps` (sorted) inside any `seconds`-long window: what one overlap re-read
 /// can repeat at most.
 fn densest_window(stamps: &mut [i64], seconds: i64) -> usize {
@@ -348,7 +344,8 @@ fn assert_units_never_overlap(units: BTreeMap<String, Vec<&fake_snow::journal::J
 
 #[test]
 fn three_workers_share_fifty_tables_and_a_sink_survive_a_kill_and_take_in_a_fourth() {
-    let rows = fleet_rows();
+    // 1,000 rows a table under `make test`; `make soak` runs the 10,000.
+    let rows = support::sized("SNOW_FLEET_ROWS", 1_000);
     // 25 requests a table, 150 ms each: the backfill lasts long enough to kill a worker in it.
     let batch = (rows as usize / 25).max(20);
     let now = now_secs();

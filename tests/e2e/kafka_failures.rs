@@ -39,7 +39,7 @@ fn now_ms() -> i64 {
 
 /// How long the broker stays down (`SNOW_TEST_OUTAGE_SECONDS` to measure other outages).
 fn outage() -> Duration {
-    Duration::from_secs(std::env::var("SNOW_TEST_OUTAGE_SECONDS").ok().and_then(|s| s.parse().ok()).unwrap_or(8))
+    Duration::from_secs(support::sized("SNOW_TEST_OUTAGE_SECONDS", 8))
 }
 
 #[test]

@@ -395,8 +395,8 @@ pub fn tail(text: &str, n: usize) -> String {
     lines[lines.len().saturating_sub(n)..].join("\n")
 }
 
-/// A long test's size: `default` under `make test`, what `var` says under `make soak` (the full
-/// size its issue named).
+/// A test's size or duration: `default` under `make test`, what `var` says otherwise (`make soak`
+/// sets the full sizes the docs quote).
 pub fn sized(var: &str, default: u64) -> u64 {
     std::env::var(var).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
 }

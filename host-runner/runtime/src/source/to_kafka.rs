@@ -238,7 +238,7 @@ impl ToKafka {
     async fn fence(&mut self, t: &Table) -> Result<Option<Arc<Transactions>>, OpenFailure> {
         let Some(eos) = self.exactly_once.as_mut() else { return Ok(None) };
         match eos.transactions().await {
-            Ok(t) => Ok(Some(t)),
+            Ok(transactions) => Ok(Some(transactions)),
             Err(Unavailable::Transient(why)) => Err(OpenFailure::Refused(ErrorClass::Transient, format!("exactly-once: {why}"))),
             Err(Unavailable::Refused(why)) if t.ctx.spec.exactly_once == crate::config::exactly_once::ExactlyOnce::Required => Err(
                 OpenFailure::Refused(ErrorClass::Fatal, format!("exactly.once.support=required, but Kafka refuses transactions: {why}")),
