@@ -104,8 +104,7 @@ impl Failure {
     }
 
     fn body(&self) -> Vec<u8> {
-        let errors: Vec<ConfigError> =
-            self.errors.iter().map(|e| ConfigError { message: snow_runtime::redact::clean(&e.message), ..e.clone() }).collect();
+        let errors = snow_runtime::config::redacted_errors(&self.errors);
         json!({"message": snow_runtime::redact::clean(&self.message), "errors": config::keyed(&errors)}).to_string().into_bytes()
     }
 }

@@ -63,6 +63,7 @@ struct ToConnect {
 
 impl Outlet for ToConnect {
     const HANDED: &'static str = "handed to Connect";
+    const POSITIONS: &'static str = "the last position handed to Connect";
 
     async fn positions(&mut self, _: &Table) -> Result<Vec<SourceOffset>, OpenFailure> {
         Ok(self.offsets.clone())

@@ -10,11 +10,14 @@ mod usage;
 use std::process::ExitCode;
 
 use anyhow::{Result, bail};
+use snow_runtime::config::shown;
 use snow_runtime::logging;
 
 use commands::migrate;
 use usage::USAGE;
 
+/// Runs the command; an error is printed redacted (each refused key's reason on its own,
+/// [`snow_runtime::config::shown`]) and ends the process with a failing code.
 fn main() -> ExitCode {
     logging::init();
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -23,7 +26,7 @@ fn main() -> ExitCode {
         return match migrate::run(&args[1..]) {
             Ok(code) => ExitCode::from(code),
             Err(e) => {
-                eprintln!("error: {e:#}");
+                eprintln!("error: {}", shown(&e));
                 ExitCode::from(migrate::INVALID)
             }
         };
@@ -31,7 +34,7 @@ fn main() -> ExitCode {
     match dispatch(&args) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            eprintln!("error: {}", shown(&e));
             ExitCode::FAILURE
         }
     }

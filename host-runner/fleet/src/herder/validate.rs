@@ -68,9 +68,7 @@ pub async fn check(runtime: &dyn Checks, name: &str, properties: &BTreeMap<Strin
 /// else (the component could not be read, checked, loaded or run) as one problem on `otherwise`.
 fn problems(error: &anyhow::Error, otherwise: &str) -> Vec<ConfigError> {
     match error.downcast_ref::<InvalidConfig>() {
-        Some(refused) => {
-            refused.errors.iter().map(|e| ConfigError { message: snow_runtime::redact::clean(&e.message), ..e.clone() }).collect()
-        }
+        Some(refused) => snow_runtime::config::redacted_errors(&refused.errors),
         None => vec![ConfigError::refused(otherwise, snow_runtime::redact::clean(&format!("{error:#}")))],
     }
 }

@@ -16,9 +16,9 @@ pub type Errors = BTreeMap<String, Vec<String>>;
 /// `snow.auth.password: must be given …` whole would mask the first word as if it were the value.
 pub fn by_key(errors: &[ConfigError]) -> Errors {
     let mut keyed = Errors::new();
-    for error in errors {
+    for error in snow_runtime::config::redacted_errors(errors) {
         let shown = keyed.entry(error.key.clone()).or_default();
-        let message = format!("{}: {}", error.key, snow_runtime::redact::clean(&error.message));
+        let message = format!("{}: {}", error.key, error.message);
         if !shown.contains(&message) {
             shown.push(message);
         }

@@ -36,6 +36,7 @@ use fence::SlotWriter;
 use slots::{Membership, SlotEvent, slot_of};
 use snow_runtime::component::Loaded;
 use snow_runtime::component::swap::Versions;
+use snow_runtime::config::shown;
 use snow_runtime::offsets::KafkaOffsetStore;
 use snow_runtime::runner::{Plan, Ready, Runner};
 use snow_runtime::shutdown::{Shutdown, linked};
@@ -395,12 +396,12 @@ impl WorkerLoop {
                     self.fleet.runner.record_plan(name, Some(Plan::of(&ready)));
                     live(ready)
                 }
-                Err(e) => Err(format!("{e:#}")),
+                Err(e) => Err(shown(&e)),
             },
-            Err(e) => Err(format!("{e:#}")),
+            Err(e) => Err(shown(&e)),
         };
         if let Err(e) = &live {
-            tracing::error!(connector = name, "the connector cannot run: {}", snow_runtime::redact::clean(e));
+            tracing::error!(connector = name, "the connector cannot run: {e}");
         }
         Managed {
             properties: record.properties.clone(),
@@ -491,11 +492,11 @@ impl WorkerLoop {
                 {
                     let why = match task.await {
                         Ok(Ok(())) => None,
-                        Ok(Err(e)) => Some(format!("{e:#}")),
-                        Err(e) => Some(format!("the sink's task failed: {e}")),
+                        Ok(Err(e)) => Some(shown(&e)),
+                        Err(e) => Some(snow_runtime::redact::clean(&format!("the sink's task failed: {e}"))),
                     };
                     if let Some(why) = &why {
-                        tracing::error!(connector = name, "the sink stopped: {}", snow_runtime::redact::clean(why));
+                        tracing::error!(connector = name, "the sink stopped: {why}");
                     }
                     managed.sink_failed = why;
                 }

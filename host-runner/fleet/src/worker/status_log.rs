@@ -119,14 +119,15 @@ impl StatusLog {
         self.topic.write(&unit_key(&status.connector, &status.unit), Some(&serde_json::to_vec(&record)?)).await
     }
 
-    /// Publishes a connector's own status.
+    /// Publishes a connector's own status; `trace` is text already made showable
+    /// ([`snow_runtime::config::shown`]), scrubbed by value once more here.
     pub async fn publish_connector(&self, connector: &str, state: &str, trace: Option<&str>) -> Result<()> {
         let since_ms = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0);
         let record = Published {
             state: state.to_string(),
             detail: None,
-            message: trace.map(snow_runtime::redact::clean),
-            trace: trace.map(snow_runtime::redact::clean),
+            message: trace.map(|t| snow_runtime::redact::scrub(t).into_owned()),
+            trace: trace.map(|t| snow_runtime::redact::scrub(t).into_owned()),
             worker_id: self.worker_id.clone(),
             since_ms,
         };

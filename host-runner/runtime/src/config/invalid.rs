@@ -33,6 +33,31 @@ impl InvalidConfig {
     pub fn lines(&self) -> Vec<String> {
         lines(&self.errors)
     }
+
+    /// The same refusal with each reason redacted ([`redacted`]).
+    pub fn redacted(&self) -> Self {
+        Self::new(self.connector.clone(), redacted(&self.errors))
+    }
+}
+
+/// `errors` with each reason redacted on its own (by value and by shape); keys are names, never
+/// secrets, and stay as they are.
+pub fn redacted(errors: &[ConfigError]) -> Vec<ConfigError> {
+    errors.iter().map(|e| ConfigError { message: crate::redact::clean(&e.message), ..e.clone() }).collect()
+}
+
+/// `error` with its context (as `{:#}` writes it) as text that may be shown anywhere — the CLI,
+/// a log line, a status topic: a refused configuration's reasons redacted one by one, every other
+/// part of the chain redacted whole.
+pub fn shown(error: &anyhow::Error) -> String {
+    let parts: Vec<String> = error
+        .chain()
+        .map(|link| match link.downcast_ref::<InvalidConfig>() {
+            Some(refused) => crate::redact::scrub(&refused.redacted().to_string()).into_owned(),
+            None => crate::redact::clean(&link.to_string()),
+        })
+        .collect();
+    parts.join(": ")
 }
 
 impl fmt::Display for InvalidConfig {
@@ -69,5 +94,24 @@ mod tests {
             ["snow.auth.username", "snow.auth.password", "kafka.typo"]
         );
         assert_eq!(found.errors[2].class, ValueClass::Unknown);
+    }
+
+    #[test]
+    fn shown_keeps_each_reason_whole_and_still_masks_a_secret_inside_one() {
+        let refused = InvalidConfig::new(
+            "c",
+            vec![
+                ConfigError::missing("snow.auth.password", "must be given when snow.auth.type is basic"),
+                ConfigError::refused("snow.url", "refused: password=hunter2 in the query"),
+            ],
+        );
+        let error = anyhow::Error::from(refused).context("loading connector c");
+        let text = shown(&error);
+        assert!(text.starts_with("loading connector c: connector c has an invalid configuration:"), "{text}");
+        assert!(text.contains("snow.auth.password: must be given when snow.auth.type is basic"), "{text}");
+        assert!(text.contains("password=***") && !text.contains("hunter2"), "{text}");
+        // The composed text redacted whole would have lost the reason's first word.
+        let whole = crate::redact::clean(&format!("{error:#}"));
+        assert!(!whole.contains("password: must"), "{whole}");
     }
 }

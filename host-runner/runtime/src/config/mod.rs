@@ -29,7 +29,7 @@ pub mod transform_components;
 
 pub use artefact::KEYS as TRUST_KEYS;
 pub use file::{load_files, load_files_with_entries, read_entries, string_entries};
-pub use invalid::{ConfigError, InvalidConfig, ValueClass, lines as error_lines};
+pub use invalid::{ConfigError, InvalidConfig, ValueClass, lines as error_lines, redacted as redacted_errors, shown};
 pub use properties::parse as parse_properties;
 pub use sink::{OnFailure, OnRefused, SinkSpec};
 pub use snow_core::auth::Secret;

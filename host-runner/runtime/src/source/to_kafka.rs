@@ -100,6 +100,7 @@ impl ToKafka {
 
 impl Outlet for ToKafka {
     const HANDED: &'static str = "produced";
+    const POSITIONS: &'static str = "the stored offset";
 
     async fn positions(&mut self, t: &Table) -> Result<Vec<SourceOffset>, OpenFailure> {
         self.transactions = self.fence(t).await?;

@@ -75,6 +75,9 @@ pub trait Outlet: Send {
     /// What became of a refused batch's records, for the message (`"produced"`).
     const HANDED: &'static str;
 
+    /// Where the positions a fresh instance opens at are kept, for the log (`"the stored offset"`).
+    const POSITIONS: &'static str;
+
     /// The positions a fresh instance opens at (whatever must be fenced or read back first).
     fn positions(&mut self, table: &Table) -> impl Future<Output = Result<Vec<SourceOffset>, OpenFailure>> + Send;
 
@@ -319,7 +322,7 @@ impl<O: Outlet> Unit<O> {
                         self.park(&why).await;
                         break Restart::Parked;
                     }
-                    tracing::info!(connector = %connector, unit = %table, "reopening at the stored offset");
+                    tracing::info!(connector = %connector, unit = %table, "reopening at {}", O::POSITIONS);
                     self.table.state(UnitState::Retrying, Some(&message));
                     self.table.ctx.metrics.counter_add(
                         "snow_source_traps_total",
