@@ -70,7 +70,7 @@ fn restarted_after_every_page_the_stream_is_complete_within_the_stated_duplicate
     let now = now_secs();
     let fake = fake(Some(now));
     let ids: BTreeSet<String> = fake.shared().seed("incident", 2500, now - 100, 30).into_iter().collect();
-    let stamps: Vec<String> = fake.rows("incident").iter().map(|r| r["sys_updated_on"].as_str().unwrap().to_string()).collect();
+    let stamps: Vec<String> = fake.fields("incident", ["sys_updated_on"]).into_iter().map(|[s]| s).collect();
     // Slow reads so that each kill lands after about one page.
     fake.add_fault(Fault::always(FaultAction::Latency { ms: 200 }).on_method("GET").on_path("/api/now/table/incident"));
     let (name, topic) = (unique("restarts"), unique("restarts"));
@@ -155,7 +155,7 @@ fn killed_at_random_points_of_a_backfill_while_rows_change_every_final_version_a
     let bootstrap = kafka_harness::shared().bootstrap();
     assert!(stored(&dir, &name).is_some(), "an offset was stored before the final run");
     let held = read_until(bootstrap, &topic, Duration::from_secs(30), |_| true);
-    let rows_now = fake.rows("incident").len();
+    let rows_now = fake.row_count("incident");
     assert!(
         !held.is_empty() && keys(&held).len() < rows_now,
         "Kafka held some but not all rows before the final run: {} of {rows_now}",

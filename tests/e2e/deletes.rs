@@ -58,10 +58,7 @@ fn compacted(records: &[Read]) -> BTreeMap<String, String> {
 
 /// The fake's table as `(sys_id → sys_mod_count)`.
 fn table(fake: &FakeSnow) -> BTreeMap<String, String> {
-    fake.rows("incident")
-        .iter()
-        .map(|r| (r["sys_id"].as_str().unwrap().to_string(), r["sys_mod_count"].as_str().unwrap().to_string()))
-        .collect()
+    fake.fields("incident", ["sys_id", "sys_mod_count"]).into_iter().map(|[id, count]| (id, count)).collect()
 }
 
 /// Inserts, updates and deletes rows while `writing`.

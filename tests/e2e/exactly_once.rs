@@ -381,10 +381,9 @@ fn a_fleet_of_three_killed_ten_times_with_a_transaction_open_has_every_version_t
     writing.store(false, Ordering::SeqCst);
     writer.join().unwrap();
     let finals = support::final_versions(&fake, &["incident"]);
-    let has_all = |records: &[Read]| finals.is_subset(&records.iter().map(Read::version).collect());
-    let records = read_until(bootstrap, &topic, Duration::from_secs(600), has_all);
+    let records = read_until(bootstrap, &topic, Duration::from_secs(600), support::has_every(&finals));
     let logs: Vec<String> = workers.iter_mut().map(|w| w.take().unwrap().stop()).collect();
-    assert!(has_all(&records), "every final row version is in Kafka; last log:\n{}", tail(&logs[0], 20));
+    assert!(support::has_every(&finals)(&records), "every final row version is in Kafka; last log:\n{}", tail(&logs[0], 20));
     assert!(finals.len() > 100_000 && finals.iter().any(|(_, m)| m != "0"), "rows were inserted and updated during the runs");
     assert_eq!(duplicates(&records), Vec::<(String, String)>::new(), "no version twice");
     // One worker alone opens the table at the fleet's last committed position.

@@ -467,9 +467,8 @@ fn three_workers_share_fifty_tables_and_a_sink_survive_a_kill_and_take_in_a_four
 
     let table_names: Vec<&str> = tables.iter().map(String::as_str).collect();
     let finals = support::final_versions(&fake, &table_names);
-    let has_all = |records: &[support::kafka::Read]| finals.is_subset(&records.iter().map(support::kafka::Read::version).collect());
-    let records = read_until(bootstrap, &topic, Duration::from_secs(600), has_all);
-    assert!(has_all(&records), "every final row version arrived");
+    let records = read_until(bootstrap, &topic, Duration::from_secs(600), support::has_every(&finals));
+    assert!(support::has_every(&finals)(&records), "every final row version arrived");
     support::kafka::wait_committed(&format!("connect-{sink}"), &sink_topic, 4, updates.len() as i64, Duration::from_secs(180));
     support::assert_last_updates(&fake, "u_sink_target", &updates);
 
@@ -477,9 +476,9 @@ fn three_workers_share_fifty_tables_and_a_sink_survive_a_kill_and_take_in_a_four
     let moves = assert_no_overlap(&fake, &tables);
     for table in &tables {
         let mut stamps: Vec<i64> = fake
-            .rows(table)
+            .fields(table, ["sys_updated_on"])
             .iter()
-            .filter_map(|r| snow_core::time::Timestamp::parse(r["sys_updated_on"].as_str()?).ok().map(|t| t.as_millis() / 1000))
+            .filter_map(|[at]| snow_core::time::Timestamp::parse(at).ok().map(|t| t.as_millis() / 1000))
             .collect();
         let window = densest_window(&mut stamps, 30);
         let bound = moves[table] * (window + snow_runtime::source::pipeline::MAX_UNACKNOWLEDGED * batch);

@@ -104,11 +104,8 @@ fn a_broker_stopped_mid_backfill_loses_nothing_and_the_stored_offset_never_passe
     let before: Vec<&Read> = records.iter().filter(|r| r.timestamp_ms.unwrap() < down_at).collect();
     assert!(!before.is_empty() && before.len() < ids.len(), "Kafka held some but not all rows before the outage: {}", before.len());
     // Every row at or before the offset stored during the outage had been appended before it.
-    let stamps: BTreeMap<String, String> = fake
-        .rows("incident")
-        .iter()
-        .map(|r| (r["sys_id"].as_str().unwrap().to_string(), r["sys_updated_on"].as_str().unwrap().to_string()))
-        .collect();
+    let stamps: BTreeMap<String, String> =
+        fake.fields("incident", ["sys_id", "sys_updated_on"]).into_iter().map(|[id, at]| (id, at)).collect();
     let acknowledged: BTreeSet<&str> = before.iter().map(|r| r.key.as_str()).collect();
     let covered: Vec<&String> =
         stamps.iter().filter(|(id, ts)| (ts.as_str(), id.as_str()) <= (during.0.as_str(), during.1.as_str())).map(|(id, _)| id).collect();

@@ -115,7 +115,7 @@ fn killed_mid_table_the_host_resumes_from_the_stored_offset_without_losing_a_row
     let keys: BTreeSet<&str> = records.iter().map(|r| r.key.as_str()).collect();
     assert_eq!(keys, ids.iter().map(String::as_str).collect::<BTreeSet<_>>(), "no row is lost across the kill");
     // The stated bound, with the default overlap (30 s) and batch.size=100.
-    let stamps: Vec<String> = fake.rows("incident").iter().filter_map(|r| r["sys_updated_on"].as_str().map(str::to_string)).collect();
+    let stamps: Vec<String> = fake.fields("incident", ["sys_updated_on"]).into_iter().map(|[s]| s).collect();
     let bound = support::restart_duplicate_bound(&stamps, stored["ts"].as_str().unwrap(), 30, 100);
     let duplicates = records.len() - keys.len();
     assert!(duplicates <= bound, "{duplicates} duplicates, stated bound {bound} (overlap rows + 4 polls of 100)");
@@ -164,7 +164,7 @@ fn offsets_in_a_kafka_topic_survive_a_kill_and_can_be_reset() {
     second.stop();
     let keys: BTreeSet<&str> = records.iter().map(|r| r.key.as_str()).collect();
     assert_eq!(keys, ids.iter().map(String::as_str).collect::<BTreeSet<_>>(), "no row is lost across the kill");
-    let stamps: Vec<String> = fake.rows("incident").iter().filter_map(|r| r["sys_updated_on"].as_str().map(str::to_string)).collect();
+    let stamps: Vec<String> = fake.fields("incident", ["sys_updated_on"]).into_iter().map(|[s]| s).collect();
     let bound = support::restart_duplicate_bound(&stamps, stored["ts"].as_str().unwrap(), 30, 100);
     assert!(records.len() - keys.len() <= bound, "{} duplicates, stated bound {bound}", records.len() - keys.len());
 

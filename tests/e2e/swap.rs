@@ -83,7 +83,7 @@ fn a_backfill_swapped_to_a_new_build_five_times_loses_no_row() {
     // re-read (30 s of rows) plus unacknowledged polls per swap.
     let opens: Vec<&str> = log.lines().filter_map(|l| l.split("opened at cursor ").nth(1)).collect();
     assert_eq!(opens.len(), 1 + SWAPS as usize, "one open per version:\n{}", tail(&log, 40));
-    let stamps: Vec<String> = fake.rows("incident").iter().filter_map(|r| r["sys_updated_on"].as_str().map(str::to_string)).collect();
+    let stamps: Vec<String> = fake.fields("incident", ["sys_updated_on"]).into_iter().map(|[s]| s).collect();
     let bound: usize = opens[1..].iter().map(|cursor| support::restart_duplicate_bound(&stamps, &cursor[..19], 30, 1000)).sum();
     let duplicates = records.len() - keys.len();
     eprintln!("{SWAPS} swaps over {rows} rows: {duplicates} duplicates (bound {bound})");

@@ -118,6 +118,10 @@ pub async fn produce_records(bootstrap: &str, topic: &str, records: &[Produced])
 
 /// Reads `topic` from the beginning until `done(records so far)` holds, then reads on until the
 /// topic's current end so no record already written is missed. Fails after `timeout`.
+///
+/// `done` is asked whenever the reader has caught up, but not more than a fifth of the time: a
+/// check that walks 100,000 records (in a debug build) is asked again only after four times as
+/// long as it took, so the test's thread does not take the CPU the processes under test need.
 pub fn read_until(bootstrap: &str, topic: &str, timeout: Duration, mut done: impl FnMut(&[Read]) -> bool) -> Vec<Read> {
     let consumer: BaseConsumer = ClientConfig::new()
         .set("bootstrap.servers", bootstrap)
@@ -151,6 +155,7 @@ pub fn read_until(bootstrap: &str, topic: &str, timeout: Duration, mut done: imp
     }
     let mut records = Vec::new();
     let mut ends: Option<Vec<(i32, i64)>> = None;
+    let mut next_check = Instant::now();
     loop {
         if let Some(m) = consumer.poll(Duration::from_millis(200)) {
             let m = m.unwrap();
@@ -170,7 +175,12 @@ pub fn read_until(bootstrap: &str, topic: &str, timeout: Duration, mut done: imp
             });
             continue;
         }
-        if ends.is_none() && done(&records) {
+        if ends.is_none() && Instant::now() >= next_check && {
+            let asked = Instant::now();
+            let held = done(&records);
+            next_check = Instant::now() + asked.elapsed() * 4;
+            held
+        } {
             // The end as it is now: what was written before `done` held is read too, what is
             // written after is not waited for (a topic written all the time has no end).
             ends = Some(partitions.iter().map(|p| (*p, consumer.fetch_watermarks(topic, *p, Duration::from_secs(5)).unwrap().1)).collect());

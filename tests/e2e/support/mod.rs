@@ -415,12 +415,7 @@ pub fn wait_until<T>(what: &str, timeout: Duration, mut check: impl FnMut() -> O
 
 /// Every final row version `(sys_id, sys_mod_count)` the fake's `tables` hold now.
 pub fn final_versions(fake: &fake_snow::FakeSnow, tables: &[&str]) -> BTreeSet<(String, String)> {
-    tables
-        .iter()
-        .flat_map(|t| {
-            fake.rows(t).into_iter().map(|r| (r["sys_id"].as_str().unwrap().to_string(), r["sys_mod_count"].as_str().unwrap().to_string()))
-        })
-        .collect()
+    tables.iter().flat_map(|t| fake.fields(t, ["sys_id", "sys_mod_count"]).into_iter().map(|[id, count]| (id, count))).collect()
 }
 
 /// Lets a writer thread (switched by `writing`, counting its `rounds`) write `more` rounds more,
@@ -439,6 +434,19 @@ pub fn stop_writer_after(
     writer.join().unwrap();
 }
 
+/// A check for [`kafka::read_until`] that holds once every version in `wanted` was read: the
+/// versions not read yet are taken off as records arrive, each record looked at once.
+pub fn has_every(wanted: &BTreeSet<(String, String)>) -> impl FnMut(&[kafka::Read]) -> bool + use<> {
+    let (mut missing, mut looked_at) = (wanted.clone(), 0);
+    move |records| {
+        for record in &records[looked_at..] {
+            missing.remove(&record.version());
+        }
+        looked_at = records.len();
+        missing.is_empty()
+    }
+}
+
 /// Reads `topic` until it holds every final version of `table` on `fake` (within `timeout`),
 /// stops `runner` and asserts every one arrived: the final versions, the records and the log.
 pub fn read_every_final_version(
@@ -449,10 +457,9 @@ pub fn read_every_final_version(
     runner: Runner,
 ) -> (BTreeSet<(String, String)>, Vec<kafka::Read>, String) {
     let finals = final_versions(fake, &[table]);
-    let has_all = |records: &[kafka::Read]| finals.is_subset(&records.iter().map(kafka::Read::version).collect());
-    let records = kafka::read_until(kafka_harness::shared().bootstrap(), topic, timeout, has_all);
+    let records = kafka::read_until(kafka_harness::shared().bootstrap(), topic, timeout, has_every(&finals));
     let log = runner.stop();
-    assert!(has_all(&records), "every final row version is in Kafka; log:\n{}", tail(&log, 20));
+    assert!(has_every(&finals)(&records), "every final row version is in Kafka; log:\n{}", tail(&log, 20));
     (finals, records, log)
 }
 

@@ -362,6 +362,19 @@ impl FakeSnow {
         self.shared.store().table(table).map(|t| t.rows_in_order().cloned().collect()).unwrap_or_default()
     }
 
+    /// The text of fields `names` of every row of `table`, in insertion order (a field that is
+    /// absent or not text: empty): what a check needs of a large table without copying its rows.
+    pub fn fields<const N: usize>(&self, table: &str, names: [&str; N]) -> Vec<[String; N]> {
+        let store = self.shared.store();
+        let Some(t) = store.table(table) else { return Vec::new() };
+        t.rows_in_order().map(|row| names.map(|name| row.get(name).and_then(Value::as_str).unwrap_or_default().to_string())).collect()
+    }
+
+    /// How many rows `table` holds.
+    pub fn row_count(&self, table: &str) -> usize {
+        self.shared.store().table(table).map_or(0, |t| t.len())
+    }
+
     /// Adds a fault rule.
     pub fn add_fault(&self, fault: Fault) {
         self.shared.faults.lock().unwrap_or_else(|e| e.into_inner()).add(fault);
