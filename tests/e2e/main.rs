@@ -18,6 +18,7 @@ mod cli;
 mod connect;
 mod cursor;
 mod deletes;
+mod enterprise;
 mod exactly_once;
 mod fleet;
 mod gate;

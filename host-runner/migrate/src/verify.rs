@@ -49,7 +49,7 @@ impl Transport for NativeTransport {
             if let Some(a) = authorization {
                 request.headers.push(("authorization".into(), a.value.to_str().unwrap_or_default().to_string()));
             }
-            snow_runtime::transport::plain::send(&request, None).await
+            snow_runtime::transport::plain::send(&request, &snow_runtime::transport::Route::default()).await
         })
     }
 }

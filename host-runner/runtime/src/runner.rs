@@ -431,6 +431,7 @@ impl Runner {
             credentials,
             worker: self.worker_id.get().cloned(),
             priorities: spec.priorities.clone(),
+            route: spec.instance_route.clone(),
         };
         let limiter = self.limiters.limiter(&spec.instance_authority, spec.max_in_flight);
         let budget = self.budgets.budget(&spec.instance_authority, spec.requests_per_hour, spec.requests_per_minute);

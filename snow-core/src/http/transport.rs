@@ -88,6 +88,14 @@ impl Response {
     }
 }
 
+/// How a host tells a guest that a failed request never reached its destination: an
+/// `internal-error` whose message starts with this (a proxy refusing its credentials, a TLS
+/// handshake the server refused). `wasi:http` has no error code that both says "not sent" and
+/// carries a message; the guest takes such an error as [`TransportErrorKind::Connect`] (safe to
+/// send again, even a write) and shows the rest of the message. A host that does not know says
+/// nothing, and the error counts as possibly sent.
+pub const NOT_SENT: &str = "not sent: ";
+
 /// Why a request got no usable answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TransportErrorKind {

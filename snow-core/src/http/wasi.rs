@@ -259,7 +259,10 @@ fn from_error_code(code: &ErrorCode, maybe_sent: bool, what: &str, target: &Targ
         ErrorCode::TlsProtocolError | ErrorCode::TlsCertificateError | ErrorCode::TlsAlertReceived(_) => {
             (Connect, format!("TLS with {} failed ({code:?})", target.authority))
         }
-        ErrorCode::InternalError(Some(message)) => (if maybe_sent { AfterSend } else { Connect }, message.clone()),
+        ErrorCode::InternalError(Some(message)) => match message.strip_prefix(super::transport::NOT_SENT) {
+            Some(message) => (Connect, message.to_string()),
+            None => (if maybe_sent { AfterSend } else { Connect }, message.clone()),
+        },
         other => (if maybe_sent { AfterSend } else { Connect }, format!("{other:?}")),
     };
     TransportError::new(kind, format!("{what}: {text}"))

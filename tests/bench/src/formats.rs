@@ -141,7 +141,7 @@ pub fn run() -> Result<()> {
         let mut errors = Vec::new();
         let spec = ConvertSpec::from_entries(&entries, &mut errors);
         anyhow::ensure!(errors.is_empty(), "{format}: {errors:?}");
-        let converters = Converters::new(spec);
+        let converters = Converters::new(spec, None);
         let mut source = SourceConverters::new(converters.clone());
         let topic = format!("bench-formats-{}-{i}", std::process::id());
         if source.active() {

@@ -4,6 +4,7 @@
 pub mod connect;
 pub mod cosign;
 pub mod fleet;
+pub mod forward_proxy;
 pub mod idp;
 pub mod kafka;
 pub mod old_poller;

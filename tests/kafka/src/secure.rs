@@ -118,7 +118,8 @@ pub(crate) fn prepare(dir: &Path, request: &Request) -> io::Result<Prepared> {
     Ok(Prepared { sasl_port, extra, format_args })
 }
 
-/// A CA (`ca.pem`), the broker's key and certificate (for 127.0.0.1 and localhost) signed by it
+/// A CA (`ca.pem`), the broker's key and certificate (for 127.0.0.1, localhost and
+/// `instance.snow.test`, a name only the tests' forward proxy resolves) signed by it
 /// (`broker.pem`, `broker.pkcs8.key`, both with the chain in `broker-keystore.pem`), and a client's
 /// (`client.pem`, `client.pkcs8.key`, both in `client-keystore.pem`), all in `dir`. Other servers
 /// of the tests (a TLS registry) use them too.
@@ -174,7 +175,7 @@ pub fn make_certificates(dir: &Path) -> io::Result<()> {
         ])?;
         openssl(&["pkcs8", "-topk8", "-nocrypt", "-in", &key, "-out", &format!("{name}.pkcs8.key")])
     };
-    signed("broker", "/CN=127.0.0.1", "subjectAltName=IP:127.0.0.1,DNS:localhost")?;
+    signed("broker", "/CN=127.0.0.1", "subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:instance.snow.test")?;
     // The broker's PEM key store: its key (PKCS#8) then its certificate chain.
     let keystore = format!(
         "{}{}{}",

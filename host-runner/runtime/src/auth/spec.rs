@@ -36,4 +36,7 @@ pub struct OAuthSpec {
     pub grant: Grant,
     /// `snow.auth.token.refresh.margin.seconds`.
     pub refresh_margin: Duration,
+    /// How the token endpoint is reached (the connector's proxy; the instance's TLS settings when
+    /// the endpoint is on the instance's host).
+    pub route: crate::transport::Route,
 }

@@ -1,6 +1,6 @@
 //! OAuth tokens for the whole process: one [`TokenProvider`] per credential — token endpoint,
-//! client id, user, and a SHA-256 digest of the client secret and password (never the secrets
-//! themselves) — shared by every task and connector that uses that same credential. Two
+//! client id, user, a SHA-256 digest of the client secret and password (never the secrets
+//! themselves), and the route to the endpoint (proxy, TLS settings) — shared by every task and connector that uses that same credential. Two
 //! connectors with the same client and user but different secrets get providers of their own, so
 //! a wrong secret is refused for the connector that has it and never borrows the other's token.
 //!
@@ -39,6 +39,7 @@ pub struct TokenProvider {
     origin: Instant,
     metrics: Metrics,
     endpoint: String,
+    route: crate::transport::Route,
 }
 
 impl TokenProvider {
@@ -65,7 +66,7 @@ impl TokenProvider {
                 1,
                 &labels(&[("endpoint", &self.endpoint), ("grant", grant_label)]),
             );
-            let error = match plain_http::send(&request, None).await {
+            let error = match plain_http::send(&request, &self.route).await {
                 Ok(response) => match cache.accept(grant, &response, self.now()) {
                     Ok(token) => {
                         crate::redact::register(token.value.expose());
@@ -119,6 +120,8 @@ struct CredentialKey {
     client_id: String,
     user: String,
     secrets_sha256: [u8; 32],
+    /// The route's ids (proxy, TLS profile): another way to the endpoint is another provider.
+    route: (u64, u64),
 }
 
 impl CredentialKey {
@@ -138,7 +141,13 @@ impl CredentialKey {
             }
             Grant::ClientCredentials => String::new(),
         };
-        Self { token_url: spec.token_url.clone(), client_id: spec.client_id.clone(), user, secrets_sha256: digest.finalize().into() }
+        Self {
+            token_url: spec.token_url.clone(),
+            client_id: spec.client_id.clone(),
+            user,
+            secrets_sha256: digest.finalize().into(),
+            route: spec.route.id(),
+        }
     }
 }
 
@@ -175,6 +184,7 @@ impl TokenRegistry {
                     origin: Instant::now(),
                     metrics: self.metrics.clone(),
                     endpoint: spec.token_url.split('?').next().unwrap_or_default().to_string(),
+                    route: spec.route.clone(),
                 })
             })
             .clone()
@@ -193,6 +203,7 @@ mod tests {
             client_secret: Secret::new(secret),
             grant: Grant::Password { username: "u".into(), password: Secret::new(password) },
             refresh_margin: Duration::from_secs(60),
+            route: Default::default(),
         }
     }
 
@@ -203,6 +214,9 @@ mod tests {
         assert!(Arc::ptr_eq(&a, &registry.provider(&spec("right", "pw"))), "the same credential shares one provider");
         assert!(!Arc::ptr_eq(&a, &registry.provider(&spec("wrong", "pw"))), "another client secret is another credential");
         assert!(!Arc::ptr_eq(&a, &registry.provider(&spec("right", "pw2"))), "another password is another credential");
+        let proxy = crate::transport::proxy::Proxy::new("proxy.corp:3128", None, "").unwrap();
+        let proxied = OAuthSpec { route: crate::transport::Route { proxy: Some(Arc::new(proxy)), ..Default::default() }, ..spec("right", "pw") };
+        assert!(!Arc::ptr_eq(&a, &registry.provider(&proxied)), "another way to the endpoint is another provider");
         assert_ne!(CredentialKey::of(&spec("ab", "c")), CredentialKey::of(&spec("a", "bc")), "no secret boundary can be forged");
         assert!(!format!("{:?}", CredentialKey::of(&spec("right", "pw"))).contains("right"));
     }

@@ -65,7 +65,14 @@ pub fn read(entries: &BTreeMap<String, String>, url: &str, errors: &mut Vec<Conf
             }
             let margin =
                 super::whole_number(entries, "snow.auth.token.refresh.margin.seconds", default_refresh_margin_seconds(), 0, 86_400, errors);
-            AuthSpec::OAuth(OAuthSpec { token_url, client_id, client_secret, grant, refresh_margin: Duration::from_secs(margin) })
+            AuthSpec::OAuth(OAuthSpec {
+                token_url,
+                client_id,
+                client_secret,
+                grant,
+                refresh_margin: Duration::from_secs(margin),
+                route: Default::default(),
+            })
         }
         other => {
             errors.push(ConfigError::new(

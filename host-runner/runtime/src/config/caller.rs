@@ -10,7 +10,8 @@
 //!   operator's own value is refused;
 //! - `snow.push.listen` and `snow.push.tls.*` are the operator's: a fleet takes notifications on
 //!   the worker's own REST listener;
-//! - a schema registry's TLS stores by file (`*.converter.schema.registry.ssl.truststore.location`,
+//! - TLS stores by file (a schema registry's `*.converter.schema.registry.ssl.truststore.location`
+//!   and `.keystore.location`, the instance's `snow.instance.ssl.truststore.location` and
 //!   `.keystore.location`) are the operator's too (inline certificates are the caller's own);
 //! - `component.path` must name a file under the directories (or be one of the files) the
 //!   operator allows; whether any other file exists is never told;
@@ -77,14 +78,14 @@ fn operator_only(key: &str) -> Option<&'static str> {
     if super::artefact::KEYS.contains(&key) {
         return Some("the signing policy is the worker's (worker.properties); a connector configuration may not set it");
     }
-    let registry_file = ["key.converter.", "value.converter."]
+    let tls_file = ["key.converter.schema.registry.ssl.", "value.converter.schema.registry.ssl.", "snow.instance.ssl."]
         .iter()
         .filter_map(|p| key.strip_prefix(p))
-        .any(|rest| rest.strip_prefix("schema.registry.ssl.").is_some_and(|k| crate::convert::registry_tls::FILE_KEYS.contains(&k)));
-    if registry_file {
+        .any(|k| crate::transport::tls::FILE_KEYS.contains(&k));
+    if tls_file {
         return Some(
-            "names a file of the worker: a registry's TLS stores are the operator's (the worker's converters in \
-             worker.properties); a connector configuration may give certificates inline (schema.registry.ssl.truststore.certificates, \
+            "names a file of the worker: TLS stores by file are the operator's (the worker's converters in worker.properties, \
+             the worker's connector defaults); a connector configuration may give certificates inline (.truststore.certificates, \
              .keystore.certificate.chain with .keystore.key)",
         );
     }

@@ -1,6 +1,7 @@
 //! The instance a connector reaches and how hard it may be used: `snow.instance.url` (the only
-//! host the gate lets the guest reach), the in-flight cap, the request budget (ADR 0034) and the
-//! tables' priorities in it. The URL itself is also the guest's (it builds requests on it).
+//! host the gate lets the guest reach), the TLS settings for it (`snow.instance.ssl.*`: a private
+//! CA, a client certificate), the in-flight cap, the request budget (ADR 0034) and the tables'
+//! priorities in it. The URL itself is also the guest's (it builds requests on it).
 
 use std::collections::BTreeMap;
 
@@ -8,6 +9,14 @@ use snow_core::config::instance::{INSTANCE_URL_KEY, parse_base_url};
 use snow_core::error::ConfigError;
 
 use crate::outbound::DEFAULT_PRIORITY;
+
+/// The prefix of the instance's TLS settings (the keys after it: [`crate::transport::tls::KEYS`]).
+pub const TLS_PREFIX: &str = "snow.instance.ssl";
+
+/// Whether `key` is one of the instance's TLS settings.
+pub fn is_tls_key(key: &str) -> bool {
+    key.strip_prefix(TLS_PREFIX).and_then(|k| k.strip_prefix('.')).is_some_and(|k| crate::transport::tls::KEYS.contains(&k))
+}
 
 /// The request budget's keys (ADR 0034).
 pub(super) const BUDGET_KEYS: [&str; 2] = ["snow.instance.requests.per.hour", "snow.instance.requests.per.minute"];
@@ -38,6 +47,8 @@ pub struct Instance {
     pub requests_per_minute: Option<u64>,
     /// `snow.table.<t>.priority`, by table.
     pub priorities: BTreeMap<String, u32>,
+    /// `snow.instance.ssl.*`, when set.
+    pub tls: Option<crate::transport::tls::TlsProfile>,
 }
 
 /// Reads the section.
@@ -62,5 +73,17 @@ pub fn read(entries: &BTreeMap<String, String>, errors: &mut Vec<ConfigError>) -
         }
         Err(_) => Default::default(),
     };
-    Instance { url, scheme, authority, max_in_flight, requests_per_hour, requests_per_minute, priorities }
+    let ssl: BTreeMap<&str, &str> = entries
+        .iter()
+        .filter_map(|(k, v)| Some((k.strip_prefix(TLS_PREFIX)?.strip_prefix('.')?, v.as_str())))
+        .filter(|(k, _)| crate::transport::tls::KEYS.contains(k))
+        .collect();
+    let tls = crate::transport::tls::read(&ssl, TLS_PREFIX, errors);
+    if tls.is_some() && scheme == "http" {
+        errors.push(ConfigError::new(
+            format!("{TLS_PREFIX}.*"),
+            format!("TLS settings are set but {INSTANCE_URL_KEY} is http://: use https:// or leave them out"),
+        ));
+    }
+    Instance { url, scheme, authority, max_in_flight, requests_per_hour, requests_per_minute, priorities, tls }
 }

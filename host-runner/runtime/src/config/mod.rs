@@ -3,7 +3,8 @@
 //!
 //! The host owns `name`, `tasks.max`, `component.*`, `kafka.*`, `topics`, `offset.storage.*`, a
 //! sink's `topics.regex`, `errors.*`, `reporter.*`, `behavior.on.api.errors` and
-//! `snow.sink.max.in.flight` ([`sink`]), and the credentials under `snow.auth.*`; every other `snow.*` key is handed to the guest, which
+//! `snow.sink.max.in.flight` ([`sink`]), the credentials under `snow.auth.*`, the proxy
+//! (`snow.proxy.*`) and the instance's TLS settings (`snow.instance.ssl.*`); every other `snow.*` key is handed to the guest, which
 //! validates it. Credentials never reach the guest. Values may be `${env:NAME}` or
 //! `${file:PATH:KEY}` references, resolved by the host first ([`providers`]). A configuration
 //! written by a caller rather than the operator passes [`caller`] first.
@@ -21,6 +22,7 @@ mod kafka;
 mod offsets;
 mod properties;
 pub mod providers;
+mod proxy;
 pub mod push;
 mod sink;
 mod spec;
@@ -58,7 +60,8 @@ pub fn is_provider_reference(value: &str) -> bool {
 
 /// Whether connector key `key` holds a secret: never shown, and a provider reference in a fleet.
 pub fn is_secret_key(key: &str) -> bool {
-    matches!(key, "snow.auth.password" | "snow.auth.client.secret" | "snow.push.secret")
+    matches!(key, "snow.auth.password" | "snow.auth.client.secret" | "snow.push.secret" | proxy::SECRET_KEY)
+        || spec::is_instance_tls_secret(key)
         || key.strip_prefix("kafka.").is_some_and(crate::kafka::security::is_secret_key)
 }
 

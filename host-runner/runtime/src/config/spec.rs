@@ -65,8 +65,13 @@ pub struct ConnectorSpec {
     /// `snow.table.<t>.priority` (1–100, default [`crate::outbound::DEFAULT_PRIORITY`]): a table's weight when the
     /// budget is short.
     pub priorities: BTreeMap<String, u32>,
+    /// How the instance is reached: the proxy (`snow.proxy.*`) and TLS (`snow.instance.ssl.*`).
+    pub instance_route: crate::transport::Route,
     /// Credentials (`snow.auth.*`).
     pub auth: AuthSpec,
+    /// The secrets only the transport reads, for redaction: the proxy's password (and its Basic
+    /// value), the instance's store passwords and inline key.
+    pub transport_secrets: Vec<snow_core::auth::Secret>,
     /// Everything the guest sees: `snow.*` keys except the credentials, and the memory it gets
     /// (`component.memory.max.bytes`).
     pub guest_config: BTreeMap<String, String>,
@@ -104,9 +109,35 @@ const HOST_ONLY_SNOW_KEYS: [&str; 13] = [
     "snow.sink.max.in.flight",
 ];
 
+/// The values of `entries` only the transport reads that are secrets.
+fn transport_secrets(entries: &BTreeMap<String, String>) -> Vec<snow_core::auth::Secret> {
+    let mut secrets = Vec::new();
+    for (key, value) in entries.iter().filter(|(_, v)| !v.is_empty()) {
+        if key == super::proxy::SECRET_KEY {
+            if let Some(user) = entries.get("snow.proxy.username") {
+                let basic = snow_core::auth::basic::authorization(user.trim(), value);
+                secrets.push(snow_core::auth::Secret::new(basic.trim_start_matches("Basic ").to_string()));
+            }
+            secrets.push(snow_core::auth::Secret::new(value.clone()));
+        } else if is_instance_tls_secret(key) {
+            secrets.push(snow_core::auth::Secret::new(value.clone()));
+        }
+    }
+    secrets
+}
+
+/// True for the instance's TLS settings that hold a secret (store passwords, an inline key).
+pub fn is_instance_tls_secret(key: &str) -> bool {
+    key.strip_prefix(super::instance::TLS_PREFIX)
+        .and_then(|k| k.strip_prefix('.'))
+        .is_some_and(|k| crate::transport::tls::SECRET_KEYS.contains(&k))
+}
+
 /// True for a `snow.*` key the host reads and never gives the guest.
 pub fn is_host_only_snow_key(key: &str) -> bool {
     HOST_ONLY_SNOW_KEYS.contains(&key)
+        || super::proxy::KEYS.contains(&key)
+        || super::instance::is_tls_key(key)
         || super::push::KEYS.contains(&key)
         || super::instance::BUDGET_KEYS.contains(&key)
         || super::instance::priority_table(key).is_some()
@@ -122,7 +153,24 @@ impl ConnectorSpec {
         let kafka = super::kafka::read(&entries, &mut errors);
         let instance = super::instance::read(&entries, &mut errors);
         let tasks_max = super::whole_number(&entries, "tasks.max", 1, 1, 1024, &mut errors) as u32;
-        let auth = super::auth::read(&entries, &instance.url, &mut errors);
+        let mut auth = super::auth::read(&entries, &instance.url, &mut errors);
+        let proxy = super::proxy::read(&entries, &mut errors);
+        let instance_route = crate::transport::Route {
+            proxy: proxy.clone(),
+            tls: instance.tls.clone(),
+            tls_keys: Some(std::sync::Arc::from(super::instance::TLS_PREFIX)),
+        };
+        if let AuthSpec::OAuth(oauth) = &mut auth {
+            // The token endpoint goes through the proxy too; the instance's TLS settings are its
+            // own only when it is on the instance's host (ServiceNow's /oauth_token.do).
+            let on_instance = snow_core::config::instance::parse_base_url(&oauth.token_url)
+                .is_ok_and(|(scheme, authority)| scheme == instance.scheme && authority == instance.authority);
+            oauth.route = if on_instance {
+                instance_route.clone()
+            } else {
+                crate::transport::Route { proxy: proxy.clone(), ..Default::default() }
+            };
+        }
         let topics: Vec<String> =
             get("topics").map(|t| t.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect()).unwrap_or_default();
         let sink = SinkSpec::from_entries(&entries, &name, &mut errors);
@@ -221,9 +269,11 @@ impl ConnectorSpec {
             requests_per_hour: instance.requests_per_hour,
             requests_per_minute: instance.requests_per_minute,
             priorities: instance.priorities,
+            instance_route,
             auth,
+            transport_secrets: transport_secrets(&entries),
             guest_config,
-            convert: crate::convert::Converters::new(convert),
+            convert: crate::convert::Converters::new(convert, proxy),
             topic_creation,
             transforms,
             transform_components,
@@ -261,6 +311,9 @@ impl ConnectorSpec {
         }
         if let Some(push) = &self.push {
             crate::redact::register(push.secret.expose());
+        }
+        for secret in &self.transport_secrets {
+            crate::redact::register(secret.expose());
         }
     }
 }

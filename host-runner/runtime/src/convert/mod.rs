@@ -1,10 +1,9 @@
 //! Kafka Connect's converters in the host's record pipeline (ADR 0027): the keys that choose
-//! them ([`spec`]), the schema registry they share ([`registry`], over TLS as [`registry_tls`]
-//! reads it), what a source unit does
+//! them ([`spec`]), the schema registry they share ([`registry`], reached through the connector's
+//! proxy with the TLS settings of `*.schema.registry.ssl.*`), what a source unit does
 //! with them ([`source`]), and what a sink reads with them ([`sink`]). The encodings themselves are `snow-data`'s.
 
 pub mod registry;
-pub mod registry_tls;
 pub mod sink;
 pub mod source;
 pub mod spec;
@@ -26,13 +25,23 @@ pub struct Converters {
 }
 
 impl Converters {
-    /// The converters `spec` configures, each registry with its own cache.
-    pub fn new(spec: ConvertSpec) -> Self {
-        let registry = |c: &Option<spec::ConverterSpec>| {
-            c.as_ref()
-                .filter(|c| !c.registry_urls.is_empty())
-                .map(|c| Registry::new(c.registry_urls.clone(), c.registry_auth.clone(), c.registry_tls.clone()))
+    /// The converters `spec` configures, each registry with its own cache, reached through
+    /// `proxy` (the connector's) unless its host is on the proxy's no-proxy list.
+    pub fn new(spec: ConvertSpec, proxy: Option<Arc<crate::transport::proxy::Proxy>>) -> Self {
+        let registry = |c: &Option<spec::ConverterSpec>, prefix: &str| {
+            c.as_ref().filter(|c| !c.registry_urls.is_empty()).map(|c| {
+                let route = crate::transport::Route {
+                    proxy: proxy.clone(),
+                    tls: c.registry_tls.clone(),
+                    tls_keys: Some(Arc::from(format!("{prefix}.schema.registry.ssl"))),
+                };
+                Registry::new(c.registry_urls.clone(), c.registry_auth.clone(), route)
+            })
         };
-        Self { key_registry: registry(&spec.key), value_registry: registry(&spec.value), spec: Arc::new(spec) }
+        Self {
+            key_registry: registry(&spec.key, "key.converter"),
+            value_registry: registry(&spec.value, "value.converter"),
+            spec: Arc::new(spec),
+        }
     }
 }

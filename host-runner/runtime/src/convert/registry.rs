@@ -14,7 +14,7 @@ use snow_core::auth::Secret;
 use snow_core::http::{Method, Request, Timeouts};
 
 use crate::transport::plain;
-use crate::transport::pool::TlsProfile;
+use crate::transport::Route;
 
 /// Registry requests wait at most this long for each phase.
 const TIMEOUTS: Timeouts = Timeouts { connect_ms: 10_000, first_byte_ms: 30_000, body_ms: 30_000 };
@@ -126,7 +126,7 @@ pub struct Registry {
 struct Inner {
     urls: Vec<String>,
     auth: RegistryAuth,
-    tls: Option<TlsProfile>,
+    route: Route,
     registered: Mutex<HashMap<(String, SchemaType, String), u32>>,
     by_id: Mutex<HashMap<u32, (SchemaType, String)>>,
 }
@@ -140,10 +140,10 @@ impl std::fmt::Debug for Registry {
 impl Registry {
     /// A client of the registry at `urls` (tried in order; Confluent's `schema.registry.url` is a
     /// comma-separated list).
-    pub fn new(urls: Vec<String>, auth: RegistryAuth, tls: Option<TlsProfile>) -> Self {
+    pub fn new(urls: Vec<String>, auth: RegistryAuth, route: Route) -> Self {
         let urls = urls.into_iter().map(|u| u.trim_end_matches('/').to_string()).collect();
         let (registered, by_id) = (Mutex::new(HashMap::new()), Mutex::new(HashMap::new()));
-        Self { inner: Arc::new(Inner { urls, auth, tls, registered, by_id }) }
+        Self { inner: Arc::new(Inner { urls, auth, route, registered, by_id }) }
     }
 
     /// The first base URL (for messages).
@@ -262,7 +262,7 @@ impl Registry {
             timeouts: TIMEOUTS,
             max_response_bytes: MAX_ANSWER,
         };
-        let response = plain::send(&request, self.inner.tls.as_ref())
+        let response = plain::send(&request, &self.inner.route)
             .await
             .map_err(|e| RegistryError::Unreachable { url: base.to_string(), message: e.to_string() })?;
         let answer: Json = serde_json::from_slice(&response.body).unwrap_or(Json::Null);
@@ -300,7 +300,7 @@ mod tests {
     fn subjects_are_escaped_and_credentials_never_shown() {
         assert_eq!(percent("servicenow.incident-value"), "servicenow.incident-value");
         assert_eq!(percent("a b/c"), "a%20b%2Fc");
-        let r = Registry::new(vec!["http://r:8081/".into()], RegistryAuth::Basic(Secret::new("u:hunter2")), None);
+        let r = Registry::new(vec!["http://r:8081/".into()], RegistryAuth::Basic(Secret::new("u:hunter2")), Default::default());
         assert_eq!(r.url(), "http://r:8081");
         assert!(!format!("{r:?}").contains("hunter2"));
     }

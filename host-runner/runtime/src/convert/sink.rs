@@ -396,7 +396,7 @@ mod tests {
         let mut errors = Vec::new();
         let spec = ConvertSpec::from_entries(&entries, &mut errors);
         assert!(errors.is_empty(), "{errors:?}");
-        SinkConverters::new(Converters::new(spec), None)
+        SinkConverters::new(Converters::new(spec, None), None)
     }
 
     fn record(key: Option<&str>, value: Option<&[u8]>) -> SinkRecord {

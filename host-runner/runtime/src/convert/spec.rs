@@ -93,9 +93,9 @@ pub struct ConverterSpec {
     /// `ProtobufConverter`'s `optional.for.nullables`.
     pub protobuf: snow_data::protobuf::Options,
     /// `schema.registry.ssl.*`: the registry's trust store and client certificate, when set.
-    pub registry_tls: Option<crate::transport::pool::TlsProfile>,
-    /// `schema.registry.ssl.keystore.key` given inline, for scrubbing.
-    registry_key: Option<Secret>,
+    pub registry_tls: Option<crate::transport::tls::TlsProfile>,
+    /// The registry's TLS secrets (store passwords, an inline key), for scrubbing.
+    registry_secrets: Vec<Secret>,
 }
 
 /// The connector's converters; `None` keeps the host's own behaviour (the sys_id and the row's
@@ -124,7 +124,7 @@ fn uses_key(format: Format, key: &str) -> bool {
         "use.latest.version",
     ];
     let registry = || {
-        REGISTRY.contains(&key) || key.strip_prefix("schema.registry.ssl.").is_some_and(|rest| super::registry_tls::KEYS.contains(&rest))
+        REGISTRY.contains(&key) || key.strip_prefix("schema.registry.ssl.").is_some_and(|rest| crate::transport::tls::KEYS.contains(&rest))
     };
     match format {
         Format::Json => ["schemas.enable", "decimal.format"].contains(&key),
@@ -174,7 +174,7 @@ impl ConvertSpec {
                     RegistryAuth::Basic(s) | RegistryAuth::Bearer(s) => Some(s.expose()),
                     RegistryAuth::None => None,
                 };
-                auth.into_iter().chain(c.registry_key.as_ref().map(Secret::expose))
+                auth.into_iter().chain(c.registry_secrets.iter().map(Secret::expose))
             })
             .collect()
     }
@@ -217,8 +217,16 @@ fn converter(
     let auto_register = flag("auto.register.schemas", true, errors);
     // As Confluent's serializers: the latest version is used only when nothing is registered.
     let use_latest = flag("use.latest.version", false, errors) && !auto_register;
-    let registry_tls = if format.schema_type().is_some() { super::registry_tls::read(&sub, prefix, errors) } else { None };
-    let registry_key = sub.get("schema.registry.ssl.keystore.key").map(|k| Secret::new(k.to_string()));
+    let registry_tls = if format.schema_type().is_some() {
+        let ssl: BTreeMap<&str, &str> = sub.iter().filter_map(|(k, v)| Some((k.strip_prefix("schema.registry.ssl.")?, *v))).collect();
+        crate::transport::tls::read(&ssl, &format!("{prefix}.schema.registry.ssl"), errors)
+    } else {
+        None
+    };
+    let registry_secrets = crate::transport::tls::SECRET_KEYS
+        .iter()
+        .filter_map(|k| sub.get(format!("schema.registry.ssl.{k}").as_str()).filter(|v| !v.is_empty()).map(|v| Secret::new(v.to_string())))
+        .collect();
     if sub.get("decimal.format").is_some_and(|f| !f.eq_ignore_ascii_case("BASE64")) {
         errors.push(ConfigError::new(format!("{prefix}.decimal.format"), "only BASE64 (Connect's default) is supported"));
     }
@@ -308,7 +316,7 @@ fn converter(
         subject,
         protobuf,
         registry_tls,
-        registry_key,
+        registry_secrets,
     })
 }
 
@@ -391,7 +399,7 @@ mod tests {
             "value.converter.basic.auth.user.info",
             "key.converter: \"com.example.Mine\"",
             "header.converter:",
-            "value.converter.schema.registry.ssl.truststore.type: JKS stores cannot be read here",
+            "value.converter.schema.registry.ssl.truststore.type: /etc/ts.jks is a Java key store (JKS), which cannot be read here",
         ] {
             assert!(all.contains(key), "{key} missing from {all}");
         }

@@ -51,6 +51,8 @@ pub struct GateSettings {
     pub worker: Option<String>,
     /// `snow.table.<t>.priority`: a unit's weight in the instance's request budget.
     pub priorities: std::collections::BTreeMap<String, u32>,
+    /// How requests reach the instance (its proxy and TLS settings).
+    pub route: crate::transport::Route,
 }
 
 /// The outbound gate of one guest store; cheap to clone.
@@ -113,6 +115,7 @@ impl Gate {
             credentials: Credentials::None,
             worker: None,
             priorities: Default::default(),
+            route: Default::default(),
         };
         Self::new(
             settings,
@@ -197,7 +200,18 @@ impl Gate {
             if permit.queued() {
                 self.metrics.counter_add("snow_outbound_queued_total", 1, &labels(&[("connector", &connector)]));
             }
-            let response = ConnectionPool::shared().send(request, options).await?;
+            let response = match ConnectionPool::shared().send_with(request, options, &self.settings.route).await {
+                Ok(response) => response,
+                Err(e) => {
+                    // A proxy or TLS failure is a setting to fix: said here too, not only to the guest.
+                    if let HttpError::InternalError(Some(message)) = &e
+                        && let Some(message) = message.strip_prefix(snow_core::http::NOT_SENT)
+                    {
+                        tracing::warn!(connector = %connector, instance = %self.settings.authority, "{message}");
+                    }
+                    return Err(e);
+                }
+            };
             let io: IoFuture = Box::new(async { Ok(()) });
             let status = response.status().as_u16();
             self.limiter.record(status);

@@ -1,5 +1,6 @@
 //! The host's own HTTP requests (OAuth tokens, the schema registry): a snow-core [`Request`]
-//! sent on the process's connection pool, the whole answer read into a [`Response`].
+//! sent on the process's connection pool the way its [`Route`] says, the whole answer read into a
+//! [`Response`].
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
@@ -7,11 +8,10 @@ use snow_core::http::{Request, Response, TransportError, TransportErrorKind};
 use std::time::Duration;
 use wasmtime_wasi_http::RequestOptions;
 
-use super::pool::TlsProfile;
+use super::Route;
 
-/// Sends `request` and reads the whole answer (up to its size cap), over TLS as `profile` sets
-/// it (default: the Mozilla roots).
-pub async fn send(request: &Request, profile: Option<&TlsProfile>) -> Result<Response, TransportError> {
+/// Sends `request` the way `route` says and reads the whole answer (up to its size cap).
+pub async fn send(request: &Request, route: &Route) -> Result<Response, TransportError> {
     let mut builder = http::Request::builder().method(request.method.as_str()).uri(&request.url);
     // The pool sends the request line with the path only: HTTP/1.1 needs the Host header (a
     // strict server, such as the Quarkus one a schema registry runs on, answers 400 without it).
@@ -34,9 +34,15 @@ pub async fn send(request: &Request, profile: Option<&TlsProfile>) -> Result<Res
     // Only idempotent requests come through here (asking for a token, registering the same schema,
     // reading a schema by id): every failure counts as "nothing sent" so that it is retried.
     let response = super::pool::ConnectionPool::shared()
-        .send_with(http_request, options, profile)
+        .send_with(http_request, options, route)
         .await
-        .map_err(|e| TransportError::new(TransportErrorKind::Connect, format!("{e}")))?;
+        .map_err(|e| {
+            let text = match &e {
+                wasmtime_wasi_http::Error::InternalError(Some(m)) => m.strip_prefix(snow_core::http::NOT_SENT).unwrap_or(m).to_string(),
+                other => other.to_string(),
+            };
+            TransportError::new(TransportErrorKind::Connect, text)
+        })?;
     let (parts, body) = response.into_parts();
     // Read at most the cap: a larger answer is refused as soon as it passes it, never held whole.
     let capped = http_body_util::Limited::new(body, request.max_response_bytes).collect();

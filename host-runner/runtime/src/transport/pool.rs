@@ -1,9 +1,9 @@
 //! Keep-alive connections to instances, shared by every guest request of the process: a request
 //! reuses an idle HTTP/1.1 connection to its host when there is one, and a connection goes back
 //! to the pool only once its response body was read to the end (a body dropped early closes it).
-//! TLS is rustls with the Mozilla roots, as wasmtime's default sender, unless a request names a
-//! [`TlsProfile`] of its own (a schema registry's trust store and client certificate): its
-//! connections are then pooled apart from every other profile's.
+//! How a destination is reached is the request's [`Route`]: directly or through a forward proxy,
+//! with rustls and the Mozilla roots (as wasmtime's default sender) or a [`TlsProfile`] of its own;
+//! connections are pooled apart per route.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -19,34 +19,25 @@ use hyper_util::rt::TokioIo;
 use tokio::net::TcpStream;
 use wasmtime_wasi_http::{Error as HttpError, RequestOptions, WasiBody};
 
+use super::Route;
+use super::tls::TlsProfile;
+
 /// Idle connections kept per host.
 const MAX_IDLE_PER_HOST: usize = 32;
 
 /// A connection to one instance.
 type Sender = SendRequest<WasiBody>;
 
-/// Which connections are interchangeable: same scheme, same `host:port`, same TLS profile.
+/// Which connections are interchangeable: same scheme, same `host:port`, same TLS profile, same
+/// proxy.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 struct HostKey {
     tls: bool,
     authority: String,
     /// The [`TlsProfile`]'s id (0: the Mozilla roots, no client certificate).
     profile: u64,
-}
-
-/// TLS settings other than the default: whom to trust, and the certificate to present.
-#[derive(Debug, Clone)]
-pub struct TlsProfile {
-    id: u64,
-    config: Arc<rustls::ClientConfig>,
-}
-
-impl TlsProfile {
-    /// A profile of `config`; each has its own connections.
-    pub fn new(config: rustls::ClientConfig) -> Self {
-        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
-        Self { id: NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed), config: Arc::new(config) }
-    }
+    /// The proxy's id (0: direct).
+    proxy: u64,
 }
 
 /// Idle connections by host.
@@ -56,12 +47,7 @@ pub struct ConnectionPool {
 }
 
 fn tls(profile: Option<&TlsProfile>) -> tokio_rustls::TlsConnector {
-    static CONFIG: OnceLock<Arc<rustls::ClientConfig>> = OnceLock::new();
-    let config = CONFIG.get_or_init(|| {
-        let roots = rustls::RootCertStore { roots: webpki_roots::TLS_SERVER_ROOTS.into() };
-        Arc::new(rustls::ClientConfig::builder().with_root_certificates(roots).with_no_client_auth())
-    });
-    tokio_rustls::TlsConnector::from(profile.map_or_else(|| config.clone(), |p| p.config.clone()))
+    tokio_rustls::TlsConnector::from(profile.map_or_else(super::tls::default_config, TlsProfile::config))
 }
 
 impl ConnectionPool {
@@ -93,22 +79,30 @@ impl ConnectionPool {
         }
     }
 
-    async fn connect(key: &HostKey, profile: Option<&TlsProfile>, timeout: Duration) -> Result<Sender, HttpError> {
+    async fn connect(key: &HostKey, route: &Route, timeout: Duration) -> Result<Sender, HttpError> {
         let authority = &key.authority;
-        let tcp = match tokio::time::timeout(timeout, TcpStream::connect(authority)).await {
-            Ok(stream) => stream.map_err(HttpError::Connect)?,
-            Err(_) => return Err(HttpError::ConnectionTimeout),
+        let host = authority.rsplit_once(':').map_or(authority.as_str(), |(h, _)| h).trim_start_matches('[').trim_end_matches(']');
+        let proxy = route.proxy.as_ref().filter(|_| key.proxy != 0);
+        let tcp = match proxy {
+            Some(proxy) if key.tls => proxy.tunnel(authority, timeout).await?,
+            Some(proxy) => proxy.connect(timeout).await?,
+            None => {
+                let tcp = match tokio::time::timeout(timeout, TcpStream::connect(authority)).await {
+                    Ok(stream) => stream.map_err(HttpError::Connect)?,
+                    Err(_) => return Err(HttpError::ConnectionTimeout),
+                };
+                let _ = tcp.set_nodelay(true);
+                tcp
+            }
         };
-        let _ = tcp.set_nodelay(true);
         if !key.tls {
             return Self::handshake(TokioIo::new(tcp), timeout).await;
         }
-        let host = authority.rsplit_once(':').map_or(authority.as_str(), |(h, _)| h).trim_start_matches('[').trim_end_matches(']');
         let name = rustls::pki_types::ServerName::try_from(host.to_string()).map_err(|_| HttpError::HttpRequestUriInvalid)?;
-        let stream = tokio::time::timeout(timeout, tls(profile).connect(name, tcp))
+        let stream = tokio::time::timeout(timeout, tls(route.tls.as_ref()).connect(name, tcp))
             .await
             .map_err(|_| HttpError::ConnectionTimeout)?
-            .map_err(HttpError::Tls)?;
+            .map_err(|e| route.tls_failed(authority, &e))?;
         Self::handshake(TokioIo::new(stream), timeout).await
     }
 
@@ -126,43 +120,66 @@ impl ConnectionPool {
         Ok(sender)
     }
 
-    /// Sends `request` on a pooled or new connection, with the request's timeouts.
+    /// Sends `request` on a pooled or new connection, directly with the default TLS settings.
     pub async fn send(
         self: &Arc<Self>,
         request: http::Request<WasiBody>,
         options: RequestOptions,
     ) -> Result<http::Response<WasiBody>, HttpError> {
-        self.send_with(request, options, None).await
+        self.send_with(request, options, &Route::default()).await
     }
 
-    /// [`Self::send`] with TLS as `profile` sets it (default: the Mozilla roots).
+    /// [`Self::send`] the way `route` says: through its proxy unless the host is on its no-proxy
+    /// list, with its TLS settings.
     pub async fn send_with(
         self: &Arc<Self>,
         mut request: http::Request<WasiBody>,
         options: RequestOptions,
-        profile: Option<&TlsProfile>,
+        route: &Route,
     ) -> Result<http::Response<WasiBody>, HttpError> {
         let uri = request.uri().clone();
         let tls_wanted = uri.scheme_str() == Some("https");
         let authority = uri.authority().ok_or(HttpError::HttpRequestUriInvalid)?;
         let port = authority.port_u16().unwrap_or(if tls_wanted { 443 } else { 80 });
-        let key = HostKey { tls: tls_wanted, authority: format!("{}:{port}", authority.host()), profile: profile.map_or(0, |p| p.id) };
+        let proxy = route.proxy.as_ref().filter(|p| p.applies_to(authority.host(), port));
+        let key = HostKey {
+            tls: tls_wanted,
+            authority: format!("{}:{port}", authority.host()),
+            profile: route.tls.as_ref().map_or(0, TlsProfile::id),
+            proxy: proxy.map_or(0, |p| p.id()),
+        };
         let connect_timeout = options.connect_timeout.unwrap_or(Duration::from_secs(60));
         let mut sender = match self.take(&key) {
             Some(sender) => sender,
-            None => Self::connect(&key, profile, connect_timeout).await?,
+            None => Self::connect(&key, route, connect_timeout).await?,
         };
         if sender.ready().await.is_err() {
-            sender = Self::connect(&key, profile, connect_timeout).await?;
+            sender = Self::connect(&key, route, connect_timeout).await?;
         }
-        // The request line carries only path and query (the host is in the Host header).
-        *request.uri_mut() = http::Uri::builder()
-            .path_and_query(uri.path_and_query().map_or("/", |p| p.as_str()))
-            .build()
-            .map_err(|_| HttpError::HttpRequestUriInvalid)?;
+        match proxy.filter(|_| !tls_wanted) {
+            // Plain HTTP through a proxy: the request line carries the whole URL, and the proxy
+            // its credentials.
+            Some(proxy) => {
+                if let Some(authorization) = proxy.authorization() {
+                    request.headers_mut().insert(http::header::PROXY_AUTHORIZATION, authorization.clone());
+                }
+            }
+            // The request line carries only path and query (the host is in the Host header).
+            None => {
+                *request.uri_mut() = http::Uri::builder()
+                    .path_and_query(uri.path_and_query().map_or("/", |p| p.as_str()))
+                    .build()
+                    .map_err(|_| HttpError::HttpRequestUriInvalid)?;
+            }
+        }
         let first_byte = options.first_byte_timeout.unwrap_or(Duration::from_secs(600));
-        let response =
-            tokio::time::timeout(first_byte, sender.send_request(request)).await.map_err(|_| HttpError::ConnectionReadTimeout)??;
+        let response = tokio::time::timeout(first_byte, sender.send_request(request))
+            .await
+            .map_err(|_| HttpError::ConnectionReadTimeout)?
+            .map_err(|e| route.refused_mid_handshake(&key.authority, e))?;
+        if let Some(proxy) = proxy.filter(|_| !tls_wanted && response.status() == http::StatusCode::PROXY_AUTHENTICATION_REQUIRED) {
+            return Err(proxy.refused_credentials());
+        }
         let between = options.between_bytes_timeout.unwrap_or(Duration::from_secs(600)).max(Duration::from_nanos(1));
         let pool = self.clone();
         Ok(response.map(|incoming| {
