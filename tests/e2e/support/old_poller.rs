@@ -110,7 +110,7 @@ impl OldPoller {
                             timeouts: Timeouts { connect_ms: 5_000, first_byte_ms: 30_000, body_ms: 30_000 },
                             max_response_bytes: 64 << 20,
                         };
-                        let answer = snow_runtime::transport::plain::send(&request, None).await.expect("the fake answers");
+                        let answer = snow_runtime::transport::plain::send(&request, &Default::default()).await.expect("the fake answers");
                         // The Table API answers 404 to a page past the last matching row (or no row).
                         assert!(matches!(answer.status, 200 | 404), "{}", String::from_utf8_lossy(&answer.body));
                         let body: Value = serde_json::from_slice(&answer.body).unwrap();

@@ -126,12 +126,3 @@ pub fn jwt_enabled(_: &Context<'_>, value: &str) -> Converted {
         "JWT bearer grants are not supported: use OAuth client credentials (snow.auth.type=oauth_client_credentials)",
     )
 }
-
-/// V2's `servicenow.ssl.enabled`.
-pub fn ssl_enabled(_: &Context<'_>, value: &str) -> Converted {
-    only_default(
-        value,
-        &["false"],
-        "mutual TLS to ServiceNow is not supported: the host trusts the public web roots and authenticates with Basic or OAuth",
-    )
-}

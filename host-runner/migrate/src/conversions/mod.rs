@@ -5,6 +5,7 @@
 pub mod cloud;
 pub mod connect;
 pub mod instance;
+pub mod network;
 pub mod open;
 pub mod sink;
 pub mod source;

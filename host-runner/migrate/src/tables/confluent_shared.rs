@@ -3,7 +3,7 @@
 //! Cloud's own keys (Kafka credentials, data formats, CSFLE, restart policy).
 
 use super::{convert, convert_review, decide, drop, manual, rename};
-use crate::conversions::{cloud, instance};
+use crate::conversions::{cloud, instance, network};
 use crate::rules::KeyRule;
 
 /// The ServiceNow connector class's instance keys (research §1.1, §4.1, §5.1).
@@ -40,18 +40,26 @@ pub const INSTANCE: &[KeyRule] = &[
         "a sink's, with read.timeout.ms (the larger); a source never writes",
         "RT-265, README",
     ),
-    manual(
-        "proxy.url",
-        "no HTTP proxy: the host connects to the instance directly (the outbound allow-list names it); allow the worker's egress to the instance",
-        "RT-231, RT-265, D-snk-cfg",
+    convert("proxy.url", "snow.proxy.url", network::proxy_url, "host:port → http://host:port (https destinations are tunnelled with CONNECT)", "RT-231, RT-265, D-snk-cfg"),
+    rename("proxy.user", "snow.proxy.username", "Basic proxy authentication", "RT-231, RT-265"),
+    rename("proxy.password", "snow.proxy.password", "a secret: a literal becomes an ${env:…} placeholder", "RT-231, RT-265"),
+    convert(
+        "servicenow.ssl.keystore.path",
+        "snow.instance.ssl.keystore.location, .type",
+        network::keystore_path,
+        "the client certificate's store; a JKS store becomes the PKCS#12 store keytool converts it to (review)",
+        "RT-231, RT-265, README",
     ),
-    manual("proxy.user", "no HTTP proxy (see proxy.url)", "RT-231, RT-265"),
-    manual("proxy.password", "no HTTP proxy (see proxy.url)", "RT-231, RT-265"),
-    manual(
-        "servicenow.ssl.*",
-        "mutual TLS to ServiceNow is not supported: the host trusts the public web roots and authenticates with Basic or OAuth",
-        "RT-231, RT-265, D-snk-cfg",
+    rename("servicenow.ssl.keystore.password", "snow.instance.ssl.keystore.password", "a secret: a literal becomes an ${env:…} placeholder", "RT-231, RT-265, README"),
+    convert(
+        "servicenow.ssl.truststore.path",
+        "snow.instance.ssl.truststore.location, .type",
+        network::truststore_path,
+        "the trusted CA certificates; a JKS store becomes the PKCS#12 store keytool converts it to (review)",
+        "RT-231, RT-265, README",
     ),
+    rename("servicenow.ssl.truststore.password", "snow.instance.ssl.truststore.password", "a secret: a literal becomes an ${env:…} placeholder", "RT-231, RT-265, README"),
+    manual("servicenow.ssl.*", "not a documented key of the connector's TLS settings (servicenow.ssl.keystore.* and .truststore.* are)", "RT-231, RT-265"),
     drop("confluent.license", "no licence here", "RT-231, P"),
     drop("confluent.topic", "the licence topic: no licence here", "RT-231"),
     drop("confluent.topic.*", "the licence topic's clients: no licence here", "RT-231, P"),

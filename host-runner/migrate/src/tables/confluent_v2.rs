@@ -3,7 +3,7 @@
 //! credentials, retries by status code.
 
 use super::{convert, convert_review, decide, drop, manual, rename, review};
-use crate::conversions::{instance, source};
+use crate::conversions::{instance, network, source};
 use crate::rules::KeyRule;
 
 pub const RULES: &[KeyRule] = &[
@@ -28,12 +28,26 @@ pub const RULES: &[KeyRule] = &[
     drop("oauth2.client.header.separator", "no extra token headers (oauth2.client.headers)", "T"),
     decide("oauth2.jwt.enabled", instance::jwt_enabled, "false: nothing to do; true: manual", "T"),
     manual("oauth2.jwt.*", "JWT bearer grants are not supported: use OAuth client credentials", "T"),
-    decide("servicenow.ssl.enabled", instance::ssl_enabled, "false: nothing to do; true: manual", "T"),
-    manual(
-        "servicenow.ssl.*",
-        "mutual TLS to ServiceNow is not supported: the host trusts the public web roots and authenticates with Basic or OAuth",
+    decide("servicenow.ssl.enabled", network::ssl_enabled, "the stores are used when set", "T"),
+    convert_review(
+        "servicenow.ssl.keystorefile",
+        "snow.instance.ssl.keystore.location, .type",
+        network::uploaded_keystore,
+        "the uploaded store, saved as a PKCS#12 file on each worker",
         "T",
     ),
+    rename("servicenow.ssl.keystore.password", "snow.instance.ssl.keystore.password", "a secret: a literal becomes an ${env:…} placeholder", "T"),
+    rename("servicenow.ssl.key.password", "snow.instance.ssl.key.password", "a secret; the key's password must be the store's", "T"),
+    convert_review(
+        "servicenow.ssl.truststorefile",
+        "snow.instance.ssl.truststore.location, .type",
+        network::uploaded_truststore,
+        "the uploaded store, saved as a PKCS#12 file on each worker",
+        "T",
+    ),
+    rename("servicenow.ssl.truststore.password", "snow.instance.ssl.truststore.password", "a secret: a literal becomes an ${env:…} placeholder", "T"),
+    decide("servicenow.ssl.protocol", network::ssl_protocol, "TLS 1.3 or 1.2 is negotiated", "T"),
+    manual("servicenow.ssl.*", "not a documented key of V2's TLS settings", "T"),
     drop("tables.num", "the tables are those named by table{i}.name (tables past tables.num are ignored, as Confluent did)", "T"),
     decide("behavior.on.error", source::behavior_on_error, "FAIL: as here; IGNORE (skip a failing page) is manual", "T, D-cc-v2"),
     convert(

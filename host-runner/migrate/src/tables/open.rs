@@ -3,7 +3,7 @@
 //! keys nearly ours, tables under aliases (`snow.table.<alias>.name`).
 
 use super::{convert, convert_review, decide, drop, manual, rename, same};
-use crate::conversions::{instance, open as o, source};
+use crate::conversions::{instance, network, open as o, source};
 use crate::rules::KeyRule;
 
 /// The shared core keys (`CoreConfigDefs.java`).
@@ -25,7 +25,10 @@ pub const CORE: &[KeyRule] = &[
     decide("snow.oauth.scope", instance::client_scope, "none is sent here; a scope is manual", "O-core"),
     same("snow.http.connect.timeout.ms", "", "O-core"),
     same("snow.http.request.timeout.ms", "time to the first byte (ours defaults to 65 s, theirs to 60 s)", "O-core"),
-    manual("snow.http.proxy.*", "no HTTP proxy: the host connects to the instance directly (the outbound allow-list names it)", "O-core"),
+    convert("snow.http.proxy.url", "snow.proxy.url", network::proxy_url, "http://host:port", "O-core"),
+    rename("snow.http.proxy.username", "snow.proxy.username", "", "O-core"),
+    rename("snow.http.proxy.password", "snow.proxy.password", "a secret: a literal becomes an ${env:…} placeholder", "O-core"),
+    manual("snow.http.proxy.*", "not a documented proxy key of theirs (url, username, password are)", "O-core"),
     rename(
         "snow.http.max.concurrent.requests",
         "snow.instance.max.in.flight",
@@ -35,7 +38,25 @@ pub const CORE: &[KeyRule] = &[
     same("snow.http.max.response.bytes", "", "O-core"),
     drop("snow.http.user.agent", "the host sends its own User-Agent", "O-core"),
     decide("snow.http.adaptive.throttling", o::adaptive_throttling, "always on here", "O-core"),
-    manual("snow.tls.*", "no custom trust or client certificates for ServiceNow: the host trusts the public web roots", "O-core"),
+    convert(
+        "snow.tls.truststore.path",
+        "snow.instance.ssl.truststore.location, .type",
+        network::open_truststore_path,
+        "PKCS12 as is; a JKS store (their default type) becomes the PKCS#12 store keytool converts it to (review)",
+        "O-core",
+    ),
+    rename("snow.tls.truststore.password", "snow.instance.ssl.truststore.password", "a secret: a literal becomes an ${env:…} placeholder", "O-core"),
+    decide("snow.tls.truststore.type", network::store_type, "taken with snow.tls.truststore.path", "O-core"),
+    convert(
+        "snow.tls.keystore.path",
+        "snow.instance.ssl.keystore.location, .type",
+        network::open_keystore_path,
+        "PKCS12 as is; a JKS store (their default type) becomes the PKCS#12 store keytool converts it to (review)",
+        "O-core",
+    ),
+    rename("snow.tls.keystore.password", "snow.instance.ssl.keystore.password", "a secret: a literal becomes an ${env:…} placeholder", "O-core"),
+    decide("snow.tls.keystore.type", network::store_type, "taken with snow.tls.keystore.path", "O-core"),
+    manual("snow.tls.*", "not a documented TLS key of theirs (truststore.* and keystore.* are)", "O-core"),
     same("snow.retry.max.attempts", "attempts in all, as theirs", "O-core"),
     same("snow.retry.max.elapsed.ms", "", "O-core"),
     rename("snow.retry.initial.backoff.ms", "snow.retry.backoff.initial.ms", "", "O-core"),

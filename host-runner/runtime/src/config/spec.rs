@@ -163,8 +163,10 @@ impl ConnectorSpec {
         if let AuthSpec::OAuth(oauth) = &mut auth {
             // The token endpoint goes through the proxy too; the instance's TLS settings are its
             // own only when it is on the instance's host (ServiceNow's /oauth_token.do).
-            let on_instance = snow_core::config::instance::parse_base_url(&oauth.token_url)
-                .is_ok_and(|(scheme, authority)| scheme == instance.scheme && authority == instance.authority);
+            let on_instance = oauth.token_url.parse::<http::Uri>().is_ok_and(|uri| {
+                uri.scheme_str() == Some(instance.scheme.as_str())
+                    && uri.authority().is_some_and(|a| a.as_str().eq_ignore_ascii_case(&instance.authority))
+            });
             oauth.route = if on_instance {
                 instance_route.clone()
             } else {
