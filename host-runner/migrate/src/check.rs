@@ -15,6 +15,15 @@ fn is_deployment_key(key: &str) -> bool {
     key.starts_with("component.") || key == "kafka.bootstrap.servers"
 }
 
+/// A key naming a TLS store file of the workers (`snow.instance.ssl.keystore.location`, a
+/// converter's `schema.registry.ssl.truststore.location`, ...).
+pub(crate) fn is_store_file_key(key: &str) -> bool {
+    ["snow.instance.ssl.", "key.converter.schema.registry.ssl.", "value.converter.schema.registry.ssl."]
+        .iter()
+        .filter_map(|p| key.strip_prefix(p))
+        .any(|k| snow_runtime::transport::tls::FILE_KEYS.contains(&k))
+}
+
 /// What the check reads instead of a reference it cannot resolve here.
 fn stand_in(key: &str) -> String {
     if key.ends_with("user.info") {
@@ -37,6 +46,8 @@ pub fn problems(config: &BTreeMap<String, String>) -> Vec<(String, String)> {
     for key in snow_runtime::config::TRUST_KEYS {
         entries.remove(key);
     }
+    // So are TLS stores named by file (the instance's, a registry's): they live on the workers.
+    entries.retain(|k, _| !is_store_file_key(k));
     entries.insert("component.allow.unsigned".into(), "true".into());
     let mut found = Vec::new();
     let guest = match ConnectorSpec::from_entries(entries.clone()) {
