@@ -14,6 +14,7 @@ import sys
 SECTIONS = {
     "Host keys (every connector)": "both",
     "Instance keys (source and sink)": "both",
+    "Reaching the instance: proxy and TLS": "both",
     "Source keys": "source",
     "Sink keys": "sink",
     "Sink host keys: concurrency, failures and reports": "sink",

@@ -42,7 +42,13 @@ fn client_pkcs12(pki: &Path) -> String {
     pki.join("client.p12").display().to_string()
 }
 
-fn source(name: &str, topic: &str, instance_url: &str, proxy: &ForwardProxy, extra: &[(&str, &str)]) -> std::collections::BTreeMap<String, String> {
+fn source(
+    name: &str,
+    topic: &str,
+    instance_url: &str,
+    proxy: &ForwardProxy,
+    extra: &[(&str, &str)],
+) -> std::collections::BTreeMap<String, String> {
     let mut config = entries(&[
         ("name", name),
         ("component.path", support::signed(guest_artifacts::GUEST_SOURCE)),
@@ -177,7 +183,11 @@ fn a_plain_http_instance_is_asked_through_the_proxy_in_absolute_form_and_the_no_
     assert!(asked.iter().any(|a| a.method == "GET"), "{asked:?}");
     assert!(asked.iter().all(|a| a.target == instance && a.authorized), "only the instance, always with the credentials: {asked:?}");
     let served = fake.journal().entries.len();
-    assert!(asked.len() >= served && served > 0, "every request the instance served came through the proxy ({} asked, {served} served)", asked.len());
+    assert!(
+        asked.len() >= served && served > 0,
+        "every request the instance served came through the proxy ({} asked, {served} served)",
+        asked.len()
+    );
 
     // The instance on the no-proxy list: reached directly (its name here is one the system
     // resolves), and the proxy is asked nothing.

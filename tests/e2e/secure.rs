@@ -6,8 +6,10 @@
 //! PLAIN), a source with OIDC client credentials whose tokens expire while it runs, a three-worker
 //! fleet (a Connect user's worker.properties as written: `sasl.jaas.config` with SCRAM and with
 //! OAUTHBEARER, a PEM trust store) — and the clear errors a wrong password, a wrong client secret,
-//! a token for another audience or a principal without ACLs gets. What the tests read back goes
-//! through the harness's own listener; what is tested goes through `SASL_SSL` only.
+//! a token for another audience or a principal without ACLs gets. The broker's `SSL` listener
+//! (mutual TLS: a client certificate required) and `SASL_PLAINTEXT` listener serve a source with
+//! a PKCS#12 key store and a sink with SCRAM. What the tests read back goes through the harness's
+//! own listener; what is tested goes through the secured listeners only.
 
 use crate::support;
 
@@ -94,6 +96,22 @@ fn broker() -> &'static SecureBroker {
             ])
             .unwrap();
         broker.acl(&["--allow-principal", "User:notxn", "--operation", "All", "--topic", "*", "--group", "*", "--cluster"]).unwrap();
+        // The client certificate's subject: the principal of the SSL listener's clients.
+        broker
+            .acl(&[
+                "--allow-principal",
+                "User:CN=snow-test-client",
+                "--operation",
+                "All",
+                "--topic",
+                "*",
+                "--group",
+                "*",
+                "--transactional-id",
+                "*",
+                "--cluster",
+            ])
+            .unwrap();
         broker
     })
 }
@@ -226,6 +244,109 @@ fn a_source_and_a_sink_run_over_sasl_ssl() {
     let log = runner.stop();
     support::assert_last_updates(&fake, "incident", &updates);
     assert!(!log.contains(PLAIN_PASSWORD), "the Kafka password never reaches the log");
+}
+
+/// The test CA's client key and certificate as a PKCS#12 key store protected by `password`, in `dir`.
+fn client_keystore(dir: &std::path::Path, password: &str) -> String {
+    let certificates = broker().certificates_dir();
+    let store = dir.join("kafka-client.p12");
+    let out = std::process::Command::new("openssl")
+        .args(["pkcs12", "-export", "-name", "client", "-in"])
+        .arg(certificates.join("client.pem"))
+        .arg("-inkey")
+        .arg(certificates.join("client.pkcs8.key"))
+        .arg("-out")
+        .arg(&store)
+        .arg("-passout")
+        .arg(format!("pass:{password}"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "openssl pkcs12: {}", String::from_utf8_lossy(&out.stderr));
+    store.display().to_string()
+}
+
+#[test]
+fn a_source_runs_over_mutual_tls_and_a_sink_over_sasl_plaintext() {
+    const STORE_PASSWORD: &str = "Kafka-Store-Pw-38";
+    let now = now_secs();
+    let fake = fake(now);
+    let ids = fake.shared().seed("incident", 200, now - 3600, 3000);
+    let dir = work_dir("secure-mtls");
+    let keystore = client_keystore(&dir, STORE_PASSWORD);
+
+    // SSL with a client certificate, as a Connect user's worker writes it: Kafka's own key names,
+    // a PKCS#12 key store and a PEM trust store.
+    let (name, topic) = (unique("mtls"), unique("mtls-rows"));
+    let mut source = support::source_entries(
+        &fake.url(),
+        &name,
+        &topic,
+        &["incident"],
+        &[("snow.auth.username", USER), ("snow.auth.password", PASSWORD)],
+    );
+    source.extend(entries_of(&[
+        ("kafka.bootstrap.servers", broker().ssl_bootstrap()),
+        ("kafka.security.protocol", "SSL"),
+        ("kafka.ssl.truststore.type", "PEM"),
+        ("kafka.ssl.truststore.location", &broker().ca_file().display().to_string()),
+        ("kafka.ssl.keystore.type", "PKCS12"),
+        ("kafka.ssl.keystore.location", &keystore),
+        ("kafka.ssl.keystore.password", "${env:KAFKA_STORE_PASSWORD}"),
+    ]));
+    let file = support::connector_file(&dir, &name, &source);
+    let env = [("KAFKA_STORE_PASSWORD", STORE_PASSWORD), ("KAFKA_CONNECT_PASSWORD", CONNECT_PASSWORD)];
+    let runner = Runner::spawn(&dir, "source", &[&file], support::DEFAULT_LOG, &env);
+    let records = read_until(broker().admin_bootstrap(), &topic, Duration::from_secs(120), |r| {
+        r.iter().map(|x| &x.key).collect::<BTreeSet<_>>().len() >= ids.len()
+    });
+    let log = runner.stop();
+    assert_eq!(records.iter().map(|r| r.key.as_str()).collect::<BTreeSet<_>>().len(), ids.len(), "every row over mutual TLS");
+    assert!(!log.contains(STORE_PASSWORD), "the store's password never reaches the log");
+
+    // The same source without its certificate: the SSL listener refuses the handshake and the
+    // start stops with the cause.
+    let mut refused = source.clone();
+    for key in ["kafka.ssl.keystore.type", "kafka.ssl.keystore.location", "kafka.ssl.keystore.password"] {
+        refused.remove(key);
+    }
+    let (name, _) = (unique("mtls-none"), ());
+    refused.insert("name".into(), name.clone());
+    let file = support::connector_file(&dir, &name, &refused);
+    let mut runner = Runner::spawn(&dir, "refused", &[&file], support::DEFAULT_LOG, &env);
+    let line = runner.wait_for_log("the brokers refused the client certificate", Duration::from_secs(60));
+    runner.stop();
+    assert!(line.contains(&format!("Kafka at SSL://{}: the brokers refused", broker().ssl_bootstrap())), "{}", support::tail(&line, 10));
+
+    // SASL_PLAINTEXT with SCRAM: updates produced to the sink's topic land in the fake.
+    let (sink, updates_topic) = (unique("splain"), unique("splain-updates"));
+    support::kafka::create_topic_blocking(broker().admin_bootstrap(), &updates_topic, 2);
+    let updates = support::keyed_updates(&ids, 200, 5);
+    support::kafka::produce_blocking(broker().admin_bootstrap(), &updates_topic, &updates);
+    let mut config = support::sink_entries(
+        &fake.url(),
+        &sink,
+        &updates_topic,
+        "incident",
+        &[("snow.auth.username", USER), ("snow.auth.password", PASSWORD), ("reporter.result.topic.name", "${connector}-ok")],
+    );
+    config.extend(entries_of(&[
+        ("kafka.bootstrap.servers", broker().sasl_plaintext_bootstrap()),
+        ("kafka.security.protocol", "SASL_PLAINTEXT"),
+        ("kafka.sasl.mechanism", "SCRAM-SHA-256"),
+        ("kafka.sasl.username", "connect"),
+        ("kafka.sasl.password", "${env:KAFKA_CONNECT_PASSWORD}"),
+    ]));
+    let file = support::connector_file(&dir, &sink, &config);
+    let runner = Runner::spawn(&dir, "sink", &[&file], support::DEFAULT_LOG, &env);
+    let reports = read_until(broker().admin_bootstrap(), &format!("{sink}-ok"), Duration::from_secs(120), |r| r.len() >= updates.len());
+    assert!(reports.len() >= updates.len(), "every record reported over SASL_PLAINTEXT");
+    let log = runner.stop();
+    support::assert_last_updates(&fake, "incident", &updates);
+    assert!(!log.contains(CONNECT_PASSWORD), "the Kafka password never reaches the log");
+}
+
+fn entries_of(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+    pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
 }
 
 #[test]

@@ -68,7 +68,9 @@ impl Fleet {
             timeouts: TIMEOUTS,
             max_response_bytes: 16 << 20,
         };
-        let response = snow_runtime::transport::plain::send(&request, &snow_runtime::transport::Route::default()).await.map_err(|e| format!("{method} {path}: {e}"))?;
+        let response = snow_runtime::transport::plain::send(&request, &snow_runtime::transport::Route::default())
+            .await
+            .map_err(|e| format!("{method} {path}: {e}"))?;
         let answer = serde_json::from_slice(&response.body).unwrap_or(Value::Null);
         Ok((response.status, answer))
     }

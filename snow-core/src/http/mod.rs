@@ -14,4 +14,4 @@ pub mod url;
 #[cfg(all(target_arch = "wasm32", target_os = "wasi"))]
 pub mod wasi;
 
-pub use transport::{NOT_SENT, Method, Request, Response, Timeouts, Transport, TransportError, TransportErrorKind};
+pub use transport::{Method, NOT_SENT, Request, Response, Timeouts, Transport, TransportError, TransportErrorKind};

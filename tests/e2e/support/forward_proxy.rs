@@ -106,7 +106,8 @@ async fn serve(settings: Arc<Settings>, mut request: Request<Incoming>) -> Resul
         Some(a) => format!("{}:{}", a.host(), a.port_u16().unwrap_or(80)),
         None => return Ok(empty(StatusCode::BAD_REQUEST)),
     };
-    let authorized = request.headers().get(hyper::header::PROXY_AUTHORIZATION).is_some_and(|v| v.as_bytes() == settings.authorization.as_bytes());
+    let authorized =
+        request.headers().get(hyper::header::PROXY_AUTHORIZATION).is_some_and(|v| v.as_bytes() == settings.authorization.as_bytes());
     settings.log.lock().unwrap().push(Asked { method: request.method().to_string(), target: target.clone(), authorized });
     if !authorized {
         let mut refused = empty(StatusCode::PROXY_AUTHENTICATION_REQUIRED);

@@ -7,7 +7,10 @@
 //! endpoint, audience and issuer required (`OAuthBearerValidatorCallbackHandler`, the endpoint in
 //! Kafka's `org.apache.kafka.sasl.oauthbearer.allowed.urls`). A `PLAINTEXT` listener beside it serves the harness's
 //! own administration (its principal, `ANONYMOUS`, is a super user): what a test checks goes through
-//! the `SASL_SSL` listener only.
+//! the `SASL_SSL` listener only. Two more listeners serve the other ways a production cluster is
+//! secured: `SSL` requiring a client certificate the test CA signed (mutual TLS; the principal is
+//! the certificate's subject, `User:CN=snow-test-client`), and `SASL_PLAINTEXT` with the same SCRAM
+//! and PLAIN users.
 
 use std::fs;
 use std::io;
@@ -41,6 +44,8 @@ pub struct Oidc {
 /// The pieces [`prepare`] made for the broker.
 pub(crate) struct Prepared {
     sasl_port: u16,
+    ssl_port: u16,
+    sasl_plaintext_port: u16,
     extra: String,
     /// Arguments to the storage tool (the SCRAM users).
     pub(crate) format_args: Vec<String>,
@@ -52,9 +57,13 @@ impl Prepared {
         let mut out = String::new();
         for line in properties.lines() {
             let line = match line.split_once('=') {
-                Some(("listeners", v)) => format!("listeners={v},SASL_SSL://127.0.0.1:{}", self.sasl_port),
-                Some(("advertised.listeners", v)) => format!("advertised.listeners={v},SASL_SSL://127.0.0.1:{}", self.sasl_port),
-                Some(("listener.security.protocol.map", v)) => format!("listener.security.protocol.map={v},SASL_SSL:SASL_SSL"),
+                Some((key @ ("listeners" | "advertised.listeners"), v)) => format!(
+                    "{key}={v},SASL_SSL://127.0.0.1:{},SSL://127.0.0.1:{},SASL_PLAINTEXT://127.0.0.1:{}",
+                    self.sasl_port, self.ssl_port, self.sasl_plaintext_port
+                ),
+                Some(("listener.security.protocol.map", v)) => {
+                    format!("listener.security.protocol.map={v},SASL_SSL:SASL_SSL,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT")
+                }
                 _ => line.to_string(),
             };
             out.push_str(&line);
@@ -68,7 +77,7 @@ impl Prepared {
 /// Makes the certificates in `dir` and the broker's security settings.
 pub(crate) fn prepare(dir: &Path, request: &Request) -> io::Result<Prepared> {
     make_certificates(dir)?;
-    let sasl_port = free_port()?;
+    let (sasl_port, ssl_port, sasl_plaintext_port) = (free_port()?, free_port()?, free_port()?);
     let plain: String = request.plain_users.iter().map(|(u, p)| format!(" user_{u}=\"{p}\"")).collect();
     let (mechanisms, oauth) = match &request.oidc {
         None => ("SCRAM-SHA-512,SCRAM-SHA-256,PLAIN", String::new()),
@@ -105,8 +114,16 @@ pub(crate) fn prepare(dir: &Path, request: &Request) -> io::Result<Prepared> {
          authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer\n\
          allow.everyone.if.no.acl.found=false\n\
          super.users=User:ANONYMOUS\n\
+         listener.name.ssl.ssl.client.auth=required\n\
+         listener.name.ssl.ssl.truststore.type=PEM\n\
+         listener.name.ssl.ssl.truststore.location={}\n\
+         listener.name.sasl_plaintext.sasl.enabled.mechanisms=SCRAM-SHA-512,SCRAM-SHA-256,PLAIN\n\
+         listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;\n\
+         listener.name.sasl_plaintext.scram-sha-256.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;\n\
+         listener.name.sasl_plaintext.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required{plain};\n\
          {oauth}",
-        dir.join("broker-keystore.pem").display()
+        dir.join("broker-keystore.pem").display(),
+        dir.join("ca.pem").display()
     );
     let mut format_args = Vec::new();
     for (user, password) in &request.scram_users {
@@ -115,7 +132,7 @@ pub(crate) fn prepare(dir: &Path, request: &Request) -> io::Result<Prepared> {
             format_args.push(format!("{mechanism}=[name={user},password={password}]"));
         }
     }
-    Ok(Prepared { sasl_port, extra, format_args })
+    Ok(Prepared { sasl_port, ssl_port, sasl_plaintext_port, extra, format_args })
 }
 
 /// A CA (`ca.pem`), the broker's key and certificate (for 127.0.0.1, localhost and
@@ -194,6 +211,8 @@ pub fn make_certificates(dir: &Path) -> io::Result<()> {
 pub struct SecureBroker {
     broker: KafkaBroker,
     sasl_ssl: String,
+    ssl: String,
+    sasl_plaintext: String,
 }
 
 impl SecureBroker {
@@ -202,18 +221,36 @@ impl SecureBroker {
     pub fn start(request: &Request) -> io::Result<Self> {
         let broker = super::tied(Some(request.clone()))?;
         let text = fs::read_to_string(broker.dir.join("server.properties"))?;
-        let sasl_ssl = text
-            .lines()
-            .find_map(|l| l.strip_prefix("advertised.listeners="))
-            .and_then(|v| v.split(',').find_map(|l| l.strip_prefix("SASL_SSL://")))
-            .map(str::to_string)
-            .ok_or_else(|| io::Error::other("the secured listener is missing from server.properties"))?;
-        Ok(Self { broker, sasl_ssl })
+        let listener = |protocol: &str| {
+            text.lines()
+                .find_map(|l| l.strip_prefix("advertised.listeners="))
+                .and_then(|v| v.split(',').find_map(|l| l.strip_prefix(&format!("{protocol}://"))))
+                .map(str::to_string)
+                .ok_or_else(|| io::Error::other(format!("the {protocol} listener is missing from server.properties")))
+        };
+        let (sasl_ssl, ssl, sasl_plaintext) = (listener("SASL_SSL")?, listener("SSL")?, listener("SASL_PLAINTEXT")?);
+        Ok(Self { broker, sasl_ssl, ssl, sasl_plaintext })
     }
 
     /// `127.0.0.1:PORT` of the `SASL_SSL` listener.
     pub fn bootstrap(&self) -> &str {
         &self.sasl_ssl
+    }
+
+    /// `127.0.0.1:PORT` of the `SSL` listener (a client certificate the test CA signed required).
+    pub fn ssl_bootstrap(&self) -> &str {
+        &self.ssl
+    }
+
+    /// `127.0.0.1:PORT` of the `SASL_PLAINTEXT` listener.
+    pub fn sasl_plaintext_bootstrap(&self) -> &str {
+        &self.sasl_plaintext
+    }
+
+    /// The directory holding the test CA's certificates ([`make_certificates`]): `client.pem`,
+    /// `client.pkcs8.key` and the rest.
+    pub fn certificates_dir(&self) -> PathBuf {
+        self.broker.dir.clone()
     }
 
     /// `127.0.0.1:PORT` of the harness's own `PLAINTEXT` listener (a super user's).

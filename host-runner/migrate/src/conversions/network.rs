@@ -65,7 +65,8 @@ fn store(path: &str, kind: Option<&str>, which: Store) -> Converted {
         _ => String::new(),
     });
     let ours = which.ours();
-    let keys = |location: &str, kind: &str| vec![(format!("{ours}.location"), location.to_string()), (format!("{ours}.type"), kind.to_string())];
+    let keys =
+        |location: &str, kind: &str| vec![(format!("{ours}.location"), location.to_string()), (format!("{ours}.type"), kind.to_string())];
     match kind.as_str() {
         "PKCS12" | "PEM" => Converted::Keys(keys(path, &kind)),
         "JKS" | "JCEKS" => {

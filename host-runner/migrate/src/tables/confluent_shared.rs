@@ -40,7 +40,13 @@ pub const INSTANCE: &[KeyRule] = &[
         "a sink's, with read.timeout.ms (the larger); a source never writes",
         "RT-265, README",
     ),
-    convert("proxy.url", "snow.proxy.url", network::proxy_url, "host:port → http://host:port (https destinations are tunnelled with CONNECT)", "RT-231, RT-265, D-snk-cfg"),
+    convert(
+        "proxy.url",
+        "snow.proxy.url",
+        network::proxy_url,
+        "host:port → http://host:port (https destinations are tunnelled with CONNECT)",
+        "RT-231, RT-265, D-snk-cfg",
+    ),
     rename("proxy.user", "snow.proxy.username", "Basic proxy authentication", "RT-231, RT-265"),
     rename("proxy.password", "snow.proxy.password", "a secret: a literal becomes an ${env:…} placeholder", "RT-231, RT-265"),
     convert(
@@ -50,7 +56,12 @@ pub const INSTANCE: &[KeyRule] = &[
         "the client certificate's store; a JKS store becomes the PKCS#12 store keytool converts it to (review)",
         "RT-231, RT-265, README",
     ),
-    rename("servicenow.ssl.keystore.password", "snow.instance.ssl.keystore.password", "a secret: a literal becomes an ${env:…} placeholder", "RT-231, RT-265, README"),
+    rename(
+        "servicenow.ssl.keystore.password",
+        "snow.instance.ssl.keystore.password",
+        "a secret: a literal becomes an ${env:…} placeholder",
+        "RT-231, RT-265, README",
+    ),
     convert(
         "servicenow.ssl.truststore.path",
         "snow.instance.ssl.truststore.location, .type",
@@ -58,8 +69,17 @@ pub const INSTANCE: &[KeyRule] = &[
         "the trusted CA certificates; a JKS store becomes the PKCS#12 store keytool converts it to (review)",
         "RT-231, RT-265, README",
     ),
-    rename("servicenow.ssl.truststore.password", "snow.instance.ssl.truststore.password", "a secret: a literal becomes an ${env:…} placeholder", "RT-231, RT-265, README"),
-    manual("servicenow.ssl.*", "not a documented key of the connector's TLS settings (servicenow.ssl.keystore.* and .truststore.* are)", "RT-231, RT-265"),
+    rename(
+        "servicenow.ssl.truststore.password",
+        "snow.instance.ssl.truststore.password",
+        "a secret: a literal becomes an ${env:…} placeholder",
+        "RT-231, RT-265, README",
+    ),
+    manual(
+        "servicenow.ssl.*",
+        "not a documented key of the connector's TLS settings (servicenow.ssl.keystore.* and .truststore.* are)",
+        "RT-231, RT-265",
+    ),
     drop("confluent.license", "no licence here", "RT-231, P"),
     drop("confluent.topic", "the licence topic: no licence here", "RT-231"),
     drop("confluent.topic.*", "the licence topic's clients: no licence here", "RT-231, P"),

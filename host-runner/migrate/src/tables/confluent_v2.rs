@@ -36,7 +36,12 @@ pub const RULES: &[KeyRule] = &[
         "the uploaded store, saved as a PKCS#12 file on each worker",
         "T",
     ),
-    rename("servicenow.ssl.keystore.password", "snow.instance.ssl.keystore.password", "a secret: a literal becomes an ${env:…} placeholder", "T"),
+    rename(
+        "servicenow.ssl.keystore.password",
+        "snow.instance.ssl.keystore.password",
+        "a secret: a literal becomes an ${env:…} placeholder",
+        "T",
+    ),
     rename("servicenow.ssl.key.password", "snow.instance.ssl.key.password", "a secret; the key's password must be the store's", "T"),
     convert_review(
         "servicenow.ssl.truststorefile",
@@ -45,7 +50,12 @@ pub const RULES: &[KeyRule] = &[
         "the uploaded store, saved as a PKCS#12 file on each worker",
         "T",
     ),
-    rename("servicenow.ssl.truststore.password", "snow.instance.ssl.truststore.password", "a secret: a literal becomes an ${env:…} placeholder", "T"),
+    rename(
+        "servicenow.ssl.truststore.password",
+        "snow.instance.ssl.truststore.password",
+        "a secret: a literal becomes an ${env:…} placeholder",
+        "T",
+    ),
     decide("servicenow.ssl.protocol", network::ssl_protocol, "TLS 1.3 or 1.2 is negotiated", "T"),
     manual("servicenow.ssl.*", "not a documented key of V2's TLS settings", "T"),
     drop("tables.num", "the tables are those named by table{i}.name (tables past tables.num are ignored, as Confluent did)", "T"),

@@ -45,7 +45,12 @@ pub const CORE: &[KeyRule] = &[
         "PKCS12 as is; a JKS store (their default type) becomes the PKCS#12 store keytool converts it to (review)",
         "O-core",
     ),
-    rename("snow.tls.truststore.password", "snow.instance.ssl.truststore.password", "a secret: a literal becomes an ${env:…} placeholder", "O-core"),
+    rename(
+        "snow.tls.truststore.password",
+        "snow.instance.ssl.truststore.password",
+        "a secret: a literal becomes an ${env:…} placeholder",
+        "O-core",
+    ),
     decide("snow.tls.truststore.type", network::store_type, "taken with snow.tls.truststore.path", "O-core"),
     convert(
         "snow.tls.keystore.path",
@@ -54,7 +59,12 @@ pub const CORE: &[KeyRule] = &[
         "PKCS12 as is; a JKS store (their default type) becomes the PKCS#12 store keytool converts it to (review)",
         "O-core",
     ),
-    rename("snow.tls.keystore.password", "snow.instance.ssl.keystore.password", "a secret: a literal becomes an ${env:…} placeholder", "O-core"),
+    rename(
+        "snow.tls.keystore.password",
+        "snow.instance.ssl.keystore.password",
+        "a secret: a literal becomes an ${env:…} placeholder",
+        "O-core",
+    ),
     decide("snow.tls.keystore.type", network::store_type, "taken with snow.tls.keystore.path", "O-core"),
     manual("snow.tls.*", "not a documented TLS key of theirs (truststore.* and keystore.* are)", "O-core"),
     same("snow.retry.max.attempts", "attempts in all, as theirs", "O-core"),

@@ -215,7 +215,8 @@ mod tests {
         assert!(!Arc::ptr_eq(&a, &registry.provider(&spec("wrong", "pw"))), "another client secret is another credential");
         assert!(!Arc::ptr_eq(&a, &registry.provider(&spec("right", "pw2"))), "another password is another credential");
         let proxy = crate::transport::proxy::Proxy::new("proxy.corp:3128", None, "").unwrap();
-        let proxied = OAuthSpec { route: crate::transport::Route { proxy: Some(Arc::new(proxy)), ..Default::default() }, ..spec("right", "pw") };
+        let proxied =
+            OAuthSpec { route: crate::transport::Route { proxy: Some(Arc::new(proxy)), ..Default::default() }, ..spec("right", "pw") };
         assert!(!Arc::ptr_eq(&a, &registry.provider(&proxied)), "another way to the endpoint is another provider");
         assert_ne!(CredentialKey::of(&spec("ab", "c")), CredentialKey::of(&spec("a", "bc")), "no secret boundary can be forged");
         assert!(!format!("{:?}", CredentialKey::of(&spec("right", "pw"))).contains("right"));

@@ -167,11 +167,8 @@ impl ConnectorSpec {
                 uri.scheme_str() == Some(instance.scheme.as_str())
                     && uri.authority().is_some_and(|a| a.as_str().eq_ignore_ascii_case(&instance.authority))
             });
-            oauth.route = if on_instance {
-                instance_route.clone()
-            } else {
-                crate::transport::Route { proxy: proxy.clone(), ..Default::default() }
-            };
+            oauth.route =
+                if on_instance { instance_route.clone() } else { crate::transport::Route { proxy: proxy.clone(), ..Default::default() } };
         }
         let topics: Vec<String> =
             get("topics").map(|t| t.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect()).unwrap_or_default();

@@ -13,8 +13,8 @@ use serde_json::{Value as Json, json};
 use snow_core::auth::Secret;
 use snow_core::http::{Method, Request, Timeouts};
 
-use crate::transport::plain;
 use crate::transport::Route;
+use crate::transport::plain;
 
 /// Registry requests wait at most this long for each phase.
 const TIMEOUTS: Timeouts = Timeouts { connect_ms: 10_000, first_byte_ms: 30_000, body_ms: 30_000 };

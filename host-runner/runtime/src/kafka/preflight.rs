@@ -68,6 +68,16 @@ fn is_fatal((code, reason): &(Option<RDKafkaErrorCode>, String)) -> bool {
     matches!(code, Some(RDKafkaErrorCode::Authentication | RDKafkaErrorCode::SSL | RDKafkaErrorCode::SaslAuthenticationFailed))
         || reason.contains("SASL authentication error")
         || reason.contains("SSL handshake failed")
+        || refuses_certificate(reason)
+}
+
+/// Whether a broker's TLS alert says it refused the client's certificate (or its absence): a
+/// listener requiring mutual TLS answers a client without one with `bad certificate` (Java) or
+/// `certificate required` (TLS 1.3), one it does not trust with `unknown ca`.
+fn refuses_certificate(reason: &str) -> bool {
+    ["alert bad certificate", "alert certificate required", "alert unknown ca", "alert certificate unknown"]
+        .iter()
+        .any(|alert| reason.contains(alert))
 }
 
 /// Asks the cluster at `bootstrap` for its metadata with `security`, within `timeout`.
@@ -97,6 +107,10 @@ pub fn check(bootstrap: &str, security: &BTreeMap<String, String>, timeout: Dura
     if let Some((code, reason)) = fatal {
         let oauthbearer = security.get("sasl.mechanism").or(security.get("sasl.mechanisms")).is_some_and(|m| m == "OAUTHBEARER");
         let what = match code {
+            _ if refuses_certificate(reason) => {
+                "the brokers refused the client certificate (a listener requiring mutual TLS: set ssl.keystore.location, or \
+                 ssl.certificate.location with ssl.key.location, to a certificate signed by a CA the brokers trust)"
+            }
             Some(RDKafkaErrorCode::SSL) => "the TLS handshake failed (check ssl.ca.location and the brokers' certificates)",
             _ if reason.contains("SSL") => "the TLS handshake failed (check ssl.ca.location and the brokers' certificates)",
             _ if reason.contains("OAUTHBEARER token") => {
@@ -154,6 +168,13 @@ mod tests {
                 .collect();
         assert_eq!(listener("b:9093", &security), "SASL_SSL://b:9093 as user \"connect\" (SCRAM-SHA-512)");
         assert_eq!(listener("b:9092", &BTreeMap::new()), "PLAINTEXT://b:9092");
+    }
+
+    #[test]
+    fn a_refused_client_certificate_is_fatal() {
+        let alert = "ssl://b:9094/bootstrap: Receive failed: ssl3_read_bytes error:0A000412:SSL routines::sslv3 alert bad certificate";
+        assert!(is_fatal(&(None, alert.to_string())));
+        assert!(!is_fatal(&(None, "Connect to ipv4#127.0.0.1:9 failed: Connection refused".to_string())));
     }
 
     #[test]

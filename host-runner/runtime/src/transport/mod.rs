@@ -66,9 +66,9 @@ impl Route {
         use rustls::{AlertDescription as Alert, CertificateError as Cert};
         let keys = self.tls_keys.as_deref().unwrap_or("the TLS settings");
         match cause {
-            rustls::Error::InvalidCertificate(Cert::UnknownIssuer | Cert::BadSignature) => format!(
-                " (its certificate is not signed by a CA trusted here: give the CA in {keys}.truststore.location, PEM or PKCS#12)"
-            ),
+            rustls::Error::InvalidCertificate(Cert::UnknownIssuer | Cert::BadSignature) => {
+                format!(" (its certificate is not signed by a CA trusted here: give the CA in {keys}.truststore.location, PEM or PKCS#12)")
+            }
             rustls::Error::InvalidCertificate(Cert::NotValidForName | Cert::NotValidForNameContext { .. }) => {
                 " (its certificate does not name the host of the URL)".to_string()
             }

@@ -33,16 +33,13 @@ pub async fn send(request: &Request, route: &Route) -> Result<Response, Transpor
     };
     // Only idempotent requests come through here (asking for a token, registering the same schema,
     // reading a schema by id): every failure counts as "nothing sent" so that it is retried.
-    let response = super::pool::ConnectionPool::shared()
-        .send_with(http_request, options, route)
-        .await
-        .map_err(|e| {
-            let text = match &e {
-                wasmtime_wasi_http::Error::InternalError(Some(m)) => m.strip_prefix(snow_core::http::NOT_SENT).unwrap_or(m).to_string(),
-                other => other.to_string(),
-            };
-            TransportError::new(TransportErrorKind::Connect, text)
-        })?;
+    let response = super::pool::ConnectionPool::shared().send_with(http_request, options, route).await.map_err(|e| {
+        let text = match &e {
+            wasmtime_wasi_http::Error::InternalError(Some(m)) => m.strip_prefix(snow_core::http::NOT_SENT).unwrap_or(m).to_string(),
+            other => other.to_string(),
+        };
+        TransportError::new(TransportErrorKind::Connect, text)
+    })?;
     let (parts, body) = response.into_parts();
     // Read at most the cap: a larger answer is refused as soon as it passes it, never held whole.
     let capped = http_body_util::Limited::new(body, request.max_response_bytes).collect();

@@ -60,20 +60,18 @@ impl Proxy {
             Some((scheme, _)) => {
                 return Err((
                     ProxyPart::Url,
-                    format!("{scheme}:// proxies are not supported: give the proxy as http://host:port (https destinations are tunnelled through it with CONNECT)"),
+                    format!(
+                        "{scheme}:// proxies are not supported: give the proxy as http://host:port (https destinations are tunnelled through it with CONNECT)"
+                    ),
                 ));
             }
             None => url,
         };
         let authority = rest.trim_end_matches('/');
         if authority.contains(['@', '/', '?', '#']) || authority.chars().any(|c| c.is_whitespace() || c.is_control()) {
-            return Err((
-                ProxyPart::Url,
-                "must be http://host:port with nothing else (credentials go in their own keys)".to_string(),
-            ));
+            return Err((ProxyPart::Url, "must be http://host:port with nothing else (credentials go in their own keys)".to_string()));
         }
-        let parsed: http::uri::Authority =
-            authority.parse().map_err(|_| (ProxyPart::Url, format!("{authority:?} is not host:port")))?;
+        let parsed: http::uri::Authority = authority.parse().map_err(|_| (ProxyPart::Url, format!("{authority:?} is not host:port")))?;
         let Some(port) = parsed.port_u16().filter(|p| *p > 0) else {
             return Err((ProxyPart::Url, format!("{authority:?} names no port (e.g. http://proxy.example.com:3128)")));
         };
@@ -98,7 +96,9 @@ impl Proxy {
         let id = {
             use sha2::{Digest, Sha256};
             let mut digest = Sha256::new();
-            for part in [authority.as_bytes(), authorization.as_ref().map_or(&b""[..], |a| a.as_bytes()), format!("{no_proxy:?}").as_bytes()] {
+            for part in
+                [authority.as_bytes(), authorization.as_ref().map_or(&b""[..], |a| a.as_bytes()), format!("{no_proxy:?}").as_bytes()]
+            {
                 digest.update((part.len() as u64).to_be_bytes());
                 digest.update(part);
             }
@@ -191,7 +191,9 @@ impl Proxy {
 
     /// The error for a proxy answering 407.
     pub(super) fn refused_credentials(&self) -> HttpError {
-        let keys = if self.credentials_key.is_empty() { "the proxy credentials".to_string() } else {
+        let keys = if self.credentials_key.is_empty() {
+            "the proxy credentials".to_string()
+        } else {
             format!("{0}.username and {0}.password", self.credentials_key)
         };
         super::not_sent(match self.authorization {

@@ -134,8 +134,11 @@ pub fn read(sub: &BTreeMap<&str, &str>, prefix: &str, errors: &mut Vec<ConfigErr
                     "encrypted PEM private keys are not supported; give the key unencrypted (openssl pkcs8 -topk8 -nocrypt)",
                 ));
             }
-            client = pem_certificates(chain.as_bytes(), &key("keystore.certificate.chain"), errors)
-                .zip(pem_private_key(private.as_bytes(), &key("keystore.key"), errors));
+            client = pem_certificates(chain.as_bytes(), &key("keystore.certificate.chain"), errors).zip(pem_private_key(
+                private.as_bytes(),
+                &key("keystore.key"),
+                errors,
+            ));
         }
         (None, None, None) => {
             if get("key.password").is_some() {
@@ -381,8 +384,7 @@ mod tests {
 
     #[test]
     fn inline_pem_a_pem_file_and_a_pkcs12_store_make_profiles_identified_by_what_they_hold() {
-        let inline =
-            [("truststore.certificates", CERT), ("keystore.certificate.chain", CERT), ("keystore.key", KEY)];
+        let inline = [("truststore.certificates", CERT), ("keystore.certificate.chain", CERT), ("keystore.key", KEY)];
         let (profile, errors) = read_keys(&inline);
         assert!(errors.is_empty(), "{errors:?}");
         let first = profile.unwrap();
@@ -432,7 +434,10 @@ mod tests {
             (vec![("truststore.location", "/no/such/file.pem")], "truststore.location: /no/such/file.pem cannot be read"),
             (vec![("truststore.location", plain_path.as_str()), ("truststore.type", "PEM")], "is not PEM"),
             (vec![("truststore.location", plain_path.as_str())], "truststore.location: is not a PKCS#12 store"),
-            (vec![("keystore.location", p12_path.as_str()), ("keystore.password", "secret")], "keystore.location: is not a PKCS#12 store that"),
+            (
+                vec![("keystore.location", p12_path.as_str()), ("keystore.password", "secret")],
+                "keystore.location: is not a PKCS#12 store that",
+            ),
             (vec![("keystore.type", "BKS"), ("keystore.location", p12_path.as_str())], "keystore.type: must be PEM or PKCS12"),
             (vec![("truststore.certificates", "not a certificate")], "truststore.certificates: holds no PEM certificate"),
             (vec![("keystore.certificate.chain", CERT), ("keystore.key", KEY), ("key.password", "secret")], "encrypted PEM private keys"),

@@ -43,7 +43,7 @@ final class ConnectorKeys {
                     continue;
                 }
                 String key = cells[1];
-                boolean secret = key.endsWith("password") || key.endsWith("secret");
+                boolean secret = key.endsWith("password") || key.endsWith("secret") || key.endsWith("keystore.key");
                 boolean required = cells[2].startsWith("required");
                 String doc = cells[3] + (cells[2].isEmpty() ? "" : " (default: " + cells[2] + ")");
                 def.define(key, secret ? Type.PASSWORD : Type.STRING, null, required ? Importance.HIGH : Importance.MEDIUM, doc);
