@@ -159,14 +159,19 @@ impl CallerRules {
         for (k, v) in &self.defaults {
             entries.entry(k.clone()).or_insert_with(|| v.clone());
         }
+        // A converter kind's settings come from one side only, as in Kafka Connect: a connector
+        // naming its own converter gets only the settings it wrote; one naming none runs the
+        // worker's, with the worker's settings alone — its own `value.converter.*` keys are not
+        // the worker's converter's (they would send the worker's registry credentials to a
+        // registry URL of the caller's choosing).
         for kind in ["key.converter", "value.converter", "header.converter"] {
+            let of_kind = |k: &String| k == kind || k.strip_prefix(kind).is_some_and(|r| r.starts_with('.'));
             if properties.contains_key(kind) {
+                entries.retain(|k, _| !of_kind(k) || properties.contains_key(k));
                 continue;
             }
-            let of_kind = |k: &String| k == kind || k.strip_prefix(kind).is_some_and(|r| r.starts_with('.'));
-            for (k, v) in self.converters.iter().filter(|(k, _)| of_kind(k)) {
-                entries.entry(k.clone()).or_insert_with(|| v.clone());
-            }
+            entries.retain(|k, _| !of_kind(k));
+            entries.extend(self.converters.iter().filter(|(k, _)| of_kind(k)).map(|(k, v)| (k.clone(), v.clone())));
         }
         Ok(Applied { entries, resolved })
     }
@@ -242,6 +247,24 @@ mod tests {
         assert_eq!(own["value.converter"], "org.apache.kafka.connect.json.JsonConverter");
         assert!(!own.contains_key("value.converter.schema.registry.url"), "the worker's value converter settings stay the worker's");
         assert_eq!(own.get("key.converter").map(String::as_str), Some("org.apache.kafka.connect.storage.StringConverter"));
+        // Settings of a converter the caller did not name are not taken with the worker's: the
+        // worker's credentials never go to the caller's registry.
+        let rules = CallerRules {
+            converters: map(&[
+                ("value.converter", "io.confluent.connect.avro.AvroConverter"),
+                ("value.converter.schema.registry.url", "https://registry.internal:8081"),
+                ("value.converter.basic.auth.credentials.source", "USER_INFO"),
+                ("value.converter.basic.auth.user.info", "${file:/etc/snow/registry.properties:user.info}"),
+            ]),
+            ..rules
+        };
+        let borrowed = rules
+            .apply(&map(&[("value.converter.schema.registry.url", "https://attacker.example"), ("value.converter.bearer.auth.token", "x")]))
+            .unwrap()
+            .entries;
+        assert_eq!(borrowed["value.converter.schema.registry.url"], "https://registry.internal:8081", "the worker's converter, whole");
+        assert!(!borrowed.contains_key("value.converter.bearer.auth.token"));
+        assert!(borrowed.values().all(|v| !v.contains("attacker")));
     }
 
     #[test]
