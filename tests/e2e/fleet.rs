@@ -1063,3 +1063,85 @@ fn new_fleets_started_at_once_all_come_up_and_survive_their_broker_restarting_un
     }
     assert_eq!(met, specs.len(), "every worker met the outage while starting and waited it out");
 }
+
+#[test]
+fn a_tenants_credential_goes_only_to_the_destinations_the_worker_bound_it_to() {
+    let now = now_secs();
+    let (team_a, team_b) = (fake(now), fake(now));
+    let ids = team_a.shared().seed("incident", 40, now - 3600, 3000);
+    team_b.shared().seed("incident", 40, now - 3600, 3000);
+    let dir = work_dir("fleet-tenants");
+    let group = unique("fleet-tenants");
+    let (a_url, b_url) = (team_a.url(), team_b.url());
+    let spec = worker_properties(
+        &dir,
+        "w1",
+        &group,
+        &[
+            ("credentials", "team-a,team-b"),
+            ("credentials.team-a.references", "${env:SNOW_TEAM_A_*}"),
+            ("credentials.team-a.destinations", &a_url),
+            ("credentials.team-b.references", "${env:SNOW_TEAM_B_*}"),
+            ("credentials.team-b.destinations", &b_url),
+        ],
+    );
+    let worker = start_worker(&dir, "w1", &spec, &[("SNOW_TEAM_A_PASSWORD", PASSWORD), ("SNOW_TEAM_B_PASSWORD", PASSWORD)]);
+    let config = |fake: &FakeSnow, name: &str, topic: &str, reference: &str, extra: &[(&str, &str)]| {
+        let mut config = source_config(fake, name, topic, &["incident"]);
+        config["snow.auth.password"] = json!(reference);
+        for (k, v) in extra {
+            config[*k] = json!(v);
+        }
+        config
+    };
+
+    // Team B names team A's credential with its own instance: refused, naming the key and where
+    // it may not go, never the value; team B's instance is asked nothing.
+    let (name, topic) = (unique("stolen"), unique("stolen"));
+    let stolen = curl(
+        spec.port,
+        "POST",
+        "/connectors",
+        Some(&json!({ "name": name, "config": config(&team_b, &name, &topic, "${env:SNOW_TEAM_A_PASSWORD}", &[]) })),
+    );
+    assert_eq!(stolen.status, 400, "{}", stolen.text);
+    let b_port = b_url.rsplit(':').next().unwrap();
+    assert!(
+        stolen.text.contains("snow.auth.password") && stolen.text.contains(&format!("may not be sent to http://127.0.0.1:{b_port}")),
+        "{}",
+        stolen.text
+    );
+    assert!(!stolen.text.contains(PASSWORD));
+    // A registry on a link-local address (a cloud's metadata service) is no destination either.
+    let (name, topic) = (unique("metadata"), unique("metadata"));
+    let registry = [
+        ("value.converter", "io.confluent.connect.avro.AvroConverter"),
+        ("value.converter.schema.registry.url", "http://169.254.169.254/latest"),
+    ];
+    let metadata = curl(
+        spec.port,
+        "POST",
+        "/connectors",
+        Some(&json!({ "name": name, "config": config(&team_a, &name, &topic, "${env:SNOW_TEAM_A_PASSWORD}", &registry) })),
+    );
+    assert_eq!(metadata.status, 400, "{}", metadata.text);
+    assert!(
+        metadata.text.contains("value.converter.schema.registry.url") && metadata.text.contains("destinations.registries"),
+        "{}",
+        metadata.text
+    );
+
+    // Team A's credential with team A's instance runs.
+    let (name, topic) = (unique("own"), unique("own"));
+    let created = curl(
+        spec.port,
+        "POST",
+        "/connectors",
+        Some(&json!({ "name": name, "config": config(&team_a, &name, &topic, "${env:SNOW_TEAM_A_PASSWORD}", &[]) })),
+    );
+    assert_eq!(created.status, 201, "{}", created.text);
+    let records = read_until(kafka_harness::shared().bootstrap(), &topic, Duration::from_secs(120), |r| r.len() >= ids.len());
+    let log = worker.stop();
+    assert_eq!(records.iter().map(|r| r.key.as_str()).collect::<BTreeSet<_>>().len(), ids.len(), "{}", tail(&log, 20));
+    assert!(team_b.journal().entries.is_empty(), "team B's instance was asked nothing");
+}

@@ -152,6 +152,7 @@ impl Plugin {
             component_paths: self.component_paths.clone(),
             defaults: self.defaults.clone(),
             converters: BTreeMap::new(),
+            destinations: Default::default(),
         };
         let applied = rules.apply(&properties)?;
         // Whatever a reference resolved to stays out of every error.

@@ -39,6 +39,11 @@ pub fn worker_properties(dir: &Path, label: &str, group: &str, extra: &[(&str, &
         ("plugin.path", Path::new(guest_artifacts::GUEST_SOURCE).parent().unwrap().display().to_string()),
         // The variables a connector's references may read: the tests' passwords.
         ("config.providers.env.allowed.names", "SNOW_*".to_string()),
+        // The fake instances, registries and proxies of the tests listen on loopback, which a
+        // worker refuses unless its operator lists it.
+        ("destinations.instances", "127.0.0.1".to_string()),
+        ("destinations.registries", "127.0.0.1".to_string()),
+        ("destinations.proxies", "127.0.0.1".to_string()),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_string(), v))

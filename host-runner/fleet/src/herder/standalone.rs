@@ -150,6 +150,7 @@ impl Checks for Standalone {
                 component_paths: self.components.iter().map(|(p, _)| p.clone()).collect(),
                 defaults: trust,
                 converters: BTreeMap::new(),
+                destinations: Default::default(),
             };
             let applied = rules.apply(properties).map_err(|errors| InvalidConfig::new(name, errors))?;
             let mut entries = applied.entries;

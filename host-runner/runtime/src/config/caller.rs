@@ -16,6 +16,8 @@
 //! - `component.path` must name a file under the directories (or be one of the files) the
 //!   operator allows; whether any other file exists is never told;
 //! - `kafka.bootstrap.servers` is the worker's cluster (its credentials go nowhere else);
+//! - the instance, token endpoint, registries and proxy are destinations the worker allows, and a
+//!   credential goes only where the worker bound it ([`super::destinations`]);
 //! - `${env:…}` / `${file:…}` resolve only where [`super::providers::ProviderPolicy::caller`] allows;
 //! - then the operator's keys are added.
 //!
@@ -42,6 +44,8 @@ pub struct CallerRules {
     /// settings): a connector that names none of a kind runs with the worker's, settings and all,
     /// as in Connect; one that names its own takes none of the worker's settings for it.
     pub converters: BTreeMap<String, String>,
+    /// Where the connector may send requests and credentials.
+    pub destinations: super::destinations::DestinationPolicy,
 }
 
 /// A caller's configuration made ready to run.
@@ -145,6 +149,7 @@ impl CallerRules {
                 "a transform component's bundle is the one stored with it (or beside its file); remove it",
             ));
         }
+        errors.extend(self.destinations.check(properties));
         let mut entries = properties.clone();
         let resolved = match providers::resolve(&mut entries, &self.providers, |name| std::env::var(name).ok()) {
             Ok(resolved) => resolved,
@@ -196,6 +201,7 @@ mod tests {
             defaults: map(&[("kafka.bootstrap.servers", "b:9092"), ("component.trusted.keys", "/etc/keys/release.pub")]),
             providers: ProviderPolicy::caller(Vec::new(), Vec::new(), Vec::new()),
             converters: BTreeMap::new(),
+            destinations: Default::default(),
         };
         let ok = rules.apply(&map(&[("component.path", &format!("{}/plugins/c.wasm", dir.display()))])).unwrap();
         assert_eq!(ok.entries["component.trusted.keys"], "/etc/keys/release.pub", "the operator's policy is added");
@@ -236,6 +242,7 @@ mod tests {
                 ("value.converter.schema.registry.url", "http://registry:8081"),
                 ("key.converter", "org.apache.kafka.connect.storage.StringConverter"),
             ]),
+            destinations: Default::default(),
         };
         let inherited = rules.apply(&map(&[])).unwrap().entries;
         assert_eq!(inherited.get("value.converter.schema.registry.url").map(String::as_str), Some("http://registry:8081"));

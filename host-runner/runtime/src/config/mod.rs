@@ -14,6 +14,7 @@ mod artefact;
 mod auth;
 pub mod caller;
 mod component;
+pub mod destinations;
 pub mod exactly_once;
 mod file;
 mod instance;

@@ -22,8 +22,9 @@ pub const MAX_FILE_BYTES: u64 = 1 << 20;
 
 /// Keys whose value picks where data or credentials go: a reference there could send a worker's
 /// secret to a host the caller chose, so callers give them literally.
-pub const DESTINATION_KEYS: [&str; 5] = [
+pub const DESTINATION_KEYS: [&str; 6] = [
     "snow.instance.url",
+    "snow.proxy.url",
     "kafka.bootstrap.servers",
     "snow.auth.token.url",
     "key.converter.schema.registry.url",
@@ -32,11 +33,21 @@ pub const DESTINATION_KEYS: [&str; 5] = [
 
 /// The connector keys in which a caller's references resolve without the operator listing them:
 /// the credentials.
-pub const CREDENTIAL_KEYS: [&str; 11] = [
+pub const CREDENTIAL_KEYS: [&str; 21] = [
     "snow.auth.username",
     "snow.auth.password",
     "snow.auth.client.id",
     "snow.auth.client.secret",
+    "snow.proxy.username",
+    "snow.proxy.password",
+    "snow.instance.ssl.truststore.password",
+    "snow.instance.ssl.keystore.password",
+    "snow.instance.ssl.key.password",
+    "snow.instance.ssl.keystore.key",
+    "key.converter.schema.registry.ssl.truststore.password",
+    "value.converter.schema.registry.ssl.truststore.password",
+    "key.converter.schema.registry.ssl.keystore.password",
+    "value.converter.schema.registry.ssl.keystore.password",
     "key.converter.basic.auth.user.info",
     "value.converter.basic.auth.user.info",
     "key.converter.bearer.auth.token",
@@ -104,7 +115,8 @@ pub fn resolve(
     let mut errors = Vec::new();
     let mut resolved_values = Vec::new();
     for (key, value) in entries.iter_mut() {
-        if !is_reference(value) {
+        // A worker's named credentials list the references they cover: names, not values.
+        if !is_reference(value) || (key.starts_with("credentials.") && key.ends_with(".references")) {
             continue;
         }
         if let Some(keys) = &policy.keys

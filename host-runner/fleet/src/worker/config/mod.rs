@@ -67,6 +67,8 @@ pub struct WorkerConfig {
     pub plugin_path: Vec<PathBuf>,
     /// `config.providers.*`: where a connector's references may resolve.
     pub providers: snow_runtime::config::providers::ProviderPolicy,
+    /// `destinations.*`, `credentials.*`: where a caller's connector may send requests and credentials.
+    pub destinations: snow_runtime::config::destinations::DestinationPolicy,
     /// `exactly.once.source.support` (Kafka Connect's worker key, KIP-618): whether the fleet's
     /// source connectors may run exactly once.
     pub exactly_once_source: ExactlyOnceSource,
@@ -200,6 +202,10 @@ impl WorkerConfig {
             connector_defaults.insert(format!("kafka.{k}"), v.clone());
         }
         let callers::Callers { plugin_path, providers } = callers::read(entries, &mut errors);
+        let mut own_listeners = vec![listen.as_str()];
+        let status_listen = get("status.listen");
+        own_listeners.extend(status_listen.as_deref());
+        let destinations = snow_runtime::config::destinations::DestinationPolicy::read(entries, &own_listeners, &mut errors);
         for key in entries.keys() {
             let security_key =
                 snow_runtime::kafka::security::is_security_key(key) || snow_runtime::kafka::security::is_client_prefixed_security_key(key);
@@ -207,6 +213,7 @@ impl WorkerConfig {
                 && !CONNECTOR_DEFAULTS.contains(&key.as_str())
                 && !security_key
                 && !snow_runtime::convert::spec::is_converter_key(key)
+                && !snow_runtime::config::destinations::is_key(key)
             {
                 errors.push(ConfigError::new(key, "unknown worker key (check the spelling and docs/configuration.md)"));
             }
@@ -233,12 +240,13 @@ impl WorkerConfig {
             tls,
             basic_auth_file,
             worker_id,
-            status_listen: get("status.listen"),
+            status_listen,
             connector_defaults,
             converters,
             security,
             plugin_path,
             providers,
+            destinations,
             exactly_once_source,
         })
     }
@@ -260,6 +268,7 @@ impl WorkerConfig {
             component_paths: self.plugin_path.clone(),
             defaults: self.connector_defaults.clone(),
             converters: self.converters.clone(),
+            destinations: self.destinations.clone(),
         }
     }
 }
