@@ -63,6 +63,10 @@ pub fn is_provider_reference(value: &str) -> bool {
 pub fn is_secret_key(key: &str) -> bool {
     matches!(key, "snow.auth.password" | "snow.auth.client.secret" | "snow.push.secret" | proxy::SECRET_KEY)
         || spec::is_instance_tls_secret(key)
+        || ["key.converter.", "value.converter."].iter().filter_map(|p| key.strip_prefix(p)).any(|k| {
+            matches!(k, "basic.auth.user.info" | "bearer.auth.token")
+                || k.strip_prefix("schema.registry.ssl.").is_some_and(|k| crate::transport::tls::SECRET_KEYS.contains(&k))
+        })
         || key.strip_prefix("kafka.").is_some_and(crate::kafka::security::is_secret_key)
 }
 
