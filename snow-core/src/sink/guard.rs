@@ -137,7 +137,7 @@ fn parse_instant(t: &str) -> Option<Kind> {
     let nanos: u32 = if fraction.is_empty() { 0 } else { format!("{fraction:0<9}").parse().ok()? };
     let offset = match zone {
         "" | "Z" | "z" => 0,
-        z if z.len() == 6 && (z.starts_with('+') || z.starts_with('-')) && &z[3..4] == ":" => {
+        z if z.len() == 6 && z.is_ascii() && (z.starts_with('+') || z.starts_with('-')) && &z[3..4] == ":" => {
             let h: i64 = z[1..3].parse().ok()?;
             let m: i64 = z[4..6].parse().ok()?;
             let sign = if z.starts_with('-') { -1 } else { 1 };
@@ -265,6 +265,9 @@ mod tests {
         let err = v("2026-03-01 10:00:30").compare(&v("17")).unwrap_err();
         assert!(err.contains("(a timestamp) cannot be compared with \"17\" (a number)"), "{err}");
         assert!(v("abc").compare(&v("3")).is_err());
+        // A zone that is not ASCII is text, never a slice through a character.
+        assert!(v("2026-03-01T12:00:30+1é00").compare(&v("2026-03-01 10:00:30")).is_err());
+        assert_eq!(cmp("2026-03-01T12:00:30+1é00", "2026-03-01T12:00:30+1é00"), Ordering::Equal);
     }
 
     #[test]

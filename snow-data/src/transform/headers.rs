@@ -172,6 +172,10 @@ fn number(t: &str) -> Option<(Option<Schema>, Value)> {
 }
 
 fn temporal(text: &str) -> Option<(Option<Schema>, Value)> {
+    // The forms below are ASCII; slicing other text at their offsets could split a character.
+    if !text.is_ascii() {
+        return None;
+    }
     let stamp = |date: &str, time: &str| snow_core::time::Timestamp::parse(&format!("{date} {time}")).ok();
     match text.len() {
         10 => stamp(text, "00:00:00").map(|t| (Some(Schema::date()), Value::Date(t.0.div_euclid(86_400) as i32))),
@@ -220,6 +224,13 @@ fn common<'s>(mut schemas: impl Iterator<Item = Option<&'s Schema>>) -> Option<S
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_literal_with_a_character_where_a_date_has_digits_is_text() {
+        for literal in ["2024-01-0é", "12:34:5é.789Z", "2024-01-02T12:34:5é.789Z", "é2024-01-02T12:34:56.7Z"] {
+            assert_eq!(parse_literal(literal), (Some(Schema::new(Kind::String)), Value::String(literal.to_string())), "{literal}");
+        }
+    }
 
     #[test]
     fn literals_are_typed_as_values_parse_string_types_them() {

@@ -87,9 +87,10 @@ impl DateFormat {
     pub fn format(&self, ms: i64) -> String {
         let secs = ms.div_euclid(1000);
         let millis = ms.rem_euclid(1000);
-        let text = Timestamp(secs).to_string(); // YYYY-MM-DD HH:MM:SS
-        let num = |r: std::ops::Range<usize>| text[r].parse::<i64>().unwrap_or(0);
-        let (y, mo, d, h, mi, s) = (num(0..4), num(5..7), num(8..10), num(11..13), num(14..16), num(17..19));
+        // From the numbers, not from the text: a year past 9999 (or before 0) has more digits.
+        let (y, mo, d) = snow_core::time::civil_from_days(secs.div_euclid(86_400));
+        let in_day = secs.rem_euclid(86_400);
+        let (h, mi, s) = (in_day / 3600, in_day % 3600 / 60, in_day % 60);
         let mut out = String::new();
         for part in &self.parts {
             match part {
@@ -470,6 +471,11 @@ mod tests {
             Some("2025-02-14".into())
         );
         assert_eq!(DateFormat::new("dd MMM yyyy").expect("pattern").format(0), "01 Jan 1970");
+        // A year of five digits (or a negative one) keeps its month: no slicing of a text whose
+        // widths moved.
+        let year_10000 = snow_core::time::days_from_civil(10_000, 3, 4) * 86_400_000;
+        assert_eq!(DateFormat::new("dd MMMM yyyy").expect("pattern").format(year_10000), "04 March 10000");
+        assert_eq!(DateFormat::new("MMM").expect("pattern").format(i64::MIN / 2).len(), 3);
         assert!(DateFormat::new("yyyy-qq").is_err());
     }
 }
