@@ -998,6 +998,12 @@ fn a_standalone_run_answers_the_rest_api_read_only() {
     let paused = curl(port, "PUT", &format!("/connectors/{name}/pause"), None);
     assert_eq!(paused.status, 405, "{}", paused.text);
     assert!(paused.text.contains("standalone"), "{}", paused.text);
+    let levels = curl(port, "GET", "/admin/loggers", None).body;
+    for scope in ["", "?scope=cluster"] {
+        let logger = curl(port, "PUT", &format!("/admin/loggers/root{scope}"), Some(&json!({ "level": "OFF" })));
+        assert_eq!(logger.status, 405, "levels are read-only here too: {}", logger.text);
+    }
+    assert_eq!(curl(port, "GET", "/admin/loggers", None).body, levels, "unchanged");
     let mut bad = config.clone();
     bad.insert("kafka.typo".into(), "1".into());
     let validated = curl(port, "PUT", "/connector-plugins/ServiceNowSourceConnector/config/validate", Some(&json!(bad)));

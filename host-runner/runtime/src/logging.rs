@@ -4,7 +4,7 @@
 //!
 //! Levels change while the process runs (Kafka Connect's `/admin/loggers`, KIP-495): a logger is a
 //! target prefix (`snow_runtime::sink`, `rdkafka`) or `root`; [`set_level`] adds it to the filter
-//! `SNOW_LOG` started with, [`levels`] says what is set.
+//! `SNOW_LOG` started with (at most 64 loggers), [`levels`] says what is set.
 
 use std::collections::BTreeMap;
 use std::io::IsTerminal;
@@ -49,6 +49,9 @@ fn level_of(level: &str) -> Option<&'static str> {
     }
 }
 
+/// Loggers that may be set at once (each is a directive of the filter every log call consults).
+const MAX_LOGGERS: usize = 64;
+
 /// Whether `logger` names a logger: `root`, or a target path.
 fn is_logger(logger: &str) -> bool {
     !logger.is_empty() && logger.len() <= 200 && logger.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | ':' | '.' | '-'))
@@ -62,7 +65,11 @@ pub fn set_level(logger: &str, level: &str) -> Result<(), String> {
     let level = level_of(level).ok_or_else(|| format!("{level:?} is not a level (TRACE, DEBUG, INFO, WARN, ERROR, OFF)"))?;
     let Some(levels) = LEVELS.get() else { return Err("logging is not set up in this process".into()) };
     let mut levels = levels.lock().unwrap_or_else(|e| e.into_inner());
-    levels.set.insert(logger.replace('.', "::"), level.to_string());
+    let logger = logger.replace('.', "::");
+    if !levels.set.contains_key(&logger) && levels.set.len() >= MAX_LOGGERS {
+        return Err(format!("at most {MAX_LOGGERS} loggers may be set at once; set a shorter prefix or root instead"));
+    }
+    levels.set.insert(logger, level.to_string());
     let mut directives: Vec<String> = Vec::new();
     match levels.set.get("root") {
         Some(root) => directives.push(root.clone()),

@@ -571,6 +571,10 @@ async fn reset_offsets(herder: &dyn Herder, name: &str) -> Response<Full<Bytes>>
 /// `PUT /admin/loggers/{logger}` (KIP-495): this worker's level, or with `scope=cluster` every
 /// worker's (KIP-976).
 async fn set_logger(herder: &dyn Herder, logger: &str, scope: Option<&str>, body: &Bytes) -> Response<Full<Bytes>> {
+    // A standalone run's listener is read-only: its levels are set where it was started (SNOW_LOG).
+    if herder.writer().is_none() {
+        return read_only();
+    }
     let level = match parse_json(body) {
         Ok(v) => match v.get("level").and_then(Value::as_str) {
             Some(level) => level.to_string(),
@@ -587,8 +591,7 @@ async fn set_logger(herder: &dyn Herder, logger: &str, scope: Option<&str>, body
             if let Err(why) = snow_runtime::logging::set_level(logger, &level) {
                 return error(StatusCode::BAD_REQUEST, &why);
             }
-            // A standalone run is the whole cluster: set here, as above.
-            let Some(writer) = herder.writer() else { return empty(StatusCode::NO_CONTENT) };
+            let Some(writer) = herder.writer() else { return read_only() };
             match writer.set_cluster_logger(logger, &level).await {
                 Ok(()) => empty(StatusCode::NO_CONTENT),
                 Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, &format!("Setting the level on every worker failed: {e:#}")),
