@@ -39,4 +39,5 @@ pub mod sink;
 pub mod source;
 pub mod state;
 pub mod status;
+pub mod supervise;
 pub mod transport;

@@ -20,6 +20,7 @@ use usage::USAGE;
 /// [`snow_runtime::config::shown`]) and ends the process with a failing code.
 fn main() -> ExitCode {
     logging::init();
+    snow_runtime::supervise::install_hook();
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.first().map(String::as_str) == Some("migrate") {
         // The migration's exit codes say what it found (0 clean … 4 invalid input).

@@ -144,8 +144,28 @@ pub fn is_host_only_snow_key(key: &str) -> bool {
 }
 
 impl ConnectorSpec {
-    /// Validates the host keys of one connector's entries; every problem names its key.
+    /// Validates the host keys of one connector's entries; every problem names its key. A panic
+    /// while reading them (a bug: configuration is untrusted input and must never panic) refuses
+    /// this configuration alone, so that one poisoned configuration record cannot stop a worker.
     pub fn from_entries(entries: BTreeMap<String, String>) -> Result<Self> {
+        let name = entries.get("name").cloned().unwrap_or_default();
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| Self::read(entries))) {
+            Ok(read) => read,
+            Err(payload) => Err(super::InvalidConfig::new(
+                name,
+                vec![ConfigError::refused(
+                    "(configuration)",
+                    format!(
+                        "reading it stopped on an internal error of the host ({}); please report this",
+                        crate::supervise::panic_text(payload.as_ref())
+                    ),
+                )],
+            )
+            .into()),
+        }
+    }
+
+    fn read(entries: BTreeMap<String, String>) -> Result<Self> {
         let mut errors: Vec<ConfigError> = Vec::new();
         let get = |k: &str| super::value(&entries, k);
         let name = super::required(&entries, "name", "a unique connector name", &mut errors);

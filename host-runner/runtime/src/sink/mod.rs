@@ -78,6 +78,8 @@ struct LaneEntry {
     /// The last offset handed to the lane (a record at or below it is not handed again).
     last: i64,
     paused: bool,
+    /// The lane ended by itself (a panic): its partition stays paused.
+    gone: bool,
 }
 
 /// Consumes and writes until shutdown: the consumer loop hands each record to its partition's
@@ -149,8 +151,22 @@ pub async fn run(ctx: SharedContext, versions: Arc<Versions<SinkPre<HostState>>>
                 }
                 entry.last = record.offset;
                 entry.io.buffered.fetch_add(1, Ordering::Relaxed);
-                if entry.io.queue.send(record).is_err() {
-                    tracing::warn!(connector = ctx.name(), "the lane of {}-{} is gone; its records are consumed again later", key.0, key.1);
+                if entry.io.queue.send(record).is_err() && !entry.gone {
+                    // The lane ended by itself (a panic: its status says so). Its partition stays
+                    // paused, its offset where its last reported record left it, until the
+                    // connector restarts: said once, not for every record.
+                    entry.gone = true;
+                    let mut list = TopicPartitionList::new();
+                    list.add_partition(&key.0, key.1);
+                    if consumer.pause(&list).is_ok() {
+                        entry.paused = true;
+                    }
+                    tracing::error!(
+                        connector = ctx.name(),
+                        "the lane of {}-{} stopped; its partition is paused until the connector restarts (its records are consumed again then)",
+                        key.0,
+                        key.1
+                    );
                 }
             }
             Some(Err(e)) => {
@@ -206,13 +222,14 @@ fn lane_of<'a>(
 fn start_lane(shared: &Arc<LaneShared>, topic: &str, partition: i32, predecessor: Option<JoinHandle<()>>) -> LaneEntry {
     let (stop, watch) = crate::shutdown::channel();
     let (lane, io) = Lane::new(shared.clone(), topic, partition, watch);
-    let task = tokio::spawn(async move {
+    let (board, connector, unit) = (shared.ctx.status.clone(), shared.ctx.name().to_string(), format!("{topic}-{partition}"));
+    let task = crate::supervise::supervised(board, connector, unit, async move {
         if let Some(previous) = predecessor {
             let _ = previous.await;
         }
         lane.run().await;
     });
-    LaneEntry { io, stop, task, last: -1, paused: false }
+    LaneEntry { io, stop, task, last: -1, paused: false, gone: false }
 }
 
 /// Acts on a rebalance: revoked partitions' lanes stop (the rebalance callback already waited for
@@ -259,7 +276,7 @@ fn apply(
 /// Pauses partitions whose lane has [`PAUSE_ABOVE`] records waiting, resumes them below
 /// [`RESUME_BELOW`]: a slow or held partition never makes the consumer stop the others.
 fn flow_control(ctx: &SharedContext, consumer: &StreamConsumer<SinkContext>, lanes: &mut HashMap<(String, i32), LaneEntry>) {
-    for ((topic, partition), entry) in lanes.iter_mut() {
+    for ((topic, partition), entry) in lanes.iter_mut().filter(|(_, e)| !e.gone) {
         let waiting = entry.io.buffered.load(Ordering::Relaxed);
         let flip = if entry.paused { waiting < RESUME_BELOW } else { waiting > PAUSE_ABOVE };
         if !flip {

@@ -110,7 +110,8 @@ pub fn spawn_unit(
     };
     let wake = ctx.spec.push.as_ref().map(|push| ctx.wakes.register(ctx.name(), &unit.name, push.clone()));
     let outlet = to_kafka::ToKafka::new(ctx, offsets, producer.clone(), exactly_once);
+    let unit_name = unit.name.clone();
     let table = Table { ctx: ctx.clone(), unit, shutdown };
     let runner = Unit::new(table, versions.watch(), topics.clone(), wake, outlet);
-    tokio::spawn(runner.run())
+    crate::supervise::supervised(ctx.status.clone(), ctx.name().to_string(), unit_name, runner.run())
 }
