@@ -24,6 +24,7 @@ impl Decimal {
     /// are refused unless they are zeros (nothing is ever rounded).
     pub fn parse(text: &str, scale: i32) -> Result<Self, DataError> {
         let bad = |why: &str| DataError::new(format!("{text:?} is not a decimal of scale {scale}: {why}"));
+        check_scale(scale)?;
         let t = text.trim();
         let (negative, digits) = match t.strip_prefix('-') {
             Some(rest) => (true, rest),
@@ -73,6 +74,7 @@ impl Decimal {
 
     /// The decimal whose unscaled value is `bytes` (big-endian two's complement) at `scale`.
     pub fn from_bytes(bytes: &[u8], scale: i32) -> Result<Self, DataError> {
+        check_scale(scale)?;
         if bytes.is_empty() || bytes.len() > 16 {
             return Err(DataError::new(format!("a decimal's unscaled value must be 1 to 16 bytes, got {}", bytes.len())));
         }
@@ -85,7 +87,7 @@ impl Decimal {
     /// The same value at another scale, if that loses no digit.
     pub fn rescale(&self, scale: i32) -> Result<Self, DataError> {
         let lost = || DataError::new(format!("{self} does not fit scale {scale} without rounding"));
-        let diff = scale - self.scale;
+        let diff = scale.checked_sub(self.scale).ok_or_else(lost)?;
         let factor = 10i128.checked_pow(diff.unsigned_abs()).ok_or_else(lost)?;
         let unscaled = if diff >= 0 {
             self.unscaled.checked_mul(factor).ok_or_else(lost)?
@@ -103,13 +105,25 @@ impl Decimal {
     }
 }
 
+/// Largest scale (either sign) a decimal may have: far past the 38 digits one holds, and small
+/// enough that writing it out is cheap (a scale read from a record is untrusted).
+pub const MAX_SCALE: i32 = 128;
+
+/// Refuses a scale past [`MAX_SCALE`].
+pub fn check_scale(scale: i32) -> Result<(), DataError> {
+    if scale.unsigned_abs() > MAX_SCALE.unsigned_abs() {
+        return Err(DataError::new(format!("a decimal's scale must be between -{MAX_SCALE} and {MAX_SCALE}, got {scale}")));
+    }
+    Ok(())
+}
+
 impl fmt::Display for Decimal {
     /// Plain digits: `-1234.50`, `0.05`, `12` (scale 0), `1200` (scale -2).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let digits = self.unscaled.unsigned_abs().to_string();
         let sign = if self.unscaled < 0 { "-" } else { "" };
         if self.scale <= 0 {
-            let zeros = "0".repeat(usize::try_from(-self.scale).unwrap_or(0));
+            let zeros = "0".repeat(usize::try_from(self.scale.unsigned_abs()).unwrap_or(0));
             return if self.unscaled == 0 { write!(f, "0") } else { write!(f, "{sign}{digits}{zeros}") };
         }
         let scale = usize::try_from(self.scale).unwrap_or(0);

@@ -248,7 +248,10 @@ pub fn to_json(value: &Value) -> Json {
         Value::Bytes(b) => json!(base64::Engine::encode(&base64::engine::general_purpose::STANDARD, b)),
         Value::Decimal(d) => json!(d.to_string()),
         Value::Timestamp(ms) => json!(Timestamp(ms.div_euclid(1000)).to_string()),
-        Value::Date(days) => json!(Timestamp(i64::from(*days) * 86_400).to_string()[..10]),
+        Value::Date(days) => {
+            let (y, m, d) = snow_core::time::civil_from_days(i64::from(*days));
+            json!(format!("{y:04}-{m:02}-{d:02}"))
+        }
         Value::Time(ms) => json!(Timestamp(i64::from(*ms).div_euclid(1000)).to_string()),
         Value::Array(list) => Json::Array(list.iter().map(to_json).collect()),
         Value::Map(entries) => Json::Object(
@@ -285,6 +288,12 @@ pub fn body(value: &Value, schema: Option<&Schema>) -> Result<Map<String, Json>,
 mod tests {
     use super::*;
     use crate::schema::Field;
+
+    #[test]
+    fn a_date_past_the_year_9999_keeps_its_day() {
+        let days = snow_core::time::days_from_civil(10_000, 1, 31) as i32;
+        assert_eq!(to_json(&Value::Date(days)), json!("10000-01-31"));
+    }
 
     fn schema() -> Schema {
         let mut dv = Schema::new(Kind::String).optional();

@@ -183,11 +183,12 @@ impl TokenCache {
         };
         if response.status == 200 {
             if let Some(TokenAnswer { access_token: Some(access), refresh_token, expires_in, .. }) = answer {
-                let lifetime = Duration::from_secs(expires_in.unwrap_or(1800));
+                // The endpoint's number: a lifetime past a year is taken as a year.
+                let lifetime = Duration::from_secs(expires_in.unwrap_or(1800).min(365 * 86_400));
                 let margin = self.config.refresh_margin.min(lifetime / 2);
                 self.generation += 1;
                 let token = AccessToken { value: Secret::new(access), generation: self.generation };
-                self.current = Some(Current { token: token.clone(), use_until: now + lifetime - margin });
+                self.current = Some(Current { token: token.clone(), use_until: now.saturating_add(lifetime).saturating_sub(margin) });
                 if let Some(refresh) = refresh_token.filter(|r| !r.is_empty()) {
                     self.refresh_token = Some(Secret::new(refresh));
                 }
@@ -290,5 +291,13 @@ mod tests {
         assert_eq!(e.class(), ErrorClass::Transient);
         assert!(!e.to_string().contains("c-secret"), "{e}");
         assert!(!format!("{cache:?}").contains("c-secret"));
+    }
+
+    #[test]
+    fn an_endless_lifetime_from_the_endpoint_is_a_year_not_an_overflow() {
+        let mut cache = TokenCache::new(config(Grant::ClientCredentials));
+        let answer = answer(200, r#"{"access_token":"a","expires_in":18446744073709551615}"#);
+        cache.accept(NextGrant::Primary, &answer, Duration::from_secs(10)).unwrap();
+        assert!(cache.valid(Duration::from_secs(300 * 86_400)).is_some() && cache.valid(Duration::from_secs(366 * 86_400)).is_none());
     }
 }

@@ -82,6 +82,12 @@ impl NativeTransport {
                     break;
                 }
                 let at = body.len();
+                if at.saturating_add(size) > request.max_response_bytes {
+                    return Err(TransportError::new(
+                        TransportErrorKind::TooLarge,
+                        format!("the answer exceeds {} bytes", request.max_response_bytes),
+                    ));
+                }
                 body.resize(at + size, 0);
                 reader.read_exact(&mut body[at..]).map_err(after)?;
                 let mut crlf = [0u8; 2];

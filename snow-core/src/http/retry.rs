@@ -170,7 +170,8 @@ impl RetrySchedule {
         }
         let delay = retry_after.unwrap_or_else(|| self.jittered());
         let elapsed = now.saturating_sub(self.started);
-        if elapsed + delay > self.policy.max_elapsed {
+        // Retry-After is the server's number: added without overflow.
+        if elapsed.saturating_add(delay) > self.policy.max_elapsed {
             return Err(Bound::Elapsed(elapsed));
         }
         self.attempts += 1;
@@ -192,6 +193,14 @@ impl RetrySchedule {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_retry_after_past_any_clock_ends_the_retries_instead_of_overflowing() {
+        let policy =
+            RetryPolicy { max_attempts: 5, max_elapsed: Duration::from_secs(60), initial: Duration::ZERO, max_backoff: Duration::ZERO };
+        let mut schedule = RetrySchedule::new(policy, Duration::from_secs(5), 1);
+        assert!(schedule.next_delay(Duration::from_secs(6), Some(Duration::from_secs(u64::MAX))).is_err());
+    }
 
     #[test]
     fn every_row_of_the_status_table() {

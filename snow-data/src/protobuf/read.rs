@@ -385,6 +385,7 @@ impl Decoder {
                     }
                 }
                 if bytes.is_empty() {
+                    crate::decimal::check_scale(scale)?;
                     return Ok(Value::Decimal(Decimal { unscaled: 0, scale }));
                 }
                 Ok(Value::Decimal(Decimal::from_bytes(bytes, scale)?))

@@ -222,7 +222,8 @@ fn cast(schema: Option<&Schema>, value: &Value, target: Target) -> Result<Value,
     let long = || match &num {
         Num::Whole(v) => *v,
         Num::Fraction(f) => *f as i64,
-        Num::Decimal(d) => (d.unscaled / 10_i128.pow(d.scale.max(0) as u32)) as i64,
+        // A scale too large for a power of ten leaves nothing before the point.
+        Num::Decimal(d) => 10_i128.checked_pow(d.scale.max(0).unsigned_abs()).map_or(0, |p| d.unscaled / p) as i64,
     };
     let int = || match &num {
         Num::Fraction(f) => *f as i32,
@@ -331,6 +332,14 @@ fn java_float(v: f64, plain: String, sci: String) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_decimal_whose_scale_is_past_any_power_of_ten_casts_to_zero() {
+        let huge = Value::Decimal(crate::decimal::Decimal { unscaled: 5, scale: 128 });
+        assert_eq!(cast(Some(&Schema::decimal(128)), &huge, Target::Int64).expect("cast"), Value::Int64(0));
+        assert!(crate::decimal::Decimal::from_bytes(&[5], i32::MIN).is_err(), "a scale from a record is bounded");
+        assert!(crate::decimal::Decimal::parse("0", i32::MAX).is_err());
+    }
 
     #[test]
     fn casts_narrow_and_print_as_java_does() {

@@ -14,6 +14,9 @@ use super::support::{Conf, copy_basics, field_value, invalid, java_class, map_pu
 use super::{Record, Side, Transform};
 
 const DAY_MS: i64 = 86_400_000;
+/// Longest run of one pattern letter (Java takes any; a width past this is a mistake, and Rust's
+/// formatting refuses widths past 65535).
+const MAX_RUN: usize = 64;
 const MONTHS: [&str; 12] =
     ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October", "November", "December"];
 const DAYS: [&str; 7] = ["Thursday", "Friday", "Saturday", "Sunday", "Monday", "Tuesday", "Wednesday"];
@@ -73,6 +76,9 @@ impl DateFormat {
                     return Err(format!("Illegal pattern character '{c}'"));
                 }
                 let n = chars[i..].iter().take_while(|x| **x == c).count();
+                if n > MAX_RUN {
+                    return Err(format!("pattern letter '{c}' repeated {n} times (at most {MAX_RUN})"));
+                }
                 parts.push(Part::Field(c, n));
                 i += n;
             } else {
@@ -135,9 +141,9 @@ impl DateFormat {
                 Part::Field('M', n) if *n >= 3 => {
                     let rest = &text[at..];
                     let (index, len) = MONTHS.iter().enumerate().find_map(|(k, m)| {
-                        if rest.len() >= m.len() && rest[..m.len()].eq_ignore_ascii_case(m) {
+                        if rest.get(..m.len()).is_some_and(|p| p.eq_ignore_ascii_case(m)) {
                             Some((k, m.len()))
-                        } else if rest.len() >= 3 && rest[..3].eq_ignore_ascii_case(&m[..3]) {
+                        } else if rest.get(..3).is_some_and(|p| p.eq_ignore_ascii_case(&m[..3])) {
                             Some((k, 3))
                         } else {
                             None
@@ -149,10 +155,10 @@ impl DateFormat {
                 Part::Field('E', _) => {
                     let rest = &text[at..];
                     let len = DAYS.iter().find_map(|day| {
-                        if rest.len() >= day.len() && rest[..day.len()].eq_ignore_ascii_case(day) {
+                        if rest.get(..day.len()).is_some_and(|p| p.eq_ignore_ascii_case(day)) {
                             Some(day.len())
                         } else {
-                            (rest.len() >= 3 && rest[..3].eq_ignore_ascii_case(&day[..3])).then_some(3)
+                            rest.get(..3).is_some_and(|p| p.eq_ignore_ascii_case(&day[..3])).then_some(3)
                         }
                     })?;
                     at += len;
@@ -185,7 +191,8 @@ impl DateFormat {
                     if matches!(b.get(at), Some(b'-' | b'+')) && *c == 'y' {
                         at += 1;
                     }
-                    while at < b.len() && b[at].is_ascii_digit() && (!abutting || at - start < *n) {
+                    // At most 18 digits: any more could not be a date's field, and 18 always fit an i64.
+                    while at < b.len() && b[at].is_ascii_digit() && (!abutting || at - start < *n) && at - start < 18 {
                         at += 1;
                     }
                     let v: i64 = text[start..at].parse().ok()?;
@@ -210,7 +217,10 @@ impl DateFormat {
         let y = y + (mo - 1).div_euclid(12);
         let mo = (mo - 1).rem_euclid(12) + 1;
         let base = Timestamp::parse(&format!("{y:04}-{mo:02}-01 00:00:00")).ok()?;
-        Some((base.0 + (d - 1) * 86_400 + h * 3600 + mi * 60 + s) * 1000 + ms)
+        // Lenient fields may be large: summed wide, and a sum past i64 is no timestamp.
+        let wide = |v: i64| i128::from(v);
+        let total = (wide(base.0) + (wide(d) - 1) * 86_400 + wide(h) * 3600 + wide(mi) * 60 + wide(s)) * 1000 + wide(ms);
+        i64::try_from(total).ok()
     }
 }
 
@@ -476,6 +486,15 @@ mod tests {
         let year_10000 = snow_core::time::days_from_civil(10_000, 3, 4) * 86_400_000;
         assert_eq!(DateFormat::new("dd MMMM yyyy").expect("pattern").format(year_10000), "04 March 10000");
         assert_eq!(DateFormat::new("MMM").expect("pattern").format(i64::MIN / 2).len(), 3);
+        // Untrusted text and patterns never panic: a name cut inside a character, a run too long
+        // to format, fields too large to add up.
+        assert_eq!(DateFormat::new("MMMM").expect("pattern").parse("Janua€x"), Some(0), "its first three letters name January");
+        for (pattern, text) in [("MMM", "abé"), ("EEE", "abé"), ("yyyy-MM", "9223372036854775807-13")] {
+            assert_eq!(DateFormat::new(pattern).expect("pattern").parse(text), None, "{pattern} {text}");
+        }
+        assert_eq!(DateFormat::new("yyyy-MM-dd").expect("pattern").parse("2024-01-99999999999999999999"), None);
+        assert!(DateFormat::new("H a").expect("pattern").parse("9223372036854775807 PM").is_none());
+        assert!(DateFormat::new(&"y".repeat(65_536)).unwrap_err().contains("repeated 65536 times"));
         assert!(DateFormat::new("yyyy-qq").is_err());
     }
 }

@@ -137,6 +137,17 @@ impl SinkSpec {
                     format!("{own} is also in topics: the sink would consume what it produces there, forever; name another topic"),
                 ));
             }
+            // The pattern too, as the consumer will match it (whole names). The running sink also
+            // stops if the broker assigns it one of them anyway (a pattern this check cannot read).
+            let pattern = topics_regex.as_deref().and_then(|p| regex::Regex::new(&format!("^(?:{p})$")).ok());
+            if let (Some(own), Some(pattern)) = (own.as_ref(), pattern)
+                && pattern.is_match(own)
+            {
+                errors.push(ConfigError::new(
+                    key,
+                    format!("{own} matches topics.regex: the sink would consume what it produces there, forever; name another topic or narrow the pattern"),
+                ));
+            }
         }
         Self {
             topics_regex,
@@ -188,6 +199,14 @@ mod tests {
         ]);
         assert!(errors.iter().any(|e| e.starts_with("errors.deadletterqueue.topic.name: orders-dlq is also in topics")), "{errors:?}");
         assert!(errors.iter().any(|e| e.starts_with("reporter.result.topic.name: in is also in topics")), "{errors:?}");
+        let (_, errors) = read(&[
+            ("topics.regex", "orders-.*"),
+            ("errors.tolerance", "all"),
+            ("errors.deadletterqueue.topic.name", "${connector}-dlq"),
+            ("reporter.error.topic.name", "errors-of-orders"),
+        ]);
+        assert!(errors.iter().any(|e| e.starts_with("errors.deadletterqueue.topic.name: orders-dlq matches topics.regex")), "{errors:?}");
+        assert!(!errors.iter().any(|e| e.starts_with("reporter.error.topic.name")), "a whole-name match only: {errors:?}");
     }
 
     #[test]
