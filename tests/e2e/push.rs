@@ -210,7 +210,7 @@ fn notifications_bring_changes_long_before_the_poll_and_bad_ones_are_refused() {
     let other = r#"{"table":"problem","sys_updated_on":"2026-01-01 00:00:00"}"#;
     let (ots, osig) = signed(SECRET, now, other);
     assert_eq!(send(&path, headers(&ots, &osig), other.as_bytes()), 404, "a table the connector does not read");
-    assert_eq!(send("/snow/push/someone-else", headers(&ts, &sig), body.as_bytes()), 404, "another connector");
+    assert_eq!(send("/snow/push/someone-else", headers(&ts, &sig), body.as_bytes()), 401, "another connector: as a bad signature");
     let refused = |reason: &str| metric_sum(&status, "snow_push_refused_total", &[&format!("reason=\"{reason}\"")]);
     for reason in ["bad_signature", "stale", "unsigned", "too_large", "malformed", "unknown_table", "unknown_connector"] {
         assert_eq!(refused(reason), 1.0, "{reason} counted once");

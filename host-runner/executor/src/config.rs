@@ -153,6 +153,8 @@ impl Plugin {
             defaults: self.defaults.clone(),
             converters: BTreeMap::new(),
             destinations: Default::default(),
+            reserved_topics: Vec::new(),
+            memory_ceiling: None,
         };
         let applied = rules.apply(&properties)?;
         // Whatever a reference resolved to stays out of every error.

@@ -2,7 +2,8 @@
 //! or print), metric label values, status messages — in one place: secrets by shape
 //! ([`snow_core::redact::redact`]) and the secrets this process holds by value, in every encoding
 //! ([`snow_core::redact::KnownSecrets`]). Credentials register their secrets when they are built
-//! ([`register`]); tokens when they are issued.
+//! ([`register`]); tokens when they are issued ([`register_issued`]: the last [`MAX_ISSUED`]
+//! only, so that a long-lived worker refreshing tokens never fills the registry).
 
 use std::borrow::Cow;
 use std::io::{self, Write};
@@ -11,6 +12,14 @@ use std::sync::RwLock;
 use snow_core::redact::KnownSecrets;
 
 static KNOWN: RwLock<KnownSecrets> = RwLock::new(KnownSecrets::new());
+
+/// Tokens the process was issued, newest last, and the same as a scrubber.
+static ISSUED: RwLock<(std::collections::VecDeque<String>, KnownSecrets)> =
+    RwLock::new((std::collections::VecDeque::new(), KnownSecrets::new()));
+
+/// Issued tokens kept for scrubbing: far more than are ever valid at once (one or two per
+/// credential), fewer than would let refreshes fill the registry.
+pub const MAX_ISSUED: usize = 512;
 
 /// Most secrets one process holds: registered on start only (a connector's credentials, tokens
 /// as issued), so a long-lived worker stays far below; past it new ones are refused with an
@@ -25,6 +34,26 @@ pub fn register(secret: &str) {
     }
 }
 
+/// Makes a token the process was just issued unshowable; the oldest of more than [`MAX_ISSUED`]
+/// issued ones is forgotten (long expired by then).
+pub fn register_issued(token: &str) {
+    let mut issued = ISSUED.write().unwrap_or_else(|e| e.into_inner());
+    if issued.0.iter().any(|t| t == token) {
+        return;
+    }
+    issued.0.push_back(token.to_string());
+    if issued.0.len() > MAX_ISSUED {
+        issued.0.pop_front();
+        let mut known = KnownSecrets::new();
+        for t in &issued.0 {
+            known.add(t);
+        }
+        issued.1 = known;
+    } else {
+        issued.1.add(token);
+    }
+}
+
 /// Adds `secret` to `known` unless it already holds `max` others; whether it is known now.
 fn admit(known: &mut KnownSecrets, secret: &str, max: usize) -> bool {
     if known.count() >= max && !known.contains(secret) {
@@ -36,10 +65,20 @@ fn admit(known: &mut KnownSecrets, secret: &str, max: usize) -> bool {
 
 /// `text` without the secrets this process holds, in any encoding (by value only).
 pub fn scrub(text: &str) -> Cow<'_, str> {
-    let known = KNOWN.read().unwrap_or_else(|e| e.into_inner());
-    match known.scrub(text) {
-        Cow::Borrowed(_) => Cow::Borrowed(text),
-        Cow::Owned(s) => Cow::Owned(s),
+    let scrubbed = {
+        let known = KNOWN.read().unwrap_or_else(|e| e.into_inner());
+        match known.scrub(text) {
+            Cow::Borrowed(_) => None,
+            Cow::Owned(s) => Some(s),
+        }
+    };
+    let issued = ISSUED.read().unwrap_or_else(|e| e.into_inner());
+    match scrubbed {
+        None => match issued.1.scrub(text) {
+            Cow::Borrowed(_) => Cow::Borrowed(text),
+            Cow::Owned(s) => Cow::Owned(s),
+        },
+        Some(s) => Cow::Owned(issued.1.scrub(&s).into_owned()),
     }
 }
 
@@ -76,6 +115,18 @@ impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for ScrubbedStderr {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn issued_tokens_are_scrubbed_and_never_fill_the_registry() {
+        let before = KNOWN.read().unwrap().count();
+        for i in 0..MAX_ISSUED + 10 {
+            register_issued(&format!("issued-token-{i:05}-abcdefgh"));
+        }
+        assert_eq!(KNOWN.read().unwrap().count(), before, "tokens stay out of the bounded registry");
+        let newest = format!("issued-token-{:05}-abcdefgh", MAX_ISSUED + 9);
+        assert!(!scrub(&format!("Bearer {newest}")).contains(&newest));
+        assert!(scrub("issued-token-00000-abcdefgh").contains("issued-token-00000"), "the oldest is forgotten");
+    }
 
     #[test]
     fn the_registry_is_bounded() {

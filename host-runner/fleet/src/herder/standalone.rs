@@ -25,7 +25,13 @@ pub struct Standalone {
     /// The components the run's files name, each with its file's signing keys: all that a
     /// caller's configuration may be validated against.
     components: Vec<(std::path::PathBuf, BTreeMap<String, String>)>,
+    /// One validation at a time: the listener asks no credentials, and a validation runs the
+    /// component (CPU and memory), so unauthenticated callers cannot run many at once.
+    validations: tokio::sync::Semaphore,
 }
+
+/// How long a validation waits for the one running before it is refused.
+const VALIDATION_WAIT: Duration = Duration::from_secs(30);
 
 impl Standalone {
     /// The view of `specs` (their files' entries) run by `runner`.
@@ -51,7 +57,7 @@ impl Standalone {
                 Some((name, e))
             })
             .collect();
-        Self { runner, connectors, worker_id: std::sync::OnceLock::new(), components }
+        Self { runner, connectors, worker_id: std::sync::OnceLock::new(), components, validations: tokio::sync::Semaphore::new(1) }
     }
 }
 
@@ -116,7 +122,12 @@ impl Herder for Standalone {
     }
 
     fn validate<'a>(&'a self, name: &'a str, properties: &'a BTreeMap<String, String>) -> Pending<'a, Vec<ConfigError>> {
-        Box::pin(validate::check(self, name, properties))
+        Box::pin(async move {
+            let Ok(Ok(_one)) = tokio::time::timeout(VALIDATION_WAIT, self.validations.acquire()).await else {
+                return vec![ConfigError::refused("(validation)", "another validation is running on this standalone run; try again later")];
+            };
+            validate::check(self, name, properties).await
+        })
     }
 
     fn writer(&self) -> Option<&dyn Writer> {
@@ -151,6 +162,8 @@ impl Checks for Standalone {
                 defaults: trust,
                 converters: BTreeMap::new(),
                 destinations: Default::default(),
+                reserved_topics: Vec::new(),
+                memory_ceiling: None,
             };
             let applied = rules.apply(properties).map_err(|errors| InvalidConfig::new(name, errors))?;
             let mut entries = applied.entries;

@@ -148,6 +148,7 @@ pub async fn fleet_spec(fleet: &super::Fleet, name: &str, properties: &BTreeMap<
         }
         Err(e) => anyhow::anyhow!("{}", applied.scrub(&format!("{e:#}"))),
     })?;
+    spec.reserved_topics = std::sync::Arc::new(fleet.config.state_topics().into_iter().collect());
     exactly_once_as_the_worker_allows(&mut spec, fleet.config.exactly_once_source)
         .map_err(|why| invalid("exactly.once.support", ValueClass::Refused, why))?;
     Ok(spec)

@@ -69,9 +69,9 @@ impl TokenProvider {
             let error = match plain_http::send(&request, &self.route).await {
                 Ok(response) => match cache.accept(grant, &response, self.now()) {
                     Ok(token) => {
-                        crate::redact::register(token.value.expose());
+                        crate::redact::register_issued(token.value.expose());
                         if let Some(refresh) = cache.refresh_token() {
-                            crate::redact::register(refresh.expose());
+                            crate::redact::register_issued(refresh.expose());
                         }
                         tracing::info!(endpoint = %self.endpoint, grant = %grant_label, "obtained an OAuth access token");
                         return Ok(token);

@@ -46,6 +46,10 @@ pub struct CallerRules {
     pub converters: BTreeMap<String, String>,
     /// Where the connector may send requests and credentials.
     pub destinations: super::destinations::DestinationPolicy,
+    /// Topics a connector may neither write nor read: the fleet's own state topics.
+    pub reserved_topics: Vec<String>,
+    /// The largest `component.memory.max.bytes` a connector may ask for (the operator's).
+    pub memory_ceiling: Option<u64>,
 }
 
 /// A caller's configuration made ready to run.
@@ -106,6 +110,34 @@ fn operator_only(key: &str) -> Option<&'static str> {
 }
 
 impl CallerRules {
+    /// Refusals of `properties` naming a reserved topic to write to or read from (a topic key, a
+    /// pattern matching one, a transform's literal topic).
+    fn reserved_topics_named(&self, properties: &BTreeMap<String, String>) -> Vec<ConfigError> {
+        let mut errors = Vec::new();
+        if self.reserved_topics.is_empty() {
+            return errors;
+        }
+        let writes_to = |key: &str| {
+            matches!(key, "topics" | "errors.deadletterqueue.topic.name" | "reporter.result.topic.name" | "reporter.error.topic.name")
+                || (key.starts_with("snow.") && key.ends_with("topic"))
+                || (key.starts_with("transforms.") && (key.ends_with(".replacement") || key.ends_with(".topic.format")))
+        };
+        for (key, value) in properties {
+            let named = if key == "topics.regex" {
+                let pattern = regex::Regex::new(&format!("^(?:{})$", value.trim())).ok();
+                self.reserved_topics.iter().find(|t| pattern.as_ref().is_some_and(|p| p.is_match(t)))
+            } else if writes_to(key) {
+                self.reserved_topics.iter().find(|t| value.split(',').any(|v| v.trim() == t.as_str()))
+            } else {
+                None
+            };
+            if let Some(topic) = named {
+                errors.push(ConfigError::refused(key.clone(), format!("names {topic}, one of the fleet's own state topics")));
+            }
+        }
+        errors
+    }
+
     /// The entries a caller's `properties` run with, or every reason they may not (by key).
     pub fn apply(&self, properties: &BTreeMap<String, String>) -> Result<Applied, Vec<ConfigError>> {
         let mut errors = Vec::new();
@@ -150,6 +182,15 @@ impl CallerRules {
             ));
         }
         errors.extend(self.destinations.check(properties));
+        errors.extend(self.reserved_topics_named(properties));
+        if let (Some(ceiling), Some(asked)) = (self.memory_ceiling, properties.get("component.memory.max.bytes"))
+            && asked.trim().parse::<u64>().is_ok_and(|asked| asked > ceiling)
+        {
+            errors.push(ConfigError::refused(
+                "component.memory.max.bytes",
+                format!("at most {ceiling} on this worker (its operator's component.memory.max.bytes)"),
+            ));
+        }
         let mut entries = properties.clone();
         let resolved = match providers::resolve(&mut entries, &self.providers, |name| std::env::var(name).ok()) {
             Ok(resolved) => resolved,
@@ -202,6 +243,8 @@ mod tests {
             providers: ProviderPolicy::caller(Vec::new(), Vec::new(), Vec::new()),
             converters: BTreeMap::new(),
             destinations: Default::default(),
+            reserved_topics: Vec::new(),
+            memory_ceiling: None,
         };
         let ok = rules.apply(&map(&[("component.path", &format!("{}/plugins/c.wasm", dir.display()))])).unwrap();
         assert_eq!(ok.entries["component.trusted.keys"], "/etc/keys/release.pub", "the operator's policy is added");
@@ -243,6 +286,8 @@ mod tests {
                 ("key.converter", "org.apache.kafka.connect.storage.StringConverter"),
             ]),
             destinations: Default::default(),
+            reserved_topics: Vec::new(),
+            memory_ceiling: None,
         };
         let inherited = rules.apply(&map(&[])).unwrap().entries;
         assert_eq!(inherited.get("value.converter.schema.registry.url").map(String::as_str), Some("http://registry:8081"));

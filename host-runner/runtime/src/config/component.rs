@@ -11,7 +11,7 @@ use snow_core::error::ConfigError;
 use crate::artefact::TrustPolicy;
 
 /// 256 MiB holds a 10,000-row page of wide rows twice over.
-fn default_memory_max_bytes() -> usize {
+pub fn default_memory_max_bytes() -> usize {
     256 << 20
 }
 

@@ -13,7 +13,7 @@
 mod artefact;
 mod auth;
 pub mod caller;
-mod component;
+pub mod component;
 pub mod destinations;
 pub mod exactly_once;
 mod file;

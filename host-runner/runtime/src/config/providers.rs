@@ -188,7 +188,14 @@ fn read_capped(path: &Path, dirs: Option<&[PathBuf]>) -> Result<String, String> 
             ));
         }
     }
-    let file = std::fs::File::open(&real).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    // Opened without blocking (a FIFO would hold the worker forever) and without following a
+    // link put in the resolved path's place after the check; what is open is then checked.
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW)
+        .open(&real)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     let metadata = file.metadata().map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     if !metadata.is_file() {
         return Err(format!("{} is not a regular file", path.display()));
@@ -247,6 +254,12 @@ mod tests {
         let mut entries = map(&[("snow.auth.password", &format!("${{file:{}:k}}", big.display()))]);
         let errors = resolve(&mut entries, &ProviderPolicy::operator(), |_| None).unwrap_err();
         assert!(errors[0].to_string().contains("is larger than 1048576 bytes"), "{errors:?}");
+        // A FIFO nobody writes to is refused at once instead of holding the reader forever.
+        let fifo = dir.join("fifo.properties");
+        assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+        let mut entries = map(&[("snow.auth.password", &format!("${{file:{}:k}}", fifo.display()))]);
+        let errors = resolve(&mut entries, &ProviderPolicy::operator(), |_| None).unwrap_err();
+        assert!(errors[0].to_string().contains("is not a regular file"), "{errors:?}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -88,6 +88,9 @@ pub struct ConnectorSpec {
     pub exactly_once: super::exactly_once::ExactlyOnce,
     /// `snow.push.*` (source only, ADR 0032): notifications wake the tables' sweeps.
     pub push: Option<std::sync::Arc<super::push::PushSpec>>,
+    /// Topics no record of this connector may go to, nor be read from: a fleet's own state
+    /// topics (set by the fleet; empty elsewhere).
+    pub reserved_topics: std::sync::Arc<std::collections::BTreeSet<String>>,
 }
 
 /// Keys read by the host and never given to the guest.
@@ -298,6 +301,7 @@ impl ConnectorSpec {
             transform_components,
             exactly_once,
             push,
+            reserved_topics: Default::default(),
         })
     }
 }

@@ -124,7 +124,7 @@ impl Endpoint {
             Ok(taken) => json(StatusCode::ACCEPTED, serde_json::json!({ "woken": taken.woken })),
             Err(refusal) => {
                 let status = StatusCode::from_u16(refusal.status()).unwrap_or(StatusCode::BAD_REQUEST);
-                json(status, serde_json::json!({ "error": refusal.reason() }))
+                json(status, serde_json::json!({ "error": refusal.answered() }))
             }
         }
     }

@@ -32,7 +32,8 @@ pub enum Refusal {
     TooLarge,
     /// Not a notification: not JSON, or no table or stamp (400).
     Malformed,
-    /// No table of the connector runs here (404).
+    /// No table of the connector runs here (401, answered as a bad signature: the answer does
+    /// not tell which connectors exist).
     UnknownConnector,
     /// A table the connector does not read (404).
     UnknownTable,
@@ -48,13 +49,23 @@ impl Refusal {
     /// The HTTP status answered.
     pub fn status(self) -> u16 {
         match self {
-            Self::Unsigned | Self::BadSignature | Self::Stale => 401,
+            Self::Unsigned | Self::BadSignature | Self::Stale | Self::UnknownConnector => 401,
             Self::TooLarge => 413,
             Self::Malformed => 400,
-            Self::UnknownConnector | Self::UnknownTable => 404,
+            Self::UnknownTable => 404,
             Self::RateLimited => 429,
             Self::WrongMethod => 405,
             Self::Unavailable => 503,
+        }
+    }
+
+    /// What the answer says: the reasons a request was not accepted as signed are one (which of
+    /// them, and whether the connector exists, is the operator's to see in the metric and the
+    /// log, not the caller's).
+    pub fn answered(self) -> &'static str {
+        match self {
+            Self::Unsigned | Self::BadSignature | Self::Stale | Self::UnknownConnector => "not_signed",
+            other => other.reason(),
         }
     }
 

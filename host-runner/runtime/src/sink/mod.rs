@@ -125,14 +125,15 @@ pub async fn run(ctx: SharedContext, versions: Arc<Versions<SinkPre<HostState>>>
             // `topics.regex` may match the sink's own reports or dead letters (only the broker's
             // topic list tells): consuming them would feed the sink on itself forever.
             if let rebalance::Change::Assigned(partitions) = &change
-                && let Some((topic, _)) = partitions.iter().find(|(t, _)| own_topics(&ctx).contains(&t.as_str()))
+                && let Some((topic, _)) =
+                    partitions.iter().find(|(t, _)| own_topics(&ctx).contains(&t.as_str()) || ctx.spec.reserved_topics.contains(t))
             {
                 for entry in lanes.values() {
                     entry.stop.fire();
                 }
                 anyhow::bail!(
-                    "topics.regex matches {topic}, one of the sink's own report or dead letter topics: it would consume what it \
-                     produces there, forever; narrow the pattern"
+                    "topics.regex matches {topic}, one of the sink's own report or dead letter topics or of the fleet's state \
+                     topics: it may not consume it; narrow the pattern"
                 );
             }
             apply(&shared, &mut lanes, &mut stopping, change);

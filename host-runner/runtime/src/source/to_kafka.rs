@@ -414,6 +414,11 @@ impl ToKafka {
                     "a transform routed the record to {topic}, the worker's offsets topic"
                 ))));
             }
+            if t.ctx.spec.reserved_topics.contains(topic) {
+                return Err(Failure::Row(RowProblem::Stop(format!(
+                    "a transform routed the record to {topic}, one of the fleet's own state topics"
+                ))));
+            }
             self.create_topic(t, topic).await.map_err(Failure::Retry)?;
         }
         let (key, value) = self.converters.encode_record(&out).await.map_err(Failure::Row)?;

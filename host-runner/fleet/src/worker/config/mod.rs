@@ -129,7 +129,8 @@ const KEYS: &[&str] = &[
 ];
 
 /// Keys passed on to connectors as defaults (besides `bootstrap.servers`).
-const CONNECTOR_DEFAULTS: &[&str] = &["component.trusted.keys", "component.trusted.root", "component.allow.unsigned"];
+const CONNECTOR_DEFAULTS: &[&str] =
+    &["component.trusted.keys", "component.trusted.root", "component.allow.unsigned", "component.memory.max.bytes"];
 
 /// The trimmed value of `key`, if given and not empty.
 fn value(entries: &BTreeMap<String, String>, key: &str) -> Option<String> {
@@ -269,7 +270,20 @@ impl WorkerConfig {
             defaults: self.connector_defaults.clone(),
             converters: self.converters.clone(),
             destinations: self.destinations.clone(),
+            reserved_topics: self.state_topics(),
+            // A connector may ask for less memory than the operator's default, never more.
+            memory_ceiling: Some(
+                self.connector_defaults
+                    .get("component.memory.max.bytes")
+                    .and_then(|v| v.trim().parse().ok())
+                    .unwrap_or(snow_runtime::config::component::default_memory_max_bytes() as u64),
+            ),
         }
+    }
+
+    /// The fleet's own topics: no connector reads or writes them.
+    pub fn state_topics(&self) -> Vec<String> {
+        [&self.configs, &self.offsets, &self.status, &self.slots, &self.components, &self.push].iter().map(|t| t.name.clone()).collect()
     }
 }
 
