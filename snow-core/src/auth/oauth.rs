@@ -197,6 +197,16 @@ impl TokenCache {
             return Err(token_error(grant_name, response.status, "the answer has no access_token", ErrorClass::Transient));
         }
         let reason = answer.and_then(|a| a.error_description.or(a.error)).unwrap_or_else(|| "no reason given".into());
+        // An endpoint may quote what it was sent: this client's secrets never reach the error.
+        let mut known = crate::redact::KnownSecrets::new();
+        known.add(self.config.client_secret.expose());
+        if let Grant::Password { password, .. } = &self.config.grant {
+            known.add(password.expose());
+        }
+        if let Some(refresh) = &self.refresh_token {
+            known.add(refresh.expose());
+        }
+        let reason = known.scrub(&reason).into_owned();
         let permanent = matches!(response.status, 400 | 401 | 403);
         if grant == NextGrant::Refresh && permanent {
             // The refresh token is spent or revoked: fall back to the primary grant.
@@ -291,6 +301,15 @@ mod tests {
         assert_eq!(e.class(), ErrorClass::Transient);
         assert!(!e.to_string().contains("c-secret"), "{e}");
         assert!(!format!("{cache:?}").contains("c-secret"));
+    }
+
+    #[test]
+    fn an_endpoint_quoting_the_client_secret_back_is_scrubbed() {
+        let mut cache = TokenCache::new(config(Grant::ClientCredentials));
+        let e = cache
+            .accept(NextGrant::Primary, &answer(401, r#"{"error_description":"wrong secret c-secret for cid"}"#), Duration::ZERO)
+            .unwrap_err();
+        assert!(!e.to_string().contains("c-secret") && e.to_string().contains("wrong secret"), "{e}");
     }
 
     #[test]

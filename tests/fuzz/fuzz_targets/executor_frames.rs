@@ -3,8 +3,8 @@
 //! panic or an allocation beyond the frame limit; a frame read is written back to the same bytes.
 #![no_main]
 
-use snow_executor::frame;
 use libfuzzer_sys::fuzz_target;
+use snow_executor::frame;
 
 fuzz_target!(|data: &[u8]| {
     let mut input = data;

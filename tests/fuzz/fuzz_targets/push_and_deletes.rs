@@ -3,9 +3,9 @@
 //! with a reason, never a panic; what is read holds what the readers promise.
 #![no_main]
 
-use snow_runtime::push::{notification, signature};
 use libfuzzer_sys::fuzz_target;
 use snow_core::source::audit_payload;
+use snow_runtime::push::{notification, signature};
 
 fuzz_target!(|data: &[u8]| {
     if let Ok(tables) = notification::read(data) {

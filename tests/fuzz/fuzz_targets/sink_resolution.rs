@@ -25,10 +25,11 @@ fn config() -> &'static SinkConfig {
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
         SinkConfig::parse(&entries).unwrap_or_else(|_| {
-            let minimal: BTreeMap<String, String> = [("snow.instance.url", "https://acme.service-now.com"), ("snow.sink.table", "incident")]
-                .into_iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect();
+            let minimal: BTreeMap<String, String> =
+                [("snow.instance.url", "https://acme.service-now.com"), ("snow.sink.table", "incident")]
+                    .into_iter()
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect();
             SinkConfig::parse(&minimal).expect("a minimal sink configuration")
         })
     })

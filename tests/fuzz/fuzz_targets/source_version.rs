@@ -2,8 +2,8 @@
 //! or refused, never a panic, and what is read is written back to the same version.
 #![no_main]
 
-use snow_runtime::source::produce::{encode_version, parse_version};
 use libfuzzer_sys::fuzz_target;
+use snow_runtime::source::produce::{encode_version, parse_version};
 
 fuzz_target!(|value: &[u8]| {
     if let Some((ts, id, count)) = parse_version(value) {

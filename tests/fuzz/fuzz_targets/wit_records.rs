@@ -3,8 +3,8 @@
 //! range can be read.
 #![no_main]
 
-use snow_runtime::component::bindings::types::{HeaderSpan, PollBatch, SourceRecord, Span};
 use libfuzzer_sys::fuzz_target;
+use snow_runtime::component::bindings::types::{HeaderSpan, PollBatch, SourceRecord, Span};
 
 /// A batch whose bytes and ranges come from `data`.
 fn batch(data: &[u8]) -> PollBatch {
@@ -41,7 +41,10 @@ fuzz_target!(|data: &[u8]| {
     if snow_runtime::source::produce::check(&batch).is_ok() {
         for r in &batch.records {
             for span in [r.key, r.value].into_iter().flatten() {
-                assert!(snow_core::record::span_bytes(&batch.data, &batch.extra, snow_core::record::Span { start: span.start, len: span.len }).is_some());
+                assert!(
+                    snow_core::record::span_bytes(&batch.data, &batch.extra, snow_core::record::Span { start: span.start, len: span.len })
+                        .is_some()
+                );
             }
         }
     }
