@@ -320,6 +320,28 @@ mod tests {
     }
 
     #[test]
+    fn a_caller_may_not_name_the_fleets_state_topics_nor_ask_for_more_memory_than_the_worker_gives() {
+        let rules = CallerRules {
+            reserved_topics: vec!["fleet-configs".into(), "fleet-offsets".into()],
+            memory_ceiling: Some(256 << 20),
+            ..CallerRules::default()
+        };
+        for (key, value) in [
+            ("topics", "orders, fleet-configs"),
+            ("topics.regex", "fleet-.*"),
+            ("errors.deadletterqueue.topic.name", "fleet-offsets"),
+            ("snow.table.incident.topic", "fleet-configs"),
+            ("transforms.r.replacement", "fleet-offsets"),
+        ] {
+            let errors = rules.apply(&map(&[(key, value)])).unwrap_err();
+            assert!(errors[0].to_string().starts_with(&format!("{key}: names fleet-")), "{key}: {errors:?}");
+        }
+        let errors = rules.apply(&map(&[("component.memory.max.bytes", "4294967296")])).unwrap_err();
+        assert!(errors[0].to_string().contains("at most 268435456 on this worker"), "{errors:?}");
+        assert!(rules.apply(&map(&[("component.memory.max.bytes", "67108864"), ("topics", "orders")])).is_ok(), "less, and other topics");
+    }
+
+    #[test]
     fn resolved_values_are_scrubbed_from_answers() {
         let values = vec!["Worker-Secret/9".to_string()];
         assert_eq!(scrub("x Worker-Secret/9 y Worker-Secret%2F9", &values), "x *** y ***");
