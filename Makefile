@@ -124,7 +124,9 @@ hosts: $(JCO_HOST)/node_modules/.package-lock.json $(WASMTIME_CLI)
 
 ## Fuzzing (cargo fuzz, libFuzzer, nightly): each target of tests/fuzz runs FUZZ_SECONDS from its committed
 ## seeds (tests/fuzz/seeds/<target>); what it finds grows target/fuzz/corpus/<target>, a crash is kept in
-## tests/fuzz/artifacts/<target> and stops the run. cargo-fuzz is built once into target/tools.
+## tests/fuzz/artifacts/<target> and stops the run (copy it to tests/fuzz/regressions/<target>/ once fixed:
+## `make test` replays every seed and regression input through each target on stable, tests/fuzz-replay).
+## cargo-fuzz is built once into target/tools.
 FUZZ_SECONDS ?= 60
 FUZZ_TARGETS ?= page_scanner encoded_query properties rest batch_answer sigstore_bundle component_manifest wit_records converter_input registry_and_transforms protobuf source_version push_and_deletes stored_position executor_frames guard_versions token_answers sink_resolution
 CARGO_FUZZ := target/tools/cargo-fuzz/bin/cargo-fuzz
