@@ -22,8 +22,19 @@ use snow_runtime::config::{ConfigError, InvalidConfig};
 pub const OPERATOR_FILE: &str = "snow-connect.properties";
 
 /// Keys the operator's file may hold.
-const OPERATOR_KEYS: [&str; 5] =
-    ["component.trusted.keys", "component.trusted.root", "component.allow.unsigned", "component.paths", "component.cache"];
+const OPERATOR_KEYS: [&str; 8] = [
+    "component.trusted.keys",
+    "component.trusted.root",
+    "component.allow.unsigned",
+    "component.paths",
+    "component.cache",
+    "snow.instance.max.in.flight",
+    "snow.instance.requests.per.hour",
+    "snow.instance.requests.per.minute",
+];
+
+/// The operator's keys every connector of the plugin gets as they are: the instance's shared limits.
+const SHARED_LIMITS: [&str; 3] = ["snow.instance.max.in.flight", "snow.instance.requests.per.hour", "snow.instance.requests.per.minute"];
 
 /// The Kafka cluster the executor's spec names: none is ever connected to (Connect does Kafka I/O).
 const NO_KAFKA: &str = "connect.invalid:9092";
@@ -112,6 +123,11 @@ impl Plugin {
                     "component.trusted.root" => relative(&value).display().to_string(),
                     _ => value,
                 };
+                defaults.insert(key.to_string(), value);
+            }
+        }
+        for key in SHARED_LIMITS {
+            if let Some(value) = get(key) {
                 defaults.insert(key.to_string(), value);
             }
         }

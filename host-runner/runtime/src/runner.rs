@@ -291,6 +291,18 @@ impl Runner {
     /// Loads `spec`'s component (signature checked; identical bytes compiled once through
     /// `components`), asks it to validate the configuration and, a source, to plan its units.
     pub async fn ready(&self, spec: &ConnectorSpec, components: &mut HashMap<String, Loaded>) -> Result<Ready> {
+        self.ready_as(spec, components, Purpose::Run).await
+    }
+
+    /// [`Self::ready`] for a validation only: nothing of the process changes — the connector's
+    /// gate has an in-flight cap, a request budget and token providers of its own (the instance's
+    /// are not set or lowered by a configuration that is only checked), and it is not counted
+    /// among the connectors prepared.
+    pub async fn check(&self, spec: &ConnectorSpec, components: &mut HashMap<String, Loaded>) -> Result<Ready> {
+        self.ready_as(spec, components, Purpose::Check).await
+    }
+
+    async fn ready_as(&self, spec: &ConnectorSpec, components: &mut HashMap<String, Loaded>, purpose: Purpose) -> Result<Ready> {
         let artefact = spec.component()?;
         let loaded = self.load_once(&artefact, components).await.with_context(|| format!("connector {}", spec.name))?;
         let kind = loaded.kind();
@@ -326,7 +338,10 @@ impl Runner {
                 .into());
             }
         }
-        let ctx = self.context(spec, transforms)?;
+        let ctx = match purpose {
+            Purpose::Run => self.context(spec, transforms)?,
+            Purpose::Check => self.context_with(spec, transforms, self.detached_gate(spec)?),
+        };
         let digest = artefact.digest().to_string();
         let ready = match loaded {
             Loaded::Source(pre) => {
@@ -343,6 +358,9 @@ impl Runner {
             }
             Loaded::Transform(_) => unreachable!("refused above"),
         };
+        if purpose == Purpose::Check {
+            return Ok(ready);
+        }
         tracing::info!(connector = spec.name, kind = ?kind, component = %spec.component_path.display(), "connector ready");
         let mut prepared = self.prepared.lock().unwrap_or_else(|e| e.into_inner());
         if !prepared.iter().any(|(n, _)| n == &spec.name) {
@@ -411,15 +429,37 @@ impl Runner {
     /// The context a connector of `spec` runs in: this process's engine, metrics, status board
     /// and wake-ups, its own gate, and its bound transform components.
     pub fn context(&self, spec: &ConnectorSpec, transforms: HashMap<String, Arc<TransformComponent>>) -> Result<SharedContext> {
-        Ok(Arc::new(ConnectorContext {
+        Ok(self.context_with(spec, transforms, self.gate(spec)?))
+    }
+
+    fn context_with(&self, spec: &ConnectorSpec, transforms: HashMap<String, Arc<TransformComponent>>, gate: Gate) -> SharedContext {
+        Arc::new(ConnectorContext {
             spec: spec.clone(),
             engine: self.runtime.engine().clone(),
-            gate: self.gate(spec)?,
+            gate,
             metrics: self.metrics.clone(),
             status: self.status.clone(),
             transforms,
             wakes: self.wakes.clone(),
-        }))
+        })
+    }
+
+    /// A gate of `spec` sharing nothing with the process: what a validation runs with.
+    fn detached_gate(&self, spec: &ConnectorSpec) -> Result<Gate> {
+        let tokens = TokenRegistry::new(Metrics::default());
+        let credentials = Credentials::from_spec(&spec.auth, &tokens).with_context(|| format!("connector {}", spec.name))?;
+        let settings = GateSettings {
+            connector: spec.name.clone(),
+            scheme: spec.instance_scheme.clone(),
+            authority: spec.instance_authority.clone(),
+            credentials,
+            worker: None,
+            priorities: spec.priorities.clone(),
+            route: spec.instance_route.clone(),
+        };
+        let limiter = crate::outbound::LimiterRegistry::default().limiter(&spec.instance_authority, spec.max_in_flight);
+        let budget = Arc::new(crate::outbound::InstanceBudget::new(spec.requests_per_hour, spec.requests_per_minute));
+        Ok(Gate::new(settings, limiter, budget, Metrics::default()))
     }
 
     pub(crate) fn gate(&self, spec: &ConnectorSpec) -> Result<Gate> {
@@ -576,4 +616,13 @@ pub fn check_paths(specs: &[ConnectorSpec]) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// What a connector is made ready for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Purpose {
+    /// To run: its gate shares the instance's cap, budget and tokens with the process.
+    Run,
+    /// To be checked only: nothing of the process changes.
+    Check,
 }

@@ -52,7 +52,7 @@ pub async fn check(runtime: &dyn Checks, name: &str, properties: &BTreeMap<Strin
             }
         }
     };
-    if let Err(e) = runtime.runner().ready(&spec, &mut HashMap::new()).await {
+    if let Err(e) = runtime.runner().check(&spec, &mut HashMap::new()).await {
         // What the component says of a key the host already refused (or stood in for) adds nothing.
         for more in problems(&e, "component.path") {
             let refused = errors.iter().any(|e| e.key == more.key);

@@ -97,6 +97,12 @@ fn operator_only(key: &str) -> Option<&'static str> {
              .keystore.certificate.chain with .keystore.key)",
         );
     }
+    if key == "snow.instance.max.in.flight" || super::instance::BUDGET_KEYS.contains(&key) {
+        return Some(
+            "the instance's in-flight cap and request budget are the operator's (worker.properties): shared by every \
+             connector on the instance, a connector may not lower them for the others",
+        );
+    }
     if matches!(key, "snow.push.listen" | "snow.push.tls.certificate.file" | "snow.push.tls.key.file") {
         return Some(
             "a worker takes push notifications on its REST listener, at /snow/push/<connector> (listeners and rest.tls.* in \
@@ -263,6 +269,8 @@ mod tests {
             ("transforms.t.component.path", format!("{}/elsewhere.wasm", dir.display()), "name it by transforms.t.component.ref"),
             ("transforms.t.component.bundle.path", "/etc/passwd".to_string(), "the one stored with it"),
             ("snow.push.listen", "0.0.0.0:22".to_string(), "may not open a listener"),
+            ("snow.instance.requests.per.hour", "1".to_string(), "request budget are the operator's"),
+            ("snow.instance.max.in.flight", "1".to_string(), "in-flight cap and request budget are the operator's"),
             ("snow.push.tls.key.file", "/etc/ssl/private/worker.key".to_string(), "may not open a listener or name the worker's files"),
         ] {
             let errors = rules.apply(&map(&[(key, &value)])).unwrap_err();

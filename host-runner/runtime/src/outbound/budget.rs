@@ -36,6 +36,7 @@ pub const MAX_PAUSE: Duration = Duration::from_secs(3600);
 /// Requests a unit of time allows, refilled continuously.
 #[derive(Debug, Clone)]
 struct Bucket {
+    window: Duration,
     capacity: f64,
     tokens: f64,
     per_second: f64,
@@ -47,7 +48,7 @@ impl Bucket {
     fn new(n: u64, window: Duration, now: Instant) -> Self {
         let capacity = (n as f64 / 60.0).max(1.0);
         let per_second = n as f64 * 59.0 / 60.0 / window.as_secs_f64();
-        Self { capacity, tokens: capacity, per_second, at: now }
+        Self { window, capacity, tokens: capacity, per_second, at: now }
     }
 
     fn refill(&mut self, now: Instant) {
@@ -75,6 +76,9 @@ struct Group {
 
 #[derive(Debug)]
 struct State {
+    /// The configured requests per hour and per minute.
+    per_hour: Option<u64>,
+    per_minute: Option<u64>,
     buckets: Vec<Bucket>,
     /// Workers sharing the budget (1 outside a fleet): the buckets hold the limits divided by it.
     workers: u32,
@@ -87,6 +91,20 @@ struct State {
 }
 
 impl State {
+    /// The buckets again for the limits and workers now, each keeping the tokens its window had
+    /// saved up to its new burst.
+    fn rebucket(&mut self) {
+        let now = Instant::now();
+        let mut fresh = buckets(self.per_hour, self.per_minute, self.workers, now);
+        for new in &mut fresh {
+            if let Some(old) = self.buckets.iter_mut().find(|b| b.window == new.window) {
+                old.refill(now);
+                new.tokens = old.tokens.min(new.capacity);
+            }
+        }
+        self.buckets = fresh;
+    }
+
     /// Hands tokens to waiting groups, in fair order, while there are tokens and no pause.
     fn dispatch(&mut self, now: Instant) {
         for b in &mut self.buckets {
@@ -131,8 +149,6 @@ impl State {
 /// What the budget of one instance is.
 #[derive(Debug)]
 pub struct InstanceBudget {
-    per_hour: Option<u64>,
-    per_minute: Option<u64>,
     state: Mutex<State>,
     /// The process is stopping: nobody waits any more (a unit's last calls must end).
     stopping: AtomicBool,
@@ -150,9 +166,9 @@ impl InstanceBudget {
     pub fn new(per_hour: Option<u64>, per_minute: Option<u64>) -> Self {
         let buckets = buckets(per_hour, per_minute, 1, Instant::now());
         Self {
-            per_hour,
-            per_minute,
             state: Mutex::new(State {
+                per_hour,
+                per_minute,
                 buckets,
                 workers: 1,
                 groups: BTreeMap::new(),
@@ -173,14 +189,20 @@ impl InstanceBudget {
         if state.workers == workers {
             return;
         }
-        let now = Instant::now();
-        let mut fresh = buckets(self.per_hour, self.per_minute, workers, now);
-        for (new, old) in fresh.iter_mut().zip(state.buckets.iter_mut()) {
-            old.refill(now);
-            new.tokens = old.tokens.min(new.capacity);
-        }
-        state.buckets = fresh;
         state.workers = workers;
+        state.rebucket();
+    }
+
+    /// Changes the limits in place (every gate of the instance shares this one budget): tokens
+    /// saved are kept up to the new burst.
+    pub fn set_limits(&self, per_hour: Option<u64>, per_minute: Option<u64>) {
+        let mut state = self.lock();
+        if (state.per_hour, state.per_minute) == (per_hour, per_minute) {
+            return;
+        }
+        state.per_hour = per_hour;
+        state.per_minute = per_minute;
+        state.rebucket();
     }
 
     /// The share of the limits this process spends: the workers sharing the budget.
@@ -194,7 +216,8 @@ impl InstanceBudget {
 
     /// The configured requests per hour and per minute.
     pub fn limits(&self) -> (Option<u64>, Option<u64>) {
-        (self.per_hour, self.per_minute)
+        let state = self.lock();
+        (state.per_hour, state.per_minute)
     }
 
     /// Waits for a token for a request of `table` of `connector` weighing `weight`; returns how
@@ -376,19 +399,19 @@ impl BudgetRegistry {
                 (Some(n), Some(o)) => Some(n.min(o)),
                 (n, o) => n.or(o),
             };
-            let wanted = (smaller(per_hour, existing.per_hour), smaller(per_minute, existing.per_minute));
-            if wanted == existing.limits() {
-                return existing.clone();
+            let (per_hour_now, per_minute_now) = existing.limits();
+            let wanted = (smaller(per_hour, per_hour_now), smaller(per_minute, per_minute_now));
+            if wanted != (per_hour_now, per_minute_now) {
+                tracing::info!(
+                    instance = authority,
+                    "request budget of the instance set to {:?} an hour, {:?} a minute (the smallest any connector sets)",
+                    wanted.0,
+                    wanted.1
+                );
+                // In place: every gate of the instance keeps sharing the one budget.
+                existing.set_limits(wanted.0, wanted.1);
             }
-            tracing::info!(
-                instance = authority,
-                "request budget of the instance set to {:?} an hour, {:?} a minute (the smallest any connector sets)",
-                wanted.0,
-                wanted.1
-            );
-            let budget = Arc::new(InstanceBudget::new(wanted.0, wanted.1));
-            budgets.insert(authority.to_string(), budget.clone());
-            return budget;
+            return existing.clone();
         }
         let budget = Arc::new(InstanceBudget::new(per_hour, per_minute));
         budgets.insert(authority.to_string(), budget.clone());
@@ -487,5 +510,11 @@ mod tests {
         assert_eq!(registry.budget("acme", Some(500), None).limits(), (Some(500), None));
         assert_eq!(registry.budget("acme", Some(900), Some(20)).limits(), (Some(500), Some(20)));
         assert_eq!(registry.budget("acme", None, None).limits(), (Some(500), Some(20)));
+        // Changed in place: a gate made before the change spends from the same budget, never
+        // from a second one of the same instance.
+        let first = registry.budget("acme", None, None);
+        let lowered = registry.budget("acme", Some(100), None);
+        assert!(Arc::ptr_eq(&first, &lowered));
+        assert_eq!(first.limits(), (Some(100), Some(20)));
     }
 }

@@ -129,8 +129,15 @@ const KEYS: &[&str] = &[
 ];
 
 /// Keys passed on to connectors as defaults (besides `bootstrap.servers`).
-const CONNECTOR_DEFAULTS: &[&str] =
-    &["component.trusted.keys", "component.trusted.root", "component.allow.unsigned", "component.memory.max.bytes"];
+const CONNECTOR_DEFAULTS: &[&str] = &[
+    "component.trusted.keys",
+    "component.trusted.root",
+    "component.allow.unsigned",
+    "component.memory.max.bytes",
+    "snow.instance.max.in.flight",
+    "snow.instance.requests.per.hour",
+    "snow.instance.requests.per.minute",
+];
 
 /// The trimmed value of `key`, if given and not empty.
 fn value(entries: &BTreeMap<String, String>, key: &str) -> Option<String> {
