@@ -336,3 +336,68 @@ fn a_tampered_component_is_refused_by_the_plugin_as_by_our_host() {
     assert!(!errors.is_empty(), "the component's error is on snow.batch.size: {}", validated.text);
     assert!(!validated.text.contains(PASSWORD), "no password in a validation answer");
 }
+
+#[test]
+fn the_operators_request_budget_holds_across_all_tasks_of_a_connector_in_kafka_connect() {
+    const PER_MINUTE: f64 = 60.0;
+    const TASKS: usize = 4;
+    let now = now_secs();
+    let fake = fake();
+    let tables: Vec<String> = (0..8).map(|i| format!("u_budget{i}")).collect();
+    for table in &tables {
+        fake.shared().seed(table, 300, now - 7200, 6000);
+    }
+    let dir = work_dir("connect-budget");
+    let plugins = plugin_path(&dir);
+    // The operator's budget, in the plugin's operator file: 60 requests a minute for the instance.
+    let operator_file = plugins.join("snow-connect-servicenow/snow-connect.properties");
+    let mut operator = std::fs::read_to_string(&operator_file).unwrap();
+    operator.push_str("snow.instance.requests.per.minute=60\n");
+    std::fs::write(&operator_file, operator).unwrap();
+    let group = unique("connect-budget");
+    let mut worker = ConnectWorker::start(&dir, "connect", &group, &plugins, &[(PASSWORD_VARIABLE, PASSWORD)]);
+    let (name, topic) = (unique("snow-budget"), unique("budget"));
+    let table_names: Vec<&str> = tables.iter().map(String::as_str).collect();
+    let entries = support::source_entries(
+        &fake.url(),
+        &name,
+        &topic,
+        &table_names,
+        &[("snow.auth.username", USER), ("snow.batch.size", "10"), ("tasks.max", "4")],
+    );
+    let mut config = connect_config(&entries, SOURCE);
+    config.insert("snow.auth.password".into(), json!(format!("${{env:{PASSWORD_VARIABLE}}}")));
+    let created = worker.rest("POST", "/connectors", Some(&json!({"name": name, "config": config})));
+    assert_eq!(created.status, 201, "created: {}", created.text);
+    worker.wait_status(&name, "four running tasks", Duration::from_secs(120), |s| {
+        s["tasks"].as_array().is_some_and(|t| t.len() == TASKS && t.iter().all(|t| t["state"] == "RUNNING"))
+    });
+    assert_eq!(executors(&plugins).len(), TASKS, "each task is a process of its own");
+    // Eight tables asking every 200 ms want far more than a request a second; let them ask for 40 s.
+    wait_until("40 s of requests", Duration::from_secs(180), || {
+        let journal = fake.journal();
+        let first = journal.entries.first()?.at_ms;
+        (journal.entries.last()?.at_ms >= first + 40_000).then_some(())
+    });
+    let journal = fake.journal();
+    worker.kill();
+    // Checked at each request: however many tasks, the requests so far never exceed what the one
+    // budget allows since the first (59/60 of the rate, plus each task's burst of one).
+    let first = journal.entries[0].at_ms;
+    for (i, entry) in journal.entries.iter().enumerate() {
+        let allowed = (entry.at_ms - first) as f64 / 1000.0 * PER_MINUTE / 60.0 * 59.0 / 60.0 + TASKS as f64 + 1.0;
+        assert!(
+            (i + 1) as f64 <= allowed,
+            "request {} at {} ms after the first is over the budget ({allowed:.1} allowed): 4 tasks each spent a whole budget; the first: {:?}",
+            i + 1,
+            entry.at_ms - first,
+            journal
+                .entries
+                .iter()
+                .take(12)
+                .map(|e| (e.at_ms - first, e.method.as_str(), e.path.as_str(), e.query.as_deref().unwrap_or("")))
+                .collect::<Vec<_>>()
+        );
+    }
+    assert!(journal.entries.len() >= 30, "the tables kept asking ({} requests)", journal.entries.len());
+}

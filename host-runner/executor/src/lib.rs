@@ -154,6 +154,7 @@ impl Executor {
     /// task's units.
     async fn open_source(&mut self, body: &[u8]) -> Result<Json, Failure> {
         let request: Json = serde_json::from_slice(body).map_err(|e| Failure::of(format!("an OPEN that is not JSON: {e}")))?;
+        self.share_budget(&request);
         let (ctx, loaded) = self.prepare(&json!({"kind": "source", "config": request["config"]})).await?;
         let Loaded::Source(pre) = loaded else { return Err(Failure::of("the connector's component is not a source")) };
         let offsets: Vec<SourceOffset> = request["offsets"]
@@ -167,6 +168,9 @@ impl Executor {
             return Err(Failure::of("an OPEN with no units"));
         }
         self.stop();
+        // The previous task's waits are over; this one's requests wait for the budget again
+        // (before, a task opened after a stop ran with no budget at all).
+        self.runner.resume_waiting();
         let (trigger, shutdown) = snow_runtime::shutdown::channel();
         let (tx, batches) = mpsc::channel(units.len() * 2);
         for unit in &units {
@@ -181,11 +185,19 @@ impl Executor {
     /// `OPEN_SINK {"config"}`: a sink task, its lanes opened with their partitions' first records.
     async fn open_sink(&mut self, body: &[u8]) -> Result<Json, Failure> {
         let request: Json = serde_json::from_slice(body).map_err(|e| Failure::of(format!("an OPEN_SINK that is not JSON: {e}")))?;
+        self.share_budget(&request);
         let (ctx, loaded) = self.prepare(&json!({"kind": "sink", "config": request["config"]})).await?;
         let Loaded::Sink(pre) = loaded else { return Err(Failure::of("the connector's component is not a sink")) };
         tracing::info!(connector = ctx.name(), "sink task opened");
         self.sink = Some(sink::SinkRun::new(ctx, pre));
         Ok(json!({}))
+    }
+
+    /// An `OPEN`'s `tasks`: how many tasks (each a process like this one) the connector runs;
+    /// this one spends its share of each instance's request budget (ADR 0034, as a fleet's worker).
+    fn share_budget(&self, request: &Json) {
+        let tasks = request["tasks"].as_u64().unwrap_or(1).clamp(1, 1024) as u32;
+        self.runner.fleet_workers(tasks);
     }
 
     /// `NEXT`: the next batch of any unit, `EMPTY` when none came within [`NEXT_WAIT`].

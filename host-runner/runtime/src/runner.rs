@@ -191,7 +191,8 @@ impl Runner {
         self.prepare(specs).await.map(drop)
     }
 
-    /// The fleet this worker belongs to has `workers` members: each instance's request budget is
+    /// The fleet this worker belongs to has `workers` members (or, in the Kafka Connect plugin,
+    /// the connector runs `workers` tasks, each a process): each instance's request budget is
     /// shared among them (ADR 0034).
     pub fn fleet_workers(&self, workers: u32) {
         self.budgets.set_workers(workers);
@@ -201,6 +202,12 @@ impl Runner {
     /// every unit's last call ends.
     pub fn stop_waiting(&self) {
         self.budgets.stop();
+    }
+
+    /// Budgets hold again after [`Self::stop_waiting`]: the Kafka Connect executor's next task
+    /// spends from them as the one before did.
+    pub fn resume_waiting(&self) {
+        self.budgets.resume();
     }
 
     /// Runs `specs` until `shutdown` fires or every connector ended. A connector that ends with an

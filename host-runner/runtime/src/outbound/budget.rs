@@ -281,6 +281,11 @@ impl InstanceBudget {
         self.stopping.store(true, Ordering::SeqCst);
     }
 
+    /// Requests wait for the budget again (what [`Self::stop`] ended is over).
+    pub fn resume(&self) {
+        self.stopping.store(false, Ordering::SeqCst);
+    }
+
     /// An answer that was not a 429: the next pause starts short again.
     pub fn answered(&self) {
         let mut state = self.lock();
@@ -389,6 +394,15 @@ impl BudgetRegistry {
         self.stopping.store(true, Ordering::SeqCst);
         for budget in self.budgets.lock().unwrap_or_else(|e| e.into_inner()).values() {
             budget.stop();
+        }
+    }
+
+    /// What was stopped is over (the Kafka Connect executor's previous task): budgets hold again,
+    /// for the requests of what starts now.
+    pub fn resume(&self) {
+        self.stopping.store(false, Ordering::SeqCst);
+        for budget in self.budgets.lock().unwrap_or_else(|e| e.into_inner()).values() {
+            budget.resume();
         }
     }
 
@@ -516,5 +530,10 @@ mod tests {
         let lowered = registry.budget("acme", Some(100), None);
         assert!(Arc::ptr_eq(&first, &lowered));
         assert_eq!(first.limits(), (Some(100), Some(20)));
+        // Stopped (a task ended) and resumed (the next one starts): the budget holds again, for
+        // budgets made before and after.
+        registry.stop();
+        registry.resume();
+        assert!(!first.stopping.load(Ordering::SeqCst) && !registry.budget("other", Some(5), None).stopping.load(Ordering::SeqCst));
     }
 }

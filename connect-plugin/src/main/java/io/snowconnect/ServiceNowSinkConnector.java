@@ -36,7 +36,9 @@ public class ServiceNowSinkConnector extends SinkConnector {
     public List<Map<String, String>> taskConfigs(int maxTasks) {
         List<Map<String, String>> configs = new ArrayList<>();
         for (int i = 0; i < maxTasks; i++) {
-            configs.add(new HashMap<>(props));
+            Map<String, String> config = new HashMap<>(props);
+            config.put(ServiceNowSourceConnector.TASKS, Integer.toString(maxTasks));
+            configs.add(config);
         }
         return configs;
     }

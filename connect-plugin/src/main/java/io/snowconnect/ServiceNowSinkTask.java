@@ -50,8 +50,11 @@ public class ServiceNowSinkTask extends SinkTask {
         } catch (NoSuchMethodError | NoClassDefFoundError e) {
             reporter = null;
         }
+        Map<String, String> config = new java.util.HashMap<>(props);
+        String tasks = config.remove(ServiceNowSourceConnector.TASKS);
         Map<String, Object> open = new LinkedHashMap<>();
-        open.put("config", props);
+        open.put("config", config);
+        open.put("tasks", tasks == null ? 1 : Integer.parseInt(tasks));
         executor = Executor.start(PluginHome.locate(), props.getOrDefault("name", "sink"));
         Executor.Answer answer = executor.request(Executor.OPEN_SINK, Json.bytes(open));
         if (answer.kind() != Executor.JSON) {

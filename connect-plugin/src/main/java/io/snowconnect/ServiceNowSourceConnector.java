@@ -23,6 +23,11 @@ import org.apache.kafka.connect.source.SourceConnector;
 public class ServiceNowSourceConnector extends SourceConnector {
     /** The task configuration key carrying a task's units (JSON, from the component's plan). */
     static final String UNITS = "snow.connect.task.units";
+    /**
+     * How many tasks the connector runs: each task's executor spends its share of the instance's
+     * request budget (each task is a process of its own, so the budget is divided among them).
+     */
+    static final String TASKS = "snow.connect.task.count";
 
     private Map<String, String> props;
 
@@ -53,6 +58,9 @@ public class ServiceNowSourceConnector extends SourceConnector {
             Map<String, String> config = new HashMap<>(props);
             config.put(UNITS, Json.text(units));
             configs.add(config);
+        }
+        for (Map<String, String> config : configs) {
+            config.put(TASKS, Integer.toString(configs.size()));
         }
         return configs;
     }

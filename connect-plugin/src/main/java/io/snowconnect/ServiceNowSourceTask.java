@@ -35,6 +35,7 @@ public class ServiceNowSourceTask extends SourceTask {
         JsonNode units = Json.parse(props.getOrDefault(ServiceNowSourceConnector.UNITS, "[]").getBytes(java.nio.charset.StandardCharsets.UTF_8));
         Map<String, String> config = new HashMap<>(props);
         config.remove(ServiceNowSourceConnector.UNITS);
+        String tasks = config.remove(ServiceNowSourceConnector.TASKS);
         List<String> keys = new ArrayList<>();
         for (JsonNode unit : units) {
             for (JsonNode key : unit.path("partitions")) {
@@ -46,6 +47,7 @@ public class ServiceNowSourceTask extends SourceTask {
         open.put("config", config);
         open.put("units", units);
         open.put("offsets", positions);
+        open.put("tasks", tasks == null ? 1 : Integer.parseInt(tasks));
         String name = props.getOrDefault("name", "source");
         executor = Executor.start(PluginHome.locate(), name);
         Executor.Answer answer = executor.request(Executor.OPEN_SOURCE, Json.bytes(open));
