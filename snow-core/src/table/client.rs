@@ -458,7 +458,7 @@ pub(crate) fn http_failure(response: &Response, method: Method, table: &str, req
     let parsed = serde_json::from_slice::<Envelope>(&response.body).ok().and_then(|e| e.error);
     let (message, detail) = match parsed {
         Some(e) => (e.message.unwrap_or_else(|| "no message".into()), e.detail),
-        None => (format!("unexpected answer: {}", body_excerpt(&response.body)), None),
+        None => (format!("unexpected answer: {}", body_shape(response)), None),
     };
     let verdict = classify_status(response.status, method);
     SnowError::Http(HttpFailure {
@@ -470,16 +470,16 @@ pub(crate) fn http_failure(response: &Response, method: Method, table: &str, req
     })
 }
 
-fn body_excerpt(body: &[u8]) -> String {
-    const MAX: usize = 200;
-    let text = String::from_utf8_lossy(&body[..body.len().min(MAX)]).replace(['\n', '\r'], " ");
-    if body.is_empty() {
-        "(empty body)".into()
-    } else if body.len() > MAX {
-        format!("{text}…")
-    } else {
-        text
+/// What an answer that is not ServiceNow's held, without any of its text: a host that is not the
+/// instance (an internal service behind a proxy, a misdirected URL) must not have its answers
+/// read back through a connector's status.
+fn body_shape(response: &Response) -> String {
+    if response.body.is_empty() {
+        return "an empty body".into();
     }
+    let kind: String =
+        response.header("content-type").unwrap_or("no content type").chars().filter(|c| !c.is_control()).take(60).collect();
+    format!("{} bytes of {kind}, not ServiceNow's JSON", response.body.len())
 }
 
 #[cfg(test)]
@@ -621,7 +621,8 @@ mod tests {
         assert!(h.message.starts_with("GET table incident: User Not Authorized (forbidden by an ACL"), "{}", h.message);
         let err = client.create("incident", b"{}".to_vec()).unwrap_err();
         assert_eq!(err.class(), ErrorClass::Ambiguous, "a POST answered 502 is not retried");
-        assert!(err.to_string().contains("unexpected answer: <html>bad gateway</html>"), "{err}");
+        assert!(err.to_string().contains("unexpected answer: 24 bytes of no content type, not ServiceNow's JSON"), "{err}");
+        assert!(!err.to_string().contains("<html>"), "no text of a foreign answer: {err}");
         assert!(clock.sleeps().is_empty());
     }
 

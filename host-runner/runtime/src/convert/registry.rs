@@ -272,7 +272,8 @@ impl Registry {
         let message = answer["message"]
             .as_str()
             .map(str::to_string)
-            .unwrap_or_else(|| String::from_utf8_lossy(&response.body).chars().take(300).collect());
+            // Only a registry's own JSON error is quoted; another host's answer is not read back.
+            .unwrap_or_else(|| format!("{} bytes that are not a registry's JSON error", response.body.len()));
         Err(RegistryError::Refused {
             url: base.to_string(),
             status: response.status,
