@@ -283,11 +283,14 @@ impl Lane {
                     self.unit
                 );
                 self.instance = None;
-                if self.rolled_back(&format!("trapped in put ({})", one_line(&trap))) {
-                    return Some(Step { done: 0, then: Then::GoOn });
-                }
+                // Whichever version goes on, the records of the put that trapped may have been
+                // written: they are put one at a time, as records whose outcome is unknown (a
+                // create looked up before it is sent again, ADR 0015) — after a rollback too.
                 if let Some(last) = records.last() {
                     self.singly_until = Some(self.singly_until.map_or(last.offset, |u| u.max(last.offset)));
+                }
+                if self.rolled_back(&format!("trapped in put ({})", one_line(&trap))) {
+                    return Some(Step { done: 0, then: Then::GoOn });
                 }
                 let line = one_line(&trap);
                 return Some(Step {
