@@ -140,7 +140,7 @@ async fn write_partition(
             }
         }
         let permit = writers.acquire().await;
-        let result = lane.instance.as_mut().expect("opened above").put(chunk).await;
+        let result = lane.instance.as_mut().expect("opened above").put(chunk, snow_runtime::sink::rebalance_put_limit()).await;
         drop(permit);
         let outcomes = match result {
             Ok(outcomes) => {

@@ -124,6 +124,16 @@ impl<T: Transport, C: Clock> SinkTask<T, C> {
     /// names, the rest are not attempted and get a retryable failure, so the host holds (or stops)
     /// the partition at the first one.
     pub fn put(&mut self, records: &[SinkRecord]) -> Vec<Outcome> {
+        // Even one record's retries end with the put's budget (a rebalance waits no longer for
+        // the put): a retry that would come later is not made, and the record stays retryable.
+        let started = self.client.clock().now();
+        self.client.set_deadline(self.config.lane.put_budget.map(|b| started.saturating_add(b)));
+        let outcomes = self.put_within(records);
+        self.client.set_deadline(None);
+        outcomes
+    }
+
+    fn put_within(&mut self, records: &[SinkRecord]) -> Vec<Outcome> {
         // Records that may have been written before this lane opened are resolved one by one (with
         // `correlation_lookup`, a taken-over backlog goes through the Table API).
         let fresh = records.iter().all(|r| self.earlier(r) == Earlier::Nothing);
@@ -471,6 +481,22 @@ mod tests {
     }
 
     const CREATED: &str = r#"{"result":{"sys_id":"fedcba9876543210fedcba9876543210"}}"#;
+
+    #[test]
+    fn one_records_retries_end_with_the_puts_budget() {
+        // Answered 503 every time: without a budget it is tried 3 times (with backoff between);
+        // with a put budget the backoff alone (0.5 s doubling) soon passes it: the put returns the
+        // retryable failure instead of waiting past what a rebalance waits for.
+        let patch = record(Some(r#"{"a":"1"}"#), None);
+        let busy = vec![(503, ""), (503, ""), (503, "")];
+        let (outcomes, sent, _) = put_with(&[("snow.retry.backoff.initial.ms", "60000")], busy.clone(), std::slice::from_ref(&patch));
+        assert!(matches!(&outcomes[0], Outcome::Failed(e) if e.is_retryable()) && sent.len() == 3, "{outcomes:?}");
+        let limited =
+            [("snow.retry.backoff.initial.ms", "60000"), ("snow.retry.backoff.max.ms", "60000"), ("snow.sink.put.budget.ms", "100")];
+        let (outcomes, sent, _) = put_with(&limited, busy, std::slice::from_ref(&patch));
+        assert!(matches!(&outcomes[0], Outcome::Failed(e) if e.is_retryable()), "{outcomes:?}");
+        assert!(sent.len() < 3, "retries that would wait past the put's budget are not made ({} sent)", sent.len());
+    }
 
     #[test]
     fn an_unknown_create_outcome_follows_the_policy() {

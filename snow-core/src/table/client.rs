@@ -137,6 +137,8 @@ pub struct TableClient<T, C> {
     download_limit: Option<usize>,
     /// Whether the last call failed on an answer larger than it took.
     too_large: bool,
+    /// No retry waits past this (clock time): a sink put's limit.
+    deadline: Option<std::time::Duration>,
 }
 
 impl<T: Transport, C: Clock> TableClient<T, C> {
@@ -159,12 +161,19 @@ impl<T: Transport, C: Clock> TableClient<T, C> {
             ahead: Vec::new(),
             download_limit: None,
             too_large: false,
+            deadline: None,
         }
     }
 
     /// The clock the client sleeps on.
     pub fn clock(&self) -> &C {
         &self.clock
+    }
+
+    /// From now on no retry waits past `at` (the clock's time; `None`: retries as the policy
+    /// says): a call whose next attempt would come later returns its last error instead.
+    pub fn set_deadline(&mut self, at: Option<std::time::Duration>) {
+        self.deadline = at;
     }
 
     /// The `X-RateLimit-*` headers of the latest answer that carried them.
@@ -397,6 +406,9 @@ impl<T: Transport, C: Clock> TableClient<T, C> {
                 return Err(error);
             }
             match schedule.next_delay(self.clock.now(), wait) {
+                // A retry that would wait past the deadline is not made: the error is returned
+                // (retryable) for the caller to try again later.
+                Ok(delay) if self.deadline.is_some_and(|at| self.clock.now().saturating_add(delay) > at) => return Err(error),
                 Ok(delay) => self.clock.sleep(delay),
                 Err(bound) => return Err(gave_up(error, &bound.describe())),
             }
@@ -477,8 +489,7 @@ fn body_shape(response: &Response) -> String {
     if response.body.is_empty() {
         return "an empty body".into();
     }
-    let kind: String =
-        response.header("content-type").unwrap_or("no content type").chars().filter(|c| !c.is_control()).take(60).collect();
+    let kind: String = response.header("content-type").unwrap_or("no content type").chars().filter(|c| !c.is_control()).take(60).collect();
     format!("{} bytes of {kind}, not ServiceNow's JSON", response.body.len())
 }
 

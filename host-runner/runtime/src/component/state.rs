@@ -104,6 +104,12 @@ impl HostState {
         self.waited_at_call = self.gate.budget_waited();
     }
 
+    /// Requests of this store wait for the instance's budget and in-flight places no later than
+    /// `at` (a sink put's limit: its partition's rebalance waits that long at most).
+    pub fn wait_no_later_than(&mut self, at: Option<tokio::time::Instant>) {
+        self.gate.set_deadline(at);
+    }
+
     /// The linear memory the guest has grown to (its largest memory), in bytes.
     pub fn memory_bytes(&self) -> usize {
         self.limits.memory_bytes

@@ -68,6 +68,9 @@ pub struct Gate {
     /// Time the store's requests spent waiting for the budget (not counted against the call
     /// timeout).
     waits: Arc<Waits>,
+    /// The latest a request of this store may wait for the budget or an in-flight place (a sink
+    /// put's limit); past it the request is refused as not sent.
+    deadline: Arc<std::sync::Mutex<Option<tokio::time::Instant>>>,
 }
 
 impl Gate {
@@ -82,6 +85,7 @@ impl Gate {
             sessions: SessionPool::default(),
             unit: Arc::from(""),
             waits: Arc::default(),
+            deadline: Arc::default(),
         }
     }
 
@@ -128,7 +132,16 @@ impl Gate {
     /// The same gate with sessions of its own: every store gets one, so that no two stores (two
     /// sink lanes, two source units) ever share a ServiceNow session.
     pub fn for_store(&self) -> Self {
-        Self { sessions: SessionPool::default(), ..self.clone() }
+        Self { sessions: SessionPool::default(), deadline: Arc::default(), ..self.clone() }
+    }
+
+    /// Requests of this store wait for the budget and an in-flight place no later than `at`.
+    pub fn set_deadline(&self, at: Option<tokio::time::Instant>) {
+        *self.deadline.lock().unwrap_or_else(|e| e.into_inner()) = at;
+    }
+
+    fn deadline(&self) -> Option<tokio::time::Instant> {
+        *self.deadline.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     fn allows(&self, uri: &http::Uri) -> bool {
@@ -186,7 +199,14 @@ impl Gate {
             {
                 let weight = self.settings.priorities.get(&*self.unit).copied().unwrap_or(super::DEFAULT_PRIORITY);
                 let _waiting = self.waits.enter();
-                let waited = self.budget.take(&connector, &self.unit, weight).await;
+                let taken = self.budget.take(&connector, &self.unit, weight);
+                let waited = match self.deadline() {
+                    None => taken.await,
+                    Some(at) => match tokio::time::timeout_at(at, taken).await {
+                        Ok(waited) => waited,
+                        Err(_) => return Err(past_deadline(&connector, "the instance's request budget")),
+                    },
+                };
                 let table = labels(&[("connector", &connector), ("table", &self.unit)]);
                 self.metrics.counter_add("snow_instance_requests_total", 1, &table);
                 if !waited.is_zero() {
@@ -195,7 +215,13 @@ impl Gate {
             }
             // Admitted now: a 429 to a request admitted before a pause began is part of it.
             let sent = tokio::time::Instant::now();
-            let permit = self.limiter.acquire(&connector).await;
+            let permit = match self.deadline() {
+                None => self.limiter.acquire(&connector).await,
+                Some(at) => match tokio::time::timeout_at(at, self.limiter.acquire(&connector)).await {
+                    Ok(permit) => permit,
+                    Err(_) => return Err(past_deadline(&connector, "a place among the instance's requests in flight")),
+                },
+            };
             self.metrics.counter_add("snow_outbound_requests_total", 1, &labels(&[("connector", &connector)]));
             if permit.queued() {
                 self.metrics.counter_add("snow_outbound_queued_total", 1, &labels(&[("connector", &connector)]));
@@ -263,6 +289,15 @@ impl Gate {
             return Ok((response, io));
         }
     }
+}
+
+/// The error of a request that would have waited for `what` past its store's deadline: not sent,
+/// so the guest may try it again later (a sink lane, after its partition's rebalance).
+fn past_deadline(connector: &str, what: &str) -> HttpError {
+    tracing::info!(connector, "a request would have waited for {what} past its put's limit; not sent");
+    crate::transport::not_sent(format!(
+        "waiting for {what} would keep this request past its put's limit (a rebalance waits no longer); it was not sent"
+    ))
 }
 
 /// A ServiceNow-shaped answer telling the guest the host could not obtain credentials: 401 when
@@ -352,6 +387,33 @@ impl WasiHttpHooks for Gate {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn a_request_that_would_wait_past_its_stores_deadline_is_not_sent() {
+        let budget = Arc::new(InstanceBudget::new(Some(60), None));
+        let settings = GateSettings {
+            connector: "c".into(),
+            scheme: "http".into(),
+            authority: "127.0.0.1:9".into(),
+            credentials: Credentials::None,
+            worker: None,
+            priorities: Default::default(),
+            route: Default::default(),
+        };
+        let limiter = Arc::new(super::super::limiter::LimiterRegistry::default()).limiter("127.0.0.1:9", 4);
+        let gate = Gate::new(settings, limiter, budget.clone(), Metrics::default()).for_store();
+        // The budget's one token is spent by another store: the next waits about a minute.
+        budget.take("c", "other", super::super::DEFAULT_PRIORITY).await;
+        gate.set_deadline(Some(tokio::time::Instant::now() + Duration::from_millis(50)));
+        let (parts, ()) = http::Request::get("http://127.0.0.1:9/api/now/table/incident").body(()).unwrap().into_parts();
+        let started = std::time::Instant::now();
+        let error = gate.send(parts, Bytes::new(), RequestOptions::default()).await.map(drop).unwrap_err();
+        assert!(
+            matches!(&error, HttpError::InternalError(Some(m)) if m.starts_with("not sent: waiting for the instance's request budget")),
+            "{error:?}"
+        );
+        assert!(started.elapsed() < Duration::from_secs(30), "refused at the deadline, not after the budget's wait");
+    }
 
     #[test]
     fn credential_shaped_response_headers_are_removed() {

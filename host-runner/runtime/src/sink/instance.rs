@@ -62,9 +62,11 @@ impl Instance {
         Ok(Self { store, instance, task })
     }
 
-    /// Writes `records`; an `Err` is a trap (the lane must be reopened).
-    pub async fn put(&mut self, records: &[SinkRecord]) -> wasmtime::Result<Vec<Outcome>> {
+    /// Writes `records` within `limit` (no request waits for the instance's budget or an
+    /// in-flight place past it); an `Err` is a trap (the lane must be reopened).
+    pub async fn put(&mut self, records: &[SinkRecord], limit: std::time::Duration) -> wasmtime::Result<Vec<Outcome>> {
         self.store.data_mut().begin_call();
+        self.store.data_mut().wait_no_later_than(Some(tokio::time::Instant::now() + limit));
         self.instance.snow_connector_sink_api().sink_task().call_put(&mut self.store, self.task, records).await
     }
 }

@@ -268,7 +268,7 @@ impl Lane {
             records.first().map_or(-1, |r| r.offset),
             records.last().map_or(-1, |r| r.offset)
         );
-        let result = instance.put(readable.as_deref().unwrap_or(records)).await;
+        let result = instance.put(readable.as_deref().unwrap_or(records), super::rebalance_put_limit()).await;
         drop(permit);
         let outcomes = match result {
             Ok(outcomes) => {
