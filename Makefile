@@ -128,7 +128,7 @@ hosts: $(JCO_HOST)/node_modules/.package-lock.json $(WASMTIME_CLI)
 ## `make test` replays every seed and regression input through each target on stable, tests/fuzz-replay).
 ## cargo-fuzz is built once into target/tools.
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS ?= page_scanner encoded_query properties rest batch_answer sigstore_bundle component_manifest wit_records converter_input registry_and_transforms protobuf source_version push_and_deletes stored_position executor_frames guard_versions token_answers sink_resolution
+FUZZ_TARGETS ?= page_scanner encoded_query properties rest batch_answer sigstore_bundle component_manifest wit_records converter_input registry_and_transforms protobuf source_version push_and_deletes stored_position executor_frames guard_versions token_answers sink_resolution state_records typed_transforms
 CARGO_FUZZ := target/tools/cargo-fuzz/bin/cargo-fuzz
 $(CARGO_FUZZ): | setup
 	rustup toolchain list | grep -q '^nightly' || rustup toolchain install nightly --profile minimal

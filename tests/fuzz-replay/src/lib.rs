@@ -62,12 +62,18 @@ pub mod sink_resolution;
 #[path = "../../fuzz/fuzz_targets/source_version.rs"]
 #[allow(unused_attributes)]
 pub mod source_version;
+#[path = "../../fuzz/fuzz_targets/state_records.rs"]
+#[allow(unused_attributes)]
+pub mod state_records;
 #[path = "../../fuzz/fuzz_targets/stored_position.rs"]
 #[allow(unused_attributes)]
 pub mod stored_position;
 #[path = "../../fuzz/fuzz_targets/token_answers.rs"]
 #[allow(unused_attributes)]
 pub mod token_answers;
+#[path = "../../fuzz/fuzz_targets/typed_transforms.rs"]
+#[allow(unused_attributes)]
+pub mod typed_transforms;
 #[path = "../../fuzz/fuzz_targets/wit_records.rs"]
 #[allow(unused_attributes)]
 pub mod wit_records;
@@ -89,7 +95,9 @@ pub const TARGETS: &[(&str, fn(&[u8]))] = &[
     ("sigstore_bundle", sigstore_bundle::run),
     ("sink_resolution", sink_resolution::run),
     ("source_version", source_version::run),
+    ("state_records", state_records::run),
     ("stored_position", stored_position::run),
     ("token_answers", token_answers::run),
+    ("typed_transforms", typed_transforms::run),
     ("wit_records", wit_records::run),
 ];

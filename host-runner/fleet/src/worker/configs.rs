@@ -48,46 +48,12 @@ impl ConfigLog {
 
     /// Every connector, by name.
     pub fn connectors(&self) -> BTreeMap<String, ConnectorRecord> {
-        let mut properties = BTreeMap::new();
-        let mut targets = BTreeMap::new();
-        let mut restarts = BTreeMap::new();
-        for (key, value) in self.topic.entries() {
-            let Ok(key) = String::from_utf8(key) else { continue };
-            if let Some(name) = key.strip_prefix("connector-") {
-                if let Ok(p) = serde_json::from_slice::<Properties>(&value) {
-                    properties.insert(name.to_string(), p.properties);
-                }
-            } else if let Some(name) = key.strip_prefix("target-state-") {
-                if let Ok(t) = serde_json::from_slice::<Target>(&value) {
-                    targets.insert(name.to_string(), t.state);
-                }
-            } else if let Some(name) = key.strip_prefix("restart-")
-                && let Ok(r) = serde_json::from_slice::<RestartRequest>(&value)
-            {
-                restarts.insert(name.to_string(), r);
-            }
-        }
-        properties
-            .into_iter()
-            .map(|(name, properties)| {
-                let target = targets.get(&name).copied().unwrap_or(TargetState::Started);
-                let restart = restarts.get(&name).cloned();
-                (name, ConnectorRecord { properties, target, restart })
-            })
-            .collect()
+        connectors_of(self.topic.entries())
     }
 
     /// Log levels set for the whole fleet (`PUT /admin/loggers/{name}?scope=cluster`), by logger.
     pub fn loggers(&self) -> BTreeMap<String, String> {
-        self.topic
-            .entries()
-            .into_iter()
-            .filter_map(|(k, v)| {
-                let logger = String::from_utf8(k).ok()?.strip_prefix("logger-")?.to_string();
-                let value: serde_json::Value = serde_json::from_slice(&v).ok()?;
-                Some((logger, value["level"].as_str()?.to_string()))
-            })
-            .collect()
+        loggers_of(self.topic.entries())
     }
 
     /// Sets `logger` to `level` on every worker of the fleet.
@@ -131,6 +97,50 @@ impl ConfigLog {
         self.topic.write(format!("restart-{name}").as_bytes(), Some(&serde_json::to_vec(&request)?)).await?;
         Ok(request)
     }
+}
+
+/// The connectors `entries` (the topic's records, key and value) hold, by name: what any bytes a
+/// writer of the topic put there decode to (an undecodable record is skipped).
+pub fn connectors_of(entries: impl IntoIterator<Item = (Vec<u8>, Vec<u8>)>) -> BTreeMap<String, ConnectorRecord> {
+    let mut properties = BTreeMap::new();
+    let mut targets = BTreeMap::new();
+    let mut restarts = BTreeMap::new();
+    for (key, value) in entries {
+        let Ok(key) = String::from_utf8(key) else { continue };
+        if let Some(name) = key.strip_prefix("connector-") {
+            if let Ok(p) = serde_json::from_slice::<Properties>(&value) {
+                properties.insert(name.to_string(), p.properties);
+            }
+        } else if let Some(name) = key.strip_prefix("target-state-") {
+            if let Ok(t) = serde_json::from_slice::<Target>(&value) {
+                targets.insert(name.to_string(), t.state);
+            }
+        } else if let Some(name) = key.strip_prefix("restart-")
+            && let Ok(r) = serde_json::from_slice::<RestartRequest>(&value)
+        {
+            restarts.insert(name.to_string(), r);
+        }
+    }
+    properties
+        .into_iter()
+        .map(|(name, properties)| {
+            let target = targets.get(&name).copied().unwrap_or(TargetState::Started);
+            let restart = restarts.get(&name).cloned();
+            (name, ConnectorRecord { properties, target, restart })
+        })
+        .collect()
+}
+
+/// The fleet-wide log levels `entries` hold, by logger.
+pub fn loggers_of(entries: impl IntoIterator<Item = (Vec<u8>, Vec<u8>)>) -> BTreeMap<String, String> {
+    entries
+        .into_iter()
+        .filter_map(|(k, v)| {
+            let logger = String::from_utf8(k).ok()?.strip_prefix("logger-")?.to_string();
+            let value: serde_json::Value = serde_json::from_slice(&v).ok()?;
+            Some((logger, value["level"].as_str()?.to_string()))
+        })
+        .collect()
 }
 
 #[cfg(test)]
