@@ -261,7 +261,7 @@ impl DestinationPolicy {
                         kind.list_key()
                     ),
                 ));
-            } else if listed.is_some() && !allowed_by_list && !(on_instance && !self.lists.contains_key(Kind::Instance.list_key())) {
+            } else if listed.is_some() && !allowed_by_list && (!on_instance || self.lists.contains_key(Kind::Instance.list_key())) {
                 errors.push(ConfigError::refused(
                     key.clone(),
                     format!("{} is not a destination this worker allows ({} in worker.properties)", target.shown(), kind.list_key()),
