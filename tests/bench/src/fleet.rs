@@ -71,7 +71,9 @@ impl Worker {
             &config,
             format!(
                 "group.id={group}\nbootstrap.servers={bootstrap}\nlisteners=http://127.0.0.1:{port}\nwork.slots=32\n\
-                 component.trusted.keys={}\nplugin.path={}\n",
+                 component.trusted.keys={}\nplugin.path={}\n\
+                 # The bench's fake instance listens on loopback, which a worker refuses unless listed.\n\
+                 destinations.instances=127.0.0.1\n",
                 workspace().join("tests/keys/development-only.pub").display(),
                 // Connectors may name the components built for the bench (ADR 0025).
                 source_component().parent().map(|p| p.display().to_string()).unwrap_or_default()
