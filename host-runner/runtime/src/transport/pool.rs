@@ -120,17 +120,8 @@ impl ConnectionPool {
         Ok(sender)
     }
 
-    /// Sends `request` on a pooled or new connection, directly with the default TLS settings.
-    pub async fn send(
-        self: &Arc<Self>,
-        request: http::Request<WasiBody>,
-        options: RequestOptions,
-    ) -> Result<http::Response<WasiBody>, HttpError> {
-        self.send_with(request, options, &Route::default()).await
-    }
-
-    /// [`Self::send`] the way `route` says: through its proxy unless the host is on its no-proxy
-    /// list, with its TLS settings.
+    /// Sends `request` on a pooled or new connection the way `route` says: through its proxy
+    /// unless the host is on its no-proxy list, with its TLS settings.
     pub async fn send_with(
         self: &Arc<Self>,
         mut request: http::Request<WasiBody>,
