@@ -708,3 +708,42 @@ fn a_sources_transforms_reshape_route_and_drop_typed_rows_before_the_avro_conver
     assert_eq!(status, 200);
     assert!(subjects.contains(&format!("{routed}-value")), "the transformed schema registered under the routed topic: {subjects}");
 }
+
+#[test]
+fn the_registry_is_reached_through_the_connectors_proxy_and_the_instance_on_its_no_proxy_list_directly() {
+    const ROWS: u64 = 10;
+    const PROXY_PASSWORD: &str = "Egress-Registry-Pw-8";
+    let registry = kafka_harness::registry::shared();
+    let direct = registry.url();
+    // A name only the proxy resolves: the registry is reachable through it alone.
+    let proxied = direct.replace("127.0.0.1", "registry.snow.test");
+    let authority = proxied.trim_start_matches("http://").split('/').next().unwrap().to_string();
+    let proxy = support::forward_proxy::ForwardProxy::start("egress", PROXY_PASSWORD, &[("registry.snow.test", "127.0.0.1")]);
+    let (fake, ids, _) = costed_incidents(ROWS, ROWS);
+    let (name, topic) = (unique("proxreg"), unique("proxreg"));
+    let dir = work_dir("registry-proxied");
+    let proxy_url = proxy.url();
+    let config = avro_source(
+        &fake,
+        &name,
+        &topic,
+        &[
+            ("value.converter.schema.registry.url", &proxied),
+            ("snow.proxy.url", &proxy_url),
+            ("snow.proxy.username", "egress"),
+            ("snow.proxy.password", "${env:E2E_REGISTRY_PROXY_PASSWORD}"),
+            ("snow.proxy.no.proxy", "127.0.0.1"),
+        ],
+    );
+    let file = connector_file(&dir, &name, &config);
+    let runner = Runner::spawn(&dir, "run", &[&file], support::DEFAULT_LOG, &[("E2E_REGISTRY_PROXY_PASSWORD", PROXY_PASSWORD)]);
+    let records = avro_consume(&topic, &direct, ROWS as usize);
+    let log = runner.stop();
+    let records = records.unwrap_or_else(|e| panic!("{e}\nthe runner's log:\n{}", support::tail(&log, 30)));
+    assert_eq!(records.len(), ids.len(), "every row, its schema registered through the proxy");
+    let asked = proxy.asked();
+    assert!(asked.iter().any(|a| a.method == "POST"), "the schema was registered through the proxy: {asked:?}");
+    assert!(asked.iter().all(|a| a.target == authority && a.authorized), "only the registry, always with the credentials: {asked:?}");
+    assert!(!fake.journal().entries.is_empty(), "the instance (on the no-proxy list) was asked directly");
+    assert!(!log.contains(PROXY_PASSWORD));
+}
