@@ -84,6 +84,17 @@ fn validate_checks_the_kafka_client_settings_and_refuses_settings_that_can_lose_
 }
 
 #[test]
+fn the_version_names_the_commit_it_was_built_from() {
+    let dir = work_dir("cli-version");
+    for flag in ["--version", "version", "-V"] {
+        let (ok, stdout, _) = snow_connect(&dir, &[flag]);
+        let commit = stdout.split("(commit ").nth(1).and_then(|r| r.split(',').next()).unwrap_or_default();
+        assert!(ok && stdout.starts_with(&format!("snow-connect {} (commit ", env!("CARGO_PKG_VERSION"))), "{flag}: {stdout}");
+        assert!(commit == "unknown" || (commit.len() == 40 && commit.chars().all(|c| c.is_ascii_hexdigit())), "{flag}: {stdout}");
+    }
+}
+
+#[test]
 fn unknown_command_line_options_are_errors_with_the_usage() {
     let dir = work_dir("cli-options");
     for args in [

@@ -4,6 +4,10 @@
 //! standalone run's, read-only ([`herder::Standalone`]). Everything that runs a connector is the
 //! runtime's (snow-runtime).
 
+/// The commit this build was made from (`build.rs`: the checkout's, or `SNOW_COMMIT`), or
+/// `unknown`.
+pub const COMMIT: &str = env!("SNOW_COMMIT");
+
 pub mod herder;
 pub mod rest;
 pub mod worker;

@@ -53,8 +53,15 @@ fn dispatch(args: &[String]) -> Result<()> {
         Some("artefact") => commands::artefact::artefact(&args[1..]),
         Some("offsets") => commands::offsets::offsets(&args[1..]),
         Some("task-executor") => commands::task_executor::task_executor(&args[1..]),
-        Some("version") => {
-            println!("snow-connect {}", env!("CARGO_PKG_VERSION"));
+        Some("version" | "--version" | "-V") => {
+            // Which build this is, as a release's notes and a bug report need it.
+            println!(
+                "snow-connect {} (commit {}, {}-{})",
+                env!("CARGO_PKG_VERSION"),
+                snow_fleet::COMMIT,
+                std::env::consts::ARCH,
+                std::env::consts::OS
+            );
             Ok(())
         }
         Some("-h" | "--help" | "help") | None => {

@@ -27,7 +27,7 @@ pub const USAGE: &str = "usage:
   snow-connect migrate verify <our connector file> --from 'YYYY-MM-DD HH:MM:SS' [--until TS] [KAFKA] [--json]
     (the instance's current rows in the window against the topic: missing versions (exit 1) and duplicates by who wrote them)
   snow-connect task-executor --plugin-dir DIR          (the Kafka Connect plugin's child process: framed requests on stdin, docs/kafka-connect.md)
-  snow-connect version
+  snow-connect version | --version                     (the version, the commit it was built from, the platform)
 
 Connector files are Java properties or JSON (Kafka Connect style); see docs/configuration.md.
 Logs go to stderr, filtered by SNOW_LOG (default info). --status-listen serves GET /status
