@@ -84,21 +84,7 @@ fn broker() -> &'static SecureBroker {
                 "User:plainuser",
                 "--allow-principal",
                 "User:oidc-connect",
-                "--operation",
-                "All",
-                "--topic",
-                "*",
-                "--group",
-                "*",
-                "--transactional-id",
-                "*",
-                "--cluster",
-            ])
-            .unwrap();
-        broker.acl(&["--allow-principal", "User:notxn", "--operation", "All", "--topic", "*", "--group", "*", "--cluster"]).unwrap();
-        // The client certificate's subject: the principal of the SSL listener's clients.
-        broker
-            .acl(&[
+                // The client certificate's subject: the principal of the SSL listener's clients.
                 "--allow-principal",
                 "User:CN=snow-test-client",
                 "--operation",
@@ -112,6 +98,7 @@ fn broker() -> &'static SecureBroker {
                 "--cluster",
             ])
             .unwrap();
+        broker.acl(&["--allow-principal", "User:notxn", "--operation", "All", "--topic", "*", "--group", "*", "--cluster"]).unwrap();
         broker
     })
 }

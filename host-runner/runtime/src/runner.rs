@@ -453,36 +453,31 @@ impl Runner {
 
     /// A gate of `spec` sharing nothing with the process: what a validation runs with.
     fn detached_gate(&self, spec: &ConnectorSpec) -> Result<Gate> {
-        let tokens = TokenRegistry::new(Metrics::default());
-        let credentials = Credentials::from_spec(&spec.auth, &tokens).with_context(|| format!("connector {}", spec.name))?;
-        let settings = GateSettings {
-            connector: spec.name.clone(),
-            scheme: spec.instance_scheme.clone(),
-            authority: spec.instance_authority.clone(),
-            credentials,
-            worker: None,
-            priorities: spec.priorities.clone(),
-            route: spec.instance_route.clone(),
-        };
+        let settings = self.gate_settings(spec, &TokenRegistry::new(Metrics::default()), None)?;
         let limiter = crate::outbound::LimiterRegistry::default().limiter(&spec.instance_authority, spec.max_in_flight);
         let budget = Arc::new(crate::outbound::InstanceBudget::new(spec.requests_per_hour, spec.requests_per_minute));
         Ok(Gate::new(settings, limiter, budget, Metrics::default()))
     }
 
     pub(crate) fn gate(&self, spec: &ConnectorSpec) -> Result<Gate> {
-        let credentials = Credentials::from_spec(&spec.auth, &self.tokens).with_context(|| format!("connector {}", spec.name))?;
-        let settings = GateSettings {
+        let settings = self.gate_settings(spec, &self.tokens, self.worker_id.get().cloned())?;
+        let limiter = self.limiters.limiter(&spec.instance_authority, spec.max_in_flight);
+        let budget = self.budgets.budget(&spec.instance_authority, spec.requests_per_hour, spec.requests_per_minute);
+        Ok(Gate::new(settings, limiter, budget, self.metrics.clone()))
+    }
+
+    /// What `spec`'s gate allows and adds, its credentials from `tokens`.
+    fn gate_settings(&self, spec: &ConnectorSpec, tokens: &TokenRegistry, worker: Option<String>) -> Result<GateSettings> {
+        let credentials = Credentials::from_spec(&spec.auth, tokens).with_context(|| format!("connector {}", spec.name))?;
+        Ok(GateSettings {
             connector: spec.name.clone(),
             scheme: spec.instance_scheme.clone(),
             authority: spec.instance_authority.clone(),
             credentials,
-            worker: self.worker_id.get().cloned(),
+            worker,
             priorities: spec.priorities.clone(),
             route: spec.instance_route.clone(),
-        };
-        let limiter = self.limiters.limiter(&spec.instance_authority, spec.max_in_flight);
-        let budget = self.budgets.budget(&spec.instance_authority, spec.requests_per_hour, spec.requests_per_minute);
-        Ok(Gate::new(settings, limiter, budget, self.metrics.clone()))
+        })
     }
 }
 
