@@ -434,13 +434,15 @@ async fn restart(herder: &dyn Herder, name: &str, query: &BTreeMap<String, Strin
     let flag = |k: &str| query.get(k).is_some_and(|v| v.eq_ignore_ascii_case("true"));
     let (include_tasks, only_failed) = (flag("includeTasks"), flag("onlyFailed"));
     let Some(writer) = herder.writer() else { return read_only() };
+    // The plan (which units restart) is the status before the request: a worker may act on the
+    // request, and publish its restarted units as running, before this answer is written.
+    let mut answer = status(herder, name).unwrap_or(Value::Null);
     if let Err(e) = writer.request_restart(name, include_tasks, only_failed, None).await {
         return error(StatusCode::INTERNAL_SERVER_ERROR, &format!("Asking for the restart failed: {e:#}"));
     }
     if !include_tasks && !only_failed {
         return empty(StatusCode::NO_CONTENT);
     }
-    let mut answer = status(herder, name).unwrap_or(Value::Null);
     if let Some(tasks) = answer["tasks"].as_array_mut() {
         for task in tasks {
             if !only_failed || task["state"] == "FAILED" {
