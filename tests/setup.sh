@@ -30,10 +30,10 @@ done
 declare -A package_of=(
   [cc]=build-essential [c++]=build-essential [make]=make [perl]=perl
   [java]=openjdk-17-jdk-headless [mvn]=maven [curl]=curl [node]=nodejs [npm]=npm [openssl]=openssl
-  [pkg-config]=pkg-config [python3]=python3 [javac]=openjdk-17-jdk-headless
+  [pkg-config]=pkg-config [python3]=python3 [javac]=openjdk-17-jdk-headless [cmake]=cmake
 )
 missing=()
-tools=(cc c++ make perl java mvn curl pkg-config)
+tools=(cc c++ make perl cmake java mvn curl pkg-config)
 # node and npm: the second-host tests run the components under jco in Node (tests/hosts/jco);
 # openssl: the fleet tests make the REST listener's TLS certificate and the secured broker's
 # certificates (curl drives the REST API).
@@ -52,12 +52,8 @@ fi
 if ! pkg-config --exists openssl 2>/dev/null && [ ! -f /usr/include/openssl/ssl.h ]; then
   missing+=(libssl-dev)
 fi
-# ... and with libcurl, which its OAUTHBEARER/OIDC token requests need: without the library's
-# development files librdkafka's configure quietly builds without OIDC ("not supported in this
-# build" at run time).
-if ! pkg-config --exists libcurl 2>/dev/null; then
-  missing+=(libcurl4-openssl-dev)
-fi
+# (libcurl, for its OAUTHBEARER/OIDC token requests, is built from the curl-sys crate's sources:
+# no package. cmake builds librdkafka: Debian's cmake.)
 if command -v java >/dev/null 2>&1; then
   java_major=$(java -version 2>&1 | sed -n 's/.*version "\([0-9]*\).*/\1/p' | head -n 1)
   [ "${java_major:-0}" -ge 17 ] 2>/dev/null || missing+=(openjdk-17-jdk-headless)
