@@ -2,11 +2,12 @@
 CARGO ?= cargo
 DEMO_SECONDS ?= 30
 BENCH_ROWS ?= 1000000
+VERSION := $(shell sed -n '/^\[workspace.package\]/,/^\[/s/^version = "\(.*\)"/\1/p' Cargo.toml)
 GUESTS := -p guest-source -p guest-sink -p rogue-guest -p rogue-sink -p http-adapter -p host-shim -p transform-explode -p rogue-transform
 # The same command tests/guest-artifacts runs, so both share one build in target/guests.
 WASM_BUILD := $(CARGO) build --target wasm32-wasip2 --profile wasm-release --target-dir target/guests $(GUESTS)
 
-.PHONY: setup demo test bench hosts soak fuzz wasm build kafka-up kafka-down lint fmt clean connect-plugin
+.PHONY: setup demo test bench hosts soak fuzz wasm build kafka-up kafka-down lint fmt clean connect-plugin release release-test audit
 
 ## What every target needs on a fresh machine: the pinned toolchain with its wasm32-wasip2 target,
 ## rustfmt and clippy (installed through rustup); missing system packages are named, not guessed.
@@ -69,12 +70,27 @@ $(CONNECT_JAR): $(CONNECT_JARS) $(CONNECT_SOURCES) connect-plugin/keys.py docs/c
 	python3 connect-plugin/keys.py docs/configuration.md > target/connect/classes/io/snowconnect/keys.tsv
 	jar --create --file $@ -C target/connect/classes .
 
-## The plugin as Connect's plugin.path takes it: target/connect/snow-connect-servicenow.zip (the jar, the
-## release executor for this platform, the components signed with the DEVELOPMENT key and an operator
-## file trusting it: for trying it out; a release signs with its own key). docs/kafka-connect.md.
+## The plugin in Confluent Hub's layout, as Connect's plugin.path takes it: target/connect/snow-connect-servicenow-<v>/
+## and .zip (the jar, this machine's release executor, the components signed with the DEVELOPMENT key and an
+## operator file trusting it: for trying it out; `make release` builds the archive users install). docs/kafka-connect.md.
 connect-plugin: wasm $(CONNECT_JAR)
 	$(CARGO) build --release -p snow-connect
-	bash connect-plugin/package.sh target/release/snow-connect target/connect/snow-connect-servicenow
+	bash connect-plugin/package.sh --binary target/release/snow-connect --components target/guests/wasm32-wasip2/wasm-release \
+	  --trusted-key tests/keys/development-only.pub --version $(VERSION) --out target/connect
+
+## The release (release/build.sh, ADR 0041, docs/releasing.md): into target/release-artefacts/ the static
+## x86_64 musl binary, the reproducible signed components, the Connect archive (Confluent Hub's layout), the
+## OCI image layout, CycloneDX SBOMs, checksums and the signed provenance. SNOW_RELEASE_KEY signs (default: the
+## DEVELOPMENT key, for tests). Needs musl-tools (tests/setup.sh --release names what is missing).
+release: $(CONNECT_JAR)
+	@bash tests/setup.sh --release
+	bash release/build.sh
+
+## The release as its users use it (tests/e2e/release.rs): the static binary in an empty root moves rows, the
+## Connect archive unzipped into a fresh worker's plugin.path runs a source and a sink, the image unpacked by
+## umoci runs under runc, and a second build of the components elsewhere has the same digests. CI runs it.
+release-test: release $(JCO_HOST)/node_modules/.package-lock.json $(PYTHON_ENV)/.installed $(TRANSFORM_JS)
+	SNOW_RELEASE_DIR=$(CURDIR)/target/release-artefacts $(CARGO) test -p snow-connect --test e2e release:: -- --include-ignored --test-threads=2
 
 ## Every test: unit, fake, harness, and end to end with real components and a real broker. The end-to-end
 ## tests mostly wait (on Kafka, the fake's pacing, a killed process) rather than compute, so TEST_THREADS run

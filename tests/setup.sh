@@ -7,8 +7,11 @@
 #                                  pinned toolchain, its wasm32-wasip2 target, rustfmt and clippy.
 #   bash tests/setup.sh --tests    the same, and also what `make test` needs: Node.js with npm (the
 #                                  jco host) and Go 1.26+ (building cosign).
+#   bash tests/setup.sh --release  the same, and also what `make release` and `make release-test`
+#                                  need: musl-gcc (musl-tools), unzip, umoci and runc (the image's
+#                                  test), and the x86_64-unknown-linux-musl target.
 #   bash tests/setup.sh --system   --tests, but installs missing system packages with apt-get first
-#                                  (needs root: CI and fresh machines).
+#                                  (needs root: CI and fresh machines); with --release, those too.
 #
 # rust-toolchain.toml installs its targets only when the toolchain itself is installed; a toolchain
 # that is already present without wasm32-wasip2 fails later with "can't find crate for `std`". So the
@@ -19,10 +22,12 @@ cd "$(dirname "$0")/.."
 
 install_system=0
 for_tests=0
+for_release=0
 for arg in "$@"; do
   case "$arg" in
     --system) install_system=1; for_tests=1 ;;
     --tests) for_tests=1 ;;
+    --release) for_release=1; for_tests=1 ;;
   esac
 done
 
@@ -31,6 +36,7 @@ declare -A package_of=(
   [cc]=build-essential [c++]=build-essential [make]=make [perl]=perl
   [java]=openjdk-17-jdk-headless [mvn]=maven [curl]=curl [node]=nodejs [npm]=npm [openssl]=openssl
   [pkg-config]=pkg-config [python3]=python3 [javac]=openjdk-17-jdk-headless [cmake]=cmake
+  [musl-gcc]=musl-tools [unzip]=unzip [umoci]=umoci [runc]=runc
 )
 missing=()
 tools=(cc c++ make perl cmake java mvn curl pkg-config)
@@ -42,6 +48,9 @@ tools=(cc c++ make perl cmake java mvn curl pkg-config)
 # javac: the transform parity test compiles its harness against Kafka Connect's own transforms
 # (tests/kafka/java/SmtHarness.java).
 [ "$for_tests" = 1 ] && tools+=(node npm openssl python3 javac)
+# The release (release/build.sh): the static binary's C compiler; its tests (tests/e2e/release.rs)
+# unzip the Connect archive as a user does and run the image with an OCI tool and runtime.
+[ "$for_release" = 1 ] && tools+=(musl-gcc unzip umoci runc)
 for tool in "${tools[@]}"; do
   command -v "$tool" >/dev/null 2>&1 || missing+=("${package_of[$tool]}")
 done
@@ -100,6 +109,10 @@ fi
 if ! rustup target list --installed --toolchain "$toolchain" | grep -qx wasm32-wasip2; then
   echo "==> adding the wasm32-wasip2 target to Rust $toolchain"
   rustup target add --toolchain "$toolchain" wasm32-wasip2
+fi
+if [ "$for_release" = 1 ] && ! rustup target list --installed --toolchain "$toolchain" | grep -qx x86_64-unknown-linux-musl; then
+  echo "==> adding the x86_64-unknown-linux-musl target to Rust $toolchain (the release's static binary)"
+  rustup target add --toolchain "$toolchain" x86_64-unknown-linux-musl
 fi
 installed=$(rustup component list --installed --toolchain "$toolchain")
 for component in rustfmt clippy; do

@@ -29,6 +29,7 @@ mod kafka_failures;
 mod migrate;
 mod push;
 mod registry;
+mod release;
 mod secure;
 mod sink;
 mod sink_batch;

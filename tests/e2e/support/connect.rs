@@ -19,7 +19,9 @@ fn connect_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/connect")
 }
 
-/// The plugin laid out under `dir/plugins/snow-connect-servicenow`; returns the plugin.path (`dir/plugins`).
+/// The plugin laid out under `dir/plugins/snow-connect-servicenow` in Confluent Hub's layout (the
+/// jar in `lib/` beside `manifest.json`, as the release archive has it); returns the plugin.path
+/// (`dir/plugins`).
 pub fn plugin_path(dir: &Path) -> PathBuf {
     let jar = connect_dir().join("snow-connect-plugin.jar");
     assert!(jar.is_file(), "{} is missing: `make test` builds it (javac, connect-plugin/)", jar.display());
@@ -27,7 +29,9 @@ pub fn plugin_path(dir: &Path) -> PathBuf {
     let arch = std::env::consts::ARCH;
     fs::create_dir_all(plugin.join(format!("bin/linux-{arch}"))).unwrap();
     fs::create_dir_all(plugin.join("components")).unwrap();
-    fs::copy(&jar, plugin.join("snow-connect-plugin.jar")).unwrap();
+    fs::create_dir_all(plugin.join("lib")).unwrap();
+    fs::copy(&jar, plugin.join("lib/snow-connect-plugin.jar")).unwrap();
+    fs::write(plugin.join("manifest.json"), r#"{"name": "servicenow", "component_types": ["source", "sink"]}"#).unwrap();
     std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_snow-connect"), plugin.join(format!("bin/linux-{arch}/snow-connect"))).unwrap();
     for component in [super::signed(guest_artifacts::GUEST_SOURCE), super::signed(guest_artifacts::GUEST_SINK)] {
         let name = Path::new(component).file_name().unwrap().to_string_lossy().into_owned();

@@ -8,17 +8,26 @@ import java.util.Locale;
 import org.apache.kafka.connect.errors.ConnectException;
 
 /**
- * Where the plugin is installed: the directory holding its jar, with {@code bin/<os>-<arch>/snow-connect},
- * {@code components/} and the operator's {@code snow-connect.properties}.
+ * Where the plugin is installed: the directory holding {@code bin/<os>-<arch>/snow-connect},
+ * {@code components/} and the operator's {@code snow-connect.properties} — in Confluent Hub's layout
+ * (the release archive) the parent of the {@code lib/} holding the jar, else the jar's own directory.
  */
 record PluginHome(Path dir) {
     static PluginHome locate() {
         try {
             Path jar = Path.of(PluginHome.class.getProtectionDomain().getCodeSource().getLocation().toURI());
-            return new PluginHome(jar.getParent());
+            return new PluginHome(home(jar.getParent()));
         } catch (URISyntaxException | SecurityException e) {
             throw new ConnectException("cannot tell where the snow-connect plugin is installed: " + e.getMessage(), e);
         }
+    }
+
+    /** The plugin's directory for a jar in {@code jarDir}: Confluent Hub's {@code <plugin>/lib/} means {@code <plugin>}. */
+    static Path home(Path jarDir) {
+        Path parent = jarDir.getParent();
+        boolean hubLayout = jarDir.getFileName() != null && jarDir.getFileName().toString().equals("lib")
+            && parent != null && Files.isRegularFile(parent.resolve("manifest.json"));
+        return hubLayout ? parent : jarDir;
     }
 
     /** The executor binary of this platform. */

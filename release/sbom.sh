@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# CycloneDX SBOMs of the release (cargo-cyclonedx, built once into target/tools): sbom.sh <triple> <out dir>
+#   snow-connect.cdx.json   the binary for <triple> with the release's features (`static`)
+#   guest_source.cdx.json, guest_sink.cdx.json   each component (wasm32-wasip2)
+# Every dependency the build resolves, with its version, licence, and hashes from Cargo.lock;
+# SOURCE_DATE_EPOCH dates them (the same lock file gives the same SBOM).
+set -euo pipefail
+triple=$1
+out=$2
+tool=target/tools/cargo-cyclonedx-0.5.9/bin/cargo-cyclonedx
+if [ ! -x "$tool" ]; then
+  cargo install cargo-cyclonedx --version 0.5.9 --locked --root target/tools/cargo-cyclonedx-0.5.9
+fi
+mkdir -p "$out"
+sbom() { # <manifest> <target> <name> [features]
+  local dir
+  dir=$(dirname "$1")
+  rm -f "$dir"/*.cdx.json
+  "$tool" cyclonedx --manifest-path "$1" --format json --spec-version 1.5 --target "$2" ${4:+--features "$4"} \
+    --override-filename "$3.cdx" -q
+  mv "$dir/$3.cdx.json" "$out/$3.cdx.json"
+}
+sbom host-runner/snow-connect/Cargo.toml "$triple" snow-connect static
+sbom guest-source/Cargo.toml wasm32-wasip2 guest_source
+sbom guest-sink/Cargo.toml wasm32-wasip2 guest_sink
+ls "$out"
