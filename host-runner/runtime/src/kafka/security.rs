@@ -96,6 +96,12 @@ pub fn read(entries: &BTreeMap<String, String>, prefix: &str, errors: &mut Vec<C
     if out.get("sasl.mechanism").or(out.get("sasl.mechanisms")).is_some_and(|m| m == "OAUTHBEARER") {
         out.entry("sasl.oauthbearer.method".into()).or_insert_with(|| "oidc".into());
     }
+    if out.get("sasl.oauthbearer.method").is_some_and(|m| m.eq_ignore_ascii_case("oidc")) {
+        // The token endpoint's CA certificates: librdkafka asks the linked OpenSSL's default
+        // paths, which a static build's OpenSSL does not share with the system; `probe` looks in
+        // the systems' usual bundle locations (Debian's, Red Hat's, Alpine's, ...) in every build.
+        out.entry("https.ca.location".into()).or_insert_with(|| "probe".into());
+    }
     out
 }
 
@@ -255,6 +261,7 @@ mod tests {
             (out["sasl.oauthbearer.method"].as_str(), out["sasl.oauthbearer.client.id"].as_str(), out["sasl.oauthbearer.scope"].as_str()),
             ("oidc", "c", "kafka")
         );
+        assert_eq!(out["https.ca.location"], "probe", "the token endpoint's CAs are found in a static build too");
         // ... and the librdkafka this host links takes them: it was built with libcurl (without
         // it, configure quietly leaves OIDC out and a client is refused only at start).
         let mut config = rdkafka::ClientConfig::new();
