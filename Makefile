@@ -92,6 +92,11 @@ release: $(CONNECT_JAR)
 release-test: release $(JCO_HOST)/node_modules/.package-lock.json $(PYTHON_ENV)/.installed $(TRANSFORM_JS)
 	SNOW_RELEASE_DIR=$(CURDIR)/target/release-artefacts $(CARGO) test -p snow-connect --test e2e release:: -- --include-ignored --test-threads=2
 
+## Cargo.lock against the RustSec advisory database, offline, from the snapshot in release/ (release/audit.sh;
+## exceptions, each with its reason, in .cargo/audit.toml). cargo-audit is built once into target/tools.
+audit: setup
+	bash release/audit.sh
+
 ## Every test: unit, fake, harness, and end to end with real components and a real broker. The end-to-end
 ## tests mostly wait (on Kafka, the fake's pacing, a killed process) rather than compute, so TEST_THREADS run
 ## at once even on 2 cores; each test's deadlines are generous enough for a busy machine.

@@ -47,7 +47,8 @@ CC_x86_64_unknown_linux_musl=musl-gcc CXX_x86_64_unknown_linux_musl=g++ \
   --target-dir "$build" --config "build.rustflags=[$remap]"
 binary=$out/snow-connect-$version-x86_64-linux-musl
 cp "$build/$triple/release/snow-connect" "$binary"
-if ldd "$binary" >/dev/null 2>&1; then
+# Static: no program interpreter, no shared library needed (ldd: "statically linked").
+if readelf -l "$binary" | grep -qi 'program interpreter' || readelf -d "$binary" | grep -q NEEDED; then
   echo "release: $binary is dynamically linked:" >&2; ldd "$binary" >&2; exit 1
 fi
 
