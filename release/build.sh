@@ -62,6 +62,7 @@ done
 step "the Kafka Connect plugin archive"
 bash connect-plugin/package.sh --binary "$binary" --components "$out/components" --trusted-key "$pub" \
   --version "$version" --out "$out"
+rm -rf "$out/snow-connect-servicenow-$version"  # the archive is the artefact
 
 step "the container image (OCI image layout)"
 python3 release/image.py --binary "$binary" --components "$out/components" --trusted-key "$pub" \
@@ -73,10 +74,9 @@ bash release/sbom.sh "$triple" "$out/sbom"
 step "checksums and provenance"
 (
   cd "$out"
-  find . -type f ! -name 'SHA*SUMS' ! -path './snow-connect-*-image/*' ! -name 'provenance.json*' -printf '%P\n' | LC_ALL=C sort > .files
-  xargs -d '\n' sha256sum < .files > SHA256SUMS
-  xargs -d '\n' sha512sum < .files > SHA512SUMS
-  rm .files
+  files=$(find . -type f ! -name 'SHA*SUMS' ! -path './snow-connect-*-image/*' ! -name 'provenance.json*' -printf '%P\n' | LC_ALL=C sort)
+  xargs -d '\n' sha256sum <<<"$files" > SHA256SUMS
+  xargs -d '\n' sha512sum <<<"$files" > SHA512SUMS
 )
 python3 release/provenance.py --out "$out" --version "$version" --commit "$commit" --dirty "$dirty" \
   --development-key "$development_key" --public-key "$pub" --rustc "$(rustc -V)" --cargo "$(cargo -V)"

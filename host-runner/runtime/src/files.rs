@@ -6,7 +6,7 @@
 //! signature bundle, compiled and resolved components all go through [`write_atomically`]).
 
 use std::fs::{DirBuilder, OpenOptions};
-use std::io::{Read, Write};
+use std::io::Write;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
@@ -30,8 +30,9 @@ pub fn private_dir(dir: &Path, what: &str) -> Result<()> {
     if !meta.file_type().is_dir() {
         bail!("{what} {} is not a directory (a link or a file is in its place)", dir.display());
     }
-    // This process's user: the owner of its /proc entry.
-    let uid = std::fs::metadata("/proc/self").map(|m| m.uid()).context("reading this process's user")?;
+    // This process's (effective) user: what the kernel checks writes against. A system call, so
+    // it holds where no /proc is mounted (an empty root, a minimal image).
+    let uid = rustix::process::geteuid().as_raw();
     if meta.uid() != uid {
         bail!("{what} {} belongs to user {}, not to this user ({uid})", dir.display(), meta.uid());
     }
@@ -74,10 +75,11 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
     std::fs::File::open(dir).and_then(|d| d.sync_all()).with_context(|| format!("syncing {}", dir.display()))
 }
 
-/// 16 random hex digits from the system's random source.
+/// 16 random hex digits from the kernel's random source (getrandom(2): no /dev needed, so it
+/// holds in an empty root).
 fn random_hex() -> Result<String> {
     let mut bytes = [0u8; 8];
-    std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut bytes)).context("reading /dev/urandom")?;
+    getrandom::fill(&mut bytes).map_err(|e| anyhow::anyhow!("reading random bytes (getrandom): {e}"))?;
     Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }
 
