@@ -66,7 +66,7 @@ fn is_root() -> bool {
     run("id", &["-u"], Path::new("/")).trim() == "0"
 }
 
-/// A process killed (its group) on drop, its output in a file.
+/// A process killed on drop, its output in a file.
 struct Spawned {
     child: Child,
     log: PathBuf,
@@ -91,8 +91,8 @@ impl Drop for Spawned {
     }
 }
 
-/// A fake with `rows` incidents and the connector entries reading them into `topic`, with the
-/// component and key at `component` and `key` (paths as the process sees them).
+/// A connector file's text reading the fake's incidents into `topic`, with the component, key and
+/// offsets file at `component`, `key` and `state` (paths as the process sees them).
 fn source_in(fake: &fake_snow::FakeSnow, topic: &str, component: &str, key: &str, state: &str) -> String {
     let name = unique("release-src");
     let entries = [
