@@ -17,7 +17,6 @@
 # same commit and toolchain give the same bytes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-root=$PWD
 
 out=${SNOW_RELEASE_OUT:-target/release-artefacts}
 build=target/release-build
@@ -38,7 +37,7 @@ mkdir -p "$out/components" "$out/sbom"
 
 # Paths inside the binaries name neither this checkout nor this machine's cargo home: two builds in
 # different directories give the same bytes (release/components.sh, checked by make release-test).
-remap="\"--remap-path-prefix=$root=/snow-connect\",\"--remap-path-prefix=${CARGO_HOME:-$HOME/.cargo}=/cargo\""
+source release/remap.sh
 
 step "the static binary ($triple)"
 # musl-gcc for C; librdkafka's cmake build also probes a C++ compiler, which links nothing here.

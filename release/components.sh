@@ -7,8 +7,7 @@
 set -euo pipefail
 target_dir=$1
 out=$2
-root=$PWD
-remap="\"--remap-path-prefix=$root=/snow-connect\",\"--remap-path-prefix=${CARGO_HOME:-$HOME/.cargo}=/cargo\""
+source release/remap.sh
 # Added to .cargo/config.toml's flags for the target (cargo joins the two lists).
 cargo build --locked --target wasm32-wasip2 --profile wasm-release -p guest-source -p guest-sink \
   --target-dir "$target_dir" --config "target.wasm32-wasip2.rustflags=[$remap]"
