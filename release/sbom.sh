@@ -12,13 +12,15 @@ if [ ! -x "$tool" ]; then
   cargo install cargo-cyclonedx --version 0.5.9 --locked --root target/tools/cargo-cyclonedx-0.5.9
 fi
 mkdir -p "$out"
+# cargo-cyclonedx writes one SBOM beside every workspace member's Cargo.toml: the wanted one is
+# moved out, the others removed (none may stay in the source tree).
 sbom() { # <manifest> <target> <name> [features]
   local dir
   dir=$(dirname "$1")
-  rm -f "$dir"/*.cdx.json
   "$tool" cyclonedx --manifest-path "$1" --format json --spec-version 1.5 --target "$2" ${4:+--features "$4"} \
     --override-filename "$3.cdx" -q
   mv "$dir/$3.cdx.json" "$out/$3.cdx.json"
+  find . \( -name target -o -name .git \) -prune -o -type f -name "$3.cdx.json" -exec rm -f {} +
 }
 sbom host-runner/snow-connect/Cargo.toml "$triple" snow-connect static
 sbom guest-source/Cargo.toml wasm32-wasip2 guest_source
