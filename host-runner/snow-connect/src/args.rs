@@ -20,10 +20,17 @@ impl Args {
     /// Reads `args` of `command`, which takes the options `known` (each with a value); anything
     /// else starting with `-` is an error with the usage.
     pub fn parse(command: &str, args: &[String], known: &[&str]) -> Result<Self> {
+        Self::parse_with_flags(command, args, known, &[])
+    }
+
+    /// [`Args::parse`], with options `flags` that take no value ([`Args::flag`]).
+    pub fn parse_with_flags(command: &str, args: &[String], known: &[&str], flags: &[&str]) -> Result<Self> {
         let (mut positional, mut named) = (Vec::new(), Vec::new());
         let mut it = args.iter();
         while let Some(a) = it.next() {
-            if let Some(name) = a.strip_prefix("--").filter(|n| known.contains(n)) {
+            if let Some(name) = a.strip_prefix("--").filter(|n| flags.contains(n)) {
+                named.push((name.to_string(), String::new()));
+            } else if let Some(name) = a.strip_prefix("--").filter(|n| known.contains(n)) {
                 let value = it.next().with_context(|| format!("--{name} needs a value\n{USAGE}"))?;
                 named.push((name.to_string(), value.clone()));
             } else if a.starts_with('-') && a.len() > 1 {
@@ -38,6 +45,16 @@ impl Args {
     /// The value of `--name`, if given.
     pub fn option(&self, name: &str) -> Option<&str> {
         self.named.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str())
+    }
+
+    /// Every value of `--name`, in order (an option given several times).
+    pub fn options(&self, name: &str) -> Vec<&str> {
+        self.named.iter().filter(|(n, _)| n == name).map(|(_, v)| v.as_str()).collect()
+    }
+
+    /// Whether the flag `--name` was given.
+    pub fn flag(&self, name: &str) -> bool {
+        self.named.iter().any(|(n, _)| n == name)
     }
 }
 

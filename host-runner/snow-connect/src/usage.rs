@@ -16,6 +16,11 @@ pub const USAGE: &str = "usage:
   snow-connect artefact keygen <prefix>                  (writes <prefix>.key, mode 0600, and <prefix>.pub)
   snow-connect artefact sign <component.wasm> --key FILE [--bundle OUT]
   snow-connect artefact verify <component.wasm> --trusted-keys PUB[,PUB] [--bundle FILE] [--trusted-root FILE]
+  snow-connect artefact push <component.wasm> oci://REGISTRY/REPOSITORY:TAG [--bundle FILE | --unsigned] [--annotation K=V]...
+                 [--plain-http] [--auth-file FILE]   (a Wasm OCI artifact, its bundle as a referrer; prints its component.ref)
+  snow-connect artefact attach oci://REGISTRY/REPOSITORY(:TAG|@sha256:HEX) --bundle FILE [--plain-http] [--auth-file FILE]
+                 (a bundle of the component's bytes, as a referrer of a component another tool pushed, e.g. wkg oci push)
+  snow-connect artefact pull oci://REGISTRY/REPOSITORY(:TAG|@sha256:HEX) [--out FILE] [--trusted-keys PUB[,PUB]] [--plain-http] [--auth-file FILE]
   snow-connect migrate confluent <file|dir>... [--out DIR] [--bootstrap HOST:PORT] [--source-component WASM] [--sink-component WASM]
                  [--trusted-keys PUB] [--schema-registry URL] [--apply http://worker:8083 [--offsets FILE] [--force] [--accept-manual]]
     (translates Confluent's ServiceNow connectors and the open one; exit 0 clean, 1 REVIEW, 2 MANUAL, 3 not applied, 4 invalid input;

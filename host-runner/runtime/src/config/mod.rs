@@ -10,7 +10,7 @@
 //! written by a caller rather than the operator passes [`caller`] first.
 //! `docs/configuration.md` lists every key.
 
-mod artefact;
+pub mod artefact;
 mod auth;
 pub mod caller;
 pub mod component;
@@ -23,7 +23,7 @@ mod kafka;
 mod offsets;
 mod properties;
 pub mod providers;
-mod proxy;
+pub mod proxy;
 pub mod push;
 mod sink;
 mod spec;
