@@ -88,9 +88,10 @@ release: $(CONNECT_JAR)
 
 ## The release as its users use it (tests/e2e/release.rs): the static binary in an empty root moves rows, the
 ## Connect archive unzipped into a fresh worker's plugin.path runs a source and a sink, the image unpacked by
-## umoci runs under runc, and a second build of the components elsewhere has the same digests. CI runs it.
+## umoci runs under runc, and a second build of the components elsewhere has the same digests; and wkg (built once
+## from crates.io) pulls the components we push to an OCI registry and we run what it pushes. CI runs it.
 release-test: release $(JCO_HOST)/node_modules/.package-lock.json $(PYTHON_ENV)/.installed $(TRANSFORM_JS)
-	SNOW_RELEASE_DIR=$(CURDIR)/target/release-artefacts $(CARGO) test -p snow-connect --test e2e release:: -- --include-ignored --test-threads=2
+	SNOW_RELEASE_DIR=$(CURDIR)/target/release-artefacts $(CARGO) test -p snow-connect --test e2e -- --include-ignored --test-threads=2 release:: oci::wkg_
 
 ## Cargo.lock against the RustSec advisory database, offline, from the snapshot in release/ (release/audit.sh;
 ## exceptions, each with its reason, in .cargo/audit.toml). cargo-audit is built once into target/tools.

@@ -27,6 +27,7 @@ mod hosts;
 mod journal;
 mod kafka_failures;
 mod migrate;
+mod oci;
 mod push;
 mod registry;
 mod release;

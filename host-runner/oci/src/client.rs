@@ -209,7 +209,8 @@ impl Registry {
 
     /// A bearer token from `realm`, asked with the registry's credentials when it has some.
     async fn token(&self, realm: &str, service: Option<&str>, scope: &str) -> Result<String> {
-        if !realm.starts_with("https://") && !(realm.starts_with("http://") && self.base.starts_with("http://")) {
+        let plain_allowed = realm.starts_with("http://") && self.base.starts_with("http://");
+        if !realm.starts_with("https://") && !plain_allowed {
             bail!("{}: names the token service {realm:?}, which is not HTTPS; refused", self.name);
         }
         let mut url = format!("{realm}{}scope={}", if realm.contains('?') { '&' } else { '?' }, encode(scope));

@@ -6,7 +6,8 @@
 //! - [`client`]: the distribution API over the process's transport, [`auth`] its credentials;
 //! - [`store`]: fetched artefacts kept locally, checked against their digests;
 //! - [`resolve`]: a reference to a verified local file, and a connector's references rewritten
-//!   to files; [`push`]: the other way; [`settings`]: `component.registry.*`.
+//!   to files ([`standalone`]: a run's connector files); [`push`]: the other way;
+//!   [`settings`]: `component.registry.*`.
 //!
 //! What this crate does not own: verifying signatures and compiling (snow-runtime's `artefact`
 //! and `component`: an `oci://` component is checked exactly as a file with its bundle is).
@@ -18,6 +19,7 @@ pub mod push;
 pub mod reference;
 pub mod resolve;
 pub mod settings;
+pub mod standalone;
 pub mod store;
 
 pub use reference::Reference;

@@ -7,6 +7,7 @@ pub mod fleet;
 pub mod forward_proxy;
 pub mod idp;
 pub mod kafka;
+pub mod oci_registry;
 pub mod old_poller;
 pub mod passed;
 pub mod tls_proxy;

@@ -63,6 +63,11 @@ pub trait Herder: Send + Sync {
 
 /// What a fleet takes besides reads (a standalone run takes none: its writes answer `405`).
 pub trait Writer: Send + Sync {
+    /// `properties` as they are to be stored: a component named `oci://…:tag` pinned to the
+    /// digest the tag names now (errors by key: the configuration is refused).
+    fn pin<'a>(&'a self, properties: BTreeMap<String, String>) -> Pending<'a, Result<BTreeMap<String, String>, Vec<ConfigError>>> {
+        Box::pin(async move { Ok(properties) })
+    }
     /// Stores `properties` as connector `name` (created in `initial` state when new).
     fn put_config<'a>(
         &'a self,

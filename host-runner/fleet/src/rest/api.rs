@@ -318,6 +318,10 @@ async fn store(
         ));
     }
     properties.remove("name");
+    let properties = match writer.pin(properties).await {
+        Ok(pinned) => pinned,
+        Err(errors) => return Some(refused(&errors)),
+    };
     let errors = herder.validate(name, &properties).await;
     if !errors.is_empty() {
         return Some(refused(&errors));

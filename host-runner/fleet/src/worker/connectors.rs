@@ -102,6 +102,11 @@ pub async fn fleet_spec(fleet: &super::Fleet, name: &str, properties: &BTreeMap<
     }
     let mut rules = fleet.config.caller_rules();
     let mut properties = properties.clone();
+    if let Some(key) = properties.keys().find(|k| k.starts_with("component.registry.")) {
+        let why = "how registries are reached is the worker's (component.registry.* in worker.properties); remove it";
+        return Err(invalid(key, ValueClass::Refused, why.into()));
+    }
+    resolve_oci(fleet, &mut properties, &mut rules).await.map_err(|errors| anyhow::Error::from(InvalidConfig::new(name, errors)))?;
     if let Some(reference) = properties.remove("component.ref") {
         for key in ["component.path", "component.bundle.path"] {
             if properties.contains_key(key) {
@@ -152,6 +157,65 @@ pub async fn fleet_spec(fleet: &super::Fleet, name: &str, properties: &BTreeMap<
     exactly_once_as_the_worker_allows(&mut spec, fleet.config.exactly_once_source)
         .map_err(|why| invalid("exactly.once.support", ValueClass::Refused, why))?;
     Ok(spec)
+}
+
+/// Every `oci://` reference of `properties` resolved with the worker's registries and trust
+/// policy to a verified local file that the connector may then name (`….component.path`, pinned by
+/// `….component.digest`).
+async fn resolve_oci(
+    fleet: &super::Fleet,
+    properties: &mut BTreeMap<String, String>,
+    rules: &mut snow_runtime::config::caller::CallerRules,
+) -> Result<(), Vec<ConfigError>> {
+    let keys = snow_oci::resolve::reference_keys(properties);
+    if keys.is_empty() {
+        return Ok(());
+    }
+    // The worker's signing policy with the caller's references (and whatever else it set, so that
+    // a path beside a reference is refused).
+    let mut scratch = properties.clone();
+    for key in snow_runtime::config::TRUST_KEYS {
+        match fleet.config.connector_defaults.get(key) {
+            Some(value) => scratch.insert(key.to_string(), value.clone()),
+            None => scratch.remove(key),
+        };
+    }
+    let files = snow_oci::resolve_entries(&mut scratch, &fleet.oci).await?;
+    rules.component_paths.extend(files);
+    for key in keys {
+        let prefix = key.trim_end_matches("ref");
+        properties.remove(&key);
+        for which in ["path", "digest"] {
+            let k = format!("{prefix}{which}");
+            if let Some(v) = scratch.get(&k) {
+                properties.insert(k, v.clone());
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Every `oci://` reference of `properties` that names a tag only, pinned to the digest it names
+/// now (`oci://r/repo:tag@sha256:…`), so that every worker runs the same bytes until the
+/// configuration is written again.
+pub async fn pin_oci(fleet: &super::Fleet, properties: &mut BTreeMap<String, String>) -> Result<(), Vec<ConfigError>> {
+    let mut errors = Vec::new();
+    for key in snow_oci::resolve::reference_keys(properties) {
+        let value = properties.get(&key).cloned().unwrap_or_default();
+        let pinned = match snow_oci::Reference::parse(&value) {
+            Ok(reference) if reference.digest.is_some() => continue,
+            Ok(reference) => fleet.oci.pin(&reference).await.map(|(pinned, _)| pinned),
+            Err(e) => Err(e),
+        };
+        match pinned {
+            Ok(pinned) => {
+                tracing::info!("{key}: {value} pinned to {pinned}");
+                properties.insert(key, pinned.to_string());
+            }
+            Err(e) => errors.push(ConfigError::of(ValueClass::Refused, &key, format!("{e:#}"))),
+        }
+    }
+    if errors.is_empty() { Ok(()) } else { Err(errors) }
 }
 
 /// A connector's `exactly.once.support` as the worker's `exactly.once.source.support` allows it,

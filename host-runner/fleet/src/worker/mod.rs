@@ -60,6 +60,9 @@ pub struct Fleet {
     pub components: components::ComponentStore,
     /// Where resolved `component.ref`s are written.
     pub resolved: std::path::PathBuf,
+    /// Fetches `component.ref=oci://…` components (the worker's `component.registry.*`), into
+    /// `resolved/oci`.
+    pub oci: snow_oci::Resolver,
     /// The Kafka cluster's id (`GET /`).
     pub cluster_id: Option<String>,
     /// Push notifications' wake topic, doors and rates.
@@ -111,7 +114,9 @@ pub async fn run(config: WorkerConfig, compile_cache: Option<&Path>, shutdown: S
     };
     let runner = Arc::new(Runner::new(compile_cache)?);
     runner.set_worker(&config.worker_id);
+    let oci = snow_oci::Resolver::new(snow_oci::Settings::read(&config.registries, resolved.join("oci"), &mut Vec::new()));
     let fleet = Arc::new(Fleet {
+        oci,
         configs: ConfigLog::new(configs),
         status: StatusLog::new(status, &config.worker_id, config.session_timeout),
         offsets: KafkaOffsetStore::new(offsets),

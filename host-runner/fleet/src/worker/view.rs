@@ -77,6 +77,10 @@ impl Checks for Fleet {
 }
 
 impl Writer for Fleet {
+    fn pin<'a>(&'a self, mut properties: BTreeMap<String, String>) -> Pending<'a, Result<BTreeMap<String, String>, Vec<ConfigError>>> {
+        Box::pin(async move { crate::worker::connectors::pin_oci(self, &mut properties).await.map(|()| properties) })
+    }
+
     fn put_config<'a>(
         &'a self,
         name: &'a str,

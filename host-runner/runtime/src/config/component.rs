@@ -53,8 +53,9 @@ pub fn read(entries: &BTreeMap<String, String>, errors: &mut Vec<ConfigError>) -
     if entries.contains_key("component.ref") {
         errors.push(ConfigError::refused(
             "component.ref",
-            "names a component in a fleet's component.storage.topic (snow-connect worker); a standalone run names its file with \
-             component.path, and may pin it with component.digest=sha256:<hex>",
+            "sha256:<hex> names a component in a fleet's component.storage.topic (snow-connect worker); a standalone run names \
+             an OCI registry's component (oci://registry/repository:tag or @sha256:<hex>) or its file with component.path, \
+             which component.digest=sha256:<hex> may pin",
         ));
     }
     let memory_max_bytes = number("component.memory.max.bytes", default_memory_max_bytes() as u64, 16 << 20, 4 << 30, errors) as usize;

@@ -3,7 +3,7 @@
 //! `{"worker":{..},"connectors":[..]}` whose worker keys apply to every connector).
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use serde_json::Value;
@@ -20,14 +20,41 @@ pub type Entries = BTreeMap<String, String>;
 
 /// [`load_files`], and each connector's entries as written (provider references unresolved).
 pub fn load_files_with_entries(paths: &[impl AsRef<Path>]) -> Result<(Vec<ConnectorSpec>, Vec<Entries>)> {
-    let mut specs = Vec::new();
-    let mut written = Vec::new();
+    build_specs(read_files(paths)?)
+}
+
+/// One connector as its file gave it.
+#[derive(Debug, Clone)]
+pub struct ReadConnector {
+    /// The file.
+    pub file: PathBuf,
+    /// Its entries as written.
+    pub written: Entries,
+    /// Its entries with provider references resolved: what the connector is built from (a step
+    /// between reading and building may rewrite them, as resolving `oci://` components does).
+    pub entries: Entries,
+}
+
+/// Every connector of every file, not yet built.
+pub fn read_files(paths: &[impl AsRef<Path>]) -> Result<Vec<ReadConnector>> {
+    let mut read = Vec::new();
     for path in paths {
         let path = path.as_ref();
-        for (as_written, map) in read_entries(path)? {
-            written.push(as_written);
-            specs.push(ConnectorSpec::from_entries(map).with_context(|| format!("in {}", path.display()))?);
+        for (written, entries) in read_entries(path)? {
+            read.push(ReadConnector { file: path.to_path_buf(), written, entries });
         }
+    }
+    Ok(read)
+}
+
+/// Builds the connectors read (errors name the file and the key; a name used twice is refused);
+/// returns them with their entries as written.
+pub fn build_specs(read: Vec<ReadConnector>) -> Result<(Vec<ConnectorSpec>, Vec<Entries>)> {
+    let mut specs = Vec::new();
+    let mut written = Vec::new();
+    for connector in read {
+        written.push(connector.written);
+        specs.push(ConnectorSpec::from_entries(connector.entries).with_context(|| format!("in {}", connector.file.display()))?);
     }
     let mut names: Vec<&str> = specs.iter().map(|s| s.name.as_str()).collect();
     names.sort_unstable();

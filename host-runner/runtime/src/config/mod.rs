@@ -31,7 +31,7 @@ pub mod topic_creation;
 pub mod transform_components;
 
 pub use artefact::KEYS as TRUST_KEYS;
-pub use file::{load_files, load_files_with_entries, read_entries, string_entries};
+pub use file::{Entries, ReadConnector, build_specs, load_files, load_files_with_entries, read_entries, read_files, string_entries};
 pub use invalid::{ConfigError, InvalidConfig, ValueClass, lines as error_lines, redacted as redacted_errors, shown};
 pub use properties::parse as parse_properties;
 pub use sink::{OnFailure, OnRefused, SinkSpec};

@@ -232,6 +232,9 @@ impl ConnectorSpec {
                 || super::topic_creation::is_topic_creation_key(k)
                 || snow_data::transform::config::is_transform_key(k)
                 || super::exactly_once::KEYS.contains(&k)
+                // How `oci://` components are fetched: read (and checked) by snow-oci, which
+                // resolves them before a connector is built.
+                || k.starts_with("component.registry.")
         };
         let mut guest_config = BTreeMap::new();
         for (k, v) in &entries {

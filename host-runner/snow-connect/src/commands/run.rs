@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use snow_runtime::admin::{self, Admin};
-use snow_runtime::config::load_files;
+use snow_runtime::config::{ConnectorSpec, Entries, build_specs, read_files};
 use snow_runtime::runner::{Runner, check_paths};
 use snow_runtime::shutdown;
 
@@ -14,6 +14,14 @@ use crate::args::{Args, compile_cache};
 use crate::usage::USAGE;
 
 /// Runs (or with `validate_only`, validates) the connector files of `args`.
+/// The connectors of `files`, components named `oci://…` resolved to verified local files; with
+/// each connector's entries as written.
+async fn load(files: &[String]) -> Result<(Vec<ConnectorSpec>, Vec<Entries>)> {
+    let mut read = read_files(&files.iter().map(PathBuf::from).collect::<Vec<_>>())?;
+    snow_oci::standalone::resolve_read(&mut read).await?;
+    build_specs(read)
+}
+
 pub fn run(args: &[String], validate_only: bool) -> Result<()> {
     let parsed = if validate_only {
         Args::parse("validate", args, &["component-cache"])?
@@ -27,10 +35,10 @@ pub fn run(args: &[String], validate_only: bool) -> Result<()> {
     }
     let for_seconds: Option<u64> =
         parsed.option("for-seconds").map(str::parse).transpose().context("--for-seconds must be a whole number")?;
-    let (specs, entries) = snow_runtime::config::load_files_with_entries(&files.iter().map(PathBuf::from).collect::<Vec<_>>())?;
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let (specs, entries) = rt.block_on(load(files))?;
     check_paths(&specs)?;
     snow_runtime::push::listen::check_standalone(&specs)?;
-    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     rt.block_on(async {
         let runner = std::sync::Arc::new(Runner::new(compile_cache.as_deref())?);
         if validate_only {
@@ -73,8 +81,8 @@ pub fn run(args: &[String], validate_only: bool) -> Result<()> {
                     () = &mut after => tracing::info!("--for-seconds reached, stopping"),
                     _ = hup.recv() => {
                         tracing::info!("SIGHUP: re-reading {} connector file(s)", files.len());
-                        match load_files(&files.iter().map(PathBuf::from).collect::<Vec<_>>()) {
-                            Ok(specs) => {
+                        match load(files).await {
+                            Ok((specs, _)) => {
                                 runner.reload(&specs).await;
                             }
                             Err(e) => tracing::error!("reload: the connector files are not valid, nothing changed: {e:#}"),

@@ -65,6 +65,9 @@ pub struct WorkerConfig {
     pub security: BTreeMap<String, String>,
     /// `plugin.path`: the directories whose components a connector may name by `component.path`.
     pub plugin_path: Vec<PathBuf>,
+    /// `component.registry.*`: the registries connectors may name by `component.ref=oci://…`
+    /// (`component.registry.hosts`; none unless listed), and how they are reached (snow-oci).
+    pub registries: BTreeMap<String, String>,
     /// `config.providers.*`: where a connector's references may resolve.
     pub providers: snow_runtime::config::providers::ProviderPolicy,
     /// `destinations.*`, `credentials.*`: where a caller's connector may send requests and credentials.
@@ -222,10 +225,16 @@ impl WorkerConfig {
                 && !security_key
                 && !snow_runtime::convert::spec::is_converter_key(key)
                 && !snow_runtime::config::destinations::is_key(key)
+                && !snow_oci::settings::is_key(key)
             {
                 errors.push(ConfigError::new(key, "unknown worker key (check the spelling and docs/configuration.md)"));
             }
         }
+        let mut registries: BTreeMap<String, String> =
+            entries.iter().filter(|(k, _)| snow_oci::settings::is_key(k)).map(|(k, v)| (k.clone(), v.clone())).collect();
+        // A fleet lets connectors name no registry unless the operator lists it.
+        registries.entry("component.registry.hosts".into()).or_default();
+        let _ = snow_oci::Settings::read(&registries, PathBuf::new(), &mut errors);
         let converters: BTreeMap<String, String> =
             entries.iter().filter(|(k, _)| snow_runtime::convert::spec::is_converter_key(k)).map(|(k, v)| (k.clone(), v.clone())).collect();
         // Checked here, so that a wrong class stops the worker, not each connector that inherits it.
@@ -253,6 +262,7 @@ impl WorkerConfig {
             converters,
             security,
             plugin_path,
+            registries,
             providers,
             destinations,
             exactly_once_source,
