@@ -81,17 +81,18 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 # The cosign interoperability test builds cosign from its Go module (tests/e2e/support/cosign.rs),
-# which needs Go 1.26 or later (Debian's golang package is older: install Go from its release).
+# and the OCI tests their registry (tests/registry, go-containerregistry): Go 1.26 or later
+# (Debian's golang package is older: install Go from its release).
 if [ "$for_tests" = 0 ]; then
   :
 elif command -v go >/dev/null 2>&1; then
   go_minor=$(go env GOVERSION | sed -n 's/^go1\.\([0-9]*\).*/\1/p')
   if [ "${go_minor:-0}" -lt 26 ]; then
-    echo "setup: Go $(go env GOVERSION) is too old for building cosign (the interoperability test needs Go 1.26+)" >&2
+    echo "setup: Go $(go env GOVERSION) is too old for building cosign and the test registry (Go 1.26+ is needed)" >&2
     exit 1
   fi
 else
-  echo "setup: Go is missing; the cosign interoperability test builds cosign with it (Go 1.26+ on PATH)" >&2
+  echo "setup: Go is missing; the tests build cosign and their OCI registry with it (Go 1.26+ on PATH)" >&2
   exit 1
 fi
 

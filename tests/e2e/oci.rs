@@ -121,6 +121,19 @@ fn a_component_pushed_to_a_registry_runs_by_digest_and_by_tag_verified_as_a_file
     let (ok, out) = validate(&dir, &by_tag, &cache, &[]);
     assert!(ok && out.contains(&format!("is sha256:{rebuilt_hex}")), "{out}");
 
+    // Running by tag, a new build pushed under it and SIGHUP: the tag is resolved again and the
+    // new build hot-swapped.
+    let mut run = Runner::spawn(&dir, "run-tag", &[&by_tag], DEFAULT_LOG, &[("SNOW_OCI_CACHE", &cache_env)]);
+    run.wait_for_log("connector ready", Duration::from_secs(120));
+    let next = support::new_build(guest_artifacts::GUEST_SOURCE, 12, &dir);
+    let next_hex = sha256_hex(&std::fs::read(&next).unwrap());
+    push(&dir, next.to_str().unwrap(), &tag, &["--auth-file", &auth_arg]);
+    run.hangup();
+    let log = run.wait_for_log(&format!("replaced by {}", &next_hex[..12]), Duration::from_secs(120));
+    assert!(log.contains(&format!("is sha256:{next_hex}")), "{}", support::tail(&log, 30));
+    run.stop();
+    let rebuilt_hex = next_hex;
+
     // A component changed on disk is fetched again, never run.
     std::fs::write(&kept, b"not the component").unwrap();
     let (ok, out) = validate(&dir, &file, &cache, &[]);
