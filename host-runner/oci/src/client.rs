@@ -301,6 +301,40 @@ fn encode(value: &str) -> String {
 mod tests {
     use super::*;
 
+    /// A registry that answers every request with 200 and `body`: what a compromised or broken
+    /// registry serving other bytes than asked for looks like.
+    async fn lying_registry(body: &'static [u8]) -> String {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap().to_string();
+        tokio::spawn(async move {
+            while let Ok((mut stream, _)) = listener.accept().await {
+                let mut request = vec![0u8; 4096];
+                let _ = stream.read(&mut request).await;
+                let head = format!(
+                    "HTTP/1.1 200 OK\r\nContent-Type: application/vnd.oci.image.manifest.v1+json\r\nContent-Length: {}\r\n\r\n",
+                    body.len()
+                );
+                let _ = stream.write_all(head.as_bytes()).await;
+                let _ = stream.write_all(body).await;
+            }
+        });
+        address
+    }
+
+    #[tokio::test]
+    async fn bytes_that_do_not_hash_to_the_digest_asked_for_are_refused() {
+        let address = lying_registry(b"{\"schemaVersion\":2}").await;
+        let registry = Registry::new(&address, true, Route::default(), None);
+        let asked = "ab".repeat(32);
+        let e = registry.blob("snow/source", &asked, 1 << 20).await.unwrap_err().to_string();
+        assert!(e.contains(&format!("@sha256:{asked} it served has digest sha256:")) && e.contains("refused"), "{e}");
+        let e = registry.manifest("snow/source", &format!("sha256:{asked}")).await.unwrap_err().to_string();
+        assert!(e.contains("it served has digest") && e.contains("refused"), "{e}");
+        let by_tag = registry.manifest("snow/source", "1.0").await.unwrap().unwrap();
+        assert_eq!(by_tag.digest, sha256_hex(b"{\"schemaVersion\":2}"), "a tag's manifest is what was served, its digest computed here");
+    }
+
     #[test]
     fn locations_and_origins() {
         assert_eq!(absolute("http://r:5000/v2/a/blobs/uploads/", "/v2/a/blobs/uploads/u1?x=1"), "http://r:5000/v2/a/blobs/uploads/u1?x=1");
