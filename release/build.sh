@@ -9,6 +9,7 @@
 #   sbom/*.cdx.json                          CycloneDX SBOMs of the binary and of each component
 #   SHA256SUMS, SHA512SUMS                   of every file above
 #   provenance.json (+ .sigstore.json)       commit, toolchain, inputs and digests, signed
+#   RELEASE-NOTES.md                         the ADRs added or changed since the last v* tag, the digests
 #
 # Signing key: SNOW_RELEASE_KEY (a PKCS#8 PEM private key, `snow-connect artefact keygen`) with its
 # public key SNOW_RELEASE_PUB (default: the key's name with .pub). Without them the DEVELOPMENT key
@@ -70,7 +71,8 @@ python3 release/image.py --binary "$binary" --components "$out/components" --tru
 step "SBOMs"
 bash release/sbom.sh "$triple" "$out/sbom"
 
-step "checksums and provenance"
+step "release notes, checksums and provenance"
+python3 release/notes.py --out "$out" --version "$version" --commit "$commit"
 (
   cd "$out"
   files=$(find . -type f ! -name 'SHA*SUMS' ! -path './snow-connect-*-image/*' ! -name 'provenance.json*' -printf '%P\n' | LC_ALL=C sort)

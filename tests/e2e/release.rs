@@ -430,6 +430,16 @@ fn the_provenance_is_signed_and_every_checksum_holds() {
     {
         assert!(sums.contains(expected) && sums512.contains(expected), "{expected} is checksummed:\n{sums}");
     }
+    // The release notes: the decisions since the last tag (here none: all of them) and the digests.
+    assert!(sums.contains("RELEASE-NOTES.md"), "the notes are checksummed:\n{sums}");
+    let notes = fs::read_to_string(release.join("RELEASE-NOTES.md")).unwrap();
+    for adr in ["docs/adr/0041-", "docs/adr/0042-"] {
+        assert!(notes.contains(adr), "the notes name {adr}:\n{notes}");
+    }
+    for line in fs::read_to_string(release.join("SHA256SUMS")).unwrap().lines().filter(|l| !l.contains("RELEASE-NOTES.md")) {
+        let (digest, name) = line.split_once("  ").unwrap();
+        assert!(notes.contains(&format!("`{name}` `{digest}`")), "the notes give {name}'s SHA-256");
+    }
     let provenance = provenance();
     assert_eq!(provenance["source"]["commit"].as_str().map(str::len), Some(40));
     assert!(provenance["toolchain"]["rustc"].as_str().unwrap().starts_with("rustc 1."));
