@@ -7,7 +7,7 @@ GUESTS := -p guest-source -p guest-sink -p rogue-guest -p rogue-sink -p http-ada
 # The same command tests/guest-artifacts runs, so both share one build in target/guests.
 WASM_BUILD := $(CARGO) build --target wasm32-wasip2 --profile wasm-release --target-dir target/guests $(GUESTS)
 
-.PHONY: setup demo test bench hosts soak fuzz wasm build kafka-up kafka-down lint fmt clean connect-plugin release release-test audit
+.PHONY: setup demo test bench bench-static hosts soak fuzz wasm build kafka-up kafka-down lint fmt clean connect-plugin release release-test audit
 
 ## What every target needs on a fresh machine: the pinned toolchain with its wasm32-wasip2 target,
 ## rustfmt and clippy (installed through rustup); missing system packages are named, not guessed.
@@ -134,6 +134,13 @@ soak: $(JCO_HOST)/node_modules/.package-lock.json
 	SNOW_SWAP_ROWS=200000 SNOW_SWAP_RECORDS=20000 $(CARGO) test -p snow-connect --test e2e swap::a_ -- --nocapture
 	SNOW_KILL_RECORDS=20000 $(CARGO) test -p snow-connect --test e2e sink_lanes::killed_at_random_points -- --nocapture
 	$(CARGO) test -p snow-connect --test e2e exactly_once:: -- --ignored --nocapture
+
+## The release's static musl binary against the glibc build: size, start and the source rate (a), in turns
+## (tests/bench/src/static_build.rs; results in docs/benchmarks.md). Needs `make release` (a long build).
+STATIC_BIN = target/release-artefacts/snow-connect-$(VERSION)-x86_64-linux-musl
+bench-static: release wasm
+	$(CARGO) build --release -p snow-connect -p fake-snow -p snow-bench
+	target/release/snow-bench static --binary $(STATIC_BIN) --rows $(BENCH_ROWS)
 
 ## The composed HTTP connector under `wasmtime serve`: builds wasmtime-cli 48 once into target/tools (a long
 ## build, so it is not part of `make test`), then runs the tests that need it (tests/e2e/hosts.rs).

@@ -17,6 +17,8 @@
 //! push notifications against polling ([`push`]); `snow-bench connect` the backfill inside Kafka
 //! Connect through our plugin against `snow-connect run` ([`connect`]). `snow-bench eos` runs only (a) and its
 //! exactly-once twin (a′) in turns and prints a′/a per round (for tuning; nothing written).
+//! `snow-bench static --binary FILE` the release's static binary against the glibc build
+//! ([`static_build`], `make bench-static`).
 
 mod backfill;
 mod bare;
@@ -33,6 +35,7 @@ mod push;
 mod sink;
 mod snapshot;
 mod startup;
+mod static_build;
 mod swap;
 mod transforms;
 
@@ -51,6 +54,11 @@ fn main() -> Result<()> {
         Some("backfill") => backfill::run(),
         Some("sink") => sink::run(),
         Some("startup") => startup::run(),
+        Some("static") => static_build::run(
+            std::path::Path::new(&opt("--binary").ok_or_else(|| anyhow::anyhow!("static needs --binary <the release's static snow-connect>"))?),
+            opt("--rows").map(|v| v.parse()).transpose()?.unwrap_or(1_000_000),
+            opt("--rounds").map(|v| v.parse()).transpose()?.unwrap_or(3),
+        ),
         Some("swap") => swap::run(),
         Some("fleet") => fleet::run(),
         Some("formats") => formats::run(),

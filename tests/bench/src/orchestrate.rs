@@ -195,6 +195,21 @@ pub(crate) fn wasm_with(
     delivery: Delivery,
     extra: &str,
 ) -> Result<Outcome> {
+    wasm_with_binary(&release_bin("snow-connect"), dir, fake, bootstrap, topic, rows, delivery, extra)
+}
+
+/// [`wasm_with`] with another build of snow-connect (the release's static binary).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn wasm_with_binary(
+    binary: &Path,
+    dir: &Path,
+    fake: &str,
+    bootstrap: &str,
+    topic: &str,
+    rows: u64,
+    delivery: Delivery,
+    extra: &str,
+) -> Result<Outcome> {
     let config = dir.join(format!("{topic}.properties"));
     let offsets = match delivery {
         Delivery::AtLeastOnce => format!("offset.storage.file.filename={}", dir.join(format!("{topic}.offsets.json")).display()),
@@ -212,7 +227,7 @@ pub(crate) fn wasm_with(
     let log = dir.join(format!("{topic}.log"));
     let started = Instant::now();
     let summary = dir.join(format!("{topic}.summary"));
-    let mut child = Command::new(release_bin("snow-connect"))
+    let mut child = Command::new(binary)
         .arg("run")
         .arg(&config)
         .env("SNOW_LOG", "info,snow_runtime::source=trace,snow_runtime::source::exactly_once::transactions=debug")
@@ -300,7 +315,7 @@ impl StoredRecords {
 }
 
 /// (b) and (c): this binary in another process.
-fn child(mode: &str, fake: &str, bootstrap: &str, topic: &str, rows: u64) -> Result<Outcome> {
+pub(crate) fn child(mode: &str, fake: &str, bootstrap: &str, topic: &str, rows: u64) -> Result<Outcome> {
     let output = Command::new(std::env::current_exe()?)
         .args([mode, "--fake", fake, "--bootstrap", bootstrap, "--topic", topic, "--rows", &rows.to_string()])
         .stderr(Stdio::inherit())
