@@ -55,7 +55,9 @@ fn main() -> Result<()> {
         Some("sink") => sink::run(),
         Some("startup") => startup::run(),
         Some("static") => static_build::run(
-            std::path::Path::new(&opt("--binary").ok_or_else(|| anyhow::anyhow!("static needs --binary <the release's static snow-connect>"))?),
+            std::path::Path::new(
+                &opt("--binary").ok_or_else(|| anyhow::anyhow!("static needs --binary <the release's static snow-connect>"))?,
+            ),
             opt("--rows").map(|v| v.parse()).transpose()?.unwrap_or(1_000_000),
             opt("--rounds").map(|v| v.parse()).transpose()?.unwrap_or(3),
         ),

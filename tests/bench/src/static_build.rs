@@ -47,7 +47,9 @@ pub fn run(static_binary: &Path, rows: u64, rounds: usize) -> Result<()> {
     let mut sorted = ratios.clone();
     sorted.sort_by(f64::total_cmp);
     let median_ratio = sorted[sorted.len() / 2];
-    let mut table = String::from("| build | size | `--version` (median of 21) | (a) rows/s, median (rounds) | CPU µs a row | peak RSS |\n|---|---|---|---|---|---|\n");
+    let mut table = String::from(
+        "| build | size | `--version` (median of 21) | (a) rows/s, median (rounds) | CPU µs a row | peak RSS |\n|---|---|---|---|---|---|\n",
+    );
     for (i, (label, _)) in builds.iter().enumerate() {
         let mut by_rate: Vec<&Outcome> = runs[i].iter().collect();
         by_rate.sort_by(|a, b| a.rows_per_second().total_cmp(&b.rows_per_second()));
