@@ -57,6 +57,15 @@ fn is_logger(logger: &str) -> bool {
     !logger.is_empty() && logger.len() <= 200 && logger.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | ':' | '.' | '-'))
 }
 
+/// Whether `logger` may be set beside the loggers `set`: one already set may change, a new one only
+/// while fewer than [`MAX_LOGGERS`] are (REST callers cannot grow the filter without bound).
+fn admit(set: &BTreeMap<String, String>, logger: &str) -> Result<(), String> {
+    if !set.contains_key(logger) && set.len() >= MAX_LOGGERS {
+        return Err(format!("at most {MAX_LOGGERS} loggers may be set at once; set a shorter prefix or root instead"));
+    }
+    Ok(())
+}
+
 /// Sets `logger` (`root` or a target prefix) to `level` from now on; an error says what is wrong.
 pub fn set_level(logger: &str, level: &str) -> Result<(), String> {
     if !is_logger(logger) {
@@ -66,9 +75,7 @@ pub fn set_level(logger: &str, level: &str) -> Result<(), String> {
     let Some(levels) = LEVELS.get() else { return Err("logging is not set up in this process".into()) };
     let mut levels = levels.lock().unwrap_or_else(|e| e.into_inner());
     let logger = logger.replace('.', "::");
-    if !levels.set.contains_key(&logger) && levels.set.len() >= MAX_LOGGERS {
-        return Err(format!("at most {MAX_LOGGERS} loggers may be set at once; set a shorter prefix or root instead"));
-    }
+    admit(&levels.set, &logger)?;
     levels.set.insert(logger, level.to_string());
     let mut directives: Vec<String> = Vec::new();
     match levels.set.get("root") {
@@ -103,5 +110,18 @@ mod tests {
         assert_eq!(level_of("Fatal"), Some("error"));
         assert_eq!(level_of("verbose"), None);
         assert!(is_logger("snow_runtime::sink") && is_logger("org.apache.kafka") && !is_logger("a b") && !is_logger(""));
+    }
+
+    #[test]
+    fn the_set_of_loggers_is_bounded_and_a_set_one_may_still_change() {
+        let mut set = BTreeMap::new();
+        for i in 0..MAX_LOGGERS {
+            let logger = format!("snow_runtime::module{i}");
+            admit(&set, &logger).unwrap();
+            set.insert(logger, "debug".to_string());
+        }
+        let refused = admit(&set, "snow_runtime::one_more").unwrap_err();
+        assert!(refused.contains("at most 64 loggers"), "{refused}");
+        admit(&set, "snow_runtime::module7").expect("a logger already set may change its level");
     }
 }

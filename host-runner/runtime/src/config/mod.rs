@@ -140,3 +140,53 @@ pub(crate) fn whole_number(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every credential a connector can carry is a secret key: refused as a value in a fleet (named,
+    /// never shown), accepted as a reference, and masked by the standalone REST answers, which use
+    /// the same predicate. Registry credentials and store passwords were not, before issue 35.
+    #[test]
+    fn every_credential_key_is_secret_and_refused_as_a_value() {
+        let secret = [
+            "snow.auth.password",
+            "snow.auth.client.secret",
+            "snow.push.secret",
+            "snow.proxy.password",
+            "snow.instance.ssl.truststore.password",
+            "snow.instance.ssl.keystore.password",
+            "snow.instance.ssl.key.password",
+            "snow.instance.ssl.keystore.key",
+            "value.converter.basic.auth.user.info",
+            "key.converter.bearer.auth.token",
+            "value.converter.schema.registry.ssl.keystore.password",
+            "key.converter.schema.registry.ssl.truststore.password",
+            "value.converter.schema.registry.ssl.keystore.key",
+            "kafka.sasl.password",
+            "kafka.sasl.jaas.config",
+            "kafka.ssl.truststore.password",
+        ];
+        for key in secret {
+            assert!(is_secret_key(key), "{key} is not a secret key");
+            let literal = std::collections::BTreeMap::from([(key.to_string(), "s3cr3t-value".to_string())]);
+            let errors = check_secrets(&literal);
+            assert_eq!(errors.len(), 1, "{key}: {errors:?}");
+            assert_eq!(errors[0].key, key);
+            assert!(!errors[0].message.contains("s3cr3t-value"), "{key}: the message shows the value");
+            let reference = std::collections::BTreeMap::from([(key.to_string(), "${env:TEAM_A_SECRET}".to_string())]);
+            assert!(check_secrets(&reference).is_empty(), "{key}: a reference is refused");
+        }
+        for key in [
+            "snow.auth.username",
+            "snow.instance.url",
+            "value.converter.schema.registry.url",
+            "value.converter.basic.auth.credentials.source",
+            "snow.instance.ssl.truststore.location",
+            "snow.proxy.username",
+        ] {
+            assert!(!is_secret_key(key), "{key} is taken for a secret");
+        }
+    }
+}
