@@ -16,6 +16,12 @@ use snow_runtime::logging;
 use commands::migrate;
 use usage::USAGE;
 
+/// The static release binaries' allocator (feature `static`): musl's allocator serialises threads
+/// and halved the source rate against the glibc build (docs/benchmarks.md).
+#[cfg(feature = "static")]
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// Runs the command; an error is printed redacted (each refused key's reason on its own,
 /// [`snow_runtime::config::shown`]) and ends the process with a failing code.
 fn main() -> ExitCode {
