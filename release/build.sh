@@ -2,6 +2,7 @@
 # `make release`: every release artefact of this commit into target/release-artefacts/ (ADR 0041,
 # docs/releasing.md):
 #   snow-connect-<v>-x86_64-linux-musl      the static binary (nothing but the kernel needed)
+#   snow-connect-<v>-aarch64-linux-musl     the same for 64-bit ARM (cross-built with Zig)
 #   components/guest_{source,sink}.wasm      the components, built reproducibly, each with its
 #                                            Sigstore bundle (<file>.sigstore.json)
 #   snow-connect-servicenow-<v>.zip          the Kafka Connect plugin, Confluent Hub's layout
@@ -52,6 +53,9 @@ if readelf -l "$binary" | grep -qi 'program interpreter' || readelf -d "$binary"
   echo "release: $binary is dynamically linked:" >&2; ldd "$binary" >&2; exit 1
 fi
 
+step "the static binary (aarch64-unknown-linux-musl, cross-built with Zig)"
+bash release/aarch64.sh "$build" "$out/snow-connect-$version-aarch64-linux-musl"
+
 step "the components (reproducible)"
 bash release/components.sh "$build/guests" "$out/components"
 # The release host signs: the binary just built, with the release key.
@@ -69,7 +73,7 @@ python3 release/image.py --binary "$binary" --components "$out/components" --tru
   --version "$version" --commit "$commit" --out "$out/snow-connect-$version-image"
 
 step "SBOMs"
-bash release/sbom.sh "$triple" "$out/sbom"
+bash release/sbom.sh "$out/sbom"
 
 step "release notes, checksums and provenance"
 python3 release/notes.py --out "$out" --version "$version" --commit "$commit"

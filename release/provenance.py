@@ -40,6 +40,7 @@ def main():
         "build": {
             "command": "make release",
             "binary": "cargo build --locked --release --target x86_64-unknown-linux-musl -p snow-connect --features static",
+            "binary_aarch64": "cargo zigbuild --locked --release --target aarch64-unknown-linux-musl -p snow-connect --features static (release/aarch64.sh)",
             "components": "cargo build --locked --target wasm32-wasip2 --profile wasm-release -p guest-source -p guest-sink (paths remapped: release/components.sh)",
         },
         "signing_key": {"sha256": key_digest, "development_only": a.development_key == "true"},

@@ -9,7 +9,9 @@
 #                                  jco host) and Go 1.26+ (building cosign).
 #   bash tests/setup.sh --release  the same, and also what `make release` and `make release-test`
 #                                  need: musl-gcc (musl-tools), unzip, umoci and runc (the image's
-#                                  test), and the x86_64-unknown-linux-musl target.
+#                                  test), qemu-user-static (starts the aarch64 binary), and the
+#                                  x86_64- and aarch64-unknown-linux-musl targets (Zig, the aarch64
+#                                  cross compiler, comes from PyPI: release/aarch64.sh).
 #   bash tests/setup.sh --system   --tests, but installs missing system packages with apt-get first
 #                                  (needs root: CI and fresh machines); with --release, those too.
 #
@@ -36,7 +38,7 @@ declare -A package_of=(
   [cc]=build-essential [c++]=build-essential [make]=make [perl]=perl
   [java]=openjdk-17-jdk-headless [mvn]=maven [curl]=curl [node]=nodejs [npm]=npm [openssl]=openssl
   [pkg-config]=pkg-config [python3]=python3 [javac]=openjdk-17-jdk-headless [cmake]=cmake
-  [musl-gcc]=musl-tools [unzip]=unzip [umoci]=umoci [runc]=runc
+  [musl-gcc]=musl-tools [unzip]=unzip [umoci]=umoci [runc]=runc [qemu-aarch64-static]=qemu-user-static
 )
 missing=()
 tools=(cc c++ make perl cmake java mvn curl pkg-config)
@@ -50,7 +52,8 @@ tools=(cc c++ make perl cmake java mvn curl pkg-config)
 [ "$for_tests" = 1 ] && tools+=(node npm openssl python3 javac)
 # The release (release/build.sh): the static binary's C compiler; its tests (tests/e2e/release.rs)
 # unzip the Connect archive as a user does and run the image with an OCI tool and runtime.
-[ "$for_release" = 1 ] && tools+=(musl-gcc unzip umoci runc)
+# qemu-user runs the aarch64 binary on this machine's x86_64 (release-test starts it and moves rows).
+[ "$for_release" = 1 ] && tools+=(musl-gcc unzip umoci runc qemu-aarch64-static)
 for tool in "${tools[@]}"; do
   command -v "$tool" >/dev/null 2>&1 || missing+=("${package_of[$tool]}")
 done
@@ -111,9 +114,13 @@ if ! rustup target list --installed --toolchain "$toolchain" | grep -qx wasm32-w
   echo "==> adding the wasm32-wasip2 target to Rust $toolchain"
   rustup target add --toolchain "$toolchain" wasm32-wasip2
 fi
-if [ "$for_release" = 1 ] && ! rustup target list --installed --toolchain "$toolchain" | grep -qx x86_64-unknown-linux-musl; then
-  echo "==> adding the x86_64-unknown-linux-musl target to Rust $toolchain (the release's static binary)"
-  rustup target add --toolchain "$toolchain" x86_64-unknown-linux-musl
+if [ "$for_release" = 1 ]; then
+  for target in x86_64-unknown-linux-musl aarch64-unknown-linux-musl; do
+    if ! rustup target list --installed --toolchain "$toolchain" | grep -qx "$target"; then
+      echo "==> adding the $target target to Rust $toolchain (the release's static binaries)"
+      rustup target add --toolchain "$toolchain" "$target"
+    fi
+  done
 fi
 installed=$(rustup component list --installed --toolchain "$toolchain")
 for component in rustfmt clippy; do

@@ -2,7 +2,8 @@
 //! (`SNOW_RELEASE_DIR`), each used the way its user would. The static binary alone in an empty
 //! root moves rows from the fake into Kafka; the Connect archive unzipped into a fresh Connect
 //! worker's plugin.path (nothing else copied) runs a source and a sink; the image unpacked by
-//! `umoci` runs under `runc` as its non-root user and moves rows; the image and the components
+//! `umoci` runs under `runc` as its non-root user and moves rows; the aarch64 binary, static too,
+//! moves rows under Debian's qemu-user (its components compiled to ARM code by the emulated host); the image and the components
 //! come out with the same digests when built again (the components from a copy of the tree in
 //! another directory); the provenance verifies with the release key and names every artefact.
 //! Ignored in `make test` (they need `make release`, about ten minutes of building): `make
@@ -46,6 +47,10 @@ fn version() -> String {
 
 fn static_binary() -> PathBuf {
     release().join(format!("snow-connect-{}-x86_64-linux-musl", version()))
+}
+
+fn aarch64_binary() -> PathBuf {
+    release().join(format!("snow-connect-{}-aarch64-linux-musl", version()))
 }
 
 fn sha256(path: &Path) -> String {
@@ -190,6 +195,52 @@ fn the_static_binary_alone_in_an_empty_root_moves_rows_into_kafka() {
     assert!(root.join("state/offsets.json").is_file(), "its position stored inside the root");
     assert!(fs::read_dir(root.join("cache")).unwrap().next().is_some(), "the compiled component cached inside the root");
     assert!(!log.contains(PASSWORD), "no password in the log");
+}
+
+#[test]
+#[ignore = "needs `make release`: run by `make release-test`"]
+fn the_aarch64_binary_is_static_and_moves_rows_under_qemu_user() {
+    let binary = aarch64_binary();
+    let headers = run("readelf", &["-h", "-l", "-d", binary.to_str().unwrap()], Path::new("/"));
+    assert!(headers.contains("AArch64"), "an ARM 64-bit executable: {}", tail(&headers, 20));
+    assert!(!headers.contains("program interpreter") && !headers.contains("(NEEDED)"), "static: {headers}");
+
+    // Started the way an ARM machine would, but through qemu-user on this x86_64 one.
+    let out = Command::new("qemu-aarch64-static").arg(&binary).arg("--version").output().expect("qemu-aarch64-static (qemu-user-static)");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success() && text.contains("aarch64"), "--version under qemu names the platform: {text}");
+    assert!(text.contains(&provenance()["source"]["commit"].as_str().unwrap()[..12]), "--version names the commit: {text}");
+
+    // And it works: the release's component, verified and compiled to ARM code inside the
+    // emulated process, moves rows from the fake into Kafka.
+    let dir = work_dir("release-aarch64");
+    let components = release().join("components");
+    let now = now_secs();
+    let fake = support::fake_with_user(USER, PASSWORD, Some(now));
+    let ids = fake.shared().seed("incident", 300, now - 3600, 3000);
+    let topic = unique("release-aarch64");
+    let connector = dir.join("connector.properties");
+    fs::write(
+        &connector,
+        source_in(
+            &fake,
+            &topic,
+            components.join("guest_source.wasm").to_str().unwrap(),
+            release_key().to_str().unwrap(),
+            dir.join("offsets.json").to_str().unwrap(),
+        ),
+    )
+    .unwrap();
+    let mut command = Command::new("qemu-aarch64-static");
+    command.arg(&binary).arg("run").arg(&connector).arg("--component-cache").arg(dir.join("cache")).env("SNOW_LOG", "info");
+    let runner = Spawned::start(&mut command, dir.join("run.log"));
+    let records = read_until(kafka_harness::shared().bootstrap(), &topic, Duration::from_secs(300), |r| r.len() >= ids.len());
+    let log = runner.log();
+    drop(runner);
+    assert_eq!(records.len(), ids.len(), "every row from the aarch64 binary; log:\n{}", tail(&log, 30));
+    let keys: BTreeSet<&str> = records.iter().map(|r| r.key.as_str()).collect();
+    assert_eq!(keys, ids.iter().map(String::as_str).collect::<BTreeSet<_>>());
+    assert!(log.contains("component signature verified"), "the signature was checked: {}", tail(&log, 30));
 }
 
 /// Every path under `root`, directories with a trailing `/`.
@@ -425,9 +476,15 @@ fn the_provenance_is_signed_and_every_checksum_holds() {
     assert!(ok, "the provenance verifies with the release key: {out}{err}");
     let sums = run("sha256sum", &["--check", "--strict", "SHA256SUMS"], &release);
     let sums512 = run("sha512sum", &["--check", "--strict", "SHA512SUMS"], &release);
-    for expected in
-        ["snow-connect-servicenow-", "components/guest_source.wasm", "sbom/snow-connect.cdx.json", "-image.tar", "-x86_64-linux-musl"]
-    {
+    for expected in [
+        "snow-connect-servicenow-",
+        "components/guest_source.wasm",
+        "sbom/snow-connect.cdx.json",
+        "sbom/snow-connect-aarch64.cdx.json",
+        "-image.tar",
+        "-x86_64-linux-musl",
+        "-aarch64-linux-musl",
+    ] {
         assert!(sums.contains(expected) && sums512.contains(expected), "{expected} is checksummed:\n{sums}");
     }
     // The release notes: the decisions since the last tag (here none: all of them) and the digests.
@@ -443,7 +500,9 @@ fn the_provenance_is_signed_and_every_checksum_holds() {
     let provenance = provenance();
     assert_eq!(provenance["source"]["commit"].as_str().map(str::len), Some(40));
     assert!(provenance["toolchain"]["rustc"].as_str().unwrap().starts_with("rustc 1."));
-    for sbom in ["sbom/snow-connect.cdx.json", "sbom/guest_source.cdx.json", "sbom/guest_sink.cdx.json"] {
+    for sbom in
+        ["sbom/snow-connect.cdx.json", "sbom/snow-connect-aarch64.cdx.json", "sbom/guest_source.cdx.json", "sbom/guest_sink.cdx.json"]
+    {
         let bom: Value = serde_json::from_slice(&fs::read(release.join(sbom)).unwrap()).unwrap();
         assert_eq!(bom["bomFormat"], json!("CycloneDX"), "{sbom}");
         assert!(bom["components"].as_array().is_some_and(|c| c.len() > 10), "{sbom} lists the dependencies");
