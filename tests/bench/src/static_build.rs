@@ -75,7 +75,7 @@ pub fn run(static_binary: &Path, rows: u64, rounds: usize) -> Result<()> {
         all.join(", ")
     );
     println!("{report}");
-    write_report("bench-static", "## The static binary against the glibc build", &report)
+    write_report("bench-static", "The static binary against the glibc build (make bench-static)", &report)
 }
 
 /// The median wall time of `binary --version` over [`STARTS`] starts.
