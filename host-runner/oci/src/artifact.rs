@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use anyhow::{Result, bail};
 use serde::{Deserialize, Serialize};
 
-use crate::client::sha256_hex;
+use crate::reference::sha256_hex;
 
 /// An OCI image manifest.
 pub const MANIFEST: &str = "application/vnd.oci.image.manifest.v1+json";

@@ -11,6 +11,7 @@ use tokio::sync::Mutex;
 
 use crate::artifact::Descriptor;
 use crate::auth::{Challenge, Credentials};
+use crate::reference::sha256_hex;
 
 /// Largest manifest or index read.
 pub const MAX_MANIFEST: usize = 4 << 20;
@@ -37,12 +38,6 @@ pub struct Registry {
     route: Route,
     credentials: Option<Credentials>,
     authorization: Mutex<Option<String>>,
-}
-
-/// Hex SHA-256 of `bytes`.
-pub fn sha256_hex(bytes: &[u8]) -> String {
-    use sha2::Digest as _;
-    sha2::Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
 }
 
 impl Registry {

@@ -86,11 +86,11 @@ async fn attach_bundle(
     bundle: &[u8],
     created: &str,
 ) -> Result<String> {
-    let hex = crate::client::sha256_hex(subject);
+    let hex = crate::reference::sha256_hex(subject);
     registry.push_blob(repository, b"{}").await?;
     registry.push_blob(repository, bundle).await?;
     let referrer = artifact::bundle_artifact(bundle, Descriptor::of(MANIFEST, subject), created)?;
-    let referrer_hex = crate::client::sha256_hex(&referrer);
+    let referrer_hex = crate::reference::sha256_hex(&referrer);
     let (_, subject_taken) = registry.push_manifest(repository, &format!("sha256:{referrer_hex}"), &referrer, MANIFEST).await?;
     if !subject_taken {
         let mut index = crate::resolve::tag_schema_index(registry, repository, &hex).await?;

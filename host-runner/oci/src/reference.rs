@@ -1,11 +1,17 @@
 //! `oci://registry[:port]/repository[:tag][@sha256:<hex>]`: how a connector names a component in
 //! an OCI registry. The registry is always named (no implicit Docker Hub); a digest pins the
 //! manifest (the tag beside it is then only a reminder); a tag alone is resolved to a digest when
-//! the connector is read.
+//! the connector is read. Digests (`sha256:<hex>`) are computed here too.
 
 use std::fmt;
 
 use anyhow::{Result, bail};
+
+/// Hex SHA-256 of `bytes`: the `<hex>` of a `sha256:<hex>` digest.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::Digest as _;
+    sha2::Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
+}
 
 /// A parsed reference.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
-use crate::client::sha256_hex;
+use crate::reference::sha256_hex;
 
 /// The store at one directory.
 #[derive(Debug, Clone)]
