@@ -3,9 +3,10 @@
 //! root moves rows from the fake into Kafka; the Connect archive unzipped into a fresh Connect
 //! worker's plugin.path (nothing else copied) runs a source and a sink; the image unpacked by
 //! `umoci` runs under `runc` as its non-root user and moves rows; the aarch64 binary, static too,
-//! moves rows under Debian's qemu-user (its components compiled to ARM code by the emulated host); the image and the components
-//! come out with the same digests when built again (the components from a copy of the tree in
-//! another directory); the provenance verifies with the release key and names every artefact.
+//! moves rows under Debian's qemu-user (its component compiled to ARM code by the emulated host);
+//! the image and the components come out with the same digests when built again (the components
+//! from a copy of the tree in another directory); the provenance verifies with the release key and
+//! names every artefact.
 //! Ignored in `make test` (they need `make release`, about ten minutes of building): `make
 //! release-test` runs them, and CI runs that.
 
