@@ -97,6 +97,28 @@ impl Drop for Spawned {
     }
 }
 
+/// `binary`'s ELF headers (`readelf -h -l -d`), after checking it is static: no program
+/// interpreter, no shared library needed.
+fn assert_static(binary: &Path) -> String {
+    let headers = run("readelf", &["-h", "-l", "-d", binary.to_str().unwrap()], Path::new("/"));
+    assert!(!headers.contains("program interpreter") && !headers.contains("(NEEDED)"), "static: {headers}");
+    headers
+}
+
+/// Runs `command` (its output in `dir`/run.log) until `topic` holds a record of every one of `ids`,
+/// waiting up to `wait`, and checks it holds exactly those keys; returns the log. `what` names the
+/// run in a failure.
+fn every_row(command: &mut Command, dir: &Path, topic: &str, ids: &[String], wait: Duration, what: &str) -> String {
+    let runner = Spawned::start(command, dir.join("run.log"));
+    let records = read_until(kafka_harness::shared().bootstrap(), topic, wait, |r| r.len() >= ids.len());
+    let log = runner.log();
+    drop(runner);
+    assert_eq!(records.len(), ids.len(), "every row from {what}; log:\n{}", tail(&log, 30));
+    let keys: BTreeSet<&str> = records.iter().map(|r| r.key.as_str()).collect();
+    assert_eq!(keys, ids.iter().map(String::as_str).collect::<BTreeSet<_>>());
+    log
+}
+
 /// A connector file's text reading the fake's incidents into `topic`, with the component, key and
 /// offsets file at `component`, `key` and `state` (paths as the process sees them).
 fn source_in(fake: &fake_snow::FakeSnow, topic: &str, component: &str, key: &str, state: &str) -> String {
@@ -126,8 +148,7 @@ fn the_static_binary_alone_in_an_empty_root_moves_rows_into_kafka() {
     let ldd = Command::new("ldd").arg(&binary).output().unwrap();
     let said = format!("{}{}", String::from_utf8_lossy(&ldd.stdout), String::from_utf8_lossy(&ldd.stderr));
     assert!(said.contains("not a dynamic executable") || said.contains("statically linked"), "ldd: {said}");
-    let headers = run("readelf", &["-l", "-d", binary.to_str().unwrap()], Path::new("/"));
-    assert!(!headers.contains("program interpreter") && !headers.contains("(NEEDED)"), "static: {headers}");
+    assert_static(&binary);
 
     // The root: the binary, one component with its bundle, the key, a connector file, an empty
     // directory for state and one for the component cache. No libc, no /etc, no /dev, no /proc.
@@ -185,13 +206,7 @@ fn the_static_binary_alone_in_an_empty_root_moves_rows_into_kafka() {
         .env_clear()
         .env("PATH", std::env::var_os("PATH").unwrap_or_default()) // to find chroot; nothing in the root has a PATH to use
         .env("SNOW_LOG", "info");
-    let runner = Spawned::start(&mut command, dir.join("run.log"));
-    let records = read_until(kafka_harness::shared().bootstrap(), &topic, Duration::from_secs(180), |r| r.len() >= ids.len());
-    let log = runner.log();
-    drop(runner);
-    assert_eq!(records.len(), ids.len(), "every row from the empty root; log:\n{}", tail(&log, 30));
-    let keys: BTreeSet<&str> = records.iter().map(|r| r.key.as_str()).collect();
-    assert_eq!(keys, ids.iter().map(String::as_str).collect::<BTreeSet<_>>());
+    let log = every_row(&mut command, &dir, &topic, &ids, Duration::from_secs(180), "the empty root");
     assert!(log.contains("component signature verified"), "the component's signature was checked in the root: {}", tail(&log, 30));
     assert!(root.join("state/offsets.json").is_file(), "its position stored inside the root");
     assert!(fs::read_dir(root.join("cache")).unwrap().next().is_some(), "the compiled component cached inside the root");
@@ -202,9 +217,8 @@ fn the_static_binary_alone_in_an_empty_root_moves_rows_into_kafka() {
 #[ignore = "needs `make release`: run by `make release-test`"]
 fn the_aarch64_binary_is_static_and_moves_rows_under_qemu_user() {
     let binary = aarch64_binary();
-    let headers = run("readelf", &["-h", "-l", "-d", binary.to_str().unwrap()], Path::new("/"));
+    let headers = assert_static(&binary);
     assert!(headers.contains("AArch64"), "an ARM 64-bit executable: {}", tail(&headers, 20));
-    assert!(!headers.contains("program interpreter") && !headers.contains("(NEEDED)"), "static: {headers}");
 
     // Started the way an ARM machine would, but through qemu-user on this x86_64 one.
     let out = Command::new("qemu-aarch64-static").arg(&binary).arg("--version").output().expect("qemu-aarch64-static (qemu-user-static)");
@@ -234,13 +248,7 @@ fn the_aarch64_binary_is_static_and_moves_rows_under_qemu_user() {
     .unwrap();
     let mut command = Command::new("qemu-aarch64-static");
     command.arg(&binary).arg("run").arg(&connector).arg("--component-cache").arg(dir.join("cache")).env("SNOW_LOG", "info");
-    let runner = Spawned::start(&mut command, dir.join("run.log"));
-    let records = read_until(kafka_harness::shared().bootstrap(), &topic, Duration::from_secs(300), |r| r.len() >= ids.len());
-    let log = runner.log();
-    drop(runner);
-    assert_eq!(records.len(), ids.len(), "every row from the aarch64 binary; log:\n{}", tail(&log, 30));
-    let keys: BTreeSet<&str> = records.iter().map(|r| r.key.as_str()).collect();
-    assert_eq!(keys, ids.iter().map(String::as_str).collect::<BTreeSet<_>>());
+    let log = every_row(&mut command, &dir, &topic, &ids, Duration::from_secs(300), "the aarch64 binary");
     assert!(log.contains("component signature verified"), "the signature was checked: {}", tail(&log, 30));
 }
 
