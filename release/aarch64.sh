@@ -18,9 +18,7 @@ source release/remap.sh
 cargo zigbuild --locked --release --target "$triple" -p snow-connect --features static \
   --target-dir "$target_dir" --config "build.rustflags=[$remap]"
 cp "$target_dir/$triple/release/snow-connect" "$out"
-if readelf -l "$out" | grep -qi 'program interpreter' || readelf -d "$out" | grep -q NEEDED; then
-  echo "release: $out is dynamically linked" >&2; readelf -d "$out" | grep NEEDED >&2; exit 1
-fi
+bash release/static-check.sh "$out"
 if command -v qemu-aarch64-static >/dev/null 2>&1; then
   qemu-aarch64-static "$out" --version
 else

@@ -49,9 +49,7 @@ CC_x86_64_unknown_linux_musl=musl-gcc CXX_x86_64_unknown_linux_musl=g++ \
 binary=$out/snow-connect-$version-x86_64-linux-musl
 cp "$build/$triple/release/snow-connect" "$binary"
 # Static: no program interpreter, no shared library needed (ldd: "statically linked").
-if readelf -l "$binary" | grep -qi 'program interpreter' || readelf -d "$binary" | grep -q NEEDED; then
-  echo "release: $binary is dynamically linked:" >&2; ldd "$binary" >&2; exit 1
-fi
+bash release/static-check.sh "$binary"
 
 step "the static binary (aarch64-unknown-linux-musl, cross-built with Zig)"
 bash release/aarch64.sh "$build" "$out/snow-connect-$version-aarch64-linux-musl"
